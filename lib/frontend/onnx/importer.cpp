@@ -1,0 +1,2 @@
+#include "sinter/frontend/onnx.h"
+// Placeholder until the importer lands.

@@ -1,0 +1,46 @@
+#include "sinter/ir/dtype.h"
+
+#include <array>
+
+namespace sinter {
+namespace {
+struct DTypeInfo {
+  std::string_view name;
+  int size;
+  int onnx;
+};
+constexpr std::array<DTypeInfo, kNumDTypes> kInfo = {{
+#define DTYPE(Name, text, size, onnx) {text, size, onnx},
+#include "sinter/ir/dtypes.def"
+}};
+} // namespace
+
+std::string_view dtypeName(DType type) { return kInfo[static_cast<int>(type)].name; }
+int dtypeSize(DType type) { return kInfo[static_cast<int>(type)].size; }
+int dtypeToOnnx(DType type) { return kInfo[static_cast<int>(type)].onnx; }
+
+std::optional<DType> dtypeFromName(std::string_view name) {
+  for (int i = 0; i < kNumDTypes; ++i)
+    if (kInfo[i].name == name)
+      return static_cast<DType>(i);
+  return std::nullopt;
+}
+
+std::optional<DType> dtypeFromOnnx(int onnxType) {
+  for (int i = 0; i < kNumDTypes; ++i)
+    if (kInfo[i].onnx == onnxType)
+      return static_cast<DType>(i);
+  return std::nullopt;
+}
+
+bool isFloat(DType type) {
+  return type == DType::Float32 || type == DType::Float16 || type == DType::BFloat16 ||
+         type == DType::Float64;
+}
+bool isInteger(DType type) { return !isFloat(type) && type != DType::Bool; }
+bool isSigned(DType type) {
+  return isFloat(type) || type == DType::Int8 || type == DType::Int16 || type == DType::Int32 ||
+         type == DType::Int64;
+}
+
+} // namespace sinter

@@ -1,0 +1,2 @@
+#include "sinter/reference/evaluator.h"
+// Placeholder until the evaluator lands.

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs what sinter needs on a fresh Debian 12 machine. Idempotent: a second run changes nothing.
+#   scripts/setup.sh            compiler, runtime and test dependencies
+#   scripts/setup.sh --torch    also Debian's torch and torchvision, for regenerating models/
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+
+packages=(
+  build-essential cmake ninja-build ccache pkg-config
+  libonnx-dev libprotobuf-dev protobuf-compiler
+  llvm-19-dev libzstd-dev zlib1g-dev
+  libcli11-dev libspdlog-dev libfmt-dev libgtest-dev
+  python3 python3-venv python3-pip
+)
+[[ "${1:-}" == "--torch" ]] && packages+=(python3-torch python3-torchvision)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  sudo=""; [[ $(id -u) -ne 0 ]] && sudo="sudo"
+  echo "setup: installing ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# Python for tests and model generation only; the compiler and runtime never need it.
+venv="$root/.venv"
+if [[ ! -x "$venv/bin/python" ]]; then
+  /usr/bin/python3 -m venv "$venv"
+fi
+if ! "$venv/bin/python" -c "import onnx, onnxruntime, numpy" 2>/dev/null ||
+   ! cmp -s "$root/scripts/requirements.txt" "$venv/.requirements.txt"; then
+  "$venv/bin/pip" install -q --disable-pip-version-check -r "$root/scripts/requirements.txt"
+  cp "$root/scripts/requirements.txt" "$venv/.requirements.txt"
+fi
+echo "setup: ready"
