@@ -1,0 +1,7 @@
+#include "registry.h"
+
+namespace sinter::reference {
+
+void registerCreationRules(RuleTable &table) {}
+
+} // namespace sinter::reference

@@ -1,0 +1,7 @@
+#include "registry.h"
+
+namespace sinter::reference {
+
+void registerElementwiseRules(RuleTable &table) {}
+
+} // namespace sinter::reference

@@ -1,0 +1,7 @@
+#include "registry.h"
+
+namespace sinter::reference {
+
+void registerQuantizationRules(RuleTable &table) {}
+
+} // namespace sinter::reference

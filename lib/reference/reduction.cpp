@@ -1,0 +1,7 @@
+#include "registry.h"
+
+namespace sinter::reference {
+
+void registerReductionRules(RuleTable &table) {}
+
+} // namespace sinter::reference

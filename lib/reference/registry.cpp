@@ -1,0 +1,28 @@
+#include "registry.h"
+
+#include "sinter/support/error.h"
+
+namespace sinter::reference {
+
+void RuleTable::add(OpKind kind, EvalFn fn) {
+  SINTER_ASSERT(!rules_[static_cast<int>(kind)], "two reference rules for ", opName(kind));
+  rules_[static_cast<int>(kind)] = fn;
+}
+
+const RuleTable &rules() {
+  static const RuleTable table = [] {
+    RuleTable table;
+    registerElementwiseRules(table);
+    registerReductionRules(table);
+    registerNormalizationRules(table);
+    registerContractionRules(table);
+    registerConvolutionRules(table);
+    registerDataMovementRules(table);
+    registerCreationRules(table);
+    registerQuantizationRules(table);
+    return table;
+  }();
+  return table;
+}
+
+} // namespace sinter::reference
