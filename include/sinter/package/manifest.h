@@ -1,0 +1,104 @@
+// The artifact's content as the compiler builds it: what `sinter compile` writes into model.so
+// and what libsinter_rt reads back (docs/artifact-format.md has the byte layout). The manifest is
+// the artifact's ABI: a signature, a weights blob, kernels, a plan of steps over three memory
+// regions, and the arena size. Nothing in it depends on addresses or hash order, so identical
+// inputs give identical bytes.
+#pragma once
+
+#include "sinter/ir/dtype.h"
+
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace sinter::package {
+
+enum class Target : uint32_t { Cpu = 1, Cuda = 2 };
+
+/// A graph input or output: static dims (the artifact is specialised), with the symbol each dim
+/// came from ("" for dims that were static in the model), for display.
+struct TensorSignature {
+  std::string name;
+  DType dtype = DType::Float32;
+  std::vector<int64_t> dims;
+  std::vector<std::string> dimSymbols;
+  /// Byte offset of this tensor in the arena: the runtime copies inputs in before the plan and
+  /// outputs out after it.
+  uint64_t arenaOffset = 0;
+};
+
+/// Where a kernel argument points.
+enum class Region : uint32_t { Arena = 0, Weights = 1 };
+struct BufferRef {
+  Region region = Region::Arena;
+  uint64_t offset = 0; ///< bytes from the region's start
+};
+
+/// One compiled form of a CUDA kernel: SASS for one architecture, or PTX for JIT.
+struct CudaBinary {
+  std::string arch; ///< "sm_90" for a cubin, "compute_90" for PTX
+  bool isPtx = false;
+  std::vector<uint8_t> bytes;
+};
+
+struct Kernel {
+  /// Names what it fused: "fused_conv_add_relu_12". Also the CUDA entry point or CPU symbol.
+  std::string name;
+  /// Which code generator built it: "cuda-c", "llvm-nvptx", "llvm-x86".
+  std::string generator;
+  /// The IR ops it computes, in order (for `sinter inspect --plan`).
+  std::vector<std::string> ops;
+  std::vector<CudaBinary> cudaBinaries; ///< CUDA target
+  double flops = 0;
+  double bytesMoved = 0;
+};
+
+/// Runs a kernel. CUDA: grid x block threads with dynamic shared memory; each argument is passed
+/// as a device pointer. CPU: the kernel `void name(void *const *args, int64_t begin, int64_t end)`
+/// is called by the thread pool on disjoint chunks of [0, parallelExtent).
+struct Launch {
+  uint32_t kernel = 0; ///< index into Manifest::kernels
+  uint32_t grid[3] = {1, 1, 1};
+  uint32_t block[3] = {1, 1, 1};
+  uint32_t sharedBytes = 0;
+  int64_t parallelExtent = 1;
+  std::vector<BufferRef> args;
+};
+
+/// Copies bytes between regions (views that cannot alias, outputs that are constants).
+struct Copy {
+  BufferRef source;
+  BufferRef destination;
+  uint64_t bytes = 0;
+};
+
+using Step = std::variant<Launch, Copy>;
+
+struct WeightEntry {
+  std::string name;
+  uint64_t offset = 0; ///< in the weights blob; aligned to kWeightAlignment
+  uint64_t bytes = 0;
+};
+
+inline constexpr uint64_t kWeightAlignment = 256;
+inline constexpr uint64_t kArenaAlignment = 256;
+
+struct Manifest {
+  Target target = Target::Cpu;
+  std::string producer;      ///< "sinter 0.1.0"
+  std::string cpuLevel;      ///< CPU target: "x86-64-v2", "x86-64-v3", "x86-64-v4" or a CPU name
+  std::vector<std::string> cudaArchs; ///< CUDA target: "sm_80", ...
+  std::vector<TensorSignature> inputs, outputs;
+  uint64_t arenaBytes = 0;
+  /// Sum of every activation's size: what the arena would be without reuse.
+  uint64_t activationBytes = 0;
+  std::vector<uint8_t> weights;
+  std::vector<WeightEntry> weightTable;
+  std::vector<Kernel> kernels;
+  std::vector<Step> steps;
+  /// Number of nodes in the source model (for the fusion summary).
+  int64_t sourceNodeCount = 0;
+};
+
+} // namespace sinter::package

@@ -1,0 +1,117 @@
+/* libsinter_rt: loads and runs artifacts made by `sinter compile`. A stable C ABI.
+ *
+ * Lifecycle:  sinter_model_load -> sinter_session_create -> sinter_session_run ... ->
+ *             sinter_session_destroy -> sinter_model_free
+ *
+ * Thread safety: a loaded model is immutable and may be shared by any number of threads. A
+ * session owns its working memory (the activation arena; on the GPU also the uploaded weights and
+ * a captured CUDA graph) and must be used by one thread at a time; create one session per thread
+ * (or per stream) to run concurrently. Errors: every call returns a status; SINTER_OK is 0. The
+ * message of the calling thread's last failure is sinter_last_error().
+ *
+ * The runtime depends on libc only. It reaches the GPU through dlopen("libcuda.so.1") and the CUDA
+ * driver API; a machine without the driver gets SINTER_ERROR_NO_DEVICE, not a crash.
+ */
+#ifndef SINTER_RUNTIME_H
+#define SINTER_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SINTER_ABI_VERSION 1
+
+typedef enum sinter_status {
+  SINTER_OK = 0,
+  SINTER_ERROR_INVALID_ARGUMENT = 1, /* null handle, bad index, input of wrong dtype/shape/size */
+  SINTER_ERROR_INVALID_ARTIFACT = 2, /* not a sinter artifact, corrupt, or another ABI version */
+  SINTER_ERROR_UNSUPPORTED = 3,      /* e.g. CPU instruction set or GPU architecture not supported */
+  SINTER_ERROR_NO_DEVICE = 4,        /* no CUDA driver or no such device */
+  SINTER_ERROR_DEVICE = 5,           /* a CUDA driver call failed */
+  SINTER_ERROR_OUT_OF_MEMORY = 6,
+  SINTER_ERROR_IO = 7,               /* the file could not be opened or loaded */
+  SINTER_ERROR_INTERNAL = 8
+} sinter_status;
+
+/* Element types; values match ONNX TensorProto.DataType. */
+typedef enum sinter_dtype {
+  SINTER_FLOAT32 = 1, SINTER_UINT8 = 2, SINTER_INT8 = 3, SINTER_UINT16 = 4, SINTER_INT16 = 5,
+  SINTER_INT32 = 6, SINTER_INT64 = 7, SINTER_BOOL = 9, SINTER_FLOAT16 = 10, SINTER_FLOAT64 = 11,
+  SINTER_UINT32 = 12, SINTER_UINT64 = 13, SINTER_BFLOAT16 = 16
+} sinter_dtype;
+
+typedef enum sinter_target { SINTER_TARGET_CPU = 1, SINTER_TARGET_CUDA = 2 } sinter_target;
+
+#define SINTER_MAX_RANK 8
+
+/* One input or output of a model. */
+typedef struct sinter_tensor_info {
+  const char *name;
+  sinter_dtype dtype;
+  int32_t rank;
+  int64_t dims[SINTER_MAX_RANK];
+} sinter_tensor_info;
+
+/* A caller's buffer: device memory for a CUDA session's run, host memory otherwise. */
+typedef struct sinter_tensor {
+  void *data;
+  size_t byte_size; /* must equal the signature's element count times the element size */
+  sinter_dtype dtype;
+  int32_t rank;
+  int64_t dims[SINTER_MAX_RANK];
+} sinter_tensor;
+
+typedef struct sinter_model sinter_model;
+typedef struct sinter_session sinter_session;
+
+/* The message of the calling thread's last failed call ("" if none). Valid until the thread's
+ * next failing call. */
+const char *sinter_last_error(void);
+/* Runtime ABI version (SINTER_ABI_VERSION of the library actually loaded). */
+int sinter_runtime_abi_version(void);
+
+/* Loads an artifact (model.so). Checks its ABI version, its target, and for CPU artifacts that
+ * the host has the instruction set it was compiled for. */
+sinter_status sinter_model_load(const char *path, sinter_model **model);
+void sinter_model_free(sinter_model *model);
+
+sinter_target sinter_model_target(const sinter_model *model);
+int32_t sinter_model_input_count(const sinter_model *model);
+int32_t sinter_model_output_count(const sinter_model *model);
+sinter_status sinter_model_input_info(const sinter_model *model, int32_t index, sinter_tensor_info *info);
+sinter_status sinter_model_output_info(const sinter_model *model, int32_t index, sinter_tensor_info *info);
+
+typedef struct sinter_session_options {
+  int32_t device;      /* CUDA device ordinal (CUDA artifacts) */
+  int32_t threads;     /* CPU worker threads; 0 = one per core (CPU artifacts) */
+  int32_t use_graphs;  /* CUDA: capture the plan as a CUDA graph after the first run (default 1) */
+} sinter_session_options;
+
+/* Fills options with the defaults. */
+void sinter_session_options_init(sinter_session_options *options);
+/* Creates a session: allocates the arena, uploads weights and loads kernels (CUDA). options may
+ * be null for the defaults. */
+sinter_status sinter_session_create(const sinter_model *model, const sinter_session_options *options,
+                                    sinter_session **session);
+void sinter_session_destroy(sinter_session *session);
+
+/* Runs the model. inputs and outputs follow the signature's order; every one is validated (null,
+ * dtype, rank, dims, byte size) before anything runs. CUDA: buffers are device pointers and the
+ * work is queued on `stream` (a CUstream; null is the default stream) without synchronising.
+ * CPU: buffers are host pointers; `stream` must be null; the call returns when done. */
+sinter_status sinter_session_run(sinter_session *session, const sinter_tensor *inputs, int32_t input_count,
+                                 sinter_tensor *outputs, int32_t output_count, void *stream);
+
+/* Like sinter_session_run, but every buffer is host memory for any target: copies in, runs,
+ * copies out and synchronises. For tools and simple programs. */
+sinter_status sinter_session_run_host(sinter_session *session, const sinter_tensor *inputs,
+                                      int32_t input_count, sinter_tensor *outputs, int32_t output_count);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* SINTER_RUNTIME_H */
