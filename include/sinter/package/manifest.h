@@ -35,11 +35,16 @@ struct BufferRef {
   uint64_t offset = 0; ///< bytes from the region's start
 };
 
-/// One compiled form of a CUDA kernel: SASS for one architecture, or PTX for JIT.
+/// One compiled form of a CUDA module: SASS for one architecture, or PTX for JIT.
 struct CudaBinary {
   std::string arch; ///< "sm_90" for a cubin, "compute_90" for PTX
   bool isPtx = false;
   std::vector<uint8_t> bytes;
+};
+
+/// A CUDA module: many kernels compiled together (one NVRTC and ptxas run per module).
+struct CudaModule {
+  std::vector<CudaBinary> binaries;
 };
 
 struct Kernel {
@@ -49,7 +54,7 @@ struct Kernel {
   std::string generator;
   /// The IR ops it computes, in order (for `sinter inspect --plan`).
   std::vector<std::string> ops;
-  std::vector<CudaBinary> cudaBinaries; ///< CUDA target
+  uint32_t cudaModule = 0; ///< CUDA target: index into Manifest::cudaModules
   double flops = 0;
   double bytesMoved = 0;
 };
@@ -95,6 +100,7 @@ struct Manifest {
   uint64_t activationBytes = 0;
   std::vector<uint8_t> weights;
   std::vector<WeightEntry> weightTable;
+  std::vector<CudaModule> cudaModules;
   std::vector<Kernel> kernels;
   std::vector<Step> steps;
   /// Number of nodes in the source model (for the fusion summary).
