@@ -1,0 +1,63 @@
+// Code generation backends. Each backend is a class private to its own .cpp, behind this
+// interface and the factory below; a backend left out of the build is a user error at run time,
+// not a link error.
+//
+// The compile driver (compiler.h) hands a backend each kernel group, in plan order, and finally
+// asks it to finish: a backend may compile kernels one by one or all at once (the CUDA C backend
+// compiles every kernel of a model as one NVRTC program and one ptxas run per architecture).
+#pragma once
+
+#include "sinter/codegen/kernel_ir.h"
+#include "sinter/codegen/lowering.h"
+#include "sinter/package/manifest.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace sinter::codegen {
+
+struct TargetOptions {
+  package::Target target = package::Target::Cpu;
+  /// CUDA: SASS for each of these; PTX is added for the newest, for JIT on newer GPUs.
+  std::vector<std::string> cudaArchs = {"sm_80", "sm_86", "sm_89", "sm_90"};
+  /// CUDA: "cuda-c" (CUDA C, NVRTC, ptxas) or "llvm" (LLVM NVPTX, ptxas), with fallback to cuda-c
+  /// for groups the NVPTX route cannot lower.
+  std::string gpuCodegen = "cuda-c";
+  /// CPU: "x86-64-v2" (default, portable), "x86-64-v3", "x86-64-v4" or "native".
+  std::string cpuLevel = "x86-64-v2";
+  /// When set, every generated source (CUDA C, PTX, SASS listing, LLVM IR, assembly) is written
+  /// here, kernel by kernel.
+  std::string emitSourceDirectory;
+};
+
+/// How a kernel is launched, as the backend decided.
+struct LaunchShape {
+  uint32_t grid[3] = {1, 1, 1};
+  uint32_t block[3] = {1, 1, 1};
+  uint32_t sharedBytes = 0;
+  int64_t parallelExtent = 1;
+};
+
+class Backend {
+public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;
+
+  /// Adds one kernel to the artifact. `kernel` is the group lowered to kernel IR; a backend may
+  /// instead generate a specialised kernel from `group` (tiled GEMM and convolution). Returns the
+  /// manifest's kernel entry (without binaries yet) and the launch shape; the kernel's buffers
+  /// are the group's inputs then outputs, in that order, and so are the launch's arguments.
+  virtual package::Kernel addKernel(const KernelGroup &group, const Kernel &kernel,
+                                    LaunchShape &launch) = 0;
+
+  /// Compiles everything added and stores the results in the manifest (CUDA modules), or in
+  /// object files for the artifact writer (CPU). Returns the object files to link into model.so.
+  virtual std::vector<std::string> finish(package::Manifest &manifest,
+                                          const std::string &workDirectory) = 0;
+};
+
+/// Creates the backend for the options' target. Throws UserError when it is not built in.
+std::unique_ptr<Backend> createBackend(const TargetOptions &options);
+
+} // namespace sinter::codegen

@@ -1,0 +1,148 @@
+// Kernel IR: the loop-level form every kernel group is lowered to before a backend prints it as
+// CUDA C or builds it as LLVM IR. Backends are generic over it; per-op knowledge lives in the
+// lowering (lowering.h), written once for both.
+//
+// A Kernel is the body for one point of a 1-D parallel index space [0, parallelExtent): the
+// variable `gid` (var 0) is that point. The CUDA backend maps gid to threads (a grid-stride loop);
+// the CPU backend runs chunks of it on the runtime's thread pool. Inside, a kernel has typed
+// scalar expressions over buffers (flat, row-major, element-indexed with i64 indices), local
+// variables, sequential loops, ifs and stores.
+//
+// Semantics: integer arithmetic wraps; Div and Rem on integers truncate toward zero (C); Div and
+// Rem by zero are undefined (lowering guards where ONNX defines a result). Float math is IEEE
+// single/double as the expression's type says; f16/bf16 buffers are loaded and stored through
+// Cast to/from f32 (lowering inserts the casts). Loads and stores are in bounds by construction.
+#pragma once
+
+#include "sinter/ir/dtype.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace sinter::codegen {
+
+enum class UnaryOp : uint8_t {
+  Neg, Not, BitNot, Abs, Sign,
+  Exp, Log, Sqrt, Erf, Tanh, Sigmoid,
+  Sin, Cos, Tan, Asin, Acos, Atan, Sinh, Cosh, Asinh, Acosh, Atanh,
+  Floor, Ceil, RoundEven, Trunc,
+  IsNaN, IsInf
+};
+enum class BinaryOp : uint8_t {
+  Add, Sub, Mul, Div, Rem, Min, Max, Pow,
+  BitAnd, BitOr, BitXor, Shl, Shr,
+  Lt, Le, Gt, Ge, Eq, Ne,
+  LogicalAnd, LogicalOr
+};
+const char *unaryOpName(UnaryOp op);
+const char *binaryOpName(BinaryOp op);
+bool isComparison(BinaryOp op);
+
+enum class ExprKind : uint8_t { Constant, Var, Load, Unary, Binary, Select, Cast };
+
+struct Expr;
+using ExprRef = std::shared_ptr<const Expr>;
+
+struct Expr {
+  ExprKind kind;
+  DType type;
+  double floatValue = 0; ///< Constant of float type
+  int64_t intValue = 0;  ///< Constant of integer or bool type
+  int id = 0;            ///< Var: variable id; Load: buffer index
+  UnaryOp unary{};
+  BinaryOp binary{};
+  std::vector<ExprRef> operands; ///< Load: {index}; Unary: {a}; Binary: {a, b}; Select: {c, a, b}; Cast: {a}
+};
+
+enum class StmtKind : uint8_t { Block, For, Store, Assign, If };
+
+struct Stmt;
+using StmtRef = std::shared_ptr<const Stmt>;
+
+struct Stmt {
+  StmtKind kind;
+  int id = 0;                ///< For: loop variable; Store: buffer; Assign: variable
+  ExprRef a;                 ///< For: extent (loop runs 0..extent-1); Store: index; Assign: value; If: condition
+  ExprRef b;                 ///< Store: value
+  std::vector<StmtRef> body; ///< Block, For, If (then)
+  std::vector<StmtRef> orElse; ///< If (else)
+};
+
+struct Variable {
+  std::string name;
+  DType type;
+};
+
+struct BufferParam {
+  std::string name;
+  DType dtype;
+  int64_t elements;
+  bool written;
+};
+
+struct Kernel {
+  std::string name;
+  /// Argument i of the launch is buffer i.
+  std::vector<BufferParam> buffers;
+  /// Variable 0 is `gid`, the parallel index (i64).
+  std::vector<Variable> variables;
+  std::vector<StmtRef> body;
+  int64_t parallelExtent = 1;
+  /// Hints for the backends' launch shape.
+  int64_t flops = 0;
+};
+
+/// Human-readable listing (for --emit-source and tests).
+std::string printKernel(const Kernel &kernel);
+
+// ---- Building ------------------------------------------------------------------------------
+// Expression constructors fold constants where both sides are constant integers, so index math
+// on static shapes stays small.
+
+ExprRef constant(DType type, double value);
+ExprRef intConstant(int64_t value, DType type = DType::Int64);
+ExprRef boolConstant(bool value);
+ExprRef var(int id, DType type);
+ExprRef load(int buffer, DType type, ExprRef index);
+ExprRef unary(UnaryOp op, ExprRef a);
+/// Comparisons and logical ops give bool; other ops keep a's type (b must have the same type).
+ExprRef binary(BinaryOp op, ExprRef a, ExprRef b);
+ExprRef select(ExprRef condition, ExprRef ifTrue, ExprRef ifFalse);
+ExprRef cast(ExprRef a, DType type);
+
+/// Convenience for index arithmetic on i64.
+ExprRef add(ExprRef a, ExprRef b);
+ExprRef sub(ExprRef a, ExprRef b);
+ExprRef mul(ExprRef a, ExprRef b);
+ExprRef div(ExprRef a, ExprRef b);
+ExprRef rem(ExprRef a, ExprRef b);
+ExprRef add(ExprRef a, int64_t b);
+ExprRef mul(ExprRef a, int64_t b);
+ExprRef div(ExprRef a, int64_t b);
+ExprRef rem(ExprRef a, int64_t b);
+
+StmtRef store(int buffer, ExprRef index, ExprRef value);
+StmtRef assign(int variable, ExprRef value);
+StmtRef forLoop(int variable, ExprRef extent, std::vector<StmtRef> body);
+StmtRef ifThen(ExprRef condition, std::vector<StmtRef> then, std::vector<StmtRef> orElse = {});
+
+/// Helps lowering code build one kernel: declares buffers and variables, collects statements.
+class KernelBuilder {
+public:
+  explicit KernelBuilder(std::string name);
+  int addBuffer(const std::string &name, DType dtype, int64_t elements, bool written);
+  /// A new local variable (unique name derived from `hint`).
+  int addVariable(const std::string &hint, DType type);
+  ExprRef gid() const { return var(0, DType::Int64); }
+  void setParallelExtent(int64_t extent) { kernel_.parallelExtent = extent; }
+  void emit(StmtRef stmt) { kernel_.body.push_back(std::move(stmt)); }
+  Kernel &kernel() { return kernel_; }
+  Kernel take() { return std::move(kernel_); }
+
+private:
+  Kernel kernel_;
+};
+
+} // namespace sinter::codegen
