@@ -75,6 +75,15 @@ int64_t ravel(const std::vector<int64_t> &index, const std::vector<int64_t> &dim
   return out;
 }
 
+bool nextIndex(std::vector<int64_t> &index, const std::vector<int64_t> &dims) {
+  for (int i = int(dims.size()) - 1; i >= 0; --i) {
+    if (++index[i] < dims[i])
+      return true;
+    index[i] = 0;
+  }
+  return false;
+}
+
 int64_t normalizeAxis(const Node &node, int64_t axis, int64_t rank) {
   int64_t normalized = axis < 0 ? axis + rank : axis;
   if (normalized < 0 || normalized >= std::max<int64_t>(rank, 1))

@@ -33,6 +33,11 @@ private:
 std::vector<int64_t> unravel(int64_t index, const std::vector<int64_t> &dims);
 int64_t ravel(const std::vector<int64_t> &index, const std::vector<int64_t> &dims);
 
+/// Steps a row-major multi-index to the next one, last dim fastest (an odometer):
+///   for (std::vector<int64_t> at(dims.size(), 0); ...; ) { ...; if (!nextIndex(at, dims)) break; }
+/// Returns false, leaving the index all zeros, when it wraps past the last index.
+bool nextIndex(std::vector<int64_t> &index, const std::vector<int64_t> &dims);
+
 /// Normalises a possibly negative axis against a rank; UserError naming the node if out of range.
 int64_t normalizeAxis(const Node &node, int64_t axis, int64_t rank);
 
