@@ -1,7 +1,119 @@
-#include "registry.h"
+// Reference rules for the elementwise family (ai.onnx opset 23). Unary math and activations live
+// in elementwise_unary.cpp, binary and variadic ops in elementwise_binary.cpp; this file registers
+// them all and holds the rest: Cast, CastLike, Clip, Where and Trilu.
+#include "elementwise.h"
+
+#include <cstring>
 
 namespace sinter::reference {
+namespace {
 
-void registerElementwiseRules(RuleTable &table) {}
+Tensor castOf(const Node &node, const Tensor &input) {
+  int64_t onnxType = node.attrInt("to", -1);
+  std::optional<DType> to = dtypeFromOnnx(static_cast<int>(onnxType));
+  if (!to)
+    userError(node.describe(), ": cannot cast to ONNX element type ", onnxType,
+              " (not supported by sinter)");
+  return convertTensor(node, input, *to);
+}
+
+/// Clip: min(max(x, low), high) with optional scalar bounds of x's type. NaN stays NaN; when
+/// low > high every element becomes high, as the spec says.
+Tensor clipOf(const Node &node, const Inputs &inputs) {
+  const Tensor &x = *inputs[0];
+  for (int i = 1; i < 3; ++i) {
+    if (i >= static_cast<int>(inputs.size()) || !inputs[i])
+      continue;
+    requireSameDType(node, inputs, 0, i);
+    if (inputs[i]->elementCount() != 1)
+      userError(node.describe(), ": input ", i, " (", i == 1 ? "min" : "max",
+                ") must be a scalar, not of shape ", shapeStr(shapeOf(inputs[i]->dims())));
+  }
+  const Tensor *low = inputs.size() > 1 ? inputs[1] : nullptr;
+  const Tensor *high = inputs.size() > 2 ? inputs[2] : nullptr;
+  return visitDType<NumericDTypes>(node, x.dtype(), [&](auto tag) {
+    constexpr DType D = decltype(tag)::value;
+    using T = ComputeType<D>;
+    Tensor out(D, x.dims());
+    for (int64_t i = 0; i < x.elementCount(); ++i) {
+      T value = loadElement<D>(x, i);
+      if (low && value < loadElement<D>(*low, 0))
+        value = loadElement<D>(*low, 0);
+      if (high && value > loadElement<D>(*high, 0))
+        value = loadElement<D>(*high, 0);
+      storeElement<D>(out, i, value);
+    }
+    return out;
+  });
+}
+
+/// Where(condition, x, y) with three-way broadcasting; copies element bytes, so any dtype works.
+Tensor whereOf(const Node &node, const Inputs &inputs) {
+  const Tensor &condition = *inputs[0];
+  const Tensor &x = *inputs[1];
+  const Tensor &y = *inputs[2];
+  if (condition.dtype() != DType::Bool)
+    userError(node.describe(), ": the condition (input 0) must be bool, not ",
+              dtypeName(condition.dtype()));
+  requireSameDType(node, inputs, 1, 2);
+  std::vector<int64_t> dims = broadcastDims(node, {condition.dims(), x.dims(), y.dims()});
+  BroadcastIndexer conditionIndex(condition.dims(), dims), xIndex(x.dims(), dims),
+      yIndex(y.dims(), dims);
+  Tensor out(x.dtype(), dims);
+  size_t size = dtypeSize(x.dtype());
+  for (int64_t i = 0; i < out.elementCount(); ++i) {
+    bool pick = condition.data<uint8_t>()[conditionIndex(i)] != 0;
+    const std::byte *source = pick ? x.data() + xIndex(i) * size : y.data() + yIndex(i) * size;
+    std::memcpy(out.data() + i * size, source, size);
+  }
+  return out;
+}
+
+/// Trilu: keeps the upper (column - row >= k) or lower (column - row <= k) triangle of each
+/// matrix in the last two dims and zeroes the rest; copies element bytes, so any dtype works.
+Tensor triluOf(const Node &node, const Inputs &inputs) {
+  const Tensor &x = *inputs[0];
+  if (x.rank() < 2)
+    userError(node.describe(), ": the input must have rank 2 or more, not ", x.rank());
+  int64_t k = scalarIntInput(node, inputs.size() > 1 ? inputs[1] : nullptr, 1, 0);
+  bool upper = node.attrInt("upper", 1) != 0;
+  int64_t rows = x.dims()[x.rank() - 2];
+  int64_t columns = x.dims()[x.rank() - 1];
+  Tensor out(x.dtype(), x.dims()); // zero-filled
+  size_t size = dtypeSize(x.dtype());
+  for (int64_t i = 0; i < x.elementCount(); ++i) {
+    int64_t column = i % columns;
+    int64_t row = (i / columns) % rows;
+    bool keep = upper ? column - row >= k : column - row <= k;
+    if (keep)
+      std::memcpy(out.data() + i * size, x.data() + i * size, size);
+  }
+  return out;
+}
+
+} // namespace
+
+void registerElementwiseRules(RuleTable &table) {
+  registerUnaryMathRules(table);
+  registerActivationRules(table);
+  registerBinaryRules(table);
+  registerVariadicRules(table);
+
+  table.add(OpKind::Cast, [](const Node &node, const Inputs &inputs) -> Outputs {
+    return {castOf(node, *inputs[0])};
+  });
+  table.add(OpKind::CastLike, [](const Node &node, const Inputs &inputs) -> Outputs {
+    return {convertTensor(node, *inputs[0], inputs[1]->dtype())};
+  });
+  table.add(OpKind::Clip, [](const Node &node, const Inputs &inputs) -> Outputs {
+    return {clipOf(node, inputs)};
+  });
+  table.add(OpKind::Where, [](const Node &node, const Inputs &inputs) -> Outputs {
+    return {whereOf(node, inputs)};
+  });
+  table.add(OpKind::Trilu, [](const Node &node, const Inputs &inputs) -> Outputs {
+    return {triluOf(node, inputs)};
+  });
+}
 
 } // namespace sinter::reference
