@@ -8,7 +8,7 @@
 // scalar expressions over buffers (flat, row-major, element-indexed with i64 indices), local
 // variables, sequential loops, ifs and stores.
 //
-// Semantics: integer arithmetic wraps; Div and Rem on integers truncate toward zero (C); Div and
+// Semantics: Min and Max propagate NaN (as numpy does). Integer arithmetic wraps; Div and Rem on integers truncate toward zero (C); Div and
 // Rem by zero are undefined (lowering guards where ONNX defines a result). Float math is IEEE
 // single/double as the expression's type says; f16/bf16 buffers are loaded and stored through
 // Cast to/from f32 (lowering inserts the casts). Loads and stores are in bounds by construction.

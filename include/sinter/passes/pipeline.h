@@ -1,0 +1,40 @@
+// The pass pipeline is data: an ordered list (lib/passes/pipeline.cpp), each entry with the
+// reason it is there and where it must run again. The runner verifies the graph after every pass
+// that changed it and names the pass that broke an invariant.
+#pragma once
+
+#include "sinter/passes/pass.h"
+
+#include <functional>
+#include <iosfwd>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace sinter {
+
+struct PipelineEntry {
+  std::string name;
+  std::string reason;
+  std::function<std::unique_ptr<Pass>()> create;
+  /// Run the pass again until it reports no change (bounded).
+  bool untilFixedPoint = false;
+};
+
+/// The default pipeline, in order.
+const std::vector<PipelineEntry> &defaultPipeline();
+
+struct PipelineOptions {
+  std::set<std::string> disabled;   ///< --disable-pass
+  std::string dumpAfter;            ///< --dump-ir-after=PASS|all
+  std::ostream *dumpStream = nullptr;
+  bool verify = true;               ///< verify after every pass that changed the graph
+};
+
+/// Runs the pipeline. Unknown names in disabled/dumpAfter are UserErrors listing the passes.
+void runPipeline(Graph &graph, const PipelineOptions &options = {});
+
+/// "1. fold-constants: evaluate nodes whose inputs are all constants ..." one per line.
+std::string describePipeline();
+
+} // namespace sinter

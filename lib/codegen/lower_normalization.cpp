@@ -1,0 +1,7 @@
+#include "lowering_rules.h"
+
+namespace sinter::codegen {
+
+void registerNormalizationLowering(LoweringTable &table) {}
+
+} // namespace sinter::codegen

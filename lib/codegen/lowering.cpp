@@ -1,0 +1,173 @@
+#include "sinter/codegen/lowering.h"
+
+#include "lowering_rules.h"
+#include "sinter/support/error.h"
+
+#include <map>
+
+namespace sinter::codegen {
+
+DType computeType(DType storage) {
+  return storage == DType::Float16 || storage == DType::BFloat16 ? DType::Float32 : storage;
+}
+
+const Accessor &RuleContext::input(int i) const {
+  SINTER_ASSERT(hasInput(i), node_.describe(), " has no input ", i);
+  return inputs_[i];
+}
+
+std::vector<int64_t> RuleContext::inputDims(int i) const {
+  return staticDims(node_.input(i)->shape());
+}
+std::vector<int64_t> RuleContext::outputDims(int i) const {
+  return staticDims(node_.output(i)->shape());
+}
+DType RuleContext::inputType(int i) const { return computeType(node_.input(i)->dtype()); }
+DType RuleContext::outputType(int i) const { return computeType(node_.output(i)->dtype()); }
+
+StmtRef RuleContext::store(int output, ExprRef flatIndex, ExprRef value) const {
+  DType storage = node_.output(output)->dtype();
+  return codegen::store(outputBuffers_.at(output), std::move(flatIndex), cast(std::move(value), storage));
+}
+
+void LoweringTable::addInjective(OpKind kind, InjectiveRule rule) {
+  SINTER_ASSERT(!injective_[int(kind)] && !kernel_[int(kind)], "two lowering rules for ", opName(kind));
+  injective_[int(kind)] = rule;
+}
+void LoweringTable::addKernel(OpKind kind, KernelRule rule) {
+  SINTER_ASSERT(!injective_[int(kind)] && !kernel_[int(kind)], "two lowering rules for ", opName(kind));
+  kernel_[int(kind)] = rule;
+}
+
+const LoweringTable &loweringTable() {
+  static const LoweringTable table = [] {
+    LoweringTable table;
+    registerElementwiseLowering(table);
+    registerDataMovementLowering(table);
+    registerReductionLowering(table);
+    registerNormalizationLowering(table);
+    registerContractionLowering(table);
+    return table;
+  }();
+  return table;
+}
+
+ExprRef ravelIndex(const std::vector<ExprRef> &index, const std::vector<int64_t> &dims) {
+  ExprRef flat = intConstant(0);
+  for (size_t i = 0; i < dims.size(); ++i)
+    flat = add(mul(flat, dims[i]), index[i]);
+  return flat;
+}
+
+std::vector<ExprRef> unravelIndex(ExprRef flat, const std::vector<int64_t> &dims) {
+  std::vector<ExprRef> index(dims.size());
+  int64_t stride = 1;
+  for (int i = int(dims.size()) - 1; i >= 0; --i) {
+    ExprRef quotient = stride == 1 ? flat : div(flat, stride);
+    // The outermost dim needs no modulo: the flat index is in range.
+    index[i] = i == 0 ? quotient : rem(quotient, dims[i]);
+    stride *= dims[i];
+  }
+  return index;
+}
+
+std::vector<ExprRef> broadcastIndex(const std::vector<ExprRef> &outIndex,
+                                    const std::vector<int64_t> &inDims) {
+  std::vector<ExprRef> index(inDims.size());
+  size_t offset = outIndex.size() - inDims.size();
+  for (size_t i = 0; i < inDims.size(); ++i)
+    index[i] = inDims[i] == 1 ? intConstant(0) : outIndex[offset + i];
+  return index;
+}
+
+ExprRef typedConstant(DType type, double value) {
+  if (isFloat(type))
+    return constant(type, value);
+  if (type == DType::Bool)
+    return boolConstant(value != 0);
+  return intConstant(int64_t(value), type);
+}
+
+bool canLower(const Node &node) {
+  const LoweringTable &table = loweringTable();
+  return table.injective(node.kind()) || table.kernel(node.kind());
+}
+
+std::string kernelName(const std::vector<const Node *> &nodes, int index) {
+  std::string name = "fused";
+  for (const Node *node : nodes) {
+    name += "_";
+    for (char c : node->opName())
+      name += char(std::tolower(static_cast<unsigned char>(c)));
+  }
+  return name + "_" + std::to_string(index);
+}
+
+Kernel lowerGroup(const KernelGroup &group) {
+  const LoweringTable &table = loweringTable();
+  KernelBuilder builder(group.name);
+  std::map<const Value *, Accessor> accessors;
+  std::map<const Value *, int> outputBuffer;
+
+  for (const Value *input : group.inputs) {
+    SINTER_ASSERT(isStatic(input->shape()), "group input '", input->name(), "' is not static");
+    std::vector<int64_t> dims = staticDims(input->shape());
+    int buffer = builder.addBuffer(input->name(), input->dtype(), *elementCount(input->shape()), false);
+    DType storage = input->dtype();
+    accessors[input] = [buffer, dims, storage](const std::vector<ExprRef> &index) {
+      return cast(load(buffer, storage, ravelIndex(index, dims)), computeType(storage));
+    };
+  }
+  for (const Value *output : group.outputs)
+    outputBuffer[output] = builder.addBuffer(output->name(), output->dtype(),
+                                             *elementCount(output->shape()), true);
+
+  bool wroteKernel = false;
+  for (const Node *node : group.nodes) {
+    std::vector<Accessor> inputs;
+    for (Value *input : node->inputs())
+      inputs.push_back(input ? accessors.at(input) : Accessor());
+    std::vector<int> outputs;
+    for (Value *output : node->outputs())
+      outputs.push_back(outputBuffer.count(output) ? outputBuffer[output] : -1);
+
+    if (InjectiveRule rule = table.injective(node->kind())) {
+      auto context = std::make_shared<RuleContext>(*node, builder, inputs, outputs);
+      for (int i = 0; i < node->numOutputs(); ++i)
+        accessors[node->output(i)] = [context, rule, i](const std::vector<ExprRef> &index) {
+          return rule(*context, i, index);
+        };
+      continue;
+    }
+    KernelRule rule = table.kernel(node->kind());
+    if (!rule)
+      userError(node->describe(), ": sinter cannot generate code for ", node->opName(), " yet");
+    SINTER_ASSERT(!wroteKernel && group.nodes.size() == 1,
+                  "a kernel rule must be the only non-injective node of its group");
+    RuleContext context(*node, builder, inputs, outputs);
+    rule(context);
+    wroteKernel = true;
+  }
+
+  if (!wroteKernel) {
+    // Every group output produced by injective rules: one parallel pass over the largest output,
+    // each store guarded by its own size.
+    int64_t extent = 1;
+    for (const Value *output : group.outputs)
+      extent = std::max(extent, *elementCount(output->shape()));
+    builder.setParallelExtent(extent);
+    for (const Value *output : group.outputs) {
+      int64_t count = *elementCount(output->shape());
+      std::vector<int64_t> dims = staticDims(output->shape());
+      ExprRef value = accessors.at(output)(unravelIndex(builder.gid(), dims));
+      StmtRef write = store(outputBuffer.at(output), builder.gid(), cast(value, output->dtype()));
+      if (count == extent)
+        builder.emit(write);
+      else
+        builder.emit(ifThen(binary(BinaryOp::Lt, builder.gid(), intConstant(count)), {write}));
+    }
+  }
+  return builder.take();
+}
+
+} // namespace sinter::codegen

@@ -1,0 +1,91 @@
+// Private to lowering: the per-op rule tables and the helpers rules share.
+//
+// An injective rule gives the output's element at a multi-index from its inputs' accessors:
+//
+//   table.addInjective(OpKind::Relu, [](const RuleContext &ctx, int output,
+//                                       const std::vector<ExprRef> &index) {
+//     ExprRef x = ctx.input(0)(index);
+//     return binary(BinaryOp::Max, x, constant(x->type, 0));
+//   });
+//
+// A kernel rule writes a whole kernel body for a node (reductions, normalisation, pooling, naive
+// contractions), reading inputs through ctx.input(i) and writing outputs through ctx.store(...).
+// Accessors and stores use compute types: f16/bf16 compute as f32 (see computeType).
+#pragma once
+
+#include "sinter/codegen/kernel_ir.h"
+#include "sinter/codegen/lowering.h"
+
+#include <array>
+#include <vector>
+
+namespace sinter::codegen {
+
+/// The type a storage dtype computes in: f32 for f16/bf16, itself otherwise.
+DType computeType(DType storage);
+
+class RuleContext {
+public:
+  RuleContext(const Node &node, KernelBuilder &builder, std::vector<Accessor> inputs,
+              std::vector<int> outputBuffers)
+      : node_(node), builder_(builder), inputs_(std::move(inputs)),
+        outputBuffers_(std::move(outputBuffers)) {}
+
+  const Node &node() const { return node_; }
+  KernelBuilder &builder() const { return builder_; }
+  /// Input i's accessor; an internal error for an absent input (check node().input(i) first).
+  const Accessor &input(int i) const;
+  bool hasInput(int i) const { return i < int(inputs_.size()) && inputs_[i] != nullptr; }
+  /// Static dims of input / output i.
+  std::vector<int64_t> inputDims(int i) const;
+  std::vector<int64_t> outputDims(int i) const;
+  DType inputType(int i) const;  ///< compute type of input i
+  DType outputType(int i) const; ///< compute type of output i
+  /// A statement storing `value` (compute type) into output i's element at a flat index.
+  StmtRef store(int output, ExprRef flatIndex, ExprRef value) const;
+
+private:
+  const Node &node_;
+  KernelBuilder &builder_;
+  std::vector<Accessor> inputs_;
+  std::vector<int> outputBuffers_;
+};
+
+using InjectiveRule = ExprRef (*)(const RuleContext &ctx, int output, const std::vector<ExprRef> &index);
+/// Emits the kernel's body (and sets its parallel extent) through ctx.builder().
+using KernelRule = void (*)(const RuleContext &ctx);
+
+class LoweringTable {
+public:
+  void addInjective(OpKind kind, InjectiveRule rule);
+  void addKernel(OpKind kind, KernelRule rule);
+  InjectiveRule injective(OpKind kind) const { return injective_[static_cast<int>(kind)]; }
+  KernelRule kernel(OpKind kind) const { return kernel_[static_cast<int>(kind)]; }
+
+private:
+  std::array<InjectiveRule, kNumOps> injective_{};
+  std::array<KernelRule, kNumOps> kernel_{};
+};
+
+const LoweringTable &loweringTable();
+
+// One per family file, called from lowering.cpp.
+void registerElementwiseLowering(LoweringTable &table);   // lower_elementwise.cpp
+void registerDataMovementLowering(LoweringTable &table);  // lower_data_movement.cpp
+void registerReductionLowering(LoweringTable &table);     // lower_reduction.cpp
+void registerNormalizationLowering(LoweringTable &table); // lower_normalization.cpp
+void registerContractionLowering(LoweringTable &table);   // lower_contraction.cpp (naive MatMul, Gemm, Conv, pools)
+
+// ---- Index helpers ---------------------------------------------------------------------------
+
+/// Row-major flat index of a multi-index over static dims.
+ExprRef ravelIndex(const std::vector<ExprRef> &index, const std::vector<int64_t> &dims);
+/// Multi-index of a flat index over static dims.
+std::vector<ExprRef> unravelIndex(ExprRef flat, const std::vector<int64_t> &dims);
+/// The index into an input of dims `inDims` that numpy-broadcasts to an output index.
+std::vector<ExprRef> broadcastIndex(const std::vector<ExprRef> &outIndex,
+                                    const std::vector<int64_t> &inDims);
+/// A constant in a compute type.
+ExprRef typedConstant(DType type, double value);
+
+} // namespace sinter::codegen

@@ -1,0 +1,224 @@
+#include "sinter/compiler/compiler.h"
+
+#include "sinter/codegen/lowering.h"
+#include "sinter/codegen/memory_plan.h"
+#include "sinter/ir/graph.h"
+#include "sinter/package/writer.h"
+#include "sinter/support/error.h"
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <map>
+
+#include <unistd.h>
+
+namespace sinter {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double secondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+/// Every dim of every value must be static to compile: the artifact is specialised to shapes.
+void requireStaticShapes(const Graph &graph) {
+  std::string symbolic;
+  for (Value *input : graph.inputs())
+    if (!isStatic(input->shape()))
+      symbolic += "\n  " + input->name() + ": " + input->type().str();
+  if (!symbolic.empty())
+    userError("every input dim must be known to compile; these inputs have symbolic or unknown "
+              "dims:",
+              symbolic, "\nfix them with --dim SYMBOL=N or --shape NAME=AxBxC");
+  for (const auto &node : graph.nodes())
+    for (Value *output : node->outputs())
+      if (!isStatic(output->shape()))
+        userError(node->describe(), " produces '", output->name(), "' of type ",
+                  output->type().str(),
+                  " whose shape depends on data; sinter compiles static shapes only");
+}
+
+uint64_t byteSizeOf(const Value *value) {
+  return uint64_t(*elementCount(value->shape())) * dtypeSize(value->dtype());
+}
+
+package::TensorSignature signatureOf(const Value *value, const Shape &declared) {
+  package::TensorSignature signature;
+  signature.name = value->name();
+  signature.dtype = value->dtype();
+  signature.dims = staticDims(value->shape());
+  for (const Dim &dim : declared)
+    signature.dimSymbols.push_back(dim.isSymbol() ? dim.symbolName() : "");
+  return signature;
+}
+
+} // namespace
+
+package::Manifest buildManifest(Graph &graph, const CompileOptions &options,
+                                const std::string &workDirectory,
+                                std::vector<std::string> &objectFiles, CompileStatistics &stats) {
+  auto report = [&](const std::string &message) {
+    if (options.progress)
+      options.progress(message);
+  };
+  package::Manifest manifest;
+  manifest.target = options.target.target;
+  manifest.producer = "sinter 0.1.0";
+  manifest.sourceNodeCount = graph.numNodes();
+  stats.sourceNodeCount = graph.numNodes();
+  if (manifest.target == package::Target::Cpu)
+    manifest.cpuLevel = options.target.cpuLevel;
+  else
+    manifest.cudaArchs = options.target.cudaArchs;
+
+  // The declared input shapes (with their symbols) before passes, for the signature.
+  std::map<std::string, Shape> declared;
+  for (Value *input : graph.inputs())
+    declared[input->name()] = input->shape();
+
+  auto passStart = Clock::now();
+  requireStaticShapes(graph);
+  runPipeline(graph, options.pipeline);
+  stats.passSeconds = secondsSince(passStart);
+
+  // Kernel groups: one per node for now (fusion makes them larger).
+  std::vector<codegen::KernelGroup> groups;
+  for (const auto &node : graph.nodes()) {
+    codegen::KernelGroup group;
+    group.nodes = {node.get()};
+    for (Value *input : node->inputs())
+      if (input && std::find(group.inputs.begin(), group.inputs.end(), input) == group.inputs.end())
+        group.inputs.push_back(input);
+    for (Value *output : node->outputs())
+      group.outputs.push_back(output);
+    group.name = codegen::kernelName(group.nodes, int(groups.size()));
+    groups.push_back(std::move(group));
+  }
+
+  // Memory: constants go to the weights blob; everything else lives in the arena.
+  std::map<const Value *, package::BufferRef> location;
+  for (Value *constant : graph.constants()) {
+    if (!constant->hasUses() && !graph.isOutput(constant))
+      continue;
+    uint64_t offset = (manifest.weights.size() + package::kWeightAlignment - 1) /
+                      package::kWeightAlignment * package::kWeightAlignment;
+    const Tensor &tensor = constant->constant();
+    manifest.weights.resize(offset + tensor.byteSize());
+    std::copy(reinterpret_cast<const uint8_t *>(tensor.data()),
+              reinterpret_cast<const uint8_t *>(tensor.data()) + tensor.byteSize(),
+              manifest.weights.begin() + offset);
+    manifest.weightTable.push_back({constant->name(), offset, tensor.byteSize()});
+    location[constant] = {package::Region::Weights, offset};
+  }
+  stats.weightBytes = manifest.weights.size();
+
+  std::vector<const Value *> arenaValues;
+  std::map<const Value *, size_t> arenaIndex;
+  std::vector<codegen::BufferLifetime> lifetimes;
+  auto touch = [&](const Value *value, int64_t step) {
+    auto [it, inserted] = arenaIndex.try_emplace(value, arenaValues.size());
+    if (inserted) {
+      arenaValues.push_back(value);
+      lifetimes.push_back({byteSizeOf(value), step, step});
+    }
+    codegen::BufferLifetime &lifetime = lifetimes[it->second];
+    lifetime.firstStep = std::min(lifetime.firstStep, step);
+    lifetime.lastStep = std::max(lifetime.lastStep, step);
+  };
+  const int64_t endStep = int64_t(groups.size());
+  for (Value *input : graph.inputs())
+    touch(input, -1);
+  for (size_t i = 0; i < groups.size(); ++i) {
+    for (const Value *input : groups[i].inputs)
+      if (!input->isConstant())
+        touch(input, int64_t(i));
+    for (const Value *output : groups[i].outputs)
+      touch(output, int64_t(i));
+  }
+  for (Value *output : graph.outputs())
+    touch(output, endStep); // constant outputs get an arena slot too: copied there at the end
+  codegen::ArenaPlan arena = codegen::planArena(lifetimes, package::kArenaAlignment);
+  for (size_t i = 0; i < arenaValues.size(); ++i)
+    if (!arenaValues[i]->isConstant())
+      location[arenaValues[i]] = {package::Region::Arena, arena.offsets[i]};
+  manifest.arenaBytes = arena.arenaBytes;
+  manifest.activationBytes = arena.totalBytes;
+  stats.arenaBytes = arena.arenaBytes;
+  stats.activationBytes = arena.totalBytes;
+
+  for (Value *input : graph.inputs()) {
+    package::TensorSignature signature = signatureOf(input, declared[input->name()]);
+    signature.arenaOffset = location.at(input).offset;
+    manifest.inputs.push_back(std::move(signature));
+  }
+
+  // Code generation.
+  auto codegenStart = Clock::now();
+  std::unique_ptr<codegen::Backend> backend = codegen::createBackend(options.target);
+  for (size_t i = 0; i < groups.size(); ++i) {
+    const codegen::KernelGroup &group = groups[i];
+    if (i % 50 == 0)
+      report("generating kernel " + std::to_string(i + 1) + "/" + std::to_string(groups.size()));
+    codegen::Kernel kernel = codegen::lowerGroup(group);
+    codegen::LaunchShape shape;
+    package::Kernel entry = backend->addKernel(group, kernel, shape);
+    package::Launch launch;
+    launch.kernel = uint32_t(manifest.kernels.size());
+    std::copy(shape.grid, shape.grid + 3, launch.grid);
+    std::copy(shape.block, shape.block + 3, launch.block);
+    launch.sharedBytes = shape.sharedBytes;
+    launch.parallelExtent = shape.parallelExtent;
+    for (const Value *input : group.inputs)
+      launch.args.push_back(location.at(input));
+    for (const Value *output : group.outputs)
+      launch.args.push_back(location.at(output));
+    manifest.kernels.push_back(std::move(entry));
+    manifest.steps.push_back(std::move(launch));
+  }
+  stats.codegenSeconds = secondsSince(codegenStart);
+  stats.kernelCount = int(manifest.kernels.size());
+
+  // Graph outputs: a constant output is copied into its arena slot after the plan.
+  for (Value *output : graph.outputs()) {
+    package::TensorSignature signature = signatureOf(output, output->shape());
+    uint64_t slot = arena.offsets[arenaIndex.at(output)];
+    signature.arenaOffset = output->isConstant() ? slot : location.at(output).offset;
+    if (output->isConstant())
+      manifest.steps.push_back(package::Copy{location.at(output),
+                                             {package::Region::Arena, slot},
+                                             output->constant().byteSize()});
+    manifest.outputs.push_back(std::move(signature));
+  }
+
+  auto finishStart = Clock::now();
+  report("compiling " + std::to_string(manifest.kernels.size()) + " kernels with " +
+         backend->name());
+  objectFiles = backend->finish(manifest, workDirectory);
+  stats.finishSeconds = secondsSince(finishStart);
+  return manifest;
+}
+
+CompileStatistics compileGraph(Graph &graph, const CompileOptions &options,
+                               const std::string &outputPath) {
+  namespace fs = std::filesystem;
+  CompileStatistics stats;
+  fs::path work = fs::temp_directory_path() / ("sinter-compile-" + std::to_string(::getpid()));
+  fs::create_directories(work);
+  struct Cleanup {
+    fs::path path;
+    ~Cleanup() {
+      std::error_code ignored;
+      fs::remove_all(path, ignored);
+    }
+  } cleanup{work};
+  std::vector<std::string> objects;
+  package::Manifest manifest = buildManifest(graph, options, work.string(), objects, stats);
+  auto writeStart = Clock::now();
+  package::writeArtifact(manifest, outputPath, objects);
+  stats.writeSeconds = secondsSince(writeStart);
+  return stats;
+}
+
+} // namespace sinter

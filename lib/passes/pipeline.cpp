@@ -1,0 +1,80 @@
+#include "sinter/passes/pipeline.h"
+
+#include "eliminate_dead_code.h"
+#include "fold_constants.h"
+#include "sinter/ir/graph.h"
+#include "sinter/ir/printer.h"
+#include "sinter/ir/verifier.h"
+#include "sinter/support/error.h"
+
+#include <ostream>
+#include <sstream>
+
+namespace sinter {
+
+template <typename P> static std::function<std::unique_ptr<Pass>()> make() {
+  return [] { return std::make_unique<P>(); };
+}
+
+const std::vector<PipelineEntry> &defaultPipeline() {
+  static const std::vector<PipelineEntry> kPipeline = {
+      {"fold-constants",
+       "shapes are static after import, so shape arithmetic and weight transforms run once, here",
+       make<FoldConstants>(), /*untilFixedPoint=*/true},
+      {"eliminate-dead-code", "folding leaves the nodes and constants it replaced unused",
+       make<EliminateDeadCode>()},
+  };
+  return kPipeline;
+}
+
+std::string describePipeline() {
+  std::ostringstream out;
+  int index = 1;
+  for (const PipelineEntry &entry : defaultPipeline())
+    out << index++ << ". " << entry.name << (entry.untilFixedPoint ? " (to a fixed point)" : "")
+        << ": " << entry.reason << "\n";
+  return out.str();
+}
+
+static void checkPassNames(const PipelineOptions &options) {
+  auto known = [](const std::string &name) {
+    for (const PipelineEntry &entry : defaultPipeline())
+      if (entry.name == name)
+        return true;
+    return false;
+  };
+  std::vector<std::string> names(options.disabled.begin(), options.disabled.end());
+  if (!options.dumpAfter.empty() && options.dumpAfter != "all")
+    names.push_back(options.dumpAfter);
+  for (const std::string &name : names) {
+    if (!known(name)) {
+      std::string list;
+      for (const PipelineEntry &entry : defaultPipeline())
+        list += (list.empty() ? "" : ", ") + entry.name;
+      userError("unknown pass '", name, "'; the passes are: ", list);
+    }
+  }
+}
+
+void runPipeline(Graph &graph, const PipelineOptions &options) {
+  checkPassNames(options);
+  for (const PipelineEntry &entry : defaultPipeline()) {
+    if (options.disabled.count(entry.name))
+      continue;
+    std::unique_ptr<Pass> pass = entry.create();
+    constexpr int kMaxIterations = 32;
+    for (int iteration = 0; iteration < kMaxIterations; ++iteration) {
+      bool changed = pass->run(graph);
+      if (changed && options.verify)
+        verifyGraph(graph, entry.name);
+      if (!changed || !entry.untilFixedPoint)
+        break;
+    }
+    if (options.dumpStream && (options.dumpAfter == "all" || options.dumpAfter == entry.name)) {
+      *options.dumpStream << "// IR after " << entry.name << "\n"
+                          << printGraph(graph, PrintOptions{.elideConstantsAbove = 64}) << "\n";
+    }
+  }
+}
+
+} // namespace sinter
