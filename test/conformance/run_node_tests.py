@@ -1,0 +1,288 @@
+#!/usr/bin/env python3
+"""Runs the ONNX backend node tests through the sinter CLI and classifies every test.
+
+    .venv/bin/python test/conformance/run_node_tests.py [--target reference] [--jobs 2]
+        [--timeout 60] [--filter REGEX] [--json results.json] [--sinter PATH]
+
+For each test folder (model.onnx, test_data_set_N/input_K.pb and output_K.pb; see node_tests.py
+for where they come from) and each of its data sets, the target's commands run in a scratch
+folder, and the outputs they write are compared with the expected ones by ONNX's own backend
+runner (`Runner.assert_similar_outputs`: same shape and dtype, then numpy's assert_allclose
+with the test's rtol / atol, 1e-3 / 1e-7 for node tests).
+
+Categories, decided from the CLI's exit status and message (see `classify_failure`):
+  pass             every data set matched
+  wrong-result     exit 0 but an output is missing, unreadable or different
+  unsupported-op   exit 1 and the importer's "unsupported op types: ..." list
+  import-error     exit 1 while reading or importing the model (the message names the model file)
+  runtime-error    exit 1 while running (bad data, a failed check during evaluation)
+  crash            killed by a signal, exit 2 (internal error) or any exit code but 0, 1, 2
+  timeout          over --timeout seconds (the whole process group is killed)
+  unsupported-type an input or output is a sequence, optional, map or string (not run)
+  harness-error    this script failed on the test (a bug here, not in sinter)
+A test never takes the run down: each runs in its own process group under a time and memory
+limit, and every exception in the harness becomes that test's result.
+"""
+import argparse
+import json
+import os
+import re
+import resource
+import shlex
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import onnx
+from onnx import numpy_helper
+from onnx.backend.test.runner import Runner
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import node_tests  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+CATEGORIES = ["pass", "wrong-result", "unsupported-op", "import-error", "runtime-error", "crash",
+              "timeout", "unsupported-type", "harness-error"]
+UNSUPPORTED_OPS = re.compile(r"unsupported op types?:\s*(.*)", re.IGNORECASE)
+
+
+def target_commands(target, sinter, model, inputs, out_dir, scratch):
+    """The CLI commands that run `model` on `inputs` (.pb files, in graph-input order) for a
+    target and leave one .pb per output in out_dir."""
+    feeds = [arg for path in inputs for arg in ("--input", str(path))]
+    outputs = ["--output-dir", str(out_dir), "--output-format", "pb"]
+    if target == "reference":
+        return [[*sinter, "run", str(model), "--reference", *feeds, *outputs]]
+    library = scratch / "model.so"
+    return [[*sinter, "compile", str(model), "--target", target, "-o", str(library)],
+            [*sinter, "run", str(library), *feeds, *outputs]]
+
+
+def run_command(command, timeout, memory_limit_mb):
+    """(exit code or negative signal, or None on timeout; stderr + stdout text)."""
+
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               start_new_session=True)
+    if memory_limit_mb:  # set from here: preexec_fn is unsafe with threads
+        limit = memory_limit_mb * 1024 * 1024
+        try:
+            resource.prlimit(process.pid, resource.RLIMIT_AS, (limit, limit))
+        except ProcessLookupError:
+            pass  # already exited
+    try:
+        stdout, stderr = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+        return None, ""
+    text = (stderr + stdout).decode("utf-8", errors="replace")
+    return process.returncode, text
+
+
+def first_line(text, limit=300):
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    line = lines[0] if lines else "(no message)"
+    return line if len(line) <= limit else line[:limit] + "..."
+
+
+def error_line(text):
+    """The message's most telling line: the first that says error, else the first."""
+    for line in text.splitlines():
+        if re.search(r"\berror\b|unsupported|invariant", line, re.IGNORECASE):
+            return first_line(line)
+    return first_line(text)
+
+
+def classify_failure(code, text, model):
+    """(category, reason) for a command that did not succeed; None when it exited 0."""
+    if code is None:
+        return "timeout", "timed out"
+    if code == 0:
+        return None
+    if code < 0:
+        return "crash", f"killed by {signal.Signals(-code).name}: {first_line(text)}"
+    if code == 2:
+        return "crash", f"internal error: {error_line(text)}"
+    if code != 1:
+        return "crash", f"exit code {code}: {first_line(text)}"
+    match = UNSUPPORTED_OPS.search(text)
+    if match:
+        return "unsupported-op", first_line(match.group(1))
+    line = error_line(text)
+    # Import errors name the model file (the importer's "what and where" starts with the file);
+    # errors while running name a node, an input or a value instead.
+    if str(model) in line or Path(model).name in line:
+        return "import-error", line.replace(str(Path(model).parent) + os.sep, "")
+    return "runtime-error", line
+
+
+def read_outputs(out_dir, names):
+    """The written outputs as arrays, in graph-output order: found by the TensorProto's name,
+    else by the file name output_K.pb or NAME.pb."""
+    by_name, by_file = {}, {}
+    for path in sorted(Path(out_dir).glob("*.pb")):
+        tensor = onnx.TensorProto()
+        tensor.ParseFromString(path.read_bytes())
+        array = numpy_helper.to_array(tensor)
+        by_file[path.stem] = array
+        if tensor.name:
+            by_name[tensor.name] = array
+    outputs = []
+    for index, name in enumerate(names):
+        for key, table in ((name, by_name), (f"output_{index}", by_file), (name, by_file)):
+            if key in table:
+                outputs.append(table[key])
+                break
+        else:
+            raise LookupError(f"no output file for output {index} ({name!r})")
+    return outputs
+
+
+def read_expected(data_set):
+    def load(path):
+        tensor = onnx.TensorProto()
+        tensor.ParseFromString(path.read_bytes())
+        return numpy_helper.to_array(tensor)
+
+    def ordered(kind):
+        files = list(data_set.glob(f"{kind}_*.pb"))
+        return sorted(files, key=lambda p: int(p.stem.split("_")[1]))
+
+    return ordered("input"), [load(p) for p in ordered("output")]
+
+
+def run_data_set(args, test_dir, info, data_set, scratch):
+    """(category, reason) for one data set."""
+    inputs, expected = read_expected(data_set)
+    out_dir = scratch / "outputs"
+    out_dir.mkdir()
+    model = test_dir / "model.onnx"
+    for command in target_commands(args.target, args.sinter, model, inputs, out_dir, scratch):
+        code, text = run_command(command, args.timeout, args.memory_limit_mb)
+        failure = classify_failure(code, text, model)
+        if failure:
+            return failure
+    try:
+        actual = read_outputs(out_dir, info["output_names"])
+    except Exception as error:  # noqa: BLE001  (missing or unreadable output: a wrong result)
+        return "wrong-result", first_line(str(error))
+    rtol, atol = node_tests.tolerances(test_dir)
+    try:
+        Runner.assert_similar_outputs(expected, actual, rtol=rtol, atol=atol)
+    except (AssertionError, TypeError, ValueError) as error:
+        details = [line.strip() for line in str(error).splitlines() if line.strip()]
+        return "wrong-result", "; ".join(details[:4])[:400]
+    return "pass", ""
+
+
+def run_test(args, test_dir):
+    started = time.monotonic()
+    result = {"op": None, "category": "harness-error", "reason": ""}
+    try:
+        info = node_tests.describe(test_dir)
+        result["op"] = info["op"]
+        if info["type_problem"]:
+            result.update(category="unsupported-type", reason=info["type_problem"])
+        elif not info["data_sets"]:
+            result.update(reason="no test_data_set_* folder")
+        else:
+            for data_set in info["data_sets"]:
+                with tempfile.TemporaryDirectory(prefix="sinter-node-") as scratch:
+                    category, reason = run_data_set(args, test_dir, info, data_set, Path(scratch))
+                result.update(category=category, reason=reason)
+                if category != "pass":
+                    break
+    except Exception as error:  # noqa: BLE001  (one test's harness failure stays with that test)
+        result.update(category="harness-error", reason=f"{type(error).__name__}: {error}")
+    result["seconds"] = round(time.monotonic() - started, 3)
+    return test_dir.name, result
+
+
+def summarize(results):
+    """Lines with the totals per category and the most frequent unsupported ops and reasons."""
+    totals = Counter(r["category"] for r in results.values())
+    lines = [f"{len(results)} tests: " + ", ".join(f"{c} {totals[c]}" for c in CATEGORIES if totals[c])]
+    unsupported = Counter()
+    for r in results.values():
+        if r["category"] == "unsupported-op":
+            unsupported.update(op.strip() for op in re.split(r",\s*(?![^()]*\))", r["reason"]) if op.strip())
+    if unsupported:
+        lines.append("most common unsupported ops: "
+                     + ", ".join(f"{op} ({n} tests)" for op, n in unsupported.most_common(12)))
+    for category in CATEGORIES[1:]:
+        reasons = Counter(re.sub(r"\d+", "N", r["reason"])[:120]
+                          for r in results.values() if r["category"] == category)
+        if category not in ("unsupported-op", "unsupported-type") and reasons:
+            lines.append(f"{category}, most common reasons:")
+            lines += [f"  {n:4d}  {reason}" for reason, n in reasons.most_common(5)]
+    return lines
+
+
+def default_build_dir():
+    return Path(os.environ.get("SINTER_BUILD", ROOT / "build"))
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--target", default="reference", help="reference (default), cpu or cuda")
+    parser.add_argument("--sinter", default=os.environ.get("SINTER_BIN"),
+                        help="the CLI, as a command line (default: $SINTER_BIN, else BUILD/bin/sinter)")
+    parser.add_argument("--jobs", type=int, default=2, help="tests run at once (default 2)")
+    parser.add_argument("--timeout", type=float, default=60, help="seconds per command (default 60)")
+    parser.add_argument("--memory-limit-mb", type=int, default=8192,
+                        help="address-space limit per command, 0 for none (default 8192)")
+    parser.add_argument("--filter", help="run only the tests whose name this regex finds")
+    parser.add_argument("--data", type=Path,
+                        help="folder of node-test folders (default: the onnx package's, else "
+                             "materialised under BUILD/conformance)")
+    parser.add_argument("--json", type=Path, help="result file (default BUILD/conformance/results-TARGET.json)")
+    parser.add_argument("-v", "--verbose", action="store_true", help="print every test that does not pass")
+    args = parser.parse_args(argv)
+    build = default_build_dir()
+    args.sinter = shlex.split(args.sinter) if args.sinter else [str(build / "bin" / "sinter")]
+    args.json = args.json or build / "conformance" / f"results-{args.target}.json"
+    args.data = args.data or node_tests.node_test_root(build / "conformance")
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    tests = node_tests.list_tests(args.data, args.filter)
+    if not tests:
+        print(f"no node tests match in {args.data}", file=sys.stderr)
+        return 1
+    started = time.monotonic()
+    results = {}
+    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        for done, (name, result) in enumerate(pool.map(lambda t: run_test(args, t), tests), 1):
+            results[name] = result
+            if args.verbose and result["category"] != "pass":
+                print(f"{name}: {result['category']}: {result['reason']}")
+            if done % 200 == 0:
+                print(f"... {done}/{len(tests)}", file=sys.stderr)
+    elapsed = time.monotonic() - started
+    report = {
+        "target": args.target,
+        "onnx_version": onnx.__version__,
+        "sinter": " ".join(args.sinter),
+        "filter": args.filter,
+        "jobs": args.jobs,
+        "timeout_s": args.timeout,
+        "seconds": round(elapsed, 1),
+        "totals": {c: sum(r["category"] == c for r in results.values()) for c in CATEGORIES},
+        "tests": results,
+    }
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(report, indent=1, sort_keys=True) + "\n")
+    print("\n".join(summarize(results)))
+    print(f"{elapsed:.1f} s with {args.jobs} jobs; results in {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""A stand-in for the sinter CLI, for testing the conformance runner and the model tests
+without sinter: `run MODEL --reference --input FILE... (--output-dir D --output-format pb |
+-o OUT.npz)` evaluates the model with onnx's own reference evaluator.
+
+SINTER_STUB_FAULTS injects the failures the runner must classify: `REGEX=FAULT;...`, where the
+first REGEX found in the model's path picks FAULT, one of: unsupported (exit 1, "unsupported op
+types: ..."), import (exit 1, a parse error), runtime (exit 1, an evaluation error), internal
+(exit 2), abort (SIGABRT), exit3 (exit 3), hang (sleeps), wrong (perturbs every output),
+missing (writes no outputs).
+"""
+import argparse
+import os
+import re
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+
+def fault_for(model_path):
+    for rule in filter(None, os.environ.get("SINTER_STUB_FAULTS", "").split(";")):
+        pattern, fault = rule.rsplit("=", 1)
+        if re.search(pattern, model_path):
+            return fault
+    return None
+
+
+def fail(message, code=1):
+    print(f"error: {message}", file=sys.stderr)
+    sys.exit(code)
+
+
+def read_input(spec):
+    name, _, path = spec.rpartition("=") if "=" in spec else (None, None, spec)
+    if path.endswith(".pb"):
+        tensor = onnx.TensorProto()
+        tensor.ParseFromString(Path(path).read_bytes())
+        return name, numpy_helper.to_array(tensor)
+    return name, np.load(path)
+
+
+def run(args):
+    fault = fault_for(args.model)
+    model = onnx.load(args.model)
+    if fault == "unsupported":
+        ops = sorted({n.op_type for n in model.graph.node})
+        fail(f"{args.model}: unsupported op types: " + ", ".join(f"{op} (opset 17) x1" for op in ops))
+    if fault == "import":
+        fail(f"{args.model}: failed to parse the model")
+    if fault == "internal":
+        fail("internal invariant broken: stub (stub_sinter.py:1)", code=2)
+    if fault == "abort":
+        os.abort()
+    if fault == "exit3":
+        sys.exit(3)
+    if fault == "hang":
+        time.sleep(3600)
+
+    from onnx.reference import ReferenceEvaluator
+
+    initializers = {t.name for t in model.graph.initializer}
+    graph_inputs = [i.name for i in model.graph.input if i.name not in initializers]
+    feeds = {}
+    for position, spec in enumerate(args.input):
+        name, value = read_input(spec)
+        feeds[name or graph_inputs[position]] = value
+    if fault == "runtime":
+        fail(f"node 'n0' ({model.graph.node[0].op_type}): index out of range")
+    names = [o.name for o in model.graph.output]
+    outputs = ReferenceEvaluator(model).run(None, feeds)
+    if fault == "wrong":
+        outputs = [np.asarray(o) + np.asarray(1).astype(np.asarray(o).dtype) for o in outputs]
+    if fault == "missing":
+        return
+    if args.output_format == "pb":
+        out_dir = Path(args.output_dir)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        for index, (name, value) in enumerate(zip(names, outputs)):
+            proto = numpy_helper.from_array(np.asarray(value), name)
+            (out_dir / f"output_{index}.pb").write_bytes(proto.SerializeToString())
+    else:
+        np.savez(args.output, **dict(zip(names, outputs)))
+
+
+def main():
+    parser = argparse.ArgumentParser(prog="sinter (stub)")
+    commands = parser.add_subparsers(dest="command", required=True)
+    run_parser = commands.add_parser("run")
+    run_parser.add_argument("model")
+    run_parser.add_argument("--reference", action="store_true")
+    run_parser.add_argument("--input", action="append", default=[])
+    run_parser.add_argument("-o", "--output")
+    run_parser.add_argument("--output-dir")
+    run_parser.add_argument("--output-format", default="npz")
+    args = parser.parse_args()
+    run(args)
+
+
+if __name__ == "__main__":
+    main()
