@@ -91,4 +91,17 @@ int64_t normalizeAxis(const Node &node, int64_t axis, int64_t rank) {
   return normalized;
 }
 
+AxisSplit splitAtAxis(const std::vector<int64_t> &dims, int64_t axis) {
+  AxisSplit split;
+  for (int64_t d = 0; d < int64_t(dims.size()); ++d) {
+    if (d < axis)
+      split.outer *= dims[d];
+    else if (d == axis)
+      split.size = dims[d];
+    else
+      split.inner *= dims[d];
+  }
+  return split;
+}
+
 } // namespace sinter::reference

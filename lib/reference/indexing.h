@@ -41,4 +41,13 @@ bool nextIndex(std::vector<int64_t> &index, const std::vector<int64_t> &dims);
 /// Normalises a possibly negative axis against a rank; UserError naming the node if out of range.
 int64_t normalizeAxis(const Node &node, int64_t axis, int64_t rank);
 
+/// A row-major tensor seen as [outer, size, inner] around one axis: the element at (o, k, i) is
+/// at linear index (o * size + k) * inner + i. For ops that work along one axis (Softmax, CumSum).
+struct AxisSplit {
+  int64_t outer = 1, size = 1, inner = 1;
+  int64_t at(int64_t o, int64_t k, int64_t i) const { return (o * size + k) * inner + i; }
+};
+/// Splits `dims` around `axis` (already normalised).
+AxisSplit splitAtAxis(const std::vector<int64_t> &dims, int64_t axis);
+
 } // namespace sinter::reference
