@@ -4,6 +4,10 @@
     .venv/bin/python test/conformance/run_node_tests.py [--target reference] [--jobs 2]
         [--timeout 60] [--filter REGEX] [--json results.json] [--sinter PATH]
 
+The reference target runs `sinter run model.onnx input_0.pb ... --reference --output-dir D
+--output-format pb` (inputs positionally, outputs as D/output_K.pb); a compiled target first
+runs `sinter compile model.onnx --target T -o model.so`, then `sinter run model.so ...`.
+
 For each test folder (model.onnx, test_data_set_N/input_K.pb and output_K.pb; see node_tests.py
 for where they come from) and each of its data sets, the target's commands run in a scratch
 folder, and the outputs they write are compared with the expected ones by ONNX's own backend
@@ -54,10 +58,10 @@ UNSUPPORTED_OPS = re.compile(r"unsupported op types?:\s*(.*)", re.IGNORECASE)
 def target_commands(target, sinter, model, inputs, out_dir, scratch):
     """The CLI commands that run `model` on `inputs` (.pb files, in graph-input order) for a
     target and leave one .pb per output in out_dir."""
-    feeds = [arg for path in inputs for arg in ("--input", str(path))]
+    feeds = [str(path) for path in inputs]  # positional: the model's input order
     outputs = ["--output-dir", str(out_dir), "--output-format", "pb"]
     if target == "reference":
-        return [[*sinter, "run", str(model), "--reference", *feeds, *outputs]]
+        return [[*sinter, "run", str(model), *feeds, "--reference", *outputs]]
     library = scratch / "model.so"
     return [[*sinter, "compile", str(model), "--target", target, "-o", str(library)],
             [*sinter, "run", str(library), *feeds, *outputs]]

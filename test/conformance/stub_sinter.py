@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A stand-in for the sinter CLI, for testing the conformance runner and the model tests
-without sinter: `run MODEL --reference --input FILE... (--output-dir D --output-format pb |
--o OUT.npz)` evaluates the model with onnx's own reference evaluator.
+without sinter: `run MODEL [INPUT...] [--input NAME=FILE...] --reference (--output-dir D
+--output-format pb | -o OUT.npz)` evaluates the model with onnx's own reference evaluator.
 
 SINTER_STUB_FAULTS injects the failures the runner must classify: `REGEX=FAULT;...`, where the
 first REGEX found in the model's path picks FAULT, one of: unsupported (exit 1, "unsupported op
@@ -30,17 +30,16 @@ def fault_for(model_path):
 
 
 def fail(message, code=1):
-    print(f"error: {message}", file=sys.stderr)
+    print(f"sinter: error: {message}", file=sys.stderr)
     sys.exit(code)
 
 
-def read_input(spec):
-    name, _, path = spec.rpartition("=") if "=" in spec else (None, None, spec)
+def read_input(path):
     if path.endswith(".pb"):
         tensor = onnx.TensorProto()
         tensor.ParseFromString(Path(path).read_bytes())
-        return name, numpy_helper.to_array(tensor)
-    return name, np.load(path)
+        return numpy_helper.to_array(tensor)
+    return np.load(path)
 
 
 def run(args):
@@ -65,9 +64,11 @@ def run(args):
     initializers = {t.name for t in model.graph.initializer}
     graph_inputs = [i.name for i in model.graph.input if i.name not in initializers]
     feeds = {}
-    for position, spec in enumerate(args.input):
-        name, value = read_input(spec)
-        feeds[name or graph_inputs[position]] = value
+    for position, path in enumerate(args.inputs):
+        feeds[graph_inputs[position]] = read_input(path)
+    for spec in args.input:
+        name, path = spec.split("=", 1)
+        feeds[name] = read_input(path)
     if fault == "runtime":
         fail(f"node 'n0' ({model.graph.node[0].op_type}): index out of range")
     names = [o.name for o in model.graph.output]
@@ -91,6 +92,7 @@ def main():
     commands = parser.add_subparsers(dest="command", required=True)
     run_parser = commands.add_parser("run")
     run_parser.add_argument("model")
+    run_parser.add_argument("inputs", nargs="*")
     run_parser.add_argument("--reference", action="store_true")
     run_parser.add_argument("--input", action="append", default=[])
     run_parser.add_argument("-o", "--output")

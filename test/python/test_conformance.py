@@ -1,0 +1,63 @@
+"""Op conformance: the ONNX backend node tests through the sinter CLI (test/conformance/).
+
+test_reference_meets_ratchet runs every node test on the reference target and fails when fewer
+pass than test/conformance/ratchet.json records, or when the harness itself failed on a test.
+test_runner_classifies_failures checks the runner against a stub CLI that fails on purpose in
+each way the runner must tell apart, so the categories in docs/op-coverage.md can be trusted.
+"""
+import json
+import os
+import sys
+
+import pytest
+
+import sinter_testing as st
+
+CONFORMANCE = st.ROOT / "test" / "conformance"
+sys.path.insert(0, str(CONFORMANCE))
+import run_node_tests  # noqa: E402
+
+
+def test_reference_meets_ratchet():
+    ratchet = json.loads((CONFORMANCE / "ratchet.json").read_text())["reference"]
+    results = st.BUILD / "conformance" / "results-reference.json"
+    run_node_tests.main(["--target", "reference", "--sinter", str(st.sinter_bin()),
+                         "--jobs", "2", "--json", str(results)])
+    totals = json.loads(results.read_text())["totals"]
+    summary = ", ".join(f"{c} {n}" for c, n in totals.items() if n)
+    assert totals["harness-error"] == 0, f"the conformance harness failed on some tests: {summary}"
+    assert totals["pass"] >= ratchet, (
+        f"{totals['pass']} node tests pass on the reference target, fewer than the ratchet's "
+        f"{ratchet} ({summary}); see {results}")
+    if totals["pass"] > ratchet:
+        print(f"{totals['pass']} passes > ratchet {ratchet}: raise it with scoreboard.py --ratchet")
+
+
+STUB_FAULTS = {  # test name -> (fault injected by stub_sinter.py, category the runner must report)
+    "test_abs": ("unsupported", "unsupported-op"),
+    "test_acos": ("import", "import-error"),
+    "test_acosh": ("runtime", "runtime-error"),
+    "test_add": ("internal", "crash"),
+    "test_add_bcast": ("abort", "crash"),
+    "test_and2d": ("exit3", "crash"),
+    "test_and3d": ("hang", "timeout"),
+    "test_argmax_default_axis_example": ("wrong", "wrong-result"),
+    "test_argmin_default_axis_example": ("missing", "wrong-result"),
+    "test_atan": (None, "pass"),
+    "test_sequence_insert_at_back": (None, "unsupported-type"),
+}
+
+
+def test_runner_classifies_failures(tmp_path, monkeypatch):
+    faults = ";".join(f"/{name}/={fault}" for name, (fault, _) in STUB_FAULTS.items() if fault)
+    monkeypatch.setenv("SINTER_STUB_FAULTS", faults)
+    results = tmp_path / "results.json"
+    stub = f"{sys.executable} {CONFORMANCE / 'stub_sinter.py'}"
+    names = "|".join(STUB_FAULTS)
+    run_node_tests.main(["--sinter", stub, "--filter", f"^({names})$", "--timeout", "5",
+                         "--jobs", str(min(4, os.cpu_count() or 1)), "--json", str(results)])
+    tests = json.loads(results.read_text())["tests"]
+    got = {name: tests.get(name, {}).get("category") for name in STUB_FAULTS}
+    assert got == {name: category for name, (_, category) in STUB_FAULTS.items()}
+    assert "Abs" in tests["test_abs"]["reason"]
+    assert "SIGABRT" in tests["test_add_bcast"]["reason"]
