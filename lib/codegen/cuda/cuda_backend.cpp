@@ -1,0 +1,143 @@
+// The CUDA C backend: kernel IR printed as CUDA C, every kernel of a model in one translation
+// unit, compiled once per architecture by NVRTC to PTX and by ptxas to SASS. The artifact gets
+// one cubin per requested architecture plus the PTX of the newest, so it runs on each listed GPU
+// generation and JIT-compiles on newer ones.
+#include "../backends.h"
+#include "cuda_source.h"
+#include "toolchain.h"
+
+#include "sinter/support/error.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <regex>
+
+namespace sinter::codegen {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int kBlockSize = 256;
+constexpr int64_t kMaxBlocks = int64_t(1) << 20;
+
+/// "sm_90" -> 90. UserError for anything else.
+int archNumber(const std::string &arch) {
+  static const std::regex pattern("sm_([0-9]{2,3})a?");
+  std::smatch match;
+  if (!std::regex_match(arch, match, pattern))
+    userError("unknown CUDA architecture '", arch, "'; expected names like sm_80, sm_90");
+  int number = std::stoi(match[1]);
+  if (number < 70)
+    userError("CUDA architecture ", arch, " is too old; sinter targets sm_70 and newer");
+  return number;
+}
+
+void writeText(const fs::path &path, const std::string &text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+}
+
+class CudaCBackend final : public Backend {
+public:
+  explicit CudaCBackend(const TargetOptions &options) : options_(options) {
+    if (options_.cudaArchs.empty())
+      userError("--arch lists no CUDA architecture");
+    for (const std::string &arch : options_.cudaArchs)
+      archNumber(arch);
+    std::sort(options_.cudaArchs.begin(), options_.cudaArchs.end(),
+              [](const std::string &a, const std::string &b) { return archNumber(a) < archNumber(b); });
+    options_.cudaArchs.erase(std::unique(options_.cudaArchs.begin(), options_.cudaArchs.end()),
+                             options_.cudaArchs.end());
+  }
+
+  std::string name() const override { return "CUDA C (NVRTC, ptxas)"; }
+
+  package::Kernel addKernel(const KernelGroup &group, const Kernel &kernel,
+                            LaunchShape &launch) override {
+    std::string source = cuda::printCudaKernel(kernel, kBlockSize);
+    int64_t blocks = std::clamp<int64_t>((kernel.parallelExtent + kBlockSize - 1) / kBlockSize, 1,
+                                         kMaxBlocks);
+    launch.grid[0] = uint32_t(blocks);
+    launch.block[0] = kBlockSize;
+    launch.parallelExtent = kernel.parallelExtent;
+    if (!options_.emitSourceDirectory.empty()) {
+      fs::create_directories(options_.emitSourceDirectory);
+      writeText(fs::path(options_.emitSourceDirectory) / (kernel.name + ".cu"), source);
+      writeText(fs::path(options_.emitSourceDirectory) / (kernel.name + ".kir"), printKernel(kernel));
+    }
+    sources_.push_back(std::move(source));
+
+    package::Kernel entry;
+    entry.name = kernel.name;
+    entry.generator = "cuda-c";
+    for (const Node *node : group.nodes)
+      entry.ops.push_back(std::string(node->opName()));
+    entry.flops = double(kernel.flops);
+    for (const Value *value : group.inputs)
+      entry.bytesMoved += double(*elementCount(value->shape()) * dtypeSize(value->dtype()));
+    for (const Value *value : group.outputs)
+      entry.bytesMoved += double(*elementCount(value->shape()) * dtypeSize(value->dtype()));
+    return entry;
+  }
+
+  std::vector<std::string> finish(package::Manifest &manifest,
+                                  const std::string &workDirectory) override {
+    std::string unit = cuda::cudaPrelude();
+    for (const std::string &source : sources_)
+      unit += "\n" + source;
+    if (!options_.emitSourceDirectory.empty())
+      writeText(fs::path(options_.emitSourceDirectory) / "module.cu", unit);
+
+    // One NVRTC + ptxas run per architecture, in parallel.
+    struct Result {
+      std::string arch, ptx;
+      std::vector<uint8_t> cubin;
+    };
+    std::vector<std::future<Result>> jobs;
+    for (const std::string &arch : options_.cudaArchs) {
+      jobs.push_back(std::async(std::launch::async, [&, arch] {
+        Result result{arch, {}, {}};
+        std::string virtualArch = "compute_" + arch.substr(3);
+        result.ptx = cuda::compileToPtx(unit, virtualArch, "sinter_module.cu");
+        fs::path folder = fs::path(workDirectory) / arch;
+        fs::create_directories(folder);
+        result.cubin = cuda::assemblePtx(result.ptx, arch, folder.string());
+        return result;
+      }));
+    }
+    package::CudaModule module;
+    std::vector<Result> results;
+    for (auto &job : jobs)
+      results.push_back(job.get());
+    for (const Result &result : results)
+      module.binaries.push_back({result.arch, false, result.cubin});
+    const Result &newest = results.back();
+    module.binaries.push_back({"compute_" + newest.arch.substr(3), true,
+                               std::vector<uint8_t>(newest.ptx.begin(), newest.ptx.end())});
+    if (!options_.emitSourceDirectory.empty()) {
+      for (const Result &result : results) {
+        writeText(fs::path(options_.emitSourceDirectory) / ("module." + result.arch + ".ptx"), result.ptx);
+        writeText(fs::path(options_.emitSourceDirectory) / ("module." + result.arch + ".cubin"),
+                  std::string(result.cubin.begin(), result.cubin.end()));
+      }
+    }
+    manifest.cudaModules.push_back(std::move(module));
+    for (package::Kernel &kernel : manifest.kernels)
+      kernel.cudaModule = 0;
+    return {};
+  }
+
+private:
+  TargetOptions options_;
+  std::vector<std::string> sources_;
+};
+
+} // namespace
+
+std::unique_ptr<Backend> createCudaBackend(const TargetOptions &options) {
+  return std::make_unique<CudaCBackend>(options);
+}
+
+} // namespace sinter::codegen

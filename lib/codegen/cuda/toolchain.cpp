@@ -1,0 +1,188 @@
+#include "toolchain.h"
+
+#include "sinter/support/error.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <mutex>
+#include <sstream>
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace sinter::codegen::cuda {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The part of NVRTC's C API sinter uses (nvrtc.h); results are ints, 0 is success.
+using NvrtcProgram = void *;
+struct Nvrtc {
+  int (*version)(int *, int *);
+  int (*createProgram)(NvrtcProgram *, const char *, const char *, int, const char *const *,
+                       const char *const *);
+  int (*destroyProgram)(NvrtcProgram *);
+  int (*compileProgram)(NvrtcProgram, int, const char *const *);
+  int (*getPTXSize)(NvrtcProgram, size_t *);
+  int (*getPTX)(NvrtcProgram, char *);
+  int (*getProgramLogSize)(NvrtcProgram, size_t *);
+  int (*getProgramLog)(NvrtcProgram, char *);
+  const char *(*getErrorString)(int);
+  std::string error; ///< why it could not be loaded
+};
+
+std::vector<std::string> cudaHomes() {
+  std::vector<std::string> homes;
+  for (const char *variable : {"CUDA_HOME", "CUDA_PATH"})
+    if (const char *value = std::getenv(variable))
+      homes.push_back(value);
+  homes.push_back("/usr/local/cuda");
+  return homes;
+}
+
+const Nvrtc &nvrtc() {
+  static Nvrtc api = [] {
+    Nvrtc api{};
+    std::vector<std::string> candidates;
+    if (const char *path = std::getenv("SINTER_NVRTC"))
+      candidates.push_back(path);
+    candidates.push_back("libnvrtc.so.13");
+    candidates.push_back("libnvrtc.so.12");
+    for (const std::string &home : cudaHomes()) {
+      candidates.push_back(home + "/lib64/libnvrtc.so.13");
+      candidates.push_back(home + "/lib64/libnvrtc.so.12");
+      candidates.push_back(home + "/lib64/libnvrtc.so");
+    }
+    void *handle = nullptr;
+    for (const std::string &candidate : candidates)
+      if ((handle = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL)))
+        break;
+    if (!handle) {
+      api.error = "NVRTC (libnvrtc.so.13) was not found; install the CUDA toolkit, or set "
+                  "SINTER_NVRTC to the library's path";
+      return api;
+    }
+    auto get = [&](auto &fn, const char *name) {
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(handle, name));
+      if (!fn && api.error.empty())
+        api.error = std::string("NVRTC lacks ") + name;
+    };
+    get(api.version, "nvrtcVersion");
+    get(api.createProgram, "nvrtcCreateProgram");
+    get(api.destroyProgram, "nvrtcDestroyProgram");
+    get(api.compileProgram, "nvrtcCompileProgram");
+    get(api.getPTXSize, "nvrtcGetPTXSize");
+    get(api.getPTX, "nvrtcGetPTX");
+    get(api.getProgramLogSize, "nvrtcGetProgramLogSize");
+    get(api.getProgramLog, "nvrtcGetProgramLog");
+    get(api.getErrorString, "nvrtcGetErrorString");
+    return api;
+  }();
+  return api;
+}
+
+std::string findPtxas() {
+  if (const char *path = std::getenv("SINTER_PTXAS"))
+    return path;
+  if (const char *pathVariable = std::getenv("PATH")) {
+    std::stringstream stream(pathVariable);
+    std::string folder;
+    while (std::getline(stream, folder, ':'))
+      if (!folder.empty() && access((folder + "/ptxas").c_str(), X_OK) == 0)
+        return folder + "/ptxas";
+  }
+  for (const std::string &home : cudaHomes())
+    if (access((home + "/bin/ptxas").c_str(), X_OK) == 0)
+      return home + "/bin/ptxas";
+  userError("ptxas was not found on the PATH or under /usr/local/cuda/bin; install the CUDA "
+            "toolkit or set SINTER_PTXAS");
+}
+
+std::string readFile(const fs::path &path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+} // namespace
+
+std::string describeNvrtc() {
+  const Nvrtc &api = nvrtc();
+  if (!api.error.empty())
+    return api.error;
+  int major = 0, minor = 0;
+  api.version(&major, &minor);
+  return "NVRTC " + std::to_string(major) + "." + std::to_string(minor);
+}
+
+std::string compileToPtx(const std::string &source, const std::string &virtualArch,
+                         const std::string &programName) {
+  const Nvrtc &api = nvrtc();
+  if (!api.error.empty())
+    userError(api.error);
+  NvrtcProgram program = nullptr;
+  int status = api.createProgram(&program, source.c_str(), programName.c_str(), 0, nullptr, nullptr);
+  SINTER_ASSERT(status == 0, "nvrtcCreateProgram: ", api.getErrorString(status));
+  std::string archOption = "--gpu-architecture=" + virtualArch;
+  const char *options[] = {archOption.c_str(), "--std=c++17", "-default-device",
+                           "--fmad=true", "-lineinfo"};
+  status = api.compileProgram(program, int(std::size(options)), options);
+  size_t logSize = 0;
+  api.getProgramLogSize(program, &logSize);
+  std::string log(logSize, '\0');
+  if (logSize)
+    api.getProgramLog(program, log.data());
+  if (status != 0) {
+    api.destroyProgram(&program);
+    SINTER_ASSERT(false, "NVRTC rejected the generated CUDA C for ", virtualArch, ":\n", log);
+  }
+  size_t ptxSize = 0;
+  api.getPTXSize(program, &ptxSize);
+  std::string ptx(ptxSize, '\0');
+  api.getPTX(program, ptx.data());
+  api.destroyProgram(&program);
+  while (!ptx.empty() && ptx.back() == '\0')
+    ptx.pop_back();
+  return ptx;
+}
+
+std::vector<uint8_t> assemblePtx(const std::string &ptx, const std::string &arch,
+                                 const std::string &workDirectory) {
+  static std::mutex ptxasLock; // one file pair per arch; keep the log readable
+  std::string ptxas = findPtxas();
+  fs::path input = fs::path(workDirectory) / (arch + ".ptx");
+  fs::path output = fs::path(workDirectory) / (arch + ".cubin");
+  fs::path log = fs::path(workDirectory) / (arch + ".ptxas.log");
+  {
+    std::ofstream out(input, std::ios::binary);
+    out << ptx;
+  }
+  pid_t child = fork();
+  if (child == 0) {
+    int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd >= 0) {
+      dup2(fd, 1);
+      dup2(fd, 2);
+    }
+    std::string archOption = "-arch=" + arch;
+    execl(ptxas.c_str(), "ptxas", archOption.c_str(), "-O3", input.c_str(), "-o", output.c_str(),
+          static_cast<char *>(nullptr));
+    _exit(127);
+  }
+  SINTER_ASSERT(child > 0, "fork for ptxas failed");
+  int waitStatus = 0;
+  waitpid(child, &waitStatus, 0);
+  if (!WIFEXITED(waitStatus) || WEXITSTATUS(waitStatus) != 0) {
+    std::lock_guard<std::mutex> guard(ptxasLock);
+    if (WIFEXITED(waitStatus) && WEXITSTATUS(waitStatus) == 127)
+      userError("could not run ", ptxas);
+    SINTER_ASSERT(false, "ptxas -arch=", arch, " failed:\n", readFile(log));
+  }
+  std::string bytes = readFile(output);
+  return std::vector<uint8_t>(bytes.begin(), bytes.end());
+}
+
+} // namespace sinter::codegen::cuda

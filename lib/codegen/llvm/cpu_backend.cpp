@@ -1,0 +1,154 @@
+// The CPU backend: kernel IR built as LLVM IR for x86-64, optimised at O3 and emitted as one
+// object that the artifact writer links into model.so.
+//
+// Each kernel is `void NAME(void *const *args, int64_t begin, int64_t end)`: the runtime's
+// thread pool calls it on disjoint chunks of the parallel index. The body lives in an internal
+// `NAME.body(ptr noalias b0, ..., i64 begin, i64 end)` so LLVM knows the buffers do not alias
+// (the memory plan never hands one buffer to two arguments of a kernel); it is inlined.
+#include "../backends.h"
+#include "kernel_emitter.h"
+#include "target_machine.h"
+
+#include "sinter/support/error.h"
+
+#include <llvm/IR/Verifier.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace sinter::codegen {
+namespace {
+
+namespace fs = std::filesystem;
+
+class CpuBackend final : public Backend {
+public:
+  explicit CpuBackend(const TargetOptions &options)
+      : options_(options), machine_(llvmgen::createX86TargetMachine(options.cpuLevel)),
+        module_(std::make_unique<llvm::Module>("sinter_kernels", context_)) {
+    module_->setDataLayout(machine_->createDataLayout());
+    module_->setTargetTriple(machine_->getTargetTriple().str());
+  }
+
+  std::string name() const override { return "LLVM x86-64 (" + options_.cpuLevel + ")"; }
+
+  package::Kernel addKernel(const KernelGroup &group, const Kernel &kernel,
+                            LaunchShape &launch) override {
+    buildKernel(kernel);
+    launch.parallelExtent = kernel.parallelExtent;
+    if (!options_.emitSourceDirectory.empty()) {
+      fs::create_directories(options_.emitSourceDirectory);
+      std::ofstream(fs::path(options_.emitSourceDirectory) / (kernel.name + ".kir")) << printKernel(kernel);
+    }
+    package::Kernel entry;
+    entry.name = kernel.name;
+    entry.generator = "llvm-x86";
+    for (const Node *node : group.nodes)
+      entry.ops.push_back(std::string(node->opName()));
+    entry.flops = double(kernel.flops);
+    for (const Value *value : group.inputs)
+      entry.bytesMoved += double(*elementCount(value->shape()) * dtypeSize(value->dtype()));
+    for (const Value *value : group.outputs)
+      entry.bytesMoved += double(*elementCount(value->shape()) * dtypeSize(value->dtype()));
+    return entry;
+  }
+
+  std::vector<std::string> finish(package::Manifest &manifest,
+                                  const std::string &workDirectory) override {
+    std::string problems;
+    llvm::raw_string_ostream stream(problems);
+    SINTER_ASSERT(!llvm::verifyModule(*module_, &stream), "generated LLVM IR is invalid:\n", problems);
+    bool emit = !options_.emitSourceDirectory.empty();
+    if (emit)
+      writeModule(fs::path(options_.emitSourceDirectory) / "module.unoptimized.ll");
+    llvmgen::optimizeModule(*module_, *machine_);
+    std::string object = (fs::path(workDirectory) / "kernels.o").string();
+    llvmgen::emitFile(*module_, *machine_, object, false);
+    if (emit) {
+      writeModule(fs::path(options_.emitSourceDirectory) / "module.ll");
+      llvmgen::emitFile(*module_, *machine_, (fs::path(options_.emitSourceDirectory) / "module.s").string(), true);
+    }
+    return {object};
+  }
+
+private:
+  void writeModule(const fs::path &path) {
+    std::string text;
+    llvm::raw_string_ostream stream(text);
+    module_->print(stream, nullptr);
+    std::ofstream(path) << text;
+  }
+
+  void buildKernel(const Kernel &kernel) {
+    llvm::Type *ptr = llvm::PointerType::getUnqual(context_);
+    llvm::Type *i64 = llvm::Type::getInt64Ty(context_);
+    llvm::Type *voidType = llvm::Type::getVoidTy(context_);
+
+    // The body: (b0, b1, ..., begin, end), buffers noalias.
+    std::vector<llvm::Type *> bodyParams(kernel.buffers.size(), ptr);
+    bodyParams.push_back(i64);
+    bodyParams.push_back(i64);
+    auto *body = llvm::Function::Create(llvm::FunctionType::get(voidType, bodyParams, false),
+                                        llvm::Function::InternalLinkage, kernel.name + ".body",
+                                        module_.get());
+    body->addFnAttr(llvm::Attribute::NoUnwind);
+    body->addFnAttr(llvm::Attribute::AlwaysInline);
+    std::vector<llvm::Value *> buffers;
+    for (size_t i = 0; i < kernel.buffers.size(); ++i) {
+      body->addParamAttr(unsigned(i), llvm::Attribute::NoAlias);
+      if (!kernel.buffers[i].written)
+        body->addParamAttr(unsigned(i), llvm::Attribute::ReadOnly);
+      buffers.push_back(body->getArg(unsigned(i)));
+    }
+    llvm::Value *begin = body->getArg(unsigned(kernel.buffers.size()));
+    llvm::Value *end = body->getArg(unsigned(kernel.buffers.size() + 1));
+
+    llvm::IRBuilder<> b(context_);
+    auto *entry = llvm::BasicBlock::Create(context_, "entry", body);
+    auto *header = llvm::BasicBlock::Create(context_, "gid.loop", body);
+    auto *loopBody = llvm::BasicBlock::Create(context_, "gid.body", body);
+    auto *exit = llvm::BasicBlock::Create(context_, "exit", body);
+    b.SetInsertPoint(entry);
+    llvmgen::KernelEmitter emitter(kernel, b, *module_, buffers);
+    b.CreateBr(header);
+    b.SetInsertPoint(header);
+    llvm::PHINode *gid = b.CreatePHI(i64, 2, "gid");
+    gid->addIncoming(begin, entry);
+    b.CreateCondBr(b.CreateICmpSLT(gid, end), loopBody, exit);
+    b.SetInsertPoint(loopBody);
+    emitter.emitBody(gid);
+    llvm::Value *next = b.CreateAdd(gid, b.getInt64(1), "gid.next", true, true);
+    gid->addIncoming(next, b.GetInsertBlock());
+    b.CreateBr(header);
+    b.SetInsertPoint(exit);
+    b.CreateRetVoid();
+
+    // The entry point the runtime calls: unpack args and call the body.
+    auto *wrapper = llvm::Function::Create(
+        llvm::FunctionType::get(voidType, {ptr, i64, i64}, false), llvm::Function::ExternalLinkage,
+        kernel.name, module_.get());
+    wrapper->addFnAttr(llvm::Attribute::NoUnwind);
+    b.SetInsertPoint(llvm::BasicBlock::Create(context_, "entry", wrapper));
+    std::vector<llvm::Value *> arguments;
+    for (size_t i = 0; i < kernel.buffers.size(); ++i)
+      arguments.push_back(b.CreateLoad(ptr, b.CreateConstInBoundsGEP1_64(ptr, wrapper->getArg(0), i)));
+    arguments.push_back(wrapper->getArg(1));
+    arguments.push_back(wrapper->getArg(2));
+    b.CreateCall(body, arguments);
+    b.CreateRetVoid();
+  }
+
+  TargetOptions options_;
+  llvm::LLVMContext context_;
+  std::unique_ptr<llvm::TargetMachine> machine_;
+  std::unique_ptr<llvm::Module> module_;
+};
+
+} // namespace
+
+std::unique_ptr<Backend> createCpuBackend(const TargetOptions &options) {
+  return std::make_unique<CpuBackend>(options);
+}
+
+} // namespace sinter::codegen

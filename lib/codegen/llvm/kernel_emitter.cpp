@@ -1,0 +1,314 @@
+#include "kernel_emitter.h"
+
+#include "sinter/support/error.h"
+
+#include <llvm/IR/Intrinsics.h>
+
+namespace sinter::codegen::llvmgen {
+
+llvm::Type *storageType(llvm::LLVMContext &c, DType type) {
+  switch (type) {
+  case DType::Float32: return llvm::Type::getFloatTy(c);
+  case DType::Float64: return llvm::Type::getDoubleTy(c);
+  case DType::Float16: case DType::BFloat16: case DType::Int16: case DType::Uint16:
+    return llvm::Type::getInt16Ty(c);
+  case DType::Int8: case DType::Uint8: case DType::Bool: return llvm::Type::getInt8Ty(c);
+  case DType::Int32: case DType::Uint32: return llvm::Type::getInt32Ty(c);
+  case DType::Int64: case DType::Uint64: return llvm::Type::getInt64Ty(c);
+  }
+  return nullptr;
+}
+
+llvm::Type *valueType(llvm::LLVMContext &c, DType type) {
+  return type == DType::Bool ? llvm::Type::getInt1Ty(c) : storageType(c, type);
+}
+
+KernelEmitter::KernelEmitter(const Kernel &kernel, llvm::IRBuilder<> &builder, llvm::Module &module,
+                             std::vector<llvm::Value *> buffers)
+    : kernel_(kernel), b_(builder), module_(module), ctx_(module.getContext()),
+      buffers_(std::move(buffers)) {
+  llvm::BasicBlock &entry = b_.GetInsertBlock()->getParent()->getEntryBlock();
+  llvm::IRBuilder<> entryBuilder(&entry, entry.begin());
+  variables_.push_back(nullptr); // gid is a value, not a variable
+  for (size_t i = 1; i < kernel_.variables.size(); ++i)
+    variables_.push_back(entryBuilder.CreateAlloca(valueType(ctx_, kernel_.variables[i].type), nullptr,
+                                                   kernel_.variables[i].name));
+}
+
+static bool isSignedInt(DType type) {
+  return type == DType::Int8 || type == DType::Int16 || type == DType::Int32 || type == DType::Int64;
+}
+
+void KernelEmitter::emitBody(llvm::Value *gid) {
+  cache_.clear();
+  gid_ = gid;
+  stmts(kernel_.body);
+}
+
+llvm::Value *KernelEmitter::intrinsic(llvm::Intrinsic::ID id, std::vector<llvm::Value *> args) {
+  llvm::Function *fn = llvm::Intrinsic::getDeclaration(&module_, id, {args[0]->getType()});
+  return b_.CreateCall(fn, args);
+}
+
+llvm::Value *KernelEmitter::callMath(const char *floatName, const char *doubleName, llvm::Value *a) {
+  bool isDouble = a->getType()->isDoubleTy();
+  llvm::FunctionCallee fn = module_.getOrInsertFunction(
+      isDouble ? doubleName : floatName, llvm::FunctionType::get(a->getType(), {a->getType()}, false));
+  if (auto *f = llvm::dyn_cast<llvm::Function>(fn.getCallee())) {
+    f->setDoesNotThrow();
+    f->setOnlyAccessesInaccessibleMemory();
+  }
+  return b_.CreateCall(fn, {a});
+}
+
+llvm::Value *KernelEmitter::expr(const ExprRef &e) {
+  auto cached = cache_.find(e.get());
+  if (cached != cache_.end())
+    return cached->second;
+  llvm::Value *result = nullptr;
+  switch (e->kind) {
+  case ExprKind::Constant:
+    if (isFloat(e->type) && e->type != DType::Float16 && e->type != DType::BFloat16)
+      result = llvm::ConstantFP::get(valueType(ctx_, e->type), e->floatValue);
+    else if (e->type == DType::Bool)
+      result = b_.getInt1(e->intValue != 0);
+    else
+      result = llvm::ConstantInt::get(valueType(ctx_, e->type), uint64_t(e->intValue), true);
+    break;
+  case ExprKind::Var:
+    result = e->id == 0 ? gid_
+                        : b_.CreateLoad(valueType(ctx_, kernel_.variables[e->id].type), variables_[e->id]);
+    break;
+  case ExprKind::Load: {
+    llvm::Type *type = storageType(ctx_, e->type);
+    llvm::Value *address = b_.CreateInBoundsGEP(type, buffers_[e->id], expr(e->operands[0]));
+    result = b_.CreateLoad(type, address);
+    if (e->type == DType::Bool)
+      result = b_.CreateICmpNE(result, b_.getInt8(0));
+    break;
+  }
+  case ExprKind::Unary: result = unaryExpr(*e); break;
+  case ExprKind::Binary: result = binaryExpr(*e); break;
+  case ExprKind::Select:
+    result = b_.CreateSelect(expr(e->operands[0]), expr(e->operands[1]), expr(e->operands[2]));
+    break;
+  case ExprKind::Cast: result = castValue(expr(e->operands[0]), e->operands[0]->type, e->type); break;
+  }
+  cache_[e.get()] = result;
+  return result;
+}
+
+llvm::Value *KernelEmitter::unaryExpr(const Expr &e) {
+  const ExprRef &operand = e.operands[0];
+  llvm::Value *a = expr(operand);
+  DType type = operand->type;
+  bool floating = isFloat(type);
+  switch (e.unary) {
+  case UnaryOp::Neg: return floating ? b_.CreateFNeg(a) : b_.CreateNeg(a);
+  case UnaryOp::Not: return b_.CreateNot(a);
+  case UnaryOp::BitNot: return b_.CreateNot(a);
+  case UnaryOp::Abs:
+    if (floating)
+      return intrinsic(llvm::Intrinsic::fabs, {a});
+    return isSignedInt(type) ? intrinsic(llvm::Intrinsic::abs, {a, b_.getFalse()}) : a;
+  case UnaryOp::Sign: {
+    if (floating) {
+      llvm::Value *zero = llvm::ConstantFP::get(a->getType(), 0.0);
+      llvm::Value *one = llvm::ConstantFP::get(a->getType(), 1.0);
+      llvm::Value *positive = b_.CreateSelect(b_.CreateFCmpOGT(a, zero), one, a);
+      return b_.CreateSelect(b_.CreateFCmpOLT(a, zero), llvm::ConstantFP::get(a->getType(), -1.0), positive);
+    }
+    llvm::Value *zero = llvm::ConstantInt::get(a->getType(), 0);
+    llvm::Value *greater = b_.CreateZExt(isSignedInt(type) ? b_.CreateICmpSGT(a, zero) : b_.CreateICmpUGT(a, zero), a->getType());
+    llvm::Value *less = isSignedInt(type) ? b_.CreateZExt(b_.CreateICmpSLT(a, zero), a->getType()) : zero;
+    return b_.CreateSub(greater, less);
+  }
+  case UnaryOp::Exp: return intrinsic(llvm::Intrinsic::exp, {a});
+  case UnaryOp::Log: return intrinsic(llvm::Intrinsic::log, {a});
+  case UnaryOp::Sqrt: return intrinsic(llvm::Intrinsic::sqrt, {a});
+  case UnaryOp::Sin: return intrinsic(llvm::Intrinsic::sin, {a});
+  case UnaryOp::Cos: return intrinsic(llvm::Intrinsic::cos, {a});
+  case UnaryOp::Floor: return intrinsic(llvm::Intrinsic::floor, {a});
+  case UnaryOp::Ceil: return intrinsic(llvm::Intrinsic::ceil, {a});
+  case UnaryOp::RoundEven: return intrinsic(llvm::Intrinsic::roundeven, {a});
+  case UnaryOp::Trunc: return intrinsic(llvm::Intrinsic::trunc, {a});
+  case UnaryOp::Erf: return callMath("erff", "erf", a);
+  case UnaryOp::Tanh: return callMath("tanhf", "tanh", a);
+  case UnaryOp::Tan: return callMath("tanf", "tan", a);
+  case UnaryOp::Asin: return callMath("asinf", "asin", a);
+  case UnaryOp::Acos: return callMath("acosf", "acos", a);
+  case UnaryOp::Atan: return callMath("atanf", "atan", a);
+  case UnaryOp::Sinh: return callMath("sinhf", "sinh", a);
+  case UnaryOp::Cosh: return callMath("coshf", "cosh", a);
+  case UnaryOp::Asinh: return callMath("asinhf", "asinh", a);
+  case UnaryOp::Acosh: return callMath("acoshf", "acosh", a);
+  case UnaryOp::Atanh: return callMath("atanhf", "atanh", a);
+  case UnaryOp::Sigmoid: {
+    llvm::Value *one = llvm::ConstantFP::get(a->getType(), 1.0);
+    llvm::Value *e1 = intrinsic(llvm::Intrinsic::exp, {b_.CreateFNeg(a)});
+    return b_.CreateFDiv(one, b_.CreateFAdd(one, e1));
+  }
+  case UnaryOp::IsNaN: return b_.CreateFCmpUNO(a, a);
+  case UnaryOp::IsInf: {
+    llvm::Value *magnitude = intrinsic(llvm::Intrinsic::fabs, {a});
+    return b_.CreateFCmpOEQ(magnitude, llvm::ConstantFP::getInfinity(a->getType()));
+  }
+  }
+  SINTER_ASSERT(false, "unhandled unary op ", unaryOpName(e.unary));
+}
+
+llvm::Value *KernelEmitter::binaryExpr(const Expr &e) {
+  DType type = e.operands[0]->type;
+  llvm::Value *a = expr(e.operands[0]);
+  llvm::Value *c = expr(e.operands[1]);
+  bool floating = isFloat(type);
+  bool isSigned = isSignedInt(type);
+  switch (e.binary) {
+  case BinaryOp::Add: return floating ? b_.CreateFAdd(a, c) : b_.CreateAdd(a, c);
+  case BinaryOp::Sub: return floating ? b_.CreateFSub(a, c) : b_.CreateSub(a, c);
+  case BinaryOp::Mul: return floating ? b_.CreateFMul(a, c) : b_.CreateMul(a, c);
+  case BinaryOp::Div: return floating ? b_.CreateFDiv(a, c) : isSigned ? b_.CreateSDiv(a, c) : b_.CreateUDiv(a, c);
+  case BinaryOp::Rem: return floating ? b_.CreateFRem(a, c) : isSigned ? b_.CreateSRem(a, c) : b_.CreateURem(a, c);
+  case BinaryOp::Min:
+    if (floating) return intrinsic(llvm::Intrinsic::minimum, {a, c});
+    return intrinsic(isSigned ? llvm::Intrinsic::smin : llvm::Intrinsic::umin, {a, c});
+  case BinaryOp::Max:
+    if (floating) return intrinsic(llvm::Intrinsic::maximum, {a, c});
+    return intrinsic(isSigned ? llvm::Intrinsic::smax : llvm::Intrinsic::umax, {a, c});
+  case BinaryOp::Pow:
+    if (floating)
+      return intrinsic(llvm::Intrinsic::pow, {a, c});
+    // Integer power by repeated squaring is rare; go through double, exact up to 2^53.
+    return castValue(intrinsic(llvm::Intrinsic::pow, {castValue(a, type, DType::Float64),
+                                                      castValue(c, type, DType::Float64)}),
+                     DType::Float64, type);
+  case BinaryOp::BitAnd: return b_.CreateAnd(a, c);
+  case BinaryOp::BitOr: return b_.CreateOr(a, c);
+  case BinaryOp::BitXor: return b_.CreateXor(a, c);
+  case BinaryOp::Shl: case BinaryOp::Shr: {
+    // Shifting by the width or more gives 0 (ONNX), not poison.
+    unsigned bits = a->getType()->getIntegerBitWidth();
+    llvm::Value *tooFar = b_.CreateICmpUGE(c, llvm::ConstantInt::get(c->getType(), bits));
+    llvm::Value *shifted = e.binary == BinaryOp::Shl ? b_.CreateShl(a, c) : b_.CreateLShr(a, c);
+    return b_.CreateSelect(tooFar, llvm::ConstantInt::get(a->getType(), 0), shifted);
+  }
+  case BinaryOp::Lt: return floating ? b_.CreateFCmpOLT(a, c) : isSigned ? b_.CreateICmpSLT(a, c) : b_.CreateICmpULT(a, c);
+  case BinaryOp::Le: return floating ? b_.CreateFCmpOLE(a, c) : isSigned ? b_.CreateICmpSLE(a, c) : b_.CreateICmpULE(a, c);
+  case BinaryOp::Gt: return floating ? b_.CreateFCmpOGT(a, c) : isSigned ? b_.CreateICmpSGT(a, c) : b_.CreateICmpUGT(a, c);
+  case BinaryOp::Ge: return floating ? b_.CreateFCmpOGE(a, c) : isSigned ? b_.CreateICmpSGE(a, c) : b_.CreateICmpUGE(a, c);
+  case BinaryOp::Eq: return floating ? b_.CreateFCmpOEQ(a, c) : b_.CreateICmpEQ(a, c);
+  case BinaryOp::Ne: return floating ? b_.CreateFCmpUNE(a, c) : b_.CreateICmpNE(a, c);
+  case BinaryOp::LogicalAnd: return b_.CreateAnd(a, c);
+  case BinaryOp::LogicalOr: return b_.CreateOr(a, c);
+  }
+  SINTER_ASSERT(false, "unhandled binary op ", binaryOpName(e.binary));
+}
+
+llvm::Value *KernelEmitter::castValue(llvm::Value *value, DType from, DType to) {
+  if (from == to)
+    return value;
+  llvm::Type *f32 = llvm::Type::getFloatTy(ctx_);
+  // 16-bit floats: bit patterns, converted through float.
+  if (from == DType::Float16) {
+    llvm::Value *half = b_.CreateBitCast(value, llvm::Type::getHalfTy(ctx_));
+    return castValue(b_.CreateFPExt(half, f32), DType::Float32, to);
+  }
+  if (from == DType::BFloat16) {
+    llvm::Value *bits = b_.CreateShl(b_.CreateZExt(value, b_.getInt32Ty()), 16);
+    return castValue(b_.CreateBitCast(bits, f32), DType::Float32, to);
+  }
+  if (to == DType::Float16) {
+    llvm::Value *asFloat = castValue(value, from, DType::Float32);
+    return b_.CreateBitCast(b_.CreateFPTrunc(asFloat, llvm::Type::getHalfTy(ctx_)), b_.getInt16Ty());
+  }
+  if (to == DType::BFloat16) {
+    llvm::Value *asFloat = castValue(value, from, DType::Float32);
+    llvm::Value *bits = b_.CreateBitCast(asFloat, b_.getInt32Ty());
+    // Round to nearest even; NaN stays a (quiet) NaN.
+    llvm::Value *lsb = b_.CreateAnd(b_.CreateLShr(bits, 16), 1);
+    llvm::Value *rounded = b_.CreateLShr(b_.CreateAdd(bits, b_.CreateAdd(lsb, b_.getInt32(0x7fff))), 16);
+    llvm::Value *nanBits = b_.CreateOr(b_.CreateLShr(bits, 16), 0x40);
+    llvm::Value *isNaN = b_.CreateFCmpUNO(asFloat, asFloat);
+    return b_.CreateTrunc(b_.CreateSelect(isNaN, nanBits, rounded), b_.getInt16Ty());
+  }
+  llvm::Type *target = valueType(ctx_, to);
+  if (to == DType::Bool) {
+    if (isFloat(from))
+      return b_.CreateFCmpUNE(value, llvm::ConstantFP::get(value->getType(), 0.0));
+    return b_.CreateICmpNE(value, llvm::ConstantInt::get(value->getType(), 0));
+  }
+  if (from == DType::Bool)
+    return isFloat(to) ? b_.CreateUIToFP(value, target) : b_.CreateZExt(value, target);
+  if (isFloat(from) && isFloat(to))
+    return b_.CreateFPCast(value, target);
+  if (isFloat(from)) {
+    // Saturating conversion: out-of-range values clamp, NaN gives 0 (deterministic, no poison).
+    return intrinsic(isSignedInt(to) ? llvm::Intrinsic::fptosi_sat : llvm::Intrinsic::fptoui_sat,
+                     {value}) ;
+  }
+  if (isFloat(to))
+    return isSignedInt(from) ? b_.CreateSIToFP(value, target) : b_.CreateUIToFP(value, target);
+  return b_.CreateIntCast(value, target, isSignedInt(from));
+}
+
+void KernelEmitter::stmts(const std::vector<StmtRef> &list) {
+  for (const StmtRef &s : list)
+    stmt(*s);
+}
+
+void KernelEmitter::stmt(const Stmt &s) {
+  cache_.clear(); // values from an earlier statement may not dominate this one
+  llvm::Function *function = b_.GetInsertBlock()->getParent();
+  switch (s.kind) {
+  case StmtKind::Block: stmts(s.body); break;
+  case StmtKind::Store: {
+    DType type = kernel_.buffers[s.id].dtype;
+    llvm::Value *value = expr(s.b);
+    if (type == DType::Bool)
+      value = b_.CreateZExt(value, b_.getInt8Ty());
+    llvm::Type *element = storageType(ctx_, type);
+    b_.CreateStore(value, b_.CreateInBoundsGEP(element, buffers_[s.id], expr(s.a)));
+    break;
+  }
+  case StmtKind::Assign: b_.CreateStore(expr(s.a), variables_[s.id]); break;
+  case StmtKind::For: {
+    llvm::Value *extent = expr(s.a);
+    llvm::BasicBlock *before = b_.GetInsertBlock();
+    llvm::BasicBlock *header = llvm::BasicBlock::Create(ctx_, "loop", function);
+    llvm::BasicBlock *body = llvm::BasicBlock::Create(ctx_, "body", function);
+    llvm::BasicBlock *after = llvm::BasicBlock::Create(ctx_, "after", function);
+    b_.CreateStore(b_.getInt64(0), variables_[s.id]);
+    b_.CreateBr(header);
+    (void)before;
+    b_.SetInsertPoint(header);
+    llvm::Value *index = b_.CreateLoad(b_.getInt64Ty(), variables_[s.id]);
+    b_.CreateCondBr(b_.CreateICmpSLT(index, extent), body, after);
+    b_.SetInsertPoint(body);
+    stmts(s.body);
+    llvm::Value *current = b_.CreateLoad(b_.getInt64Ty(), variables_[s.id]);
+    b_.CreateStore(b_.CreateAdd(current, b_.getInt64(1)), variables_[s.id]);
+    b_.CreateBr(header);
+    b_.SetInsertPoint(after);
+    cache_.clear();
+    break;
+  }
+  case StmtKind::If: {
+    llvm::Value *condition = expr(s.a);
+    llvm::BasicBlock *then = llvm::BasicBlock::Create(ctx_, "then", function);
+    llvm::BasicBlock *otherwise = llvm::BasicBlock::Create(ctx_, "else", function);
+    llvm::BasicBlock *after = llvm::BasicBlock::Create(ctx_, "endif", function);
+    b_.CreateCondBr(condition, then, otherwise);
+    b_.SetInsertPoint(then);
+    stmts(s.body);
+    b_.CreateBr(after);
+    b_.SetInsertPoint(otherwise);
+    stmts(s.orElse);
+    b_.CreateBr(after);
+    b_.SetInsertPoint(after);
+    cache_.clear();
+    break;
+  }
+  }
+}
+
+} // namespace sinter::codegen::llvmgen

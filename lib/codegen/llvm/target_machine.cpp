@@ -1,0 +1,81 @@
+#include "target_machine.h"
+
+#include "sinter/support/error.h"
+
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/MC/TargetRegistry.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/FileSystem.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/TargetParser/Host.h>
+
+#include <mutex>
+
+namespace sinter::codegen::llvmgen {
+
+static void initializeX86() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    LLVMInitializeX86TargetInfo();
+    LLVMInitializeX86Target();
+    LLVMInitializeX86TargetMC();
+    LLVMInitializeX86AsmPrinter();
+  });
+}
+
+std::unique_ptr<llvm::TargetMachine> createX86TargetMachine(const std::string &cpuLevel) {
+  initializeX86();
+  std::string cpu = cpuLevel, features;
+  if (cpuLevel == "native") {
+    cpu = llvm::sys::getHostCPUName().str();
+    for (const auto &feature : llvm::sys::getHostCPUFeatures())
+      features += std::string(feature.second ? "+" : "-") + feature.first().str() + ",";
+  } else if (cpuLevel != "x86-64-v2" && cpuLevel != "x86-64-v3" && cpuLevel != "x86-64-v4") {
+    userError("unknown --cpu '", cpuLevel, "'; use native, x86-64-v2, x86-64-v3 or x86-64-v4");
+  }
+  const std::string triple = "x86_64-unknown-linux-gnu";
+  std::string error;
+  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
+  SINTER_ASSERT(target, "LLVM has no x86-64 target: ", error);
+  llvm::TargetOptions options;
+  std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
+      triple, cpu, features, options, llvm::Reloc::PIC_, std::nullopt,
+      llvm::CodeGenOptLevel::Aggressive));
+  SINTER_ASSERT(machine, "LLVM could not create a target machine for ", cpu);
+  return machine;
+}
+
+void optimizeModule(llvm::Module &module, llvm::TargetMachine &machine) {
+  llvm::LoopAnalysisManager loops;
+  llvm::FunctionAnalysisManager functions;
+  llvm::CGSCCAnalysisManager cgscc;
+  llvm::ModuleAnalysisManager modules;
+  llvm::PipelineTuningOptions tuning;
+  tuning.LoopVectorization = true;
+  tuning.SLPVectorization = true;
+  llvm::PassBuilder builder(&machine, tuning);
+  builder.registerModuleAnalyses(modules);
+  builder.registerCGSCCAnalyses(cgscc);
+  builder.registerFunctionAnalyses(functions);
+  builder.registerLoopAnalyses(loops);
+  builder.crossRegisterProxies(loops, functions, cgscc, modules);
+  llvm::ModulePassManager pipeline = builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+  pipeline.run(module, modules);
+}
+
+void emitFile(llvm::Module &module, llvm::TargetMachine &machine, const std::string &path,
+              bool assembly) {
+  std::error_code error;
+  llvm::raw_fd_ostream out(path, error, llvm::sys::fs::OF_None);
+  if (error)
+    userError("cannot write ", path, ": ", error.message());
+  llvm::legacy::PassManager passes;
+  bool failed = machine.addPassesToEmitFile(
+      passes, out, nullptr,
+      assembly ? llvm::CodeGenFileType::AssemblyFile : llvm::CodeGenFileType::ObjectFile);
+  SINTER_ASSERT(!failed, "LLVM cannot emit this file type");
+  passes.run(module);
+}
+
+} // namespace sinter::codegen::llvmgen

@@ -1,0 +1,88 @@
+// The CUDA C backend without a GPU: kernels are generated, compiled by NVRTC and assembled by
+// ptxas into cubins whose ELF headers say CUDA and the requested architecture.
+#include "sinter/codegen/backend.h"
+#include "sinter/codegen/lowering.h"
+#include "sinter/ir/graph.h"
+#include "sinter/ir/infer.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+
+using namespace sinter;
+using namespace sinter::codegen;
+
+namespace {
+
+/// e_machine of an ELF file (EM_CUDA is 190) and the SM number in e_flags' low byte.
+struct CubinHeader {
+  uint16_t machine = 0;
+  unsigned sm = 0;
+};
+
+CubinHeader readCubinHeader(const std::vector<uint8_t> &bytes) {
+  CubinHeader header;
+  if (bytes.size() < 64 || std::memcmp(bytes.data(), "\x7f" "ELF", 4) != 0)
+    return header;
+  std::memcpy(&header.machine, bytes.data() + 18, 2);
+  uint32_t flags = 0;
+  std::memcpy(&flags, bytes.data() + 48, 4);
+  header.sm = flags & 0xff;
+  return header;
+}
+
+} // namespace
+
+TEST(CudaCodegen, ElementwiseKernelsAssembleForEveryArch) {
+  Graph graph;
+  Value *x = graph.addInput("x", {DType::Float32, {4, 3}});
+  Value *y = graph.addInput("y", {DType::Float32, {3}});
+  Node *add = graph.addNode(OpKind::Add, {x, y}, 1, "add");
+  Node *cast = graph.addNode(OpKind::Cast, {add->output()}, 1, "cast");
+  cast->setAttr("to", int64_t(10)); // f16
+  inferGraph(graph);
+  graph.addOutput(cast->output());
+
+  TargetOptions options;
+  options.target = package::Target::Cuda;
+  options.cudaArchs = {"sm_90", "sm_80"};
+  std::unique_ptr<Backend> backend = createBackend(options);
+  package::Manifest manifest;
+  for (const auto &node : graph.nodes()) {
+    KernelGroup group;
+    group.nodes = {node.get()};
+    for (Value *input : node->inputs())
+      group.inputs.push_back(input);
+    group.outputs = node->outputs();
+    group.name = kernelName(group.nodes, int(manifest.kernels.size()));
+    LaunchShape launch;
+    manifest.kernels.push_back(backend->addKernel(group, lowerGroup(group), launch));
+    EXPECT_GE(launch.grid[0], 1u);
+    EXPECT_EQ(launch.parallelExtent, 12);
+  }
+  auto work = std::filesystem::temp_directory_path() / "sinter-cuda-codegen-test";
+  std::filesystem::create_directories(work);
+  backend->finish(manifest, work.string());
+  ASSERT_EQ(manifest.cudaModules.size(), 1u);
+  const auto &binaries = manifest.cudaModules[0].binaries;
+  ASSERT_EQ(binaries.size(), 3u); // sm_80, sm_90 cubins (sorted) and PTX for compute_90
+  EXPECT_EQ(binaries[0].arch, "sm_80");
+  EXPECT_EQ(readCubinHeader(binaries[0].bytes).machine, 190);
+  EXPECT_EQ(readCubinHeader(binaries[0].bytes).sm, 80u);
+  EXPECT_EQ(binaries[1].arch, "sm_90");
+  EXPECT_EQ(readCubinHeader(binaries[1].bytes).sm, 90u);
+  EXPECT_TRUE(binaries[2].isPtx);
+  std::string ptx(binaries[2].bytes.begin(), binaries[2].bytes.end());
+  EXPECT_NE(ptx.find(".target sm_90"), std::string::npos);
+  EXPECT_NE(ptx.find(".entry fused_add_0"), std::string::npos);
+  EXPECT_NE(ptx.find(".entry fused_cast_1"), std::string::npos);
+  std::filesystem::remove_all(work);
+}
+
+TEST(CudaCodegen, UnknownArchitectureIsAUserError) {
+  TargetOptions options;
+  options.target = package::Target::Cuda;
+  options.cudaArchs = {"sm_9x"};
+  EXPECT_THROW(createBackend(options), UserError);
+}
