@@ -180,9 +180,9 @@ ExprRef geluRule(const RuleContext &ctx, int, const std::vector<ExprRef> &index)
 ExprRef clipRule(const RuleContext &ctx, int, const std::vector<ExprRef> &index) {
   ExprRef x = operand(ctx, 0, index);
   if (ctx.hasInput(1))
-    x = fmax(x, ctx.input(1)({}));
+    x = fmax(x, firstElement(ctx, 1));
   if (ctx.hasInput(2))
-    x = fmin(x, ctx.input(2)({}));
+    x = fmin(x, firstElement(ctx, 2));
   return x;
 }
 

@@ -80,6 +80,11 @@ std::vector<ExprRef> broadcastIndex(const std::vector<ExprRef> &outIndex,
   return index;
 }
 
+ExprRef firstElement(const RuleContext &ctx, int input) {
+  std::vector<ExprRef> zeros(ctx.inputDims(input).size(), intConstant(0));
+  return ctx.input(input)(zeros);
+}
+
 ExprRef typedConstant(DType type, double value) {
   if (isFloat(type))
     return constant(type, value);

@@ -85,6 +85,8 @@ std::vector<ExprRef> unravelIndex(ExprRef flat, const std::vector<int64_t> &dims
 /// The index into an input of dims `inDims` that numpy-broadcasts to an output index.
 std::vector<ExprRef> broadcastIndex(const std::vector<ExprRef> &outIndex,
                                     const std::vector<int64_t> &inDims);
+/// The first element of input i (scalars given as rank 0 or as one-element tensors).
+ExprRef firstElement(const RuleContext &ctx, int input);
 /// A constant in a compute type.
 ExprRef typedConstant(DType type, double value);
 

@@ -4,7 +4,8 @@
 //   %s = Shape(%x)            ; x: f32[2,3]        %s = constant i64[2] [2, 3]
 //   %n = Gather(%s, %zero)    ; zero constant  =>  %n = constant i64[] [2]
 //
-// Nodes the evaluator cannot run are left alone. Output names are kept.
+// Shape and Size of statically shaped values fold too. Nodes the evaluator cannot run are left
+// alone. Output names are kept.
 #pragma once
 
 #include "sinter/passes/pass.h"
