@@ -242,11 +242,24 @@ void registerBinaryRules(RuleTable &table) {
     if (direction != "LEFT" && direction != "RIGHT")
       userError(node.describe(), ": direction must be 'LEFT' or 'RIGHT', not '", direction, "'");
     bool left = direction == "LEFT";
-    return {mapBinary<UnsignedIntegerDTypes>(node, inputs, [&](auto a, auto b) {
+    // Unsigned types as opset 23 has them; signed types as opset 28 added them (right shifts are
+    // arithmetic). A shift by a negative amount or by the width or more leaves only the fill.
+    return {mapBinary<IntegerDTypes>(node, inputs, [&](auto a, auto b) {
       using T = decltype(a);
-      if (b >= T(sizeof(T) * 8))
-        return T(0); // every bit shifted out (C++ leaves this undefined)
-      return static_cast<T>(left ? a << b : a >> b);
+      using Unsigned = std::make_unsigned_t<T>;
+      constexpr int width = sizeof(T) * 8;
+      bool outOfRange = b >= T(width);
+      if constexpr (std::is_signed_v<T>)
+        outOfRange = outOfRange || b < T(0);
+      if (outOfRange) { // C++ leaves these shifts undefined
+        if constexpr (std::is_signed_v<T>)
+          if (!left && a < T(0))
+            return T(-1);
+        return T(0);
+      }
+      if (left)
+        return static_cast<T>(static_cast<Unsigned>(static_cast<Unsigned>(a) << b));
+      return static_cast<T>(a >> b); // arithmetic for signed T (C++20)
     })};
   });
   BINARY_RULE(BitwiseAnd, IntegerDTypes, false, T(a & b));

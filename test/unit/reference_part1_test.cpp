@@ -378,6 +378,16 @@ TEST(ReferenceElementwise, BitShiftAndBitwiseOps) {
              DType::Uint8, {4}, {0, 15, 8, 0});
   EXPECT_USER_ERROR(runOne(OpKind::BitShift, {a, b}, type, {{"direction", std::string("UP")}}),
                     "direction");
+  // Signed shifts (as opset 28 defines them): arithmetic right shift; out-of-range amounts leave
+  // only the sign fill.
+  Tensor s = makeInts(DType::Int8, {4}, {-8, 64, -1, 5});
+  Tensor amount = makeInts(DType::Int8, {4}, {1, 1, 9, -1});
+  expectInts(runOne(OpKind::BitShift, {s, amount}, typeOf(DType::Int8, {4}),
+                    {{"direction", std::string("RIGHT")}}),
+             DType::Int8, {4}, {-4, 32, -1, 0});
+  expectInts(runOne(OpKind::BitShift, {s, amount}, typeOf(DType::Int8, {4}),
+                    {{"direction", std::string("LEFT")}}),
+             DType::Int8, {4}, {-16, -128, 0, 0});
   Tensor x = makeInts(DType::Int16, {2}, {0b1100, -1});
   Tensor y = makeInts(DType::Int16, {2}, {0b1010, 0x00ff});
   auto type16 = typeOf(DType::Int16, {2});
