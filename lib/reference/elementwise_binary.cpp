@@ -124,14 +124,16 @@ Tensor preluOf(const Node &node, const Inputs &inputs) {
     userError(node.describe(), ": slope of shape ", shapeStr(shapeOf(slope.dims())),
               " does not broadcast to the input's shape ", shapeStr(shapeOf(x.dims())));
   BroadcastIndexer slopeIndex(slope.dims(), x.dims());
-  return visitDType<SignedNumericDTypes>(node, x.dtype(), [&](auto tag) {
+  return visitDType<NumericDTypes>(node, x.dtype(), [&](auto tag) {
     constexpr DType D = decltype(tag)::value;
     using T = ComputeType<D>;
     Tensor out(D, x.dims());
     for (int64_t i = 0; i < x.elementCount(); ++i) {
       T value = loadElement<D>(x, i);
       T factor = loadElement<D>(slope, slopeIndex(i));
-      if constexpr (kIsInteger<D>)
+      if constexpr (std::is_unsigned_v<T>)
+        storeElement<D>(out, i, value); // never negative
+      else if constexpr (kIsInteger<D>)
         storeElement<D>(out, i, value < T(0) ? wrappingMul(factor, value) : value);
       else
         storeElement<D>(out, i, value < T(0) ? factor * value : value);
