@@ -1,7 +1,280 @@
+// Lowering of reductions, softmax and scans: kernel rules whose parallel index runs over the
+// kept elements and whose body loops over the reduced ones. Accumulation is in the compute type.
 #include "lowering_rules.h"
 
-namespace sinter::codegen {
+#include "sinter/support/error.h"
 
-void registerReductionLowering(LoweringTable &table) {}
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+namespace sinter::codegen {
+namespace {
+
+int64_t normalizedAxis(const Node &node, int64_t axis, int64_t rank) {
+  int64_t normalized = axis < 0 ? axis + rank : axis;
+  if (normalized < 0 || normalized >= std::max<int64_t>(rank, 1))
+    userError(node.describe(), ": axis ", axis, " is out of range for rank ", rank);
+  return normalized;
+}
+
+int64_t product(const std::vector<int64_t> &dims) {
+  return std::accumulate(dims.begin(), dims.end(), int64_t(1), std::multiplies<>());
+}
+
+ExprRef lowest(DType type) {
+  if (isFloat(type))
+    return constant(type, -std::numeric_limits<double>::infinity());
+  if (type == DType::Bool)
+    return boolConstant(false);
+  return intConstant(isSigned(type) ? std::numeric_limits<int64_t>::min() >> (64 - 8 * dtypeSize(type)) : 0, type);
+}
+
+ExprRef highest(DType type) {
+  if (isFloat(type))
+    return constant(type, std::numeric_limits<double>::infinity());
+  if (type == DType::Bool)
+    return boolConstant(true);
+  int bits = 8 * dtypeSize(type);
+  if (isSigned(type))
+    return intConstant(bits == 64 ? std::numeric_limits<int64_t>::max() : (int64_t(1) << (bits - 1)) - 1, type);
+  return intConstant(bits == 64 ? -1 : int64_t((uint64_t(1) << bits) - 1), type);
+}
+
+/// The input's dims split into kept and reduced axes.
+struct ReductionShape {
+  std::vector<int64_t> dims;
+  std::vector<bool> reduced;
+  std::vector<int64_t> keptDims, reducedDims;
+};
+
+ReductionShape reductionShape(const std::vector<int64_t> &dims, const std::vector<int64_t> &axes) {
+  ReductionShape shape{dims, std::vector<bool>(dims.size(), false), {}, {}};
+  for (int64_t axis : axes)
+    shape.reduced[axis] = true;
+  for (size_t i = 0; i < dims.size(); ++i)
+    (shape.reduced[i] ? shape.reducedDims : shape.keptDims).push_back(dims[i]);
+  return shape;
+}
+
+/// The full input index from a kept index (over keptDims) and a reduced index (over reducedDims).
+std::vector<ExprRef> combine(const ReductionShape &shape, const std::vector<ExprRef> &kept,
+                             const std::vector<ExprRef> &reduced) {
+  std::vector<ExprRef> index;
+  size_t k = 0, r = 0;
+  for (size_t i = 0; i < shape.dims.size(); ++i)
+    index.push_back(shape.reduced[i] ? reduced[r++] : kept[k++]);
+  return index;
+}
+
+/// Emits `for r in 0..R: body(reducedIndex)` and returns the loop statement.
+template <typename Body>
+StmtRef loopOver(KernelBuilder &builder, const std::vector<int64_t> &dims, Body body) {
+  int r = builder.addVariable("r", DType::Int64);
+  ExprRef index = var(r, DType::Int64);
+  return forLoop(r, intConstant(product(dims)), body(unravelIndex(index, dims), index));
+}
+
+std::vector<int64_t> reduceAxes(const RuleContext &ctx) {
+  const Node &node = ctx.node();
+  int64_t rank = int64_t(ctx.inputDims(0).size());
+  std::vector<int64_t> axes;
+  if (const Value *axesInput = node.input(1)) {
+    if (!axesInput->isConstant())
+      userError(node.describe(), ": the reduction axes must be a constant to compile");
+    axes = axesInput->constant().toInts();
+  }
+  if (axes.empty()) {
+    if (node.attrInt("noop_with_empty_axes", 0) != 0)
+      return {};
+    axes.resize(rank);
+    std::iota(axes.begin(), axes.end(), 0);
+  }
+  for (int64_t &axis : axes)
+    axis = normalizedAxis(node, axis, rank);
+  std::sort(axes.begin(), axes.end());
+  axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
+  return axes;
+}
+
+void reduceRule(const RuleContext &ctx) {
+  const Node &node = ctx.node();
+  KernelBuilder &b = ctx.builder();
+  ReductionShape shape = reductionShape(ctx.inputDims(0), reduceAxes(ctx));
+  DType type = ctx.outputType(0);
+  int64_t count = product(shape.reducedDims);
+  b.setParallelExtent(product(shape.keptDims));
+  std::vector<ExprRef> kept = unravelIndex(b.gid(), shape.keptDims);
+  auto element = [&](const std::vector<ExprRef> &reduced) {
+    return cast(ctx.input(0)(combine(shape, kept, reduced)), type);
+  };
+  int acc = b.addVariable("acc", type);
+  ExprRef accumulator = var(acc, type);
+  OpKind kind = node.kind();
+
+  if (kind == OpKind::ReduceLogSumExp) {
+    // log(sum(exp(x - max))) + max, so large inputs do not overflow.
+    int peak = b.addVariable("peak", type);
+    ExprRef peakValue = var(peak, type);
+    b.emit(assign(peak, lowest(type)));
+    b.emit(loopOver(b, shape.reducedDims, [&](const std::vector<ExprRef> &reduced, ExprRef) {
+      return std::vector<StmtRef>{assign(peak, binary(BinaryOp::Max, peakValue, element(reduced)))};
+    }));
+    b.emit(assign(acc, typedConstant(type, 0)));
+    b.emit(loopOver(b, shape.reducedDims, [&](const std::vector<ExprRef> &reduced, ExprRef) {
+      ExprRef term = unary(UnaryOp::Exp, binary(BinaryOp::Sub, element(reduced), peakValue));
+      return std::vector<StmtRef>{assign(acc, binary(BinaryOp::Add, accumulator, term))};
+    }));
+    ExprRef finite = binary(BinaryOp::LogicalAnd, unary(UnaryOp::Not, unary(UnaryOp::IsInf, peakValue)),
+                            unary(UnaryOp::Not, unary(UnaryOp::IsNaN, peakValue)));
+    ExprRef result = binary(BinaryOp::Add, unary(UnaryOp::Log, accumulator), peakValue);
+    b.emit(ctx.store(0, b.gid(), select(finite, result, peakValue)));
+    return;
+  }
+
+  ExprRef initial = typedConstant(type, 0);
+  if (kind == OpKind::ReduceMax)
+    initial = lowest(type);
+  else if (kind == OpKind::ReduceMin)
+    initial = highest(type);
+  else if (kind == OpKind::ReduceProd)
+    initial = typedConstant(type, 1);
+  b.emit(assign(acc, initial));
+  b.emit(loopOver(b, shape.reducedDims, [&](const std::vector<ExprRef> &reduced, ExprRef) {
+    ExprRef x = element(reduced);
+    ExprRef next;
+    switch (kind) {
+    case OpKind::ReduceMax: next = binary(BinaryOp::Max, accumulator, x); break;
+    case OpKind::ReduceMin: next = binary(BinaryOp::Min, accumulator, x); break;
+    case OpKind::ReduceProd: next = binary(BinaryOp::Mul, accumulator, x); break;
+    case OpKind::ReduceL1: next = binary(BinaryOp::Add, accumulator, unary(UnaryOp::Abs, x)); break;
+    case OpKind::ReduceL2:
+    case OpKind::ReduceSumSquare: next = binary(BinaryOp::Add, accumulator, binary(BinaryOp::Mul, x, x)); break;
+    default: next = binary(BinaryOp::Add, accumulator, x); break;
+    }
+    return std::vector<StmtRef>{assign(acc, next)};
+  }));
+  ExprRef result = accumulator;
+  if (kind == OpKind::ReduceMean)
+    result = binary(BinaryOp::Div, accumulator, typedConstant(type, double(count)));
+  else if (kind == OpKind::ReduceL2)
+    result = cast(unary(UnaryOp::Sqrt, cast(accumulator, isFloat(type) ? type : DType::Float64)), type);
+  else if (kind == OpKind::ReduceLogSum)
+    result = unary(UnaryOp::Log, accumulator);
+  b.emit(ctx.store(0, b.gid(), result));
+}
+
+void argRule(const RuleContext &ctx) {
+  const Node &node = ctx.node();
+  KernelBuilder &b = ctx.builder();
+  std::vector<int64_t> dims = ctx.inputDims(0);
+  int64_t axis = normalizedAxis(node, node.attrInt("axis", 0), int64_t(dims.size()));
+  ReductionShape shape = reductionShape(dims, {axis});
+  DType type = ctx.inputType(0);
+  bool isMax = node.kind() == OpKind::ArgMax;
+  bool last = node.attrInt("select_last_index", 0) != 0;
+  b.setParallelExtent(product(shape.keptDims));
+  std::vector<ExprRef> kept = unravelIndex(b.gid(), shape.keptDims);
+  int best = b.addVariable("best", type), where = b.addVariable("where", DType::Int64);
+  b.emit(assign(best, ctx.input(0)(combine(shape, kept, {intConstant(0)}))));
+  b.emit(assign(where, intConstant(0)));
+  b.emit(loopOver(b, shape.reducedDims, [&](const std::vector<ExprRef> &, ExprRef r) {
+    ExprRef x = ctx.input(0)(combine(shape, kept, {r}));
+    ExprRef current = var(best, type);
+    BinaryOp better = isMax ? (last ? BinaryOp::Ge : BinaryOp::Gt) : (last ? BinaryOp::Le : BinaryOp::Lt);
+    ExprRef take = binary(better, x, current);
+    if (isFloat(type)) // NaN wins, like numpy's argmax
+      take = binary(BinaryOp::LogicalOr, take,
+                    binary(BinaryOp::LogicalAnd, unary(UnaryOp::IsNaN, x), unary(UnaryOp::Not, unary(UnaryOp::IsNaN, current))));
+    return std::vector<StmtRef>{ifThen(take, {assign(best, x), assign(where, r)})};
+  }));
+  b.emit(ctx.store(0, b.gid(), var(where, DType::Int64)));
+}
+
+/// Softmax, LogSoftmax and Hardmax along one axis.
+void softmaxRule(const RuleContext &ctx) {
+  const Node &node = ctx.node();
+  KernelBuilder &b = ctx.builder();
+  std::vector<int64_t> dims = ctx.inputDims(0);
+  int64_t axis = normalizedAxis(node, node.attrInt("axis", -1), int64_t(dims.size()));
+  ReductionShape shape = reductionShape(dims, {axis});
+  DType type = ctx.outputType(0);
+  b.setParallelExtent(product(shape.keptDims));
+  std::vector<ExprRef> kept = unravelIndex(b.gid(), shape.keptDims);
+  auto element = [&](ExprRef r) { return ctx.input(0)(combine(shape, kept, {r})); };
+  auto outIndex = [&](ExprRef r) { return ravelIndex(combine(shape, kept, {r}), dims); };
+  int peak = b.addVariable("peak", type), sum = b.addVariable("sum", type);
+  int where = b.addVariable("where", DType::Int64);
+  ExprRef peakValue = var(peak, type), sumValue = var(sum, type);
+  b.emit(assign(peak, lowest(type)));
+  b.emit(assign(where, intConstant(0)));
+  b.emit(loopOver(b, shape.reducedDims, [&](const std::vector<ExprRef> &, ExprRef r) {
+    ExprRef x = element(r);
+    return std::vector<StmtRef>{ifThen(binary(BinaryOp::Gt, x, peakValue), {assign(peak, x), assign(where, r)})};
+  }));
+  if (node.kind() == OpKind::Hardmax) {
+    b.emit(loopOver(b, shape.reducedDims, [&](const std::vector<ExprRef> &, ExprRef r) {
+      ExprRef hot = binary(BinaryOp::Eq, r, var(where, DType::Int64));
+      return std::vector<StmtRef>{ctx.store(0, outIndex(r), select(hot, typedConstant(type, 1), typedConstant(type, 0)))};
+    }));
+    return;
+  }
+  b.emit(assign(sum, typedConstant(type, 0)));
+  b.emit(loopOver(b, shape.reducedDims, [&](const std::vector<ExprRef> &, ExprRef r) {
+    ExprRef e = unary(UnaryOp::Exp, binary(BinaryOp::Sub, element(r), peakValue));
+    return std::vector<StmtRef>{assign(sum, binary(BinaryOp::Add, sumValue, e))};
+  }));
+  bool log = node.kind() == OpKind::LogSoftmax;
+  b.emit(loopOver(b, shape.reducedDims, [&](const std::vector<ExprRef> &, ExprRef r) {
+    ExprRef shifted = binary(BinaryOp::Sub, element(r), peakValue);
+    ExprRef value = log ? binary(BinaryOp::Sub, shifted, unary(UnaryOp::Log, sumValue))
+                        : binary(BinaryOp::Div, unary(UnaryOp::Exp, shifted), sumValue);
+    return std::vector<StmtRef>{ctx.store(0, outIndex(r), value)};
+  }));
+}
+
+void cumSumRule(const RuleContext &ctx) {
+  const Node &node = ctx.node();
+  KernelBuilder &b = ctx.builder();
+  std::vector<int64_t> dims = ctx.inputDims(0);
+  const Value *axisInput = node.input(1);
+  if (!axisInput->isConstant())
+    userError(node.describe(), ": CumSum's axis must be a constant to compile");
+  int64_t axis = normalizedAxis(node, axisInput->constant().getInt(0), int64_t(dims.size()));
+  ReductionShape shape = reductionShape(dims, {axis});
+  DType type = ctx.outputType(0);
+  bool exclusive = node.attrInt("exclusive", 0) != 0, reverse = node.attrInt("reverse", 0) != 0;
+  int64_t length = dims[axis];
+  b.setParallelExtent(product(shape.keptDims));
+  std::vector<ExprRef> kept = unravelIndex(b.gid(), shape.keptDims);
+  int sum = b.addVariable("sum", type);
+  ExprRef sumValue = var(sum, type);
+  b.emit(assign(sum, typedConstant(type, 0)));
+  b.emit(loopOver(b, shape.reducedDims, [&](const std::vector<ExprRef> &, ExprRef r) {
+    ExprRef position = reverse ? sub(intConstant(length - 1), r) : r;
+    std::vector<ExprRef> index = combine(shape, kept, {position});
+    ExprRef x = ctx.input(0)(index);
+    ExprRef out = ravelIndex(index, dims);
+    if (exclusive)
+      return std::vector<StmtRef>{ctx.store(0, out, sumValue), assign(sum, binary(BinaryOp::Add, sumValue, x))};
+    return std::vector<StmtRef>{assign(sum, binary(BinaryOp::Add, sumValue, x)), ctx.store(0, out, sumValue)};
+  }));
+}
+
+} // namespace
+
+void registerReductionLowering(LoweringTable &table) {
+  for (OpKind kind : {OpKind::ReduceL1, OpKind::ReduceL2, OpKind::ReduceLogSum, OpKind::ReduceLogSumExp,
+                      OpKind::ReduceMax, OpKind::ReduceMean, OpKind::ReduceMin, OpKind::ReduceProd,
+                      OpKind::ReduceSum, OpKind::ReduceSumSquare})
+    table.addKernel(kind, reduceRule);
+  table.addKernel(OpKind::ArgMax, argRule);
+  table.addKernel(OpKind::ArgMin, argRule);
+  table.addKernel(OpKind::Softmax, softmaxRule);
+  table.addKernel(OpKind::LogSoftmax, softmaxRule);
+  table.addKernel(OpKind::Hardmax, softmaxRule);
+  table.addKernel(OpKind::CumSum, cumSumRule);
+}
 
 } // namespace sinter::codegen

@@ -36,6 +36,8 @@ public:
   /// Input i's accessor; an internal error for an absent input (check node().input(i) first).
   const Accessor &input(int i) const;
   bool hasInput(int i) const { return i < int(inputs_.size()) && inputs_[i] != nullptr; }
+  /// Whether output i is written (optional outputs nobody reads may have no buffer).
+  bool hasOutput(int i) const { return i < int(outputBuffers_.size()) && outputBuffers_[i] >= 0; }
   /// Static dims of input / output i.
   std::vector<int64_t> inputDims(int i) const;
   std::vector<int64_t> outputDims(int i) const;
