@@ -1,0 +1,105 @@
+// Node creation for the importer: every node is shape-inferred the moment it is made, and a node
+// whose inputs are all constants and whose outputs are small is evaluated by the reference
+// evaluator and replaced by constants that keep its output names. Folding as we go is what lets
+// Shape -> Gather -> Concat -> Reshape chains resolve to static shapes during import.
+#include "onnx_internal.h"
+
+#include "sinter/ir/infer.h"
+#include "sinter/reference/evaluator.h"
+#include "sinter/support/error.h"
+
+namespace sinter::onnx::detail {
+
+std::string Builder::freshName(const std::string &base) {
+  std::string stem = base.empty() ? std::string("t") : base;
+  auto taken = [&](const std::string &name) {
+    return reserved_.count(name) || graph_.findValue(name) != nullptr;
+  };
+  if (!taken(stem))
+    return stem;
+  for (int i = 1;; ++i) {
+    std::string candidate = stem + "." + std::to_string(i);
+    if (!taken(candidate))
+      return candidate;
+  }
+}
+
+Value *Builder::constant(const std::string &base, Tensor tensor) {
+  return graph_.addConstant(freshName(base), std::move(tensor));
+}
+
+Value *Builder::constantInts(const std::string &base, const std::vector<int64_t> &values) {
+  return constant(base, Tensor::fromInts(values));
+}
+
+Value *Builder::constantScalar(const std::string &base, DType dtype, double value) {
+  return constant(base, Tensor::scalar(dtype, value));
+}
+
+std::vector<Value *> Builder::emit(OpKind kind, const std::vector<Value *> &inputs,
+                                   const std::map<std::string, Attribute> &attributes,
+                                   const std::vector<std::string> &outputNames,
+                                   const std::string &nodeName) {
+  std::vector<std::string> names;
+  for (const std::string &name : outputNames)
+    names.push_back(name.empty() ? freshName(nodeName.empty() ? "" : nodeName + ".out") : name);
+  Node *node = graph_.addNode(kind, inputs, int(names.size()), nodeName, names);
+  for (size_t i = 0; i < names.size(); ++i)
+    SINTER_ASSERT(node->output(int(i))->name() == names[i], "output name '", names[i],
+                  "' was taken before the node that defines it");
+  for (const auto &[name, value] : attributes)
+    node->setAttr(name, value);
+  node->trimInputs();
+  inferNode(*node);
+  if (foldable(*node))
+    return fold(node);
+  return node->outputs();
+}
+
+Value *Builder::emitOne(OpKind kind, const std::vector<Value *> &inputs,
+                        const std::map<std::string, Attribute> &attributes,
+                        const std::string &base, const std::string &nodeName) {
+  return emit(kind, inputs, attributes, {freshName(base)}, nodeName)[0];
+}
+
+bool Builder::foldable(const Node &node) const {
+  if (node.numInputs() == 0 || !reference::canEvaluate(node.kind()))
+    return false;
+  for (Value *input : node.inputs())
+    if (input && !input->isConstant())
+      return false;
+  for (Value *output : node.outputs()) {
+    if (!isStatic(output->shape()))
+      return false;
+    std::optional<int64_t> count = elementCount(output->shape());
+    if (!count || *count > options_.foldLimitElements)
+      return false;
+  }
+  return true;
+}
+
+std::vector<Value *> Builder::fold(Node *node) {
+  std::vector<const Tensor *> inputs;
+  for (Value *input : node->inputs())
+    inputs.push_back(input ? &input->constant() : nullptr);
+  std::vector<Tensor> results = reference::evaluateNode(*node, inputs);
+  SINTER_ASSERT(int(results.size()) == node->numOutputs(), "the evaluator gave ", results.size(),
+                " outputs for ", node->describe(), ", which has ", node->numOutputs());
+  std::vector<Value *> constants;
+  for (int i = 0; i < node->numOutputs(); ++i) {
+    Value *output = node->output(i);
+    SINTER_ASSERT(results[i].type() == output->type(), "folding ", node->describe(),
+                  ": the evaluator's output ", i, " is ", results[i].type().str(),
+                  " but shape inference says ", output->type().str());
+    std::string name = output->name();
+    graph_.renameValue(output, freshName(name + ".unfolded"));
+    Value *folded = graph_.addConstant(name, std::move(results[i]));
+    if (output->hasUses() || graph_.isOutput(output))
+      graph_.replaceAllUsesWith(output, folded);
+    constants.push_back(folded);
+  }
+  graph_.eraseNode(node);
+  return constants;
+}
+
+} // namespace sinter::onnx::detail
