@@ -1,0 +1,376 @@
+// Inference for ops that move data without computing: Identity, Reshape (0 copies a dim unless
+// allowzero, -1 is inferred, symbols cancel), Flatten, Squeeze, Unsqueeze, Transpose, Expand,
+// Tile, Concat, Split, DepthToSpace and SpaceToDepth.
+#include "infer_rules.h"
+
+#include <algorithm>
+#include <set>
+
+namespace sinter::infer {
+namespace {
+
+/// Input i must be a 1-D i64 tensor (a shape, axes, repeats or split).
+void requireInt64Vector(const InferContext &ctx, int i, const char *what) {
+  if (ctx.dtype(i) != DType::Int64)
+    ctx.failInput(i, "(", what, ") must be i64");
+  if (ctx.rank(i) != 1)
+    ctx.failInput(i, "(", what, ") must be 1-D");
+}
+
+/// Input i's values; an unknown length is a UserError (the result's rank would be unknown).
+std::vector<SymInt> valuesWithKnownLength(const InferContext &ctx, int i, const char *what) {
+  auto values = ctx.integerValues(i);
+  if (!values)
+    ctx.failInput(i, "(", what, ") has an unknown length, so the output's rank is unknown");
+  return *values;
+}
+
+/// What is known of the product of some dims: the product of the static ones, the symbols (as
+/// a sorted multiset), and whether any is unknown.
+struct Product {
+  int64_t statics = 1;
+  bool overflow = false;
+  std::multiset<std::string> symbols;
+  bool unknown = false;
+
+  void multiply(const Dim &dim) {
+    if (dim.isStatic())
+      overflow = overflow || __builtin_mul_overflow(statics, dim.value(), &statics);
+    else if (dim.isSymbol())
+      symbols.insert(dim.symbolName());
+    else
+      unknown = true;
+  }
+};
+
+/// Reshape's -1: the input's product over the product of the other output dims. Symbols that
+/// appear on both sides cancel.
+Dim inferMinusOne(const InferContext &ctx, const Product &in, Product out) {
+  if (in.unknown || out.unknown || in.overflow || out.overflow)
+    return Dim::unknown();
+  if (out.statics == 0)
+    ctx.fail("the shape has a -1 and a zero-sized dim, so the -1 cannot be inferred");
+  std::multiset<std::string> remaining = in.symbols;
+  for (const std::string &symbol : out.symbols) {
+    auto it = remaining.find(symbol);
+    if (it == remaining.end())
+      return Dim::unknown();
+    remaining.erase(it);
+  }
+  if (in.statics % out.statics != 0) {
+    if (remaining.empty())
+      ctx.fail("cannot reshape ", ctx.describeInput(0), ": its element count is not a multiple ",
+               "of the other dims' product ", out.statics);
+    return Dim::unknown();
+  }
+  int64_t quotient = in.statics / out.statics;
+  if (remaining.empty())
+    return Dim(quotient);
+  if (remaining.size() == 1 && quotient == 1)
+    return Dim::symbol(*remaining.begin());
+  return Dim::unknown();
+}
+
+Types reshape(const InferContext &ctx) {
+  requireInt64Vector(ctx, 1, "shape");
+  int64_t allowZero = ctx.node().attrInt("allowzero", 0);
+  const Shape &in = ctx.shape(0);
+  std::vector<SymInt> values = valuesWithKnownLength(ctx, 1, "shape");
+  Shape out;
+  int minusOne = -1;
+  bool hasZero = false;
+  for (size_t i = 0; i < values.size(); ++i) {
+    const SymInt &value = values[i];
+    if (!value.isConstant()) {
+      out.push_back(value.toDim());
+      continue;
+    }
+    int64_t v = *value.value;
+    if (v == -1) {
+      if (minusOne >= 0)
+        ctx.failInput(1, "(shape) has more than one -1");
+      minusOne = int(i);
+      out.push_back(Dim::unknown());
+    } else if (v == 0 && !allowZero) {
+      if (i >= in.size())
+        ctx.failInput(1, "(shape) has 0 at index ", i, ", past the input's rank ", in.size());
+      out.push_back(in[i]);
+    } else if (v < 0) {
+      ctx.failInput(1, "(shape) has an invalid dim ", v);
+    } else {
+      hasZero = hasZero || v == 0;
+      out.push_back(Dim(v));
+    }
+  }
+  if (allowZero && hasZero && minusOne >= 0)
+    ctx.failInput(1, "(shape) has both 0 and -1, which allowzero=1 forbids");
+
+  Product inProduct, outProduct;
+  for (const Dim &dim : in)
+    inProduct.multiply(dim);
+  for (size_t i = 0; i < out.size(); ++i)
+    if (int(i) != minusOne)
+      outProduct.multiply(out[i]);
+  if (minusOne >= 0) {
+    out[minusOne] = inferMinusOne(ctx, inProduct, outProduct);
+  } else if (!inProduct.unknown && !outProduct.unknown && !inProduct.overflow &&
+             !outProduct.overflow && inProduct.symbols == outProduct.symbols &&
+             inProduct.statics != outProduct.statics) {
+    ctx.fail("cannot reshape ", ctx.describeInput(0), " to ", shapeStr(out),
+             ": the element counts differ");
+  }
+  return {{ctx.dtype(0), out}};
+}
+
+Types flatten(const InferContext &ctx) {
+  const Shape &in = ctx.shape(0);
+  int64_t axis = ctx.node().attrInt("axis", 1);
+  int rank = int(in.size());
+  if (axis < -rank || axis > rank)
+    ctx.fail("axis ", axis, " is out of range for rank ", rank, " (expected [", -rank, ", ", rank,
+             "])");
+  size_t split = size_t(axis < 0 ? axis + rank : axis);
+  return {{ctx.dtype(0),
+           {productOfDims(ctx, in, 0, split), productOfDims(ctx, in, split, in.size())}}};
+}
+
+Types squeeze(const InferContext &ctx) {
+  const Shape &in = ctx.shape(0);
+  int rank = int(in.size());
+  Shape out;
+  if (!ctx.hasInput(1)) {
+    for (size_t i = 0; i < in.size(); ++i) {
+      if (!in[i].isStatic())
+        ctx.failInput(0, "has non-static dim ", i, ", so Squeeze without axes has an unknown rank");
+      if (in[i].value() != 1)
+        out.push_back(in[i]);
+    }
+    return {{ctx.dtype(0), out}};
+  }
+  requireInt64Vector(ctx, 1, "axes");
+  std::vector<SymInt> values = valuesWithKnownLength(ctx, 1, "axes");
+  std::vector<int64_t> axes;
+  for (const SymInt &value : values) {
+    if (!value.isConstant()) {
+      if (int(values.size()) > rank)
+        ctx.failInput(1, "(axes) has more entries than the input has dims");
+      return {{ctx.dtype(0), unknownShape(rank - int(values.size()))}};
+    }
+    axes.push_back(*value.value);
+  }
+  std::vector<int> normalized = ctx.normalizeAxes(axes, rank);
+  std::vector<bool> squeezed(rank, false);
+  for (int axis : normalized) {
+    if (in[axis].isStatic() && in[axis].value() != 1)
+      ctx.failInput(0, "has size ", in[axis].value(), " in dim ", axis, ", which Squeeze removes");
+    squeezed[axis] = true;
+  }
+  for (int i = 0; i < rank; ++i)
+    if (!squeezed[i])
+      out.push_back(in[i]);
+  return {{ctx.dtype(0), out}};
+}
+
+Types unsqueeze(const InferContext &ctx) {
+  requireInt64Vector(ctx, 1, "axes");
+  const Shape &in = ctx.shape(0);
+  std::vector<SymInt> values = valuesWithKnownLength(ctx, 1, "axes");
+  int rank = int(in.size() + values.size());
+  std::vector<int64_t> axes;
+  for (const SymInt &value : values) {
+    if (!value.isConstant())
+      return {{ctx.dtype(0), unknownShape(rank)}};
+    axes.push_back(*value.value);
+  }
+  std::vector<bool> inserted(rank, false);
+  for (int axis : ctx.normalizeAxes(axes, rank))
+    inserted[axis] = true;
+  Shape out;
+  size_t next = 0;
+  for (int i = 0; i < rank; ++i)
+    out.push_back(inserted[i] ? Dim(1) : in[next++]);
+  return {{ctx.dtype(0), out}};
+}
+
+Types transpose(const InferContext &ctx) {
+  const Shape &in = ctx.shape(0);
+  int rank = int(in.size());
+  std::vector<int64_t> perm;
+  for (int i = rank - 1; i >= 0; --i)
+    perm.push_back(i);
+  perm = ctx.node().attrInts("perm", perm);
+  if (int(perm.size()) != rank)
+    ctx.fail("attribute 'perm' has ", perm.size(), " entries; the input has rank ", rank);
+  Shape out;
+  for (int axis : ctx.normalizeAxes(perm, rank, "perm"))
+    out.push_back(in[axis]);
+  return {{ctx.dtype(0), out}};
+}
+
+Types expand(const InferContext &ctx) {
+  requireInt64Vector(ctx, 1, "shape");
+  Shape target;
+  for (const SymInt &value : valuesWithKnownLength(ctx, 1, "shape")) {
+    if (value.isConstant() && *value.value < 0)
+      ctx.failInput(1, "(shape) has a negative dim ", *value.value);
+    target.push_back(value.toDim());
+  }
+  std::string what = ctx.describeInput(0) + " and the shape " + shapeStr(target);
+  return {{ctx.dtype(0), broadcastShapes(ctx, ctx.shape(0), target, what.c_str())}};
+}
+
+Types tile(const InferContext &ctx) {
+  requireInt64Vector(ctx, 1, "repeats");
+  const Shape &in = ctx.shape(0);
+  std::vector<SymInt> repeats = valuesWithKnownLength(ctx, 1, "repeats");
+  if (repeats.size() != in.size())
+    ctx.failInput(1, "(repeats) has ", repeats.size(), " entries; the input has rank ",
+                  in.size());
+  Shape out;
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (repeats[i].isConstant() && *repeats[i].value < 0)
+      ctx.failInput(1, "(repeats) has a negative entry ", *repeats[i].value);
+    out.push_back(mulDims(ctx, in[i], repeats[i].toDim()));
+  }
+  return {{ctx.dtype(0), out}};
+}
+
+Types concat(const InferContext &ctx) {
+  if (!ctx.node().hasAttr("axis"))
+    ctx.fail("attribute 'axis' is required");
+  int rank = ctx.rank(0);
+  int axis = ctx.normalizeAxis(ctx.node().attrInt("axis", 0), rank);
+  Shape out = ctx.shape(0);
+  Dim total(0);
+  for (int i = 0; i < ctx.numInputs(); ++i) {
+    ctx.requireSameDType(0, i);
+    if (ctx.rank(i) != rank)
+      ctx.failInput(i, "has rank ", ctx.rank(i), "; input 0 has rank ", rank);
+    const Shape &shape = ctx.shape(i);
+    for (int d = 0; d < rank; ++d)
+      if (d != axis)
+        out[d] = mergeDims(ctx, out[d], shape[d],
+                           detail::concat("dim ", d, " of inputs 0 and ", i));
+    total = addDims(ctx, total, shape[axis]);
+  }
+  out[axis] = total;
+  return {{ctx.dtype(0), out}};
+}
+
+Types split(const InferContext &ctx) {
+  const Shape &in = ctx.shape(0);
+  int axis = ctx.normalizeAxis(ctx.node().attrInt("axis", 0), int(in.size()));
+  int outputs = ctx.numOutputs();
+  const Dim &dim = in[axis];
+  std::vector<Dim> sizes;
+  bool hasNumOutputs = ctx.node().hasAttr("num_outputs");
+  if (ctx.hasInput(1)) {
+    if (hasNumOutputs)
+      ctx.fail("has both the 'split' input and the 'num_outputs' attribute");
+    requireInt64Vector(ctx, 1, "split");
+    std::vector<SymInt> values = valuesWithKnownLength(ctx, 1, "split");
+    if (int(values.size()) != outputs)
+      ctx.failInput(1, "(split) has ", values.size(), " entries for ", outputs, " outputs");
+    Dim sum(0);
+    for (const SymInt &value : values) {
+      if (value.isConstant() && *value.value < 0)
+        ctx.failInput(1, "(split) has a negative entry ", *value.value);
+      sizes.push_back(value.toDim());
+      sum = addDims(ctx, sum, sizes.back());
+    }
+    if (sum.isStatic() && dim.isStatic() && sum.value() != dim.value())
+      ctx.failInput(1, "(split) sums to ", sum.value(), ", but dim ", axis, " of the input is ",
+                    dim.value());
+  } else {
+    int64_t parts = outputs;
+    if (hasNumOutputs) {
+      parts = ctx.node().attrInt("num_outputs", 0);
+      if (parts != outputs)
+        ctx.fail("attribute 'num_outputs' is ", parts, " but the node has ", outputs, " outputs");
+    }
+    if (!dim.isStatic()) {
+      sizes.assign(outputs, Dim::unknown());
+    } else if (dim.value() % parts == 0) {
+      sizes.assign(outputs, Dim(dim.value() / parts));
+    } else if (!hasNumOutputs) {
+      ctx.fail("dim ", axis, " of the input (", dim.value(), ") does not split evenly into ",
+               parts, " outputs");
+    } else {
+      // Uneven: ceil-sized chunks, the last one smaller.
+      int64_t chunk = dim.value() / parts + 1;
+      int64_t last = dim.value() - chunk * (parts - 1);
+      if (last < 0)
+        ctx.fail("dim ", axis, " of the input (", dim.value(), ") cannot split into ", parts,
+                 " chunks of ", chunk);
+      sizes.assign(outputs - 1, Dim(chunk));
+      sizes.push_back(Dim(last));
+    }
+  }
+  Types types;
+  for (const Dim &size : sizes) {
+    Shape shape = in;
+    shape[axis] = size;
+    types.push_back({ctx.dtype(0), shape});
+  }
+  return types;
+}
+
+int64_t blockSizeOf(const InferContext &ctx) {
+  if (!ctx.node().hasAttr("blocksize"))
+    ctx.fail("attribute 'blocksize' is required");
+  int64_t block = ctx.node().attrInt("blocksize", 1);
+  if (block <= 0)
+    ctx.fail("attribute 'blocksize' must be positive, not ", block);
+  return block;
+}
+
+/// A dim divided exactly by `divisor`; `what` names it when it does not divide.
+Dim divideDim(const InferContext &ctx, const Dim &dim, int64_t divisor, const char *what) {
+  if (!dim.isStatic())
+    return divisor == 1 ? dim : Dim::unknown();
+  if (dim.value() % divisor != 0)
+    ctx.failInput(0, "has ", what, " ", dim.value(), ", not divisible by ", divisor);
+  return Dim(dim.value() / divisor);
+}
+
+Types depthToSpace(const InferContext &ctx) {
+  ctx.requireRank(0, 4);
+  int64_t block = blockSizeOf(ctx);
+  std::string mode = ctx.node().attrString("mode", "DCR");
+  if (mode != "DCR" && mode != "CRD")
+    ctx.fail("attribute 'mode' must be DCR or CRD, not \"", mode, "\"");
+  const Shape &in = ctx.shape(0);
+  int64_t square = checkedMul(ctx, block, block);
+  return {{ctx.dtype(0),
+           {in[0], divideDim(ctx, in[1], square, "channel count"), mulDims(ctx, in[2], Dim(block)),
+            mulDims(ctx, in[3], Dim(block))}}};
+}
+
+Types spaceToDepth(const InferContext &ctx) {
+  ctx.requireRank(0, 4);
+  int64_t block = blockSizeOf(ctx);
+  const Shape &in = ctx.shape(0);
+  int64_t square = checkedMul(ctx, block, block);
+  return {{ctx.dtype(0),
+           {in[0], mulDims(ctx, in[1], Dim(square)), divideDim(ctx, in[2], block, "height"),
+            divideDim(ctx, in[3], block, "width")}}};
+}
+
+} // namespace
+
+void registerDataMovementInference(InferTable &table) {
+  table.add(OpKind::Identity, [](const InferContext &ctx) -> Types { return {ctx.type(0)}; });
+  table.add(OpKind::Reshape, reshape);
+  table.add(OpKind::Flatten, flatten);
+  table.add(OpKind::Squeeze, squeeze);
+  table.add(OpKind::Unsqueeze, unsqueeze);
+  table.add(OpKind::Transpose, transpose);
+  table.add(OpKind::Expand, expand);
+  table.add(OpKind::Tile, tile);
+  table.add(OpKind::Concat, concat);
+  table.add(OpKind::Split, split);
+  table.add(OpKind::DepthToSpace, depthToSpace);
+  table.add(OpKind::SpaceToDepth, spaceToDepth);
+}
+
+} // namespace sinter::infer

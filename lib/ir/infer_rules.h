@@ -1,0 +1,180 @@
+// Private to shape inference: the rule table, the context a rule sees, and helpers the family
+// files share (symbolic broadcasting, checked dim arithmetic, integer values of shape-like inputs).
+//
+// Each op family registers its rules explicitly (one function per file, called from infer.cpp),
+// not through static initialisers, which static linking would drop:
+//
+//   void registerElementwiseInference(InferTable &table) {
+//     table.add(OpKind::Relu, [](const InferContext &ctx) -> Types {
+//       return {ctx.type(0)};
+//     });
+//   }
+//
+// A rule returns one TensorType per node output. It reports invalid inputs with ctx.fail() or
+// ctx.failInput(), which throw a UserError naming the node, the op and the input.
+#pragma once
+
+#include "sinter/ir/graph.h"
+#include "sinter/ir/infer.h"
+#include "sinter/support/error.h"
+
+#include <array>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace sinter::infer {
+
+using Types = std::vector<TensorType>;
+
+/// One element of an integer tensor as inference knows it: a constant, the value of a named dim
+/// (from Shape of a symbolic tensor), or unknown.
+struct SymInt {
+  std::optional<int64_t> value; ///< set when the element is a known constant
+  std::string symbol;           ///< when not constant: the symbol it equals, or empty if unknown
+
+  static SymInt constant(int64_t v) { return {v, {}}; }
+  static SymInt unknown() { return {}; }
+  /// The value of a dim: its size when static, its symbol when symbolic.
+  static SymInt ofDim(const Dim &dim);
+  bool isConstant() const { return value.has_value(); }
+  /// As a dim: a non-negative constant, a symbol, or unknown.
+  Dim toDim() const;
+  bool operator==(const SymInt &) const = default;
+};
+
+/// What a rule sees: the node, its inputs' types and (where known) values.
+class InferContext {
+public:
+  explicit InferContext(const Node &node) : node_(node) {}
+
+  const Node &node() const { return node_; }
+  OpKind kind() const { return node_.kind(); }
+  int numInputs() const { return node_.numInputs(); }
+  int numOutputs() const { return node_.numOutputs(); }
+  /// Whether input i is present (optional inputs may be absent).
+  bool hasInput(int i) const { return node_.input(i) != nullptr; }
+  /// Input i's type; a missing input is a UserError.
+  const TensorType &type(int i) const;
+  const Shape &shape(int i) const { return type(i).shape; }
+  DType dtype(int i) const { return type(i).dtype; }
+  int rank(int i) const { return type(i).rank(); }
+  /// Input i's data when it is a constant, else null.
+  const Tensor *constant(int i) const;
+
+  /// "input 1 'W' (f32[64,3,7,7])" for messages.
+  std::string describeInput(int i) const;
+
+  /// Throws a UserError: "<node>: <message>".
+  template <typename... Args> [[noreturn]] void fail(Args &&...args) const {
+    userError(node_.describe(), ": ", std::forward<Args>(args)...);
+  }
+  /// Throws a UserError about input i: "<node>: input i 'x' (f32[..]) <message>".
+  template <typename... Args> [[noreturn]] void failInput(int i, Args &&...args) const {
+    userError(node_.describe(), ": ", describeInput(i), " ", std::forward<Args>(args)...);
+  }
+
+  /// Normalises an axis in [-rank, rank) (the attribute or input named `what`); UserError if out
+  /// of range.
+  int normalizeAxis(int64_t axis, int rank, const char *what = "axis") const;
+  /// Normalises a list of axes; UserError on an out-of-range or repeated axis.
+  std::vector<int> normalizeAxes(const std::vector<int64_t> &axes, int rank,
+                                 const char *what = "axes") const;
+
+  /// Requires input i to be present with at least / exactly the given rank.
+  void requireRankAtLeast(int i, int rank) const;
+  void requireRank(int i, int rank) const;
+  /// Requires inputs i and j to have the same dtype.
+  void requireSameDType(int i, int j) const;
+  /// Requires input i's dtype to satisfy `accept`; `what` names the allowed types ("a float type").
+  void requireDType(int i, bool (*accept)(DType), const char *what) const;
+
+  /// The values of input i, an integer tensor of rank 0 or 1, as far as they can be traced through
+  /// constants and shape arithmetic (Shape, Concat, Gather, Slice, Squeeze, ...). nullopt when even
+  /// the element count is unknown. Elements that cannot be traced are SymInt::unknown().
+  std::optional<std::vector<SymInt>> integerValues(int i) const;
+  /// integerValues(i) when every element is a known constant, else nullopt.
+  std::optional<std::vector<int64_t>> constantInts(int i) const;
+
+private:
+  const Node &node_;
+};
+
+using InferFn = Types (*)(const InferContext &ctx);
+
+class InferTable {
+public:
+  /// Registers the rule for an op; registering one op twice is an internal error.
+  void add(OpKind kind, InferFn fn);
+  InferFn find(OpKind kind) const { return rules_[static_cast<int>(kind)]; }
+
+private:
+  std::array<InferFn, kNumOps> rules_{};
+};
+
+/// The table with every family registered (and, checked once, a rule for every op).
+const InferTable &inferTable();
+
+// One per family file; each registers only its own ops.
+void registerElementwiseInference(InferTable &table);   // infer_elementwise.cpp: unary, binary, variadic, activations, Cast
+void registerReductionInference(InferTable &table);     // infer_reduction.cpp: Reduce*, ArgMax/Min, Softmax family, CumSum, TopK
+void registerNnInference(InferTable &table);            // infer_nn.cpp: Conv, ConvTranspose, pools, normalisations
+void registerContractionInference(InferTable &table);   // infer_contraction.cpp: MatMul, Gemm, Einsum
+void registerDataMovementInference(InferTable &table);  // infer_data_movement.cpp: Reshape, Transpose, Concat, Split, ...
+void registerIndexingInference(InferTable &table);      // infer_indexing.cpp: Slice, Pad, Resize, Gather*, Scatter*, Trilu
+void registerCreationInference(InferTable &table);      // infer_creation.cpp: Shape, Size, Range, ConstantOfShape, OneHot, ...
+void registerQuantizationInference(InferTable &table);  // infer_quantization.cpp: QuantizeLinear, DequantizeLinear
+
+// ---- Shared helpers (infer.cpp) -------------------------------------------------------------
+
+/// Numpy (multidirectional) broadcast of the shapes of the given inputs, with symbolic dims: a
+/// static 1 yields to anything; equal dims stay; a static n > 1 beats a symbol (which must be 1
+/// or n); differing symbols give an unknown dim. Static dims that differ and are not 1 are a
+/// UserError naming both inputs.
+Shape broadcastInputs(const InferContext &ctx, const std::vector<int> &inputs);
+/// Broadcast of two shapes; `what` describes them for the error message.
+Shape broadcastShapes(const InferContext &ctx, const Shape &a, const Shape &b, const char *what);
+/// Checks that input `from` broadcasts to `target` without changing it (ONNX's unidirectional
+/// broadcasting, e.g. PRelu's slope, Gemm's C).
+void requireUnidirectionalBroadcast(const InferContext &ctx, int from, const Shape &target);
+
+/// Two dims that must be equal (MatMul's K, Concat's other dims): the more precise of the two;
+/// UserError when both are static and differ. `what` says which dims these are.
+Dim mergeDims(const InferContext &ctx, const Dim &a, const Dim &b, const std::string &what);
+
+/// Checked int64 arithmetic; overflow is a UserError naming the node.
+int64_t checkedMul(const InferContext &ctx, int64_t a, int64_t b);
+int64_t checkedAdd(const InferContext &ctx, int64_t a, int64_t b);
+/// Dim arithmetic: static when both are; a symbol times 1 (or plus 0) keeps the symbol; else
+/// unknown.
+Dim mulDims(const InferContext &ctx, const Dim &a, const Dim &b);
+Dim addDims(const InferContext &ctx, const Dim &a, const Dim &b);
+/// Product of dims [begin, end) of a shape.
+Dim productOfDims(const InferContext &ctx, const Shape &shape, size_t begin, size_t end);
+/// A static dim from an int64 that must not be negative (`what` names it in the error).
+Dim nonNegativeDim(const InferContext &ctx, int64_t value, const char *what);
+
+/// Where ONNX's Slice starts on an axis of size `dim`, and how many elements it takes, after
+/// negative indices are wrapped and starts/ends clamped (step must not be 0).
+struct SliceBounds {
+  int64_t start;
+  int64_t count;
+};
+SliceBounds sliceBounds(int64_t dim, int64_t start, int64_t end, int64_t step);
+
+/// A shape of `rank` unknown dims.
+Shape unknownShape(int rank);
+
+/// The dtype for an ONNX TensorProto.DataType number in attribute `attribute`; UserError when
+/// sinter has no such type.
+DType dtypeFromOnnxAttr(const InferContext &ctx, int64_t onnxType, const char *attribute);
+
+/// Dtype classes for requireDType.
+bool isNumeric(DType type);     ///< anything but bool
+bool isBool(DType type);
+bool isFloatType(DType type);   ///< f16, bf16, f32, f64
+bool isIntegerType(DType type); ///< signed or unsigned integers
+bool isIndexType(DType type);   ///< i32 or i64
+bool isUnsignedType(DType type);
+
+} // namespace sinter::infer
