@@ -1,0 +1,22 @@
+// The sinter subcommands. Each file adds one subcommand to the app and returns the action that
+// runs it once the command line has parsed; main.cpp maps the errors an action throws to exit
+// codes. A new subcommand is a new file and one line in main.cpp.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+
+namespace sinter::cli {
+
+struct Command {
+  CLI::App *app;             ///< the subcommand, to ask whether it was given
+  std::function<void()> run; ///< runs it; throws UserError / InternalError
+};
+
+/// `sinter inspect MODEL [--json] [--ir] [--full-constants] [--shape ..] [--dim ..]`
+Command addInspectCommand(CLI::App &parent);
+/// `sinter run MODEL --reference [INPUTS..] [--input NAME=FILE ..] [-o OUT.npz | --output-dir DIR]`
+Command addRunCommand(CLI::App &parent);
+
+} // namespace sinter::cli

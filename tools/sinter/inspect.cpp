@@ -1,0 +1,191 @@
+// `sinter inspect`: what a model file holds, as text for a person or JSON for a script.
+//
+// For an ONNX model it reports the summary the importer gives without importing (so models with
+// unsupported ops can still be inspected): versions, producer, inputs and outputs with types, the
+// op histogram, parameter totals and unsupported ops. `--ir` also imports the model and prints
+// its text IR. Compiled artifacts (model.so) are a separate branch, added with the packager.
+#include "commands.h"
+#include "options.h"
+
+#include "sinter/frontend/onnx.h"
+#include "sinter/io/json.h"
+#include "sinter/ir/printer.h"
+#include "sinter/support/error.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+
+namespace sinter::cli {
+namespace {
+
+struct InspectFlags {
+  std::string model;
+  bool json = false;
+  bool ir = false;
+  bool fullConstants = false;
+  ShapeFlags shapes;
+};
+
+/// Constants above this many bytes print as "dense<elided N bytes>" unless --full-constants.
+constexpr size_t kElideConstantsAbove = 64;
+
+/// (name, count) sorted by count, most first, then by name.
+std::vector<std::pair<std::string, int64_t>> byCount(const std::map<std::string, int64_t> &counts) {
+  std::vector<std::pair<std::string, int64_t>> sorted(counts.begin(), counts.end());
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [](const auto &a, const auto &b) { return a.second > b.second; });
+  return sorted; // std::map gave name order; the stable sort keeps it within equal counts
+}
+
+int64_t total(const std::map<std::string, int64_t> &counts) {
+  int64_t sum = 0;
+  for (const auto &entry : counts)
+    sum += entry.second;
+  return sum;
+}
+
+std::string importedIr(const InspectFlags &flags) {
+  std::unique_ptr<Graph> graph = onnx::importModel(flags.model, parseShapeFlags(flags.shapes));
+  PrintOptions options;
+  options.elideConstantsAbove = flags.fullConstants ? 0 : kElideConstantsAbove;
+  return printGraph(*graph, options);
+}
+
+void printPorts(const char *title, const std::vector<onnx::ModelSummary::Port> &ports) {
+  std::printf("%s:\n", title);
+  if (ports.empty())
+    std::printf("  (none)\n");
+  size_t width = 0;
+  for (const auto &port : ports)
+    width = std::max(width, std::min<size_t>(port.name.size(), 40));
+  for (const auto &port : ports)
+    std::printf("  %-*s  %s\n", static_cast<int>(width), port.name.c_str(), port.type.c_str());
+}
+
+void printCounts(const std::vector<std::pair<std::string, int64_t>> &counts) {
+  size_t width = 0;
+  for (const auto &[name, count] : counts)
+    width = std::max(width, std::min<size_t>(name.size(), 40));
+  for (const auto &[name, count] : counts)
+    std::printf("  %-*s  %lld\n", static_cast<int>(width), name.c_str(),
+                static_cast<long long>(count));
+}
+
+void printOnnxText(const InspectFlags &flags, const onnx::ModelSummary &summary) {
+  std::printf("model: %s\n", flags.model.c_str());
+  std::printf("format: ONNX, IR version %lld, opset %lld\n",
+              static_cast<long long>(summary.irVersion), static_cast<long long>(summary.opset));
+  std::printf("producer: %s\n", summary.producer.empty() ? "(unknown)" : summary.producer.c_str());
+  printPorts("inputs", summary.inputs);
+  printPorts("outputs", summary.outputs);
+  std::printf("ops: %lld nodes, %zu op types\n", static_cast<long long>(total(summary.opHistogram)),
+              summary.opHistogram.size());
+  printCounts(byCount(summary.opHistogram));
+  std::printf("parameters: %lld (%s), %lld bytes (%s)\n",
+              static_cast<long long>(summary.parameterCount),
+              humanCount(summary.parameterCount).c_str(),
+              static_cast<long long>(summary.parameterBytes),
+              humanBytes(summary.parameterBytes).c_str());
+  if (summary.unsupportedOps.empty()) {
+    std::printf("unsupported ops: none\n");
+  } else {
+    std::printf("unsupported ops: %lld nodes, %zu op types\n",
+                static_cast<long long>(total(summary.unsupportedOps)),
+                summary.unsupportedOps.size());
+    printCounts(byCount(summary.unsupportedOps));
+  }
+  std::fflush(stdout);
+  if (flags.ir) {
+    std::string ir = importedIr(flags);
+    std::printf("\n%s", ir.c_str());
+    if (!ir.empty() && ir.back() != '\n')
+      std::printf("\n");
+  }
+}
+
+void writePorts(io::JsonWriter &json, const std::vector<onnx::ModelSummary::Port> &ports) {
+  json.beginArray();
+  for (const auto &port : ports)
+    json.beginObject().key("name").value(port.name).key("type").value(port.type).endObject();
+  json.endArray();
+}
+
+void writeCounts(io::JsonWriter &json, const std::map<std::string, int64_t> &counts) {
+  json.beginArray();
+  for (const auto &[name, count] : byCount(counts))
+    json.beginObject().key("op").value(name).key("count").value(count).endObject();
+  json.endArray();
+}
+
+void printOnnxJson(const InspectFlags &flags, const onnx::ModelSummary &summary) {
+  // Import before writing anything, so a failing --ir leaves stdout empty rather than half a
+  // JSON document.
+  std::string ir = flags.ir ? importedIr(flags) : "";
+  io::JsonWriter json;
+  json.beginObject();
+  json.key("model").value(flags.model);
+  json.key("format").value("onnx");
+  json.key("ir_version").value(summary.irVersion);
+  json.key("opset").value(summary.opset);
+  json.key("producer").value(summary.producer);
+  json.key("inputs");
+  writePorts(json, summary.inputs);
+  json.key("outputs");
+  writePorts(json, summary.outputs);
+  json.key("node_count").value(total(summary.opHistogram));
+  json.key("ops");
+  writeCounts(json, summary.opHistogram);
+  json.key("parameters").beginObject();
+  json.key("count").value(summary.parameterCount);
+  json.key("bytes").value(summary.parameterBytes);
+  json.key("count_human").value(humanCount(summary.parameterCount));
+  json.key("bytes_human").value(humanBytes(summary.parameterBytes));
+  json.endObject();
+  json.key("unsupported_ops");
+  writeCounts(json, summary.unsupportedOps);
+  if (flags.ir)
+    json.key("ir").value(ir);
+  json.endObject();
+  std::printf("%s\n", json.str().c_str());
+}
+
+void inspectOnnx(const InspectFlags &flags) {
+  spdlog::debug("reading the ONNX model '{}'", flags.model);
+  onnx::ModelSummary summary = onnx::summarizeModel(flags.model);
+  if (flags.json)
+    printOnnxJson(flags, summary);
+  else
+    printOnnxText(flags, summary);
+}
+
+void runInspect(const InspectFlags &flags) {
+  switch (classifyModelFile(flags.model)) {
+  case ModelKind::Onnx:
+    inspectOnnx(flags);
+    return;
+  case ModelKind::Artifact:
+    userError("'", flags.model, "' looks like a compiled artifact; inspecting artifacts is not "
+              "supported yet (inspect the .onnx model instead)");
+  }
+}
+
+} // namespace
+
+Command addInspectCommand(CLI::App &parent) {
+  auto flags = std::make_shared<InspectFlags>();
+  CLI::App *command = parent.add_subcommand(
+      "inspect", "Show a model's inputs, outputs, op histogram, parameters and unsupported ops");
+  command->add_option("model", flags->model, "The model file (.onnx)")->required();
+  command->add_flag("--json", flags->json, "Print one JSON object instead of text");
+  command->add_flag("--ir", flags->ir, "Also import the model and print its text IR");
+  command->add_flag("--full-constants", flags->fullConstants,
+                    "With --ir, print every constant in full (by default constants over 64 "
+                    "bytes are elided)");
+  addShapeFlags(*command, flags->shapes);
+  return {command, [flags] { runInspect(*flags); }};
+}
+
+} // namespace sinter::cli
