@@ -1,0 +1,139 @@
+// A small header-only C++ wrapper over the C ABI of runtime.h: RAII handles that free themselves,
+// and a sinter::rt::Error exception (status and message) for every failed call.
+//
+//   sinter::rt::Model model("model.so");
+//   sinter::rt::Session session(model);
+//   session.runHost(inputs, outputs);
+//
+// The same thread-safety contract as the C ABI: a Model may be shared by threads (const use), a
+// Session is used by one thread at a time.
+#pragma once
+
+#include "sinter/runtime.h"
+
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace sinter::rt {
+
+/// A failed runtime call: the status and the runtime's message.
+class Error : public std::runtime_error {
+public:
+  Error(sinter_status status, const std::string &message)
+      : std::runtime_error(message), status_(status) {}
+  sinter_status status() const { return status_; }
+
+private:
+  sinter_status status_;
+};
+
+/// Throws Error with the calling thread's last error when `status` is not SINTER_OK.
+inline void check(sinter_status status) {
+  if (status != SINTER_OK)
+    throw Error(status, sinter_last_error());
+}
+
+/// Bytes per element of a runtime dtype (0 for an unknown value).
+inline size_t dtypeSize(sinter_dtype dtype) {
+  switch (dtype) {
+  case SINTER_UINT8: case SINTER_INT8: case SINTER_BOOL: return 1;
+  case SINTER_UINT16: case SINTER_INT16: case SINTER_FLOAT16: case SINTER_BFLOAT16: return 2;
+  case SINTER_FLOAT32: case SINTER_INT32: case SINTER_UINT32: return 4;
+  case SINTER_INT64: case SINTER_UINT64: case SINTER_FLOAT64: return 8;
+  }
+  return 0;
+}
+
+/// Elements of a tensor with this signature.
+inline size_t elementCount(const sinter_tensor_info &info) {
+  size_t count = 1;
+  for (int32_t axis = 0; axis < info.rank; ++axis)
+    count *= static_cast<size_t>(info.dims[axis]);
+  return count;
+}
+
+/// A sinter_tensor describing `data` with the signature's dtype and dims.
+inline sinter_tensor makeTensor(const sinter_tensor_info &info, void *data) {
+  sinter_tensor tensor{};
+  tensor.data = data;
+  tensor.byte_size = elementCount(info) * dtypeSize(info.dtype);
+  tensor.dtype = info.dtype;
+  tensor.rank = info.rank;
+  for (int32_t axis = 0; axis < info.rank && axis < SINTER_MAX_RANK; ++axis)
+    tensor.dims[axis] = info.dims[axis];
+  return tensor;
+}
+
+/// A loaded artifact (owns the sinter_model).
+class Model {
+public:
+  explicit Model(const std::string &path) { check(sinter_model_load(path.c_str(), &model_)); }
+  ~Model() { sinter_model_free(model_); }
+  Model(Model &&other) noexcept : model_(std::exchange(other.model_, nullptr)) {}
+  Model &operator=(Model &&other) noexcept {
+    std::swap(model_, other.model_);
+    return *this;
+  }
+  Model(const Model &) = delete;
+  Model &operator=(const Model &) = delete;
+
+  sinter_model *get() const { return model_; }
+  sinter_target target() const { return sinter_model_target(model_); }
+
+  std::vector<sinter_tensor_info> inputs() const {
+    return describe(sinter_model_input_count(model_), sinter_model_input_info);
+  }
+  std::vector<sinter_tensor_info> outputs() const {
+    return describe(sinter_model_output_count(model_), sinter_model_output_info);
+  }
+
+private:
+  template <typename Query>
+  std::vector<sinter_tensor_info> describe(int32_t count, Query query) const {
+    if (count < 0)
+      throw Error(SINTER_ERROR_INVALID_ARGUMENT, sinter_last_error());
+    std::vector<sinter_tensor_info> infos(static_cast<size_t>(count));
+    for (int32_t i = 0; i < count; ++i)
+      check(query(model_, i, &infos[i]));
+    return infos;
+  }
+
+  sinter_model *model_ = nullptr;
+};
+
+/// A session on a model (owns the sinter_session). The Model may be destroyed first.
+class Session {
+public:
+  explicit Session(const Model &model, const sinter_session_options *options = nullptr) {
+    check(sinter_session_create(model.get(), options, &session_));
+  }
+  ~Session() { sinter_session_destroy(session_); }
+  Session(Session &&other) noexcept : session_(std::exchange(other.session_, nullptr)) {}
+  Session &operator=(Session &&other) noexcept {
+    std::swap(session_, other.session_);
+    return *this;
+  }
+  Session(const Session &) = delete;
+  Session &operator=(const Session &) = delete;
+
+  sinter_session *get() const { return session_; }
+
+  /// Buffers the target addresses directly (device memory for CUDA), queued on `stream`.
+  void run(const std::vector<sinter_tensor> &inputs, std::vector<sinter_tensor> &outputs,
+           void *stream = nullptr) {
+    check(sinter_session_run(session_, inputs.data(), static_cast<int32_t>(inputs.size()),
+                             outputs.data(), static_cast<int32_t>(outputs.size()), stream));
+  }
+  /// Host buffers for any target; returns when the outputs are written.
+  void runHost(const std::vector<sinter_tensor> &inputs, std::vector<sinter_tensor> &outputs) {
+    check(sinter_session_run_host(session_, inputs.data(), static_cast<int32_t>(inputs.size()),
+                                  outputs.data(), static_cast<int32_t>(outputs.size())));
+  }
+
+private:
+  sinter_session *session_ = nullptr;
+};
+
+} // namespace sinter::rt

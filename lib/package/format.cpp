@@ -1,0 +1,638 @@
+// Serializing and parsing the manifest (docs/artifact-format.md). The encoder appends
+// little-endian fields to a byte vector; the decoder reads them through a cursor that checks every
+// read against the end of the metadata and every count against the bytes left, so a hostile
+// count can never make it allocate more than the input could hold. After decoding, the manifest
+// is validated as a whole (findManifestProblem) so the runtime can trust every offset.
+//
+// This file is compiled into libsinter_rt as well: no LLVM, no protobuf, no logging.
+#include "sinter/package/format.h"
+
+#include "sinter/runtime.h"
+#include "sinter/support/error.h"
+
+#include <bit>
+#include <cstring>
+#include <limits>
+
+namespace sinter::package {
+
+static_assert(std::endian::native == std::endian::little,
+              "the artifact format is little-endian and read with plain loads");
+static_assert(SINTER_ABI_VERSION == 1, "a new ABI version needs a new format revision here");
+
+namespace {
+
+constexpr uint8_t kStepLaunch = 0;
+constexpr uint8_t kStepCopy = 1;
+constexpr uint64_t kHashPrime = 0x9E3779B97F4A7C15ull;
+
+uint64_t load64(const uint8_t *bytes) {
+  uint64_t value;
+  std::memcpy(&value, bytes, 8);
+  return value;
+}
+
+uint64_t hashStep(uint64_t state, uint64_t word) {
+  state = (state ^ word) * kHashPrime;
+  return state ^ (state >> 31);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Encoding
+
+class Encoder {
+public:
+  explicit Encoder(std::vector<uint8_t> &out) : out_(out) {}
+
+  void u8(uint8_t value) { out_.push_back(value); }
+  void u32(uint32_t value) { raw(&value, 4); }
+  void u64(uint64_t value) { raw(&value, 8); }
+  void i64(int64_t value) { raw(&value, 8); }
+  void f64(double value) { u64(std::bit_cast<uint64_t>(value)); }
+  void count(size_t value) {
+    SINTER_ASSERT(value <= std::numeric_limits<uint32_t>::max(), "list too long for the format");
+    u32(static_cast<uint32_t>(value));
+  }
+  void string(const std::string &value) {
+    count(value.size());
+    raw(value.data(), value.size());
+  }
+  void bytes(const std::vector<uint8_t> &value) {
+    u64(value.size());
+    raw(value.data(), value.size());
+  }
+  void raw(const void *data, size_t size) {
+    const auto *begin = static_cast<const uint8_t *>(data);
+    out_.insert(out_.end(), begin, begin + size);
+  }
+
+private:
+  std::vector<uint8_t> &out_;
+};
+
+void encodeBufferRef(Encoder &encoder, const BufferRef &ref) {
+  encoder.u32(static_cast<uint32_t>(ref.region));
+  encoder.u64(ref.offset);
+}
+
+void encodeSignature(Encoder &encoder, const TensorSignature &tensor) {
+  encoder.string(tensor.name);
+  encoder.u32(static_cast<uint32_t>(dtypeToOnnx(tensor.dtype)));
+  encoder.count(tensor.dims.size());
+  for (int64_t dim : tensor.dims)
+    encoder.i64(dim);
+  encoder.count(tensor.dimSymbols.size());
+  for (const std::string &symbol : tensor.dimSymbols)
+    encoder.string(symbol);
+  encoder.u64(tensor.arenaOffset);
+}
+
+void encodeKernel(Encoder &encoder, const Kernel &kernel) {
+  encoder.string(kernel.name);
+  encoder.string(kernel.generator);
+  encoder.count(kernel.ops.size());
+  for (const std::string &op : kernel.ops)
+    encoder.string(op);
+  encoder.u32(kernel.cudaModule);
+  encoder.f64(kernel.flops);
+  encoder.f64(kernel.bytesMoved);
+}
+
+void encodeStep(Encoder &encoder, const Step &step) {
+  if (const auto *launch = std::get_if<Launch>(&step)) {
+    encoder.u8(kStepLaunch);
+    encoder.u32(launch->kernel);
+    for (uint32_t value : launch->grid)
+      encoder.u32(value);
+    for (uint32_t value : launch->block)
+      encoder.u32(value);
+    encoder.u32(launch->sharedBytes);
+    encoder.i64(launch->parallelExtent);
+    encoder.count(launch->args.size());
+    for (const BufferRef &arg : launch->args)
+      encodeBufferRef(encoder, arg);
+    return;
+  }
+  const Copy &copy = std::get<Copy>(step);
+  encoder.u8(kStepCopy);
+  encodeBufferRef(encoder, copy.source);
+  encodeBufferRef(encoder, copy.destination);
+  encoder.u64(copy.bytes);
+}
+
+void encodeMetadata(Encoder &encoder, const Manifest &manifest) {
+  encoder.string(manifest.producer);
+  encoder.string(manifest.cpuLevel);
+  encoder.count(manifest.cudaArchs.size());
+  for (const std::string &arch : manifest.cudaArchs)
+    encoder.string(arch);
+  for (const auto *list : {&manifest.inputs, &manifest.outputs}) {
+    encoder.count(list->size());
+    for (const TensorSignature &tensor : *list)
+      encodeSignature(encoder, tensor);
+  }
+  encoder.u64(manifest.arenaBytes);
+  encoder.u64(manifest.activationBytes);
+  encoder.i64(manifest.sourceNodeCount);
+  encoder.count(manifest.weightTable.size());
+  for (const WeightEntry &entry : manifest.weightTable) {
+    encoder.string(entry.name);
+    encoder.u64(entry.offset);
+    encoder.u64(entry.bytes);
+  }
+  encoder.count(manifest.cudaModules.size());
+  for (const CudaModule &module : manifest.cudaModules) {
+    encoder.count(module.binaries.size());
+    for (const CudaBinary &binary : module.binaries) {
+      encoder.string(binary.arch);
+      encoder.u8(binary.isPtx ? 1 : 0);
+      encoder.bytes(binary.bytes);
+    }
+  }
+  encoder.count(manifest.kernels.size());
+  for (const Kernel &kernel : manifest.kernels)
+    encodeKernel(encoder, kernel);
+  encoder.count(manifest.steps.size());
+  for (const Step &step : manifest.steps)
+    encodeStep(encoder, step);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Decoding
+
+/// A cursor over the metadata; every read is checked against the end.
+class Decoder {
+public:
+  Decoder(const uint8_t *data, uint64_t size) : data_(data), size_(size) {}
+
+  uint64_t position() const { return position_; }
+  uint64_t remaining() const { return size_ - position_; }
+
+  const uint8_t *take(uint64_t bytes, const char *what) {
+    if (bytes > remaining())
+      userError("corrupt artifact: metadata ends inside ", what, " (needs ", bytes,
+                " bytes at metadata byte ", position_, ", ", remaining(), " left)");
+    const uint8_t *at = data_ + position_;
+    position_ += bytes;
+    return at;
+  }
+  uint8_t u8(const char *what) { return *take(1, what); }
+  uint32_t u32(const char *what) {
+    uint32_t value;
+    std::memcpy(&value, take(4, what), 4);
+    return value;
+  }
+  uint64_t u64(const char *what) { return load64(take(8, what)); }
+  int64_t i64(const char *what) { return static_cast<int64_t>(u64(what)); }
+  double f64(const char *what) { return std::bit_cast<double>(u64(what)); }
+  bool boolean(const char *what) {
+    uint8_t value = u8(what);
+    if (value > 1)
+      userError("corrupt artifact: ", what, " is ", int(value), ", not 0 or 1");
+    return value == 1;
+  }
+  /// A list length; each element needs at least `minElementBytes`, so a count larger than what
+  /// is left is rejected before anything is allocated.
+  uint32_t count(uint64_t minElementBytes, const char *what) {
+    uint32_t value = u32(what);
+    if (minElementBytes > 0 && value > remaining() / minElementBytes)
+      userError("corrupt artifact: ", what, " count ", value, " does not fit in the ",
+                remaining(), " metadata bytes left");
+    return value;
+  }
+  std::string string(const char *what) {
+    uint32_t length = count(1, what);
+    const uint8_t *at = take(length, what);
+    return std::string(reinterpret_cast<const char *>(at), length);
+  }
+  std::vector<uint8_t> bytes(const char *what) {
+    uint64_t length = u64(what);
+    const uint8_t *at = take(length, what);
+    return std::vector<uint8_t>(at, at + length);
+  }
+
+private:
+  const uint8_t *data_;
+  uint64_t size_;
+  uint64_t position_ = 0;
+};
+
+// Smallest encodings, for the count checks.
+constexpr uint64_t kMinString = 4;
+constexpr uint64_t kMinBufferRef = 12;
+constexpr uint64_t kMinSignature = kMinString + 4 + 4 + 4 + 8;
+constexpr uint64_t kMinWeightEntry = kMinString + 16;
+constexpr uint64_t kMinKernel = kMinString * 3 + 4 + 16;
+constexpr uint64_t kMinBinary = kMinString + 1 + 8;
+constexpr uint64_t kMinStep = 1 + 2 * kMinBufferRef + 8; // a copy; a launch is longer
+
+BufferRef decodeBufferRef(Decoder &decoder) {
+  uint32_t region = decoder.u32("buffer region");
+  if (region > static_cast<uint32_t>(Region::Weights))
+    userError("corrupt artifact: buffer region ", region, " is neither arena (0) nor weights (1)");
+  BufferRef ref;
+  ref.region = static_cast<Region>(region);
+  ref.offset = decoder.u64("buffer offset");
+  return ref;
+}
+
+TensorSignature decodeSignature(Decoder &decoder) {
+  TensorSignature tensor;
+  tensor.name = decoder.string("tensor name");
+  uint32_t onnxType = decoder.u32("tensor dtype");
+  std::optional<DType> dtype = dtypeFromOnnx(static_cast<int>(onnxType));
+  if (!dtype)
+    userError("corrupt artifact: tensor '", tensor.name, "' has unknown dtype ", onnxType);
+  tensor.dtype = *dtype;
+  uint32_t rank = decoder.count(8, "tensor rank");
+  if (rank > SINTER_MAX_RANK)
+    userError("corrupt artifact: tensor '", tensor.name, "' has rank ", rank, " (at most ",
+              SINTER_MAX_RANK, ")");
+  for (uint32_t i = 0; i < rank; ++i)
+    tensor.dims.push_back(decoder.i64("tensor dim"));
+  uint32_t symbols = decoder.count(kMinString, "tensor dim symbols");
+  if (symbols > SINTER_MAX_RANK)
+    userError("corrupt artifact: tensor '", tensor.name, "' has ", symbols, " dim symbols");
+  for (uint32_t i = 0; i < symbols; ++i)
+    tensor.dimSymbols.push_back(decoder.string("dim symbol"));
+  tensor.arenaOffset = decoder.u64("tensor arena offset");
+  return tensor;
+}
+
+Kernel decodeKernel(Decoder &decoder) {
+  Kernel kernel;
+  kernel.name = decoder.string("kernel name");
+  kernel.generator = decoder.string("kernel generator");
+  uint32_t ops = decoder.count(kMinString, "kernel ops");
+  for (uint32_t i = 0; i < ops; ++i)
+    kernel.ops.push_back(decoder.string("kernel op"));
+  kernel.cudaModule = decoder.u32("kernel cuda module");
+  kernel.flops = decoder.f64("kernel flops");
+  kernel.bytesMoved = decoder.f64("kernel bytes moved");
+  return kernel;
+}
+
+Step decodeStep(Decoder &decoder) {
+  uint8_t kind = decoder.u8("step kind");
+  if (kind == kStepLaunch) {
+    Launch launch;
+    launch.kernel = decoder.u32("launch kernel");
+    for (uint32_t &value : launch.grid)
+      value = decoder.u32("launch grid");
+    for (uint32_t &value : launch.block)
+      value = decoder.u32("launch block");
+    launch.sharedBytes = decoder.u32("launch shared bytes");
+    launch.parallelExtent = decoder.i64("launch parallel extent");
+    uint32_t args = decoder.count(kMinBufferRef, "launch arguments");
+    launch.args.reserve(args);
+    for (uint32_t i = 0; i < args; ++i)
+      launch.args.push_back(decodeBufferRef(decoder));
+    return launch;
+  }
+  if (kind == kStepCopy) {
+    Copy copy;
+    copy.source = decodeBufferRef(decoder);
+    copy.destination = decodeBufferRef(decoder);
+    copy.bytes = decoder.u64("copy bytes");
+    return copy;
+  }
+  userError("corrupt artifact: step kind ", int(kind), " is neither launch (0) nor copy (1)");
+}
+
+Manifest decodeMetadata(Decoder &decoder, Target target) {
+  Manifest manifest;
+  manifest.target = target;
+  manifest.producer = decoder.string("producer");
+  manifest.cpuLevel = decoder.string("cpu level");
+  uint32_t archs = decoder.count(kMinString, "cuda archs");
+  for (uint32_t i = 0; i < archs; ++i)
+    manifest.cudaArchs.push_back(decoder.string("cuda arch"));
+  for (auto *list : {&manifest.inputs, &manifest.outputs}) {
+    uint32_t tensors = decoder.count(kMinSignature, "signature");
+    for (uint32_t i = 0; i < tensors; ++i)
+      list->push_back(decodeSignature(decoder));
+  }
+  manifest.arenaBytes = decoder.u64("arena bytes");
+  manifest.activationBytes = decoder.u64("activation bytes");
+  manifest.sourceNodeCount = decoder.i64("source node count");
+  uint32_t entries = decoder.count(kMinWeightEntry, "weight table");
+  for (uint32_t i = 0; i < entries; ++i) {
+    WeightEntry entry;
+    entry.name = decoder.string("weight name");
+    entry.offset = decoder.u64("weight offset");
+    entry.bytes = decoder.u64("weight bytes");
+    manifest.weightTable.push_back(std::move(entry));
+  }
+  uint32_t modules = decoder.count(4, "cuda modules");
+  for (uint32_t i = 0; i < modules; ++i) {
+    CudaModule module;
+    uint32_t binaries = decoder.count(kMinBinary, "module binaries");
+    for (uint32_t j = 0; j < binaries; ++j) {
+      CudaBinary binary;
+      binary.arch = decoder.string("binary arch");
+      binary.isPtx = decoder.boolean("binary isPtx");
+      binary.bytes = decoder.bytes("binary bytes");
+      module.binaries.push_back(std::move(binary));
+    }
+    manifest.cudaModules.push_back(std::move(module));
+  }
+  uint32_t kernels = decoder.count(kMinKernel, "kernels");
+  for (uint32_t i = 0; i < kernels; ++i)
+    manifest.kernels.push_back(decodeKernel(decoder));
+  uint32_t steps = decoder.count(kMinStep, "steps");
+  manifest.steps.reserve(steps);
+  for (uint32_t i = 0; i < steps; ++i)
+    manifest.steps.push_back(decodeStep(decoder));
+  if (decoder.remaining() != 0)
+    userError("corrupt artifact: ", decoder.remaining(),
+              " unexpected bytes after the metadata's last field");
+  return manifest;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Validation
+
+bool isIdentifier(const std::string &name) {
+  if (name.empty() || name.size() > 1024 || (name[0] >= '0' && name[0] <= '9'))
+    return false;
+  for (char c : name)
+    if (!(c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')))
+      return false;
+  return true;
+}
+
+/// "sm_90", "sm_90a", "compute_90": the prefix for the kind, then digits, then an optional 'a'.
+bool isCudaArch(const std::string &arch, bool isPtx) {
+  std::string prefix = isPtx ? "compute_" : "sm_";
+  if (arch.compare(0, prefix.size(), prefix) != 0)
+    return false;
+  std::string rest = arch.substr(prefix.size());
+  if (!rest.empty() && (rest.back() == 'a' || rest.back() == 'f'))
+    rest.pop_back();
+  if (rest.size() < 2 || rest.size() > 3)
+    return false;
+  for (char c : rest)
+    if (c < '0' || c > '9')
+      return false;
+  return true;
+}
+
+/// True when [offset, offset + bytes) lies within [0, regionBytes).
+bool fits(uint64_t offset, uint64_t bytes, uint64_t regionBytes) {
+  return offset <= regionBytes && bytes <= regionBytes - offset;
+}
+
+const char *regionName(Region region) { return region == Region::Arena ? "arena" : "weights"; }
+
+std::string findStepProblem(const Manifest &manifest, size_t index, uint64_t weightsBytes) {
+  auto regionBytes = [&](Region region) {
+    return region == Region::Arena ? manifest.arenaBytes : weightsBytes;
+  };
+  std::string where = detail::concat("step ", index);
+  if (const auto *launch = std::get_if<Launch>(&manifest.steps[index])) {
+    if (launch->kernel >= manifest.kernels.size())
+      return detail::concat(where, " launches kernel ", launch->kernel, " of ",
+                            manifest.kernels.size());
+    where += detail::concat(" (", manifest.kernels[launch->kernel].name, ")");
+    for (int axis = 0; axis < 3; ++axis)
+      if (launch->grid[axis] == 0 || launch->block[axis] == 0)
+        return detail::concat(where, " has an empty grid or block");
+    if (launch->parallelExtent < 0)
+      return detail::concat(where, " has a negative parallel extent");
+    for (size_t arg = 0; arg < launch->args.size(); ++arg) {
+      const BufferRef &ref = launch->args[arg];
+      if (!fits(ref.offset, 0, regionBytes(ref.region)))
+        return detail::concat(where, " argument ", arg, " is past the end of the ",
+                              regionName(ref.region));
+    }
+    return "";
+  }
+  const Copy &copy = std::get<Copy>(manifest.steps[index]);
+  if (copy.destination.region != Region::Arena)
+    return detail::concat(where, " copies into the read-only weights");
+  if (!fits(copy.source.offset, copy.bytes, regionBytes(copy.source.region)))
+    return detail::concat(where, " copies from outside the ", regionName(copy.source.region));
+  if (!fits(copy.destination.offset, copy.bytes, manifest.arenaBytes))
+    return detail::concat(where, " copies to outside the arena");
+  if (copy.source.region == Region::Arena && copy.bytes > 0 &&
+      copy.source.offset < copy.destination.offset + copy.bytes &&
+      copy.destination.offset < copy.source.offset + copy.bytes)
+    return detail::concat(where, " copies between overlapping arena ranges");
+  return "";
+}
+
+} // namespace
+
+// ---------------------------------------------------------------------------------------------
+
+uint64_t hashBytes(std::span<const uint8_t> bytes) {
+  uint64_t lanes[4] = {0x243F6A8885A308D3ull, 0x13198A2E03707344ull, 0xA4093822299F31D0ull,
+                       0x082EFA98EC4E6C89ull};
+  const uint8_t *data = bytes.data();
+  size_t size = bytes.size();
+  size_t blocks = size / 32;
+  for (size_t block = 0; block < blocks; ++block, data += 32)
+    for (int lane = 0; lane < 4; ++lane)
+      lanes[lane] = hashStep(lanes[lane], load64(data + 8 * lane));
+  if (size % 32 != 0) {
+    uint8_t tail[32] = {};
+    std::memcpy(tail, data, size % 32);
+    for (int lane = 0; lane < 4; ++lane)
+      lanes[lane] = hashStep(lanes[lane], load64(tail + 8 * lane));
+  }
+  uint64_t result = hashStep(0, size);
+  for (uint64_t lane : lanes)
+    result = hashStep(result, lane);
+  return hashStep(result, 0);
+}
+
+uint64_t tensorByteSize(DType dtype, const std::vector<int64_t> &dims) {
+  uint64_t bytes = static_cast<uint64_t>(dtypeSize(dtype));
+  for (int64_t dim : dims) {
+    if (dim < 0)
+      return UINT64_MAX;
+    if (dim != 0 && bytes > UINT64_MAX / static_cast<uint64_t>(dim))
+      return UINT64_MAX;
+    bytes *= static_cast<uint64_t>(dim);
+  }
+  return bytes;
+}
+
+std::string findManifestProblem(const Manifest &manifest, uint64_t weightsBytes) {
+  if (manifest.target != Target::Cpu && manifest.target != Target::Cuda)
+    return detail::concat("unknown target ", static_cast<uint32_t>(manifest.target));
+  for (const auto *list : {&manifest.inputs, &manifest.outputs}) {
+    const char *kind = list == &manifest.inputs ? "input" : "output";
+    for (size_t i = 0; i < list->size(); ++i) {
+      const TensorSignature &tensor = (*list)[i];
+      std::string where = detail::concat(kind, " ", i, " ('", tensor.name, "')");
+      if (tensor.name.empty())
+        return detail::concat(kind, " ", i, " has no name");
+      if (static_cast<int>(tensor.dtype) >= kNumDTypes)
+        return where + " has an unknown dtype";
+      if (tensor.dims.size() > SINTER_MAX_RANK)
+        return detail::concat(where, " has rank ", tensor.dims.size(), " (at most ",
+                              SINTER_MAX_RANK, ")");
+      if (!tensor.dimSymbols.empty() && tensor.dimSymbols.size() != tensor.dims.size())
+        return where + " has dim symbols for some dims only";
+      uint64_t bytes = tensorByteSize(tensor.dtype, tensor.dims);
+      if (bytes == UINT64_MAX)
+        return where + " has a negative dim or a size that overflows";
+      if (!fits(tensor.arenaOffset, bytes, manifest.arenaBytes))
+        return detail::concat(where, " (", bytes, " bytes at ", tensor.arenaOffset,
+                              ") lies outside the ", manifest.arenaBytes, "-byte arena");
+    }
+  }
+  for (const WeightEntry &entry : manifest.weightTable) {
+    if (entry.offset % kWeightAlignment != 0)
+      return detail::concat("weight '", entry.name, "' is not aligned to ", kWeightAlignment);
+    if (!fits(entry.offset, entry.bytes, weightsBytes))
+      return detail::concat("weight '", entry.name, "' lies outside the weights blob");
+  }
+  for (size_t i = 0; i < manifest.kernels.size(); ++i) {
+    const Kernel &kernel = manifest.kernels[i];
+    if (!isIdentifier(kernel.name) || kernel.name.rfind("sinter_", 0) == 0)
+      return detail::concat("kernel ", i, " has the name '", kernel.name,
+                            "', which is not a C identifier outside the sinter_ prefix");
+    for (size_t j = 0; j < i; ++j)
+      if (manifest.kernels[j].name == kernel.name)
+        return detail::concat("two kernels are named '", kernel.name, "'");
+    if (manifest.target == Target::Cuda && kernel.cudaModule >= manifest.cudaModules.size())
+      return detail::concat("CUDA kernel '", kernel.name, "' is in module ", kernel.cudaModule,
+                            " of ", manifest.cudaModules.size());
+  }
+  for (size_t i = 0; i < manifest.cudaModules.size(); ++i) {
+    const CudaModule &module = manifest.cudaModules[i];
+    if (module.binaries.empty())
+      return detail::concat("CUDA module ", i, " has no binary");
+    for (const CudaBinary &binary : module.binaries) {
+      if (!isCudaArch(binary.arch, binary.isPtx))
+        return detail::concat("CUDA module ", i, " has a ", binary.isPtx ? "PTX" : "cubin",
+                              " for the malformed architecture '", binary.arch, "'");
+      if (binary.bytes.empty())
+        return detail::concat("CUDA module ", i, " has an empty binary for ", binary.arch);
+    }
+  }
+  for (size_t i = 0; i < manifest.steps.size(); ++i) {
+    std::string problem = findStepProblem(manifest, i, weightsBytes);
+    if (!problem.empty())
+      return problem;
+  }
+  return "";
+}
+
+std::vector<uint8_t> serializeManifestHead(const Manifest &manifest) {
+  std::string problem = findManifestProblem(manifest, manifest.weights.size());
+  SINTER_ASSERT(problem.empty(), "the manifest to serialize is invalid: ", problem);
+
+  std::vector<uint8_t> head(kArtifactHeaderBytes, 0);
+  Encoder encoder(head);
+  encodeMetadata(encoder, manifest);
+  uint64_t metadataBytes = head.size() - kArtifactHeaderBytes;
+  uint64_t weightsOffset = (head.size() + kWeightAlignment - 1) / kWeightAlignment * kWeightAlignment;
+  uint64_t weightsBytes = manifest.weights.size();
+  head.resize(weightsOffset, 0);
+
+  uint64_t metadataHash =
+      hashBytes(std::span<const uint8_t>(head.data() + kArtifactHeaderBytes, metadataBytes));
+  uint64_t weightsHash = hashBytes(manifest.weights);
+  std::vector<uint8_t> header;
+  Encoder headerEncoder(header);
+  headerEncoder.raw(kArtifactMagic, sizeof(kArtifactMagic));
+  headerEncoder.u32(SINTER_ABI_VERSION);
+  headerEncoder.u32(static_cast<uint32_t>(manifest.target));
+  headerEncoder.u64(weightsOffset + weightsBytes);
+  headerEncoder.u64(kArtifactHeaderBytes);
+  headerEncoder.u64(metadataBytes);
+  headerEncoder.u64(metadataHash);
+  headerEncoder.u64(weightsOffset);
+  headerEncoder.u64(weightsBytes);
+  headerEncoder.u64(weightsHash);
+  headerEncoder.u64(0); // reserved
+  SINTER_ASSERT(header.size() == kArtifactHeaderBytes);
+  std::memcpy(head.data(), header.data(), header.size());
+  return head;
+}
+
+std::vector<uint8_t> serializeManifest(const Manifest &manifest) {
+  std::vector<uint8_t> bytes = serializeManifestHead(manifest);
+  bytes.insert(bytes.end(), manifest.weights.begin(), manifest.weights.end());
+  return bytes;
+}
+
+ArtifactHeader parseArtifactHeader(std::span<const uint8_t> bytes) {
+  if (bytes.size() < sizeof(kArtifactMagic) ||
+      std::memcmp(bytes.data(), kArtifactMagic, sizeof(kArtifactMagic)) != 0)
+    userError("not a sinter artifact (the manifest does not start with the magic 'SINTERAF')");
+  if (bytes.size() < 12)
+    userError("corrupt artifact: ", bytes.size(), " bytes, too short for the header");
+  ArtifactHeader header;
+  std::memcpy(&header.abiVersion, bytes.data() + 8, 4);
+  if (header.abiVersion != SINTER_ABI_VERSION)
+    userError("the artifact has ABI version ", header.abiVersion, " but this build reads ABI ",
+              SINTER_ABI_VERSION, ": recompile the model with a matching sinter");
+  if (bytes.size() < kArtifactHeaderBytes)
+    userError("corrupt artifact: ", bytes.size(), " bytes, too short for the ",
+              kArtifactHeaderBytes, "-byte header");
+  const uint8_t *data = bytes.data();
+  uint32_t target;
+  std::memcpy(&target, data + 12, 4);
+  if (target != static_cast<uint32_t>(Target::Cpu) && target != static_cast<uint32_t>(Target::Cuda))
+    userError("corrupt artifact: unknown target ", target);
+  header.target = static_cast<Target>(target);
+  header.totalBytes = load64(data + 16);
+  header.metadataOffset = load64(data + 24);
+  header.metadataBytes = load64(data + 32);
+  header.metadataHash = load64(data + 40);
+  header.weightsOffset = load64(data + 48);
+  header.weightsBytes = load64(data + 56);
+  header.weightsHash = load64(data + 64);
+  uint64_t reserved = load64(data + 72);
+
+  if (header.totalBytes != bytes.size())
+    userError("corrupt artifact: the header says ", header.totalBytes, " bytes but there are ",
+              bytes.size(), " (truncated?)");
+  if (reserved != 0)
+    userError("corrupt artifact: a reserved header field is not zero");
+  if (header.metadataOffset != kArtifactHeaderBytes)
+    userError("corrupt artifact: metadata offset ", header.metadataOffset, " is not ",
+              kArtifactHeaderBytes);
+  if (!fits(header.metadataOffset, header.metadataBytes, bytes.size()))
+    userError("corrupt artifact: the metadata runs past the end");
+  if (header.weightsOffset % kWeightAlignment != 0)
+    userError("corrupt artifact: the weights offset ", header.weightsOffset,
+              " is not aligned to ", kWeightAlignment);
+  if (header.weightsOffset < header.metadataOffset + header.metadataBytes)
+    userError("corrupt artifact: the weights overlap the metadata");
+  if (!fits(header.weightsOffset, header.weightsBytes, bytes.size()) ||
+      header.weightsOffset + header.weightsBytes != bytes.size())
+    userError("corrupt artifact: the weights do not end where the artifact ends");
+  return header;
+}
+
+ArtifactView parseArtifactView(std::span<const uint8_t> bytes, bool verifyWeights) {
+  ArtifactView view;
+  view.header = parseArtifactHeader(bytes);
+  std::span<const uint8_t> metadata =
+      bytes.subspan(view.header.metadataOffset, view.header.metadataBytes);
+  if (hashBytes(metadata) != view.header.metadataHash)
+    userError("corrupt artifact: the metadata checksum does not match");
+  view.weights = bytes.subspan(view.header.weightsOffset, view.header.weightsBytes);
+  if (verifyWeights && hashBytes(view.weights) != view.header.weightsHash)
+    userError("corrupt artifact: the weights checksum does not match");
+
+  Decoder decoder(metadata.data(), metadata.size());
+  view.manifest = decodeMetadata(decoder, view.header.target);
+  std::string problem = findManifestProblem(view.manifest, view.weights.size());
+  if (!problem.empty())
+    userError("corrupt artifact: ", problem);
+  return view;
+}
+
+Manifest parseManifest(std::span<const uint8_t> bytes) {
+  ArtifactView view = parseArtifactView(bytes, true);
+  view.manifest.weights.assign(view.weights.begin(), view.weights.end());
+  return std::move(view.manifest);
+}
+
+} // namespace sinter::package

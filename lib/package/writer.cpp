@@ -1,0 +1,136 @@
+// writeArtifact: serialize, emit the blob object, link, rename into place. Scratch files (the
+// blob object, the version script) live in a private temporary folder that is removed whatever
+// happens; the output is linked under a temporary name beside the destination and renamed, which
+// is atomic on one file system.
+#include "sinter/package/writer.h"
+
+#include "blob_object.h"
+#include "linker.h"
+#include "sinter/package/format.h"
+#include "sinter/support/error.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <unistd.h>
+
+namespace sinter::package {
+namespace {
+
+namespace fs = std::filesystem;
+
+/// The blob is addressed RIP-relative from sinter_artifact (x86-64 small code model), so the
+/// whole shared object must stay well under 2 GiB.
+constexpr uint64_t kMaxBlobBytes = (uint64_t(2) << 30) - (uint64_t(64) << 20);
+
+/// A folder that exists for the lifetime of the object.
+class ScratchFolder {
+public:
+  ScratchFolder() {
+    std::error_code error;
+    fs::path base = fs::temp_directory_path(error);
+    if (error)
+      base = "/tmp";
+    std::string pattern = (base / "sinter-artifact-XXXXXX").string();
+    if (!mkdtemp(pattern.data()))
+      userError("cannot create a scratch folder in '", base.string(), "': ", std::strerror(errno));
+    path_ = pattern;
+  }
+  ~ScratchFolder() {
+    std::error_code error;
+    fs::remove_all(path_, error);
+  }
+  ScratchFolder(const ScratchFolder &) = delete;
+  ScratchFolder &operator=(const ScratchFolder &) = delete;
+  const fs::path &path() const { return path_; }
+
+private:
+  fs::path path_;
+};
+
+/// Reserves a unique temporary name beside `destination`; removes it on destruction unless it
+/// was committed (renamed onto the destination).
+class PendingFile {
+public:
+  explicit PendingFile(const fs::path &destination) : destination_(destination) {
+    fs::path folder = destination.parent_path();
+    if (folder.empty())
+      folder = ".";
+    std::string pattern = (folder / ("." + destination.filename().string() + ".tmp-XXXXXX")).string();
+    int descriptor = mkstemp(pattern.data());
+    if (descriptor < 0)
+      userError("cannot create a file in '", folder.string(), "': ", std::strerror(errno));
+    close(descriptor);
+    path_ = pattern;
+  }
+  ~PendingFile() {
+    if (!committed_) {
+      std::error_code error;
+      fs::remove(path_, error);
+    }
+  }
+  PendingFile(const PendingFile &) = delete;
+  PendingFile &operator=(const PendingFile &) = delete;
+
+  const fs::path &path() const { return path_; }
+  void commit() {
+    std::error_code error;
+    fs::rename(path_, destination_, error);
+    if (error)
+      userError("cannot move '", path_.string(), "' to '", destination_.string(),
+                "': ", error.message());
+    committed_ = true;
+  }
+
+private:
+  fs::path destination_;
+  fs::path path_;
+  bool committed_ = false;
+};
+
+} // namespace
+
+void writeArtifact(const Manifest &manifest, const std::string &path,
+                   const std::vector<std::string> &cpuObjectFiles) {
+  if (path.empty())
+    userError("no output path for the artifact");
+  if (manifest.target == Target::Cuda && !cpuObjectFiles.empty())
+    userError("a CUDA artifact takes no CPU object files (", cpuObjectFiles.size(), " given)");
+  if (fs::is_directory(path))
+    userError("cannot write the artifact to '", path, "': it is a folder");
+
+  std::vector<uint8_t> head = serializeManifestHead(manifest);
+  if (head.size() + manifest.weights.size() > kMaxBlobBytes)
+    userError("the artifact's weights (", manifest.weights.size() >> 20,
+              " MiB) are too large to embed in a shared object (at most ", kMaxBlobBytes >> 20,
+              " MiB)");
+
+  ScratchFolder scratch;
+  std::string blobObject = (scratch.path() / "artifact.o").string();
+  emitBlobObject(head, manifest.weights, blobObject);
+  head.clear();
+  head.shrink_to_fit();
+
+  LinkRequest request;
+  request.objects.push_back(blobObject);
+  request.objects.insert(request.objects.end(), cpuObjectFiles.begin(), cpuObjectFiles.end());
+  request.exports.push_back("sinter_artifact");
+  if (manifest.target == Target::Cpu) {
+    for (const Kernel &kernel : manifest.kernels)
+      request.exports.push_back(kernel.name);
+    request.linkLibc = !cpuObjectFiles.empty();
+  }
+  request.versionScriptPath = (scratch.path() / "exports.map").string();
+
+  PendingFile output{fs::path(path)};
+  request.output = output.path().string();
+  try {
+    linkSharedObject(request);
+  } catch (const UserError &error) {
+    userError("cannot write the artifact '", path, "': ", error.what());
+  }
+  output.commit();
+}
+
+} // namespace sinter::package

@@ -1,0 +1,167 @@
+// The C entry points of runtime.h. Each checks its handles and pointers, then runs under
+// guardCall so no exception crosses the ABI. Handles carry a magic number, so a null, freed or
+// foreign pointer of the wrong kind is reported instead of used (where it can be read at all).
+
+// The runtime is compiled with hidden visibility; the C ABI alone is exported. Declaring it here
+// first, under default visibility, gives the definitions below that visibility.
+#pragma GCC visibility push(default)
+#include "sinter/runtime.h"
+#pragma GCC visibility pop
+
+#include "model.h"
+#include "session.h"
+#include "status.h"
+
+using namespace sinter;
+using namespace sinter::rt;
+
+namespace {
+
+const LoadedArtifact &checkedModel(const sinter_model *model) {
+  if (!model)
+    fail(SINTER_ERROR_INVALID_ARGUMENT, "the model handle is null");
+  if (model->magic != sinter_model::kMagic || !model->artifact)
+    fail(SINTER_ERROR_INVALID_ARGUMENT, "the model handle is not a live sinter_model");
+  return *model->artifact;
+}
+
+sinter_session &checkedSession(sinter_session *session) {
+  if (!session)
+    fail(SINTER_ERROR_INVALID_ARGUMENT, "the session handle is null");
+  if (session->magic != sinter_session::kMagic)
+    fail(SINTER_ERROR_INVALID_ARGUMENT, "the session handle is not a live sinter_session");
+  return *session;
+}
+
+sinter_status tensorInfo(const sinter_model *model, int32_t index, sinter_tensor_info *info,
+                         bool input) {
+  return guardCall([&] {
+    const package::Manifest &manifest = checkedModel(model).manifest();
+    const auto &list = input ? manifest.inputs : manifest.outputs;
+    if (!info)
+      fail(SINTER_ERROR_INVALID_ARGUMENT, "info is null");
+    if (index < 0 || static_cast<size_t>(index) >= list.size())
+      fail(SINTER_ERROR_INVALID_ARGUMENT, input ? "input" : "output", " index ", index,
+           " is out of range (the model has ", list.size(), ")");
+    describeTensor(list[index], info);
+  });
+}
+
+} // namespace
+
+extern "C" {
+
+const char *sinter_last_error(void) { return lastError(); }
+
+int sinter_runtime_abi_version(void) { return SINTER_ABI_VERSION; }
+
+sinter_status sinter_model_load(const char *path, sinter_model **model) {
+  if (model) // never leave the caller's pointer undefined
+    *model = nullptr;
+  return guardCall([&] {
+    if (!path || !*path)
+      fail(SINTER_ERROR_INVALID_ARGUMENT, "the model path is null or empty");
+    if (!model)
+      fail(SINTER_ERROR_INVALID_ARGUMENT, "the model output pointer is null");
+    auto handle = std::make_unique<sinter_model>();
+    handle->artifact = loadArtifact(path);
+    *model = handle.release();
+  });
+}
+
+void sinter_model_free(sinter_model *model) {
+  if (!model || model->magic != sinter_model::kMagic)
+    return;
+  model->magic = 0;
+  delete model;
+}
+
+sinter_target sinter_model_target(const sinter_model *model) {
+  sinter_target target = static_cast<sinter_target>(0);
+  guardCall([&] {
+    target = static_cast<sinter_target>(checkedModel(model).manifest().target);
+  });
+  return target;
+}
+
+int32_t sinter_model_input_count(const sinter_model *model) {
+  int32_t count = -1;
+  guardCall([&] { count = static_cast<int32_t>(checkedModel(model).manifest().inputs.size()); });
+  return count;
+}
+
+int32_t sinter_model_output_count(const sinter_model *model) {
+  int32_t count = -1;
+  guardCall([&] { count = static_cast<int32_t>(checkedModel(model).manifest().outputs.size()); });
+  return count;
+}
+
+sinter_status sinter_model_input_info(const sinter_model *model, int32_t index,
+                                      sinter_tensor_info *info) {
+  return tensorInfo(model, index, info, true);
+}
+
+sinter_status sinter_model_output_info(const sinter_model *model, int32_t index,
+                                       sinter_tensor_info *info) {
+  return tensorInfo(model, index, info, false);
+}
+
+void sinter_session_options_init(sinter_session_options *options) {
+  if (!options)
+    return;
+  options->device = 0;
+  options->threads = 0;
+  options->use_graphs = 1;
+}
+
+sinter_status sinter_session_create(const sinter_model *model,
+                                    const sinter_session_options *options,
+                                    sinter_session **session) {
+  if (session)
+    *session = nullptr;
+  return guardCall([&] {
+    const LoadedArtifact &artifact = checkedModel(model);
+    if (!session)
+      fail(SINTER_ERROR_INVALID_ARGUMENT, "the session output pointer is null");
+    sinter_session_options chosen;
+    sinter_session_options_init(&chosen);
+    if (options)
+      chosen = *options;
+    std::unique_ptr<sinter_session> created =
+        artifact.manifest().target == package::Target::Cuda
+            ? createCudaSession(model->artifact, chosen)
+            : createCpuSession(model->artifact, chosen);
+    *session = created.release();
+  });
+}
+
+void sinter_session_destroy(sinter_session *session) {
+  if (!session || session->magic != sinter_session::kMagic)
+    return;
+  session->magic = 0;
+  delete session;
+}
+
+sinter_status sinter_session_run(sinter_session *session, const sinter_tensor *inputs,
+                                 int32_t input_count, sinter_tensor *outputs, int32_t output_count,
+                                 void *stream) {
+  return guardCall([&] {
+    sinter_session &checked = checkedSession(session);
+    validateRunArguments(checked.artifact().manifest(), inputs, input_count, outputs,
+                         output_count);
+    checked.run(inputs, outputs, stream);
+  });
+}
+
+sinter_status sinter_session_run_host(sinter_session *session, const sinter_tensor *inputs,
+                                      int32_t input_count, sinter_tensor *outputs,
+                                      int32_t output_count) {
+  return guardCall([&] {
+    sinter_session &checked = checkedSession(session);
+    validateRunArguments(checked.artifact().manifest(), inputs, input_count, outputs,
+                         output_count);
+    checked.runHost(inputs, outputs);
+  });
+}
+
+} // extern "C"

@@ -1,0 +1,123 @@
+// The CPU session: an arena (anonymous memory, so it starts zeroed and costs nothing until
+// touched), the weights used in place from the mapped model.so, a thread pool, and the plan with
+// every argument already resolved to an address. A run copies the inputs into the arena, runs the
+// steps in order (a launch calls the kernel on disjoint chunks of [0, parallelExtent) across the
+// pool; a copy is a memcpy) and copies the outputs out.
+#include "session.h"
+#include "status.h"
+#include "thread_pool.h"
+
+#include <cstring>
+#include <sys/mman.h>
+
+namespace sinter::rt {
+namespace {
+
+/// The most worker threads a session may ask for.
+constexpr int kMaxThreads = 1024;
+
+class Arena {
+public:
+  explicit Arena(uint64_t bytes) : bytes_(std::max<uint64_t>(bytes, 1)) {
+    void *memory = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (memory == MAP_FAILED)
+      fail(SINTER_ERROR_OUT_OF_MEMORY, "cannot allocate the ", bytes, "-byte arena");
+    base_ = static_cast<uint8_t *>(memory); // page-aligned, so kArenaAlignment-aligned
+  }
+  ~Arena() { munmap(base_, bytes_); }
+  Arena(const Arena &) = delete;
+  Arena &operator=(const Arena &) = delete;
+  uint8_t *base() const { return base_; }
+
+private:
+  uint64_t bytes_;
+  uint8_t *base_;
+};
+
+struct PreparedStep {
+  // Launch
+  CpuKernelFunction kernel = nullptr;
+  std::vector<void *> args;
+  int64_t extent = 0;
+  // Copy
+  const uint8_t *source = nullptr;
+  uint8_t *destination = nullptr;
+  size_t bytes = 0;
+};
+
+void runKernelChunk(void *context, int64_t begin, int64_t end) {
+  const PreparedStep &step = *static_cast<const PreparedStep *>(context);
+  step.kernel(step.args.data(), begin, end);
+}
+
+class CpuSession final : public sinter_session {
+public:
+  CpuSession(std::shared_ptr<const LoadedArtifact> artifact, int threads)
+      : artifact_(std::move(artifact)), arena_(artifact_->manifest().arenaBytes), pool_(threads) {
+    const package::Manifest &manifest = artifact_->manifest();
+    auto address = [&](const package::BufferRef &ref) -> uint8_t * {
+      uint8_t *base = ref.region == package::Region::Arena
+                          ? arena_.base()
+                          : const_cast<uint8_t *>(artifact_->weights);
+      return base + ref.offset;
+    };
+    for (const package::Step &step : manifest.steps) {
+      PreparedStep prepared;
+      if (const auto *launch = std::get_if<package::Launch>(&step)) {
+        prepared.kernel = artifact_->cpuKernels[launch->kernel];
+        prepared.extent = launch->parallelExtent;
+        for (const package::BufferRef &arg : launch->args)
+          prepared.args.push_back(address(arg));
+      } else {
+        const auto &copy = std::get<package::Copy>(step);
+        prepared.source = address(copy.source);
+        prepared.destination = address(copy.destination);
+        prepared.bytes = copy.bytes;
+      }
+      steps_.push_back(std::move(prepared));
+    }
+  }
+
+  void run(const sinter_tensor *inputs, sinter_tensor *outputs, void *stream) override {
+    if (stream)
+      fail(SINTER_ERROR_INVALID_ARGUMENT, "a CPU session runs on no stream: pass null");
+    runHost(inputs, outputs);
+  }
+
+  void runHost(const sinter_tensor *inputs, sinter_tensor *outputs) override {
+    const package::Manifest &manifest = artifact_->manifest();
+    for (size_t i = 0; i < manifest.inputs.size(); ++i)
+      if (size_t bytes = signatureBytes(manifest.inputs[i]))
+        std::memcpy(arena_.base() + manifest.inputs[i].arenaOffset, inputs[i].data, bytes);
+    for (PreparedStep &step : steps_) {
+      if (step.kernel)
+        pool_.parallelFor(step.extent, runKernelChunk, &step);
+      else if (step.bytes)
+        std::memcpy(step.destination, step.source, step.bytes);
+    }
+    for (size_t i = 0; i < manifest.outputs.size(); ++i)
+      if (size_t bytes = signatureBytes(manifest.outputs[i]))
+        std::memcpy(outputs[i].data, arena_.base() + manifest.outputs[i].arenaOffset, bytes);
+  }
+
+  const LoadedArtifact &artifact() const override { return *artifact_; }
+
+private:
+  std::shared_ptr<const LoadedArtifact> artifact_;
+  Arena arena_;
+  ThreadPool pool_;
+  std::vector<PreparedStep> steps_;
+};
+
+} // namespace
+
+std::unique_ptr<sinter_session> createCpuSession(std::shared_ptr<const LoadedArtifact> artifact,
+                                                 const sinter_session_options &options) {
+  if (options.threads < 0 || options.threads > kMaxThreads)
+    fail(SINTER_ERROR_INVALID_ARGUMENT, "threads is ", options.threads, "; use 0 (one per core) to ",
+         kMaxThreads);
+  int threads = options.threads == 0 ? ThreadPool::availableCores() : options.threads;
+  return std::make_unique<CpuSession>(std::move(artifact), threads);
+}
+
+} // namespace sinter::rt

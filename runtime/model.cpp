@@ -1,0 +1,117 @@
+// sinter_model_load's work: open model.so with dlopen (RTLD_LOCAL, so two models never see each
+// other's kernels), fetch the manifest through `sinter_artifact`, parse and validate it, check
+// the host can run it, and resolve the CPU kernels once.
+#include "model.h"
+
+#include "cpu_features.h"
+#include "status.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace sinter::rt {
+namespace {
+
+using ArtifactFunction = const void *(*)(uint64_t *size);
+
+std::string joinNames(const std::vector<std::string> &names) {
+  std::string text;
+  for (const std::string &name : names)
+    text += (text.empty() ? "" : ", ") + name;
+  return text;
+}
+
+/// Fails with IO when the file is missing, a folder or unreadable, before dlopen sees it.
+void checkReadable(const std::string &path) {
+  int descriptor = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (descriptor < 0)
+    fail(SINTER_ERROR_IO, "cannot open '", path, "': ", std::strerror(errno));
+  struct stat status {};
+  bool regular = fstat(descriptor, &status) == 0 && S_ISREG(status.st_mode);
+  close(descriptor);
+  if (!regular)
+    fail(SINTER_ERROR_IO, "cannot load '", path, "': not a regular file");
+}
+
+void resolveCpuKernels(LoadedArtifact &artifact) {
+  const package::Manifest &manifest = artifact.manifest();
+  std::vector<std::string> missing = missingCpuFeatures(manifest.cpuLevel);
+  if (!missing.empty())
+    fail(SINTER_ERROR_UNSUPPORTED, "'", artifact.path, "' was compiled for ", manifest.cpuLevel,
+         " but this CPU lacks ", joinNames(missing));
+  for (const package::Kernel &kernel : manifest.kernels) {
+    void *symbol = dlsym(artifact.library, kernel.name.c_str());
+    if (!symbol)
+      fail(SINTER_ERROR_INVALID_ARTIFACT, "'", artifact.path, "' has no function for kernel '",
+           kernel.name, "'");
+    artifact.cpuKernels.push_back(reinterpret_cast<CpuKernelFunction>(symbol));
+  }
+}
+
+} // namespace
+
+LoadedArtifact::~LoadedArtifact() {
+  if (library)
+    dlclose(library);
+}
+
+std::shared_ptr<const LoadedArtifact> loadArtifact(const std::string &path) {
+  checkReadable(path);
+  auto artifact = std::make_shared<LoadedArtifact>();
+  artifact->path = path;
+  // A name without a slash would make dlopen search the library path instead of opening it.
+  std::string openPath = path.find('/') == std::string::npos ? "./" + path : path;
+  artifact->library = dlopen(openPath.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!artifact->library) {
+    const char *message = dlerror();
+    fail(SINTER_ERROR_INVALID_ARTIFACT, "cannot load '", path,
+         "' as a shared object: ", message ? message : "unknown dlopen error");
+  }
+  auto accessor = reinterpret_cast<ArtifactFunction>(dlsym(artifact->library, "sinter_artifact"));
+  if (!accessor)
+    fail(SINTER_ERROR_INVALID_ARTIFACT, "'", path,
+         "' is not a sinter artifact: it has no sinter_artifact symbol");
+  uint64_t size = 0;
+  const void *bytes = accessor(&size);
+  if (!bytes || size == 0)
+    fail(SINTER_ERROR_INVALID_ARTIFACT, "'", path, "' returned an empty manifest");
+
+  try {
+    artifact->view = package::parseArtifactView(
+        std::span<const uint8_t>(static_cast<const uint8_t *>(bytes), size));
+  } catch (const UserError &error) {
+    fail(SINTER_ERROR_INVALID_ARTIFACT, "'", path, "': ", error.what());
+  }
+
+  const std::span<const uint8_t> &weights = artifact->view.weights;
+  artifact->weights = weights.data();
+  if (reinterpret_cast<uintptr_t>(weights.data()) % package::kWeightAlignment != 0) {
+    // Not made by our writer (it page-aligns the blob); keep going with an aligned copy.
+    artifact->alignedCopy.resize(weights.size() + package::kWeightAlignment);
+    uintptr_t base = reinterpret_cast<uintptr_t>(artifact->alignedCopy.data());
+    uintptr_t aligned = (base + package::kWeightAlignment - 1) / package::kWeightAlignment *
+                        package::kWeightAlignment;
+    artifact->weights = reinterpret_cast<const uint8_t *>(aligned);
+    std::copy(weights.begin(), weights.end(), reinterpret_cast<uint8_t *>(aligned));
+  }
+  if (artifact->manifest().target == package::Target::Cpu)
+    resolveCpuKernels(*artifact);
+  return artifact;
+}
+
+void describeTensor(const package::TensorSignature &tensor, sinter_tensor_info *info) {
+  *info = sinter_tensor_info{};
+  info->name = tensor.name.c_str();
+  info->dtype = static_cast<sinter_dtype>(dtypeToOnnx(tensor.dtype));
+  info->rank = static_cast<int32_t>(tensor.dims.size());
+  for (size_t i = 0; i < tensor.dims.size(); ++i)
+    info->dims[i] = tensor.dims[i];
+}
+
+} // namespace sinter::rt

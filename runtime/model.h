@@ -1,0 +1,50 @@
+// A loaded artifact: the dlopen'ed model.so, its parsed manifest, the weights (in place in the
+// mapped file) and, for the CPU target, the kernel entry points. Immutable after loading and
+// shared (by reference count) between the sinter_model handle and its sessions, so freeing the
+// model before its sessions is safe.
+#pragma once
+
+#include "sinter/package/format.h"
+#include "sinter/runtime.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace sinter::rt {
+
+/// `void name(void *const *args, int64_t begin, int64_t end)`: a CPU kernel.
+using CpuKernelFunction = void (*)(void *const *args, int64_t begin, int64_t end);
+
+struct LoadedArtifact {
+  std::string path;
+  void *library = nullptr; ///< dlopen handle
+  package::ArtifactView view;
+  const uint8_t *weights = nullptr; ///< aligned to kWeightAlignment; view.weights or alignedCopy
+  std::vector<uint8_t> alignedCopy;  ///< only when the mapped weights were misaligned
+  std::vector<CpuKernelFunction> cpuKernels; ///< by kernel index (CPU target)
+
+  const package::Manifest &manifest() const { return view.manifest; }
+  uint64_t weightsBytes() const { return view.weights.size(); }
+
+  LoadedArtifact() = default;
+  LoadedArtifact(const LoadedArtifact &) = delete;
+  LoadedArtifact &operator=(const LoadedArtifact &) = delete;
+  ~LoadedArtifact();
+};
+
+/// Loads and checks model.so; throws RuntimeError (IO, INVALID_ARTIFACT, UNSUPPORTED).
+std::shared_ptr<const LoadedArtifact> loadArtifact(const std::string &path);
+
+/// Fills a sinter_tensor_info from a signature entry (the name points into the manifest).
+void describeTensor(const package::TensorSignature &tensor, sinter_tensor_info *info);
+
+} // namespace sinter::rt
+
+/// The opaque handle behind sinter_model *.
+struct sinter_model {
+  static constexpr uint64_t kMagic = 0x4C45444F4D544E53ull; // "SNTMODEL"
+  uint64_t magic = kMagic;
+  std::shared_ptr<const sinter::rt::LoadedArtifact> artifact;
+};

@@ -1,0 +1,43 @@
+// The session interface shared by the CPU and CUDA sessions, and the argument checks every run
+// makes before touching anything.
+#pragma once
+
+#include "model.h"
+#include "sinter/runtime.h"
+
+#include <memory>
+
+namespace sinter::rt {
+
+/// Checks counts, pointers, dtype, rank, dims and byte size of every input and output against
+/// the signature; throws RuntimeError(INVALID_ARGUMENT) naming the tensor and the problem.
+void validateRunArguments(const package::Manifest &manifest, const sinter_tensor *inputs,
+                          int32_t inputCount, const sinter_tensor *outputs, int32_t outputCount);
+
+/// Bytes of a signature tensor (validated at load, so it does not overflow).
+size_t signatureBytes(const package::TensorSignature &tensor);
+
+/// Makes a CPU session (cpu_session.cpp).
+std::unique_ptr<struct ::sinter_session>
+createCpuSession(std::shared_ptr<const LoadedArtifact> artifact,
+                 const sinter_session_options &options);
+/// Makes a CUDA session (cuda_session.cpp).
+std::unique_ptr<struct ::sinter_session>
+createCudaSession(std::shared_ptr<const LoadedArtifact> artifact,
+                  const sinter_session_options &options);
+
+} // namespace sinter::rt
+
+/// The opaque handle behind sinter_session *: one per target.
+struct sinter_session {
+  static constexpr uint64_t kMagic = 0x4E4F495353455353ull; // "SSESSION"
+  uint64_t magic = kMagic;
+
+  virtual ~sinter_session() = default;
+  /// Runs with caller buffers that the target can address (device memory for CUDA). Arguments
+  /// are already validated.
+  virtual void run(const sinter_tensor *inputs, sinter_tensor *outputs, void *stream) = 0;
+  /// Runs with host buffers and returns when the outputs are written. Arguments are validated.
+  virtual void runHost(const sinter_tensor *inputs, sinter_tensor *outputs) = 0;
+  virtual const sinter::rt::LoadedArtifact &artifact() const = 0;
+};

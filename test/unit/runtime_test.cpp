@@ -1,0 +1,635 @@
+// libsinter_rt through its C ABI, on artifacts made by the writer: an identity model of Copy
+// steps, a CPU kernel compiled from C by the system compiler, argument validation, corrupt and
+// foreign files, a CUDA artifact on a machine without a driver, and what the writer promises
+// about the file (deterministic bytes, no NEEDED beyond glibc, only the intended exports).
+#include "elf_reader.h"
+#include "sinter/package/format.h"
+#include "sinter/package/writer.h"
+#include "sinter/runtime.h"
+#include "sinter/runtime.hpp"
+#include "sinter/support/error.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <dlfcn.h>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <set>
+#include <thread>
+
+using namespace sinter;
+using namespace sinter::package;
+namespace fs = std::filesystem;
+
+namespace {
+
+class RuntimeTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    std::string pattern = (fs::temp_directory_path() / "sinter-runtime-test-XXXXXX").string();
+    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
+    folder_ = pattern;
+  }
+  void TearDown() override {
+    std::error_code error;
+    fs::remove_all(folder_, error);
+  }
+  std::string path(const std::string &name) const { return (folder_ / name).string(); }
+
+  fs::path folder_;
+};
+
+std::vector<uint8_t> readFile(const std::string &path) {
+  std::ifstream stream(path, std::ios::binary);
+  return std::vector<uint8_t>((std::istreambuf_iterator<char>(stream)),
+                              std::istreambuf_iterator<char>());
+}
+
+bool contains(const std::string &text, const std::string &part) {
+  return text.find(part) != std::string::npos;
+}
+
+TensorSignature signature(const std::string &name, DType dtype, std::vector<int64_t> dims,
+                          uint64_t arenaOffset) {
+  TensorSignature tensor;
+  tensor.name = name;
+  tensor.dtype = dtype;
+  tensor.dims = std::move(dims);
+  tensor.arenaOffset = arenaOffset;
+  return tensor;
+}
+
+Copy copyStep(BufferRef source, BufferRef destination, uint64_t bytes) {
+  Copy copy;
+  copy.source = source;
+  copy.destination = destination;
+  copy.bytes = bytes;
+  return copy;
+}
+
+/// x (f32 [2,3]) and ids (i64 [4]) copied to x_out and ids_out, plus an output `bias` (f32 [3])
+/// copied from the weights: {0.5, -1.25, 3}.
+Manifest identityManifest() {
+  Manifest manifest;
+  manifest.target = Target::Cpu;
+  manifest.producer = "runtime_test";
+  manifest.cpuLevel = "x86-64";
+  manifest.inputs = {signature("x", DType::Float32, {2, 3}, 0),
+                     signature("ids", DType::Int64, {4}, 256)};
+  manifest.outputs = {signature("x_out", DType::Float32, {2, 3}, 512),
+                      signature("ids_out", DType::Int64, {4}, 768),
+                      signature("bias", DType::Float32, {3}, 1024)};
+  manifest.arenaBytes = 1280;
+  float bias[3] = {0.5f, -1.25f, 3.0f};
+  manifest.weights.resize(256 + sizeof(bias));
+  std::memcpy(manifest.weights.data() + 256, bias, sizeof(bias));
+  manifest.weightTable = {{"bias", 256, sizeof(bias)}};
+  manifest.steps = {copyStep({Region::Arena, 0}, {Region::Arena, 512}, 24),
+                    copyStep({Region::Arena, 256}, {Region::Arena, 768}, 32),
+                    copyStep({Region::Weights, 256}, {Region::Arena, 1024}, 12)};
+  return manifest;
+}
+
+sinter_tensor tensorOf(void *data, size_t bytes, sinter_dtype dtype, std::vector<int64_t> dims) {
+  sinter_tensor tensor{};
+  tensor.data = data;
+  tensor.byte_size = bytes;
+  tensor.dtype = dtype;
+  tensor.rank = static_cast<int32_t>(dims.size());
+  for (size_t i = 0; i < dims.size(); ++i)
+    tensor.dims[i] = dims[i];
+  return tensor;
+}
+
+/// Loads and makes a session, asserting success.
+struct Loaded {
+  sinter_model *model = nullptr;
+  sinter_session *session = nullptr;
+  ~Loaded() {
+    sinter_session_destroy(session);
+    sinter_model_free(model);
+  }
+};
+
+/// Buffers for the identity model, with valid tensors pointing at them.
+struct IdentityBuffers {
+  float x[6] = {1.5f, -2.0f, 3.25f, 0.0f, -0.5f, 100.0f};
+  int64_t ids[4] = {7, -3, int64_t(1) << 40, 0};
+  float xOut[6] = {};
+  int64_t idsOut[4] = {};
+  float bias[3] = {};
+  std::vector<sinter_tensor> inputs, outputs;
+  IdentityBuffers() {
+    inputs = {tensorOf(x, sizeof(x), SINTER_FLOAT32, {2, 3}),
+              tensorOf(ids, sizeof(ids), SINTER_INT64, {4})};
+    outputs = {tensorOf(xOut, sizeof(xOut), SINTER_FLOAT32, {2, 3}),
+               tensorOf(idsOut, sizeof(idsOut), SINTER_INT64, {4}),
+               tensorOf(bias, sizeof(bias), SINTER_FLOAT32, {3})};
+  }
+  sinter_status run(sinter_session *session) {
+    return sinter_session_run(session, inputs.data(), int32_t(inputs.size()), outputs.data(),
+                              int32_t(outputs.size()), nullptr);
+  }
+};
+
+bool libcudaLoads() {
+  void *library = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (library)
+    dlclose(library);
+  return library != nullptr;
+}
+
+/// Compiles C source to an object with the system compiler; "" if there is none.
+std::string compileC(const std::string &folder, const std::string &name, const std::string &source,
+                     const std::string &flags = "-O1") {
+  std::string sourcePath = folder + "/" + name + ".c";
+  std::string objectPath = folder + "/" + name + ".o";
+  std::ofstream(sourcePath) << source;
+  std::string command = "cc -c -fPIC " + flags + " -o '" + objectPath + "' '" + sourcePath + "'";
+  return std::system(command.c_str()) == 0 ? objectPath : "";
+}
+
+// args[0] x (f32), args[1] w (f32, in the weights), args[2] y (f32), args[3] visits (i32):
+// y[i] = expf(x[i]) * w[i] + helper(i); visits[i] += 1 (each index must be visited once).
+const char *kKernelSource = R"(
+#include <math.h>
+#include <stdint.h>
+float kernel_helper(int64_t i) { return (float)(i % 3); }
+void scale_exp(void *const *args, int64_t begin, int64_t end) {
+  const float *x = (const float *)args[0];
+  const float *w = (const float *)args[1];
+  float *y = (float *)args[2];
+  int32_t *visits = (int32_t *)args[3];
+  for (int64_t i = begin; i < end; ++i) {
+    y[i] = expf(x[i]) * w[i] + kernel_helper(i);
+    visits[i] += 1;
+  }
+}
+)";
+
+constexpr int64_t kKernelElements = 1000;
+
+Manifest kernelManifest() {
+  const uint64_t n = kKernelElements, bytes = n * 4;
+  Manifest manifest;
+  manifest.target = Target::Cpu;
+  manifest.producer = "runtime_test";
+  manifest.cpuLevel = "x86-64";
+  manifest.inputs = {signature("x", DType::Float32, {int64_t(n)}, 0)};
+  manifest.outputs = {signature("y", DType::Float32, {int64_t(n)}, 4096),
+                      signature("visits", DType::Int32, {int64_t(n)}, 8192)};
+  manifest.arenaBytes = 12288;
+  manifest.weights.resize(bytes);
+  for (uint64_t i = 0; i < n; ++i) {
+    float w = 0.25f * float(i % 7) - 0.5f;
+    std::memcpy(manifest.weights.data() + 4 * i, &w, 4);
+  }
+  Kernel kernel;
+  kernel.name = "scale_exp";
+  kernel.generator = "test-cc";
+  manifest.kernels = {kernel};
+  Launch launch;
+  launch.kernel = 0;
+  launch.parallelExtent = int64_t(n);
+  launch.args = {{Region::Arena, 0}, {Region::Weights, 0}, {Region::Arena, 4096},
+                 {Region::Arena, 8192}};
+  manifest.steps = {launch};
+  return manifest;
+}
+
+const std::set<std::string> kAllowedNeeded = {"libc.so.6", "libm.so.6", "libdl.so.2",
+                                              "libpthread.so.0"};
+
+} // namespace
+
+TEST_F(RuntimeTest, IdentityModelRunsThroughTheCAbi) {
+  std::string model = path("identity.so");
+  writeArtifact(identityManifest(), model);
+
+  Loaded loaded;
+  ASSERT_EQ(sinter_model_load(model.c_str(), &loaded.model), SINTER_OK) << sinter_last_error();
+  EXPECT_EQ(sinter_model_target(loaded.model), SINTER_TARGET_CPU);
+  ASSERT_EQ(sinter_model_input_count(loaded.model), 2);
+  ASSERT_EQ(sinter_model_output_count(loaded.model), 3);
+  sinter_tensor_info info;
+  ASSERT_EQ(sinter_model_input_info(loaded.model, 1, &info), SINTER_OK);
+  EXPECT_STREQ(info.name, "ids");
+  EXPECT_EQ(info.dtype, SINTER_INT64);
+  EXPECT_EQ(info.rank, 1);
+  EXPECT_EQ(info.dims[0], 4);
+  ASSERT_EQ(sinter_model_output_info(loaded.model, 0, &info), SINTER_OK);
+  EXPECT_STREQ(info.name, "x_out");
+  EXPECT_EQ(info.dtype, SINTER_FLOAT32);
+  EXPECT_EQ(info.rank, 2);
+  EXPECT_EQ(info.dims[0], 2);
+  EXPECT_EQ(info.dims[1], 3);
+
+  for (int threads : {1, 0, 3}) {
+    sinter_session_options options;
+    sinter_session_options_init(&options);
+    options.threads = threads;
+    sinter_session *session = nullptr;
+    ASSERT_EQ(sinter_session_create(loaded.model, &options, &session), SINTER_OK)
+        << sinter_last_error();
+    for (int run = 0; run < 2; ++run) {
+      IdentityBuffers buffers;
+      buffers.x[0] += float(run);
+      buffers.ids[3] = 99 + run;
+      ASSERT_EQ(buffers.run(session), SINTER_OK) << sinter_last_error();
+      EXPECT_EQ(0, std::memcmp(buffers.xOut, buffers.x, sizeof(buffers.x)));
+      EXPECT_EQ(0, std::memcmp(buffers.idsOut, buffers.ids, sizeof(buffers.ids)));
+      EXPECT_EQ(buffers.bias[0], 0.5f);
+      EXPECT_EQ(buffers.bias[1], -1.25f);
+      EXPECT_EQ(buffers.bias[2], 3.0f);
+    }
+    IdentityBuffers host;
+    ASSERT_EQ(sinter_session_run_host(session, host.inputs.data(), 2, host.outputs.data(), 3),
+              SINTER_OK);
+    EXPECT_EQ(host.idsOut[2], int64_t(1) << 40);
+    sinter_session_destroy(session);
+  }
+}
+
+TEST_F(RuntimeTest, EveryBadArgumentIsNamed) {
+  std::string model = path("identity.so");
+  writeArtifact(identityManifest(), model);
+  Loaded loaded;
+  ASSERT_EQ(sinter_model_load(model.c_str(), &loaded.model), SINTER_OK);
+  ASSERT_EQ(sinter_session_create(loaded.model, nullptr, &loaded.session), SINTER_OK);
+
+  auto expectInvalid = [&](auto edit, const std::string &part) {
+    IdentityBuffers buffers;
+    int32_t inputCount = 2, outputCount = 3;
+    const sinter_tensor *inputs = buffers.inputs.data();
+    sinter_tensor *outputs = buffers.outputs.data();
+    void *stream = nullptr;
+    edit(buffers, inputs, inputCount, outputs, outputCount, stream);
+    sinter_status status =
+        sinter_session_run(loaded.session, inputs, inputCount, outputs, outputCount, stream);
+    EXPECT_EQ(status, SINTER_ERROR_INVALID_ARGUMENT) << part;
+    EXPECT_TRUE(contains(sinter_last_error(), part))
+        << "message '" << sinter_last_error() << "' does not mention '" << part << "'";
+    // Nothing ran: the outputs are untouched.
+    EXPECT_EQ(buffers.xOut[0], 0.0f);
+  };
+  using Inputs = const sinter_tensor *;
+  expectInvalid([](IdentityBuffers &b, Inputs &, int32_t &, sinter_tensor *&, int32_t &,
+                   void *&) { b.inputs[0].data = nullptr; },
+                "input 0 ('x'): data is null");
+  expectInvalid([](IdentityBuffers &b, Inputs &, int32_t &, sinter_tensor *&, int32_t &,
+                   void *&) { b.inputs[1].dtype = SINTER_INT32; },
+                "input 1 ('ids'): dtype is i32 but the model expects i64");
+  expectInvalid([](IdentityBuffers &b, Inputs &, int32_t &, sinter_tensor *&, int32_t &,
+                   void *&) { b.inputs[0].rank = 3; },
+                "input 0 ('x'): rank is 3 but the model expects 2");
+  expectInvalid([](IdentityBuffers &b, Inputs &, int32_t &, sinter_tensor *&, int32_t &,
+                   void *&) { b.inputs[0].rank = 1000; },
+                "rank is 1000");
+  expectInvalid([](IdentityBuffers &b, Inputs &, int32_t &, sinter_tensor *&, int32_t &,
+                   void *&) { b.inputs[0].dims[1] = 4; },
+                "input 0 ('x'): dims are [2,4] but the model expects [2,3]");
+  expectInvalid([](IdentityBuffers &b, Inputs &, int32_t &, sinter_tensor *&, int32_t &,
+                   void *&) { b.inputs[0].byte_size = 20; },
+                "input 0 ('x'): byte_size is 20 but [2,3] f32 needs 24");
+  expectInvalid([](IdentityBuffers &b, Inputs &, int32_t &, sinter_tensor *&, int32_t &,
+                   void *&) { b.outputs[2].data = nullptr; },
+                "output 2 ('bias'): data is null");
+  expectInvalid([](IdentityBuffers &b, Inputs &, int32_t &, sinter_tensor *&, int32_t &,
+                   void *&) { b.outputs[1].byte_size = 64; },
+                "output 1 ('ids_out'): byte_size is 64");
+  expectInvalid([](IdentityBuffers &, Inputs &, int32_t &count, sinter_tensor *&, int32_t &,
+                   void *&) { count = 1; },
+                "the model has 2 inputs but 1 were given");
+  expectInvalid([](IdentityBuffers &, Inputs &, int32_t &, sinter_tensor *&, int32_t &count,
+                   void *&) { count = -4; },
+                "the model has 3 outputs but -4 were given");
+  expectInvalid([](IdentityBuffers &, Inputs &inputs, int32_t &, sinter_tensor *&, int32_t &,
+                   void *&) { inputs = nullptr; },
+                "the input array is null");
+  expectInvalid([](IdentityBuffers &, Inputs &, int32_t &, sinter_tensor *&outputs, int32_t &,
+                   void *&) { outputs = nullptr; },
+                "the output array is null");
+  int dummy;
+  expectInvalid([&](IdentityBuffers &, Inputs &, int32_t &, sinter_tensor *&, int32_t &,
+                    void *&stream) { stream = &dummy; },
+                "stream");
+}
+
+TEST_F(RuntimeTest, BadHandlesAndPointersAreErrorsNotCrashes) {
+  std::string model = path("identity.so");
+  writeArtifact(identityManifest(), model);
+  sinter_model *handle = reinterpret_cast<sinter_model *>(0x1);
+  EXPECT_EQ(sinter_model_load(nullptr, &handle), SINTER_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(handle, nullptr);
+  EXPECT_EQ(sinter_model_load("", &handle), SINTER_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(sinter_model_load(model.c_str(), nullptr), SINTER_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(sinter_model_input_count(nullptr), -1);
+  EXPECT_TRUE(contains(sinter_last_error(), "model handle is null"));
+  EXPECT_EQ(sinter_model_output_count(nullptr), -1);
+  sinter_tensor_info info;
+  EXPECT_EQ(sinter_model_input_info(nullptr, 0, &info), SINTER_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(sinter_session_create(nullptr, nullptr, nullptr), SINTER_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(sinter_session_run(nullptr, nullptr, 0, nullptr, 0, nullptr),
+            SINTER_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(sinter_last_error(), "session handle is null"));
+  EXPECT_EQ(sinter_session_run_host(nullptr, nullptr, 0, nullptr, 0),
+            SINTER_ERROR_INVALID_ARGUMENT);
+  sinter_model_free(nullptr);
+  sinter_session_destroy(nullptr);
+  sinter_session_options_init(nullptr);
+
+  Loaded loaded;
+  ASSERT_EQ(sinter_model_load(model.c_str(), &loaded.model), SINTER_OK);
+  EXPECT_EQ(sinter_model_input_info(loaded.model, 2, &info), SINTER_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(sinter_last_error(), "input index 2 is out of range"));
+  EXPECT_EQ(sinter_model_output_info(loaded.model, -1, &info), SINTER_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(sinter_model_output_info(loaded.model, 0, nullptr), SINTER_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(sinter_session_create(loaded.model, nullptr, nullptr), SINTER_ERROR_INVALID_ARGUMENT);
+  sinter_session_options options;
+  sinter_session_options_init(&options);
+  options.threads = -2;
+  sinter_session *session = reinterpret_cast<sinter_session *>(0x1);
+  EXPECT_EQ(sinter_session_create(loaded.model, &options, &session), SINTER_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(session, nullptr);
+  EXPECT_TRUE(contains(sinter_last_error(), "threads is -2"));
+}
+
+TEST_F(RuntimeTest, MissingForeignAndCorruptFilesAreRefused) {
+  sinter_model *model = nullptr;
+  EXPECT_EQ(sinter_model_load(path("missing.so").c_str(), &model), SINTER_ERROR_IO);
+  EXPECT_TRUE(contains(sinter_last_error(), "missing.so"));
+  EXPECT_EQ(sinter_model_load(folder_.c_str(), &model), SINTER_ERROR_IO);
+
+  std::ofstream(path("garbage.so")) << "this is not an ELF file";
+  EXPECT_EQ(sinter_model_load(path("garbage.so").c_str(), &model), SINTER_ERROR_INVALID_ARTIFACT);
+
+  // A real shared object without sinter_artifact.
+  std::string object = compileC(folder_.string(), "plain", "int plain_function(void) { return 1; }\n");
+  if (!object.empty()) {
+    std::string library = path("plain.so");
+    ASSERT_EQ(std::system(("cc -shared -o '" + library + "' '" + object + "'").c_str()), 0);
+    EXPECT_EQ(sinter_model_load(library.c_str(), &model), SINTER_ERROR_INVALID_ARTIFACT);
+    EXPECT_TRUE(contains(sinter_last_error(), "no sinter_artifact symbol"));
+  }
+
+  // A model.so whose manifest was damaged after writing: one metadata byte flipped in the file.
+  std::string damaged = path("damaged.so");
+  writeArtifact(identityManifest(), damaged);
+  std::vector<uint8_t> bytes = readFile(damaged);
+  const std::string magic = "SINTERAF";
+  auto found = std::search(bytes.begin(), bytes.end(), magic.begin(), magic.end());
+  ASSERT_NE(found, bytes.end());
+  bytes[static_cast<size_t>(found - bytes.begin()) + kArtifactHeaderBytes + 2] ^= 0x10;
+  std::ofstream(damaged, std::ios::binary | std::ios::trunc)
+      .write(reinterpret_cast<const char *>(bytes.data()), std::streamsize(bytes.size()));
+  EXPECT_EQ(sinter_model_load(damaged.c_str(), &model), SINTER_ERROR_INVALID_ARTIFACT);
+  EXPECT_TRUE(contains(sinter_last_error(), "checksum")) << sinter_last_error();
+  EXPECT_EQ(model, nullptr);
+}
+
+TEST_F(RuntimeTest, CudaArtifactWithoutADriverIsNoDevice) {
+  if (libcudaLoads())
+    GTEST_SKIP() << "libcuda.so.1 loads on this machine, so the no-driver path cannot be tested";
+  Manifest manifest;
+  manifest.target = Target::Cuda;
+  manifest.cudaArchs = {"sm_90"};
+  manifest.inputs = {signature("x", DType::Float32, {4}, 0)};
+  manifest.outputs = {signature("y", DType::Float32, {4}, 256)};
+  manifest.arenaBytes = 512;
+  manifest.cudaModules = {CudaModule{{{"sm_90", false, {1, 2, 3}}}}};
+  Kernel kernel;
+  kernel.name = "relu_0";
+  manifest.kernels = {kernel};
+  Launch launch;
+  launch.args = {{Region::Arena, 0}, {Region::Arena, 256}};
+  manifest.steps = {launch};
+  std::string model = path("cuda.so");
+  writeArtifact(manifest, model);
+  EXPECT_TRUE(sinter::testing::readElfDynamicInfo(model).needed.empty());
+
+  Loaded loaded;
+  ASSERT_EQ(sinter_model_load(model.c_str(), &loaded.model), SINTER_OK) << sinter_last_error();
+  EXPECT_EQ(sinter_model_target(loaded.model), SINTER_TARGET_CUDA);
+  EXPECT_EQ(sinter_session_create(loaded.model, nullptr, &loaded.session), SINTER_ERROR_NO_DEVICE);
+  EXPECT_TRUE(contains(sinter_last_error(), "libcuda.so.1")) << sinter_last_error();
+  EXPECT_EQ(loaded.session, nullptr);
+}
+
+TEST_F(RuntimeTest, WritingTwiceGivesIdenticalBytes) {
+  writeArtifact(identityManifest(), path("first.so"));
+  fs::create_directory(folder_ / "elsewhere");
+  writeArtifact(identityManifest(), path("elsewhere/second_name.so"));
+  std::vector<uint8_t> first = readFile(path("first.so"));
+  EXPECT_FALSE(first.empty());
+  EXPECT_EQ(first, readFile(path("elsewhere/second_name.so")));
+  // No temporary file is left beside the outputs.
+  size_t entries = 0;
+  for ([[maybe_unused]] const auto &entry : fs::directory_iterator(folder_))
+    ++entries;
+  EXPECT_EQ(entries, 2u);
+
+  std::string object = compileC(folder_.string(), "kernel", kKernelSource);
+  if (object.empty())
+    GTEST_SKIP() << "no C compiler for the kernel part";
+  writeArtifact(kernelManifest(), path("k1.so"), {object});
+  writeArtifact(kernelManifest(), path("k2.so"), {object});
+  EXPECT_EQ(readFile(path("k1.so")), readFile(path("k2.so")));
+}
+
+TEST_F(RuntimeTest, ArtifactsNeedOnlyGlibcAndExportOnlyTheirEntryPoints) {
+  std::string identity = path("identity.so");
+  writeArtifact(identityManifest(), identity);
+  sinter::testing::ElfDynamicInfo info = sinter::testing::readElfDynamicInfo(identity);
+  EXPECT_TRUE(info.needed.empty());
+  EXPECT_EQ(info.exported, std::vector<std::string>{"sinter_artifact"});
+
+  std::string object = compileC(folder_.string(), "kernel", kKernelSource);
+  if (object.empty())
+    GTEST_SKIP() << "no C compiler for the kernel part";
+  std::string withKernel = path("kernel.so");
+  writeArtifact(kernelManifest(), withKernel, {object});
+  info = sinter::testing::readElfDynamicInfo(withKernel);
+  for (const std::string &needed : info.needed)
+    EXPECT_TRUE(kAllowedNeeded.count(needed)) << "model.so needs " << needed;
+  EXPECT_NE(std::find(info.needed.begin(), info.needed.end(), "libm.so.6"), info.needed.end())
+      << "expf comes from libm";
+  // kernel_helper is a global of the object, but not an entry point: it stays local.
+  EXPECT_EQ(info.exported, (std::vector<std::string>{"scale_exp", "sinter_artifact"}));
+}
+
+TEST_F(RuntimeTest, SharedRuntimeNeedsOnlyGlibcAndExportsOnlyTheCAbi) {
+  std::string library = std::string(SINTER_BINARY_DIR) + "/lib/libsinter_rt.so";
+  ASSERT_TRUE(fs::exists(library)) << library << " is built with the tests";
+  sinter::testing::ElfDynamicInfo info = sinter::testing::readElfDynamicInfo(library);
+  std::set<std::string> glibc = {"libc.so.6",      "libm.so.6",           "libdl.so.2",
+                                 "libpthread.so.0", "ld-linux-x86-64.so.2"};
+  for (const std::string &needed : info.needed)
+    EXPECT_TRUE(glibc.count(needed)) << "libsinter_rt.so needs " << needed;
+  EXPECT_EQ(info.exported.size(), 14u);
+  for (const std::string &symbol : info.exported)
+    EXPECT_EQ(symbol.rfind("sinter_", 0), 0u) << "libsinter_rt.so exports " << symbol;
+}
+
+TEST_F(RuntimeTest, CpuKernelRunsOnDisjointChunksAcrossThreads) {
+  std::string object = compileC(folder_.string(), "kernel", kKernelSource);
+  if (object.empty())
+    GTEST_SKIP() << "no C compiler on this machine";
+  std::string model = path("kernel.so");
+  Manifest manifest = kernelManifest();
+  writeArtifact(manifest, model, {object});
+
+  Loaded loaded;
+  ASSERT_EQ(sinter_model_load(model.c_str(), &loaded.model), SINTER_OK) << sinter_last_error();
+  for (int threads : {1, 4, 7}) {
+    sinter_session_options options;
+    sinter_session_options_init(&options);
+    options.threads = threads;
+    sinter_session *session = nullptr;
+    ASSERT_EQ(sinter_session_create(loaded.model, &options, &session), SINTER_OK);
+    for (int run = 0; run < 3; ++run) {
+      std::vector<float> x(kKernelElements), y(kKernelElements, -1.0f);
+      std::vector<int32_t> visits(kKernelElements, -1);
+      for (int64_t i = 0; i < kKernelElements; ++i)
+        x[size_t(i)] = 0.01f * float(i % 50) - 0.2f + 0.001f * float(run);
+      sinter_tensor input = tensorOf(x.data(), x.size() * 4, SINTER_FLOAT32, {kKernelElements});
+      sinter_tensor outputs[2] = {
+          tensorOf(y.data(), y.size() * 4, SINTER_FLOAT32, {kKernelElements}),
+          tensorOf(visits.data(), visits.size() * 4, SINTER_INT32, {kKernelElements})};
+      ASSERT_EQ(sinter_session_run_host(session, &input, 1, outputs, 2), SINTER_OK)
+          << sinter_last_error();
+      for (int64_t i = 0; i < kKernelElements; ++i) {
+        float w = 0.25f * float(i % 7) - 0.5f;
+        float expected = std::exp(x[size_t(i)]) * w + float(i % 3);
+        ASSERT_NEAR(y[size_t(i)], expected, 1e-5f * (1 + std::fabs(expected))) << i;
+        // The arena starts zeroed and each run adds one visit per index.
+        ASSERT_EQ(visits[size_t(i)], run + 1) << "index " << i << " with " << threads << " threads";
+      }
+    }
+    sinter_session_destroy(session);
+  }
+}
+
+TEST_F(RuntimeTest, WriterFailuresLeaveNoFileBehind) {
+  Manifest manifest = kernelManifest();
+  EXPECT_THROW(writeArtifact(manifest, path("nokernel.so")), UserError); // scale_exp undefined
+  EXPECT_THROW(writeArtifact(manifest, path("missing.so"), {path("missing.o")}), UserError);
+  EXPECT_THROW(writeArtifact(identityManifest(), path("no/such/folder/model.so")), UserError);
+  EXPECT_THROW(writeArtifact(identityManifest(), folder_.string()), UserError);
+  Manifest cuda = identityManifest();
+  cuda.target = Target::Cuda;
+  EXPECT_THROW(writeArtifact(cuda, path("cuda.so"), {path("x.o")}), UserError);
+  EXPECT_TRUE(fs::is_empty(folder_)) << "a failed write left a file";
+  try {
+    writeArtifact(manifest, path("nokernel.so"));
+  } catch (const UserError &error) {
+    EXPECT_TRUE(contains(error.what(), "scale_exp")) << error.what();
+  }
+}
+
+TEST_F(RuntimeTest, LargeWeightsAreAlignedAndIntact) {
+  // 24 MiB of weights; the last 64 bytes are copied to the output.
+  Manifest manifest;
+  manifest.target = Target::Cpu;
+  manifest.cpuLevel = "x86-64";
+  manifest.outputs = {signature("tail", DType::Uint8, {64}, 0)};
+  manifest.arenaBytes = 64;
+  manifest.weights.resize(24u << 20);
+  for (size_t i = 0; i < manifest.weights.size(); i += 4096)
+    manifest.weights[i] = static_cast<uint8_t>(i >> 12);
+  for (size_t i = 0; i < 64; ++i)
+    manifest.weights[manifest.weights.size() - 64 + i] = static_cast<uint8_t>(200 - i);
+  manifest.steps = {copyStep({Region::Weights, manifest.weights.size() - 64}, {Region::Arena, 0}, 64)};
+  std::string model = path("large.so");
+  writeArtifact(manifest, model);
+
+  sinter::rt::Model loaded(model);
+  sinter::rt::Session session(loaded);
+  std::vector<uint8_t> tail(64);
+  std::vector<sinter_tensor> inputs, outputs = {sinter::rt::makeTensor(loaded.outputs()[0], tail.data())};
+  session.runHost(inputs, outputs);
+  for (size_t i = 0; i < 64; ++i)
+    EXPECT_EQ(int(tail[i]), int(200 - i));
+}
+
+TEST_F(RuntimeTest, CpuLevelIsCheckedAgainstTheHost) {
+  struct Case {
+    const char *level;
+    bool supported;
+  };
+  // The compiler's own view of this CPU is the independent truth.
+  __builtin_cpu_init();
+  bool v2 = __builtin_cpu_supports("sse4.2") && __builtin_cpu_supports("popcnt") &&
+            __builtin_cpu_supports("ssse3");
+  bool v3 = v2 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+            __builtin_cpu_supports("bmi2");
+  bool v4 = v3 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+  for (Case test : {Case{"x86-64", true}, Case{"x86-64-v2", v2}, Case{"x86-64-v3", v3},
+                    Case{"x86-64-v4", v4}, Case{"haswell", v3}}) {
+    Manifest manifest = identityManifest();
+    manifest.cpuLevel = test.level;
+    std::string model = path(std::string(test.level) + ".so");
+    writeArtifact(manifest, model);
+    sinter_model *loaded = nullptr;
+    sinter_status status = sinter_model_load(model.c_str(), &loaded);
+    EXPECT_EQ(status, test.supported ? SINTER_OK : SINTER_ERROR_UNSUPPORTED)
+        << test.level << ": " << sinter_last_error();
+    if (!test.supported) {
+      EXPECT_TRUE(contains(sinter_last_error(), "this CPU lacks")) << sinter_last_error();
+    }
+    sinter_model_free(loaded);
+  }
+  Manifest manifest = identityManifest();
+  manifest.cpuLevel = "pentium-mmx";
+  writeArtifact(manifest, path("old.so"));
+  sinter_model *loaded = nullptr;
+  EXPECT_EQ(sinter_model_load(path("old.so").c_str(), &loaded), SINTER_ERROR_UNSUPPORTED);
+  EXPECT_TRUE(contains(sinter_last_error(), "'pentium-mmx'"));
+}
+
+TEST_F(RuntimeTest, SessionOutlivesItsModelHandle) {
+  writeArtifact(identityManifest(), path("identity.so"));
+  sinter_model *model = nullptr;
+  ASSERT_EQ(sinter_model_load(path("identity.so").c_str(), &model), SINTER_OK);
+  sinter_session *session = nullptr;
+  ASSERT_EQ(sinter_session_create(model, nullptr, &session), SINTER_OK);
+  sinter_model_free(model);
+  IdentityBuffers buffers;
+  EXPECT_EQ(buffers.run(session), SINTER_OK);
+  EXPECT_EQ(buffers.bias[2], 3.0f);
+  sinter_session_destroy(session);
+}
+
+TEST_F(RuntimeTest, LastErrorIsPerThread) {
+  sinter_model *model = nullptr;
+  EXPECT_EQ(sinter_model_load(nullptr, &model), SINTER_ERROR_INVALID_ARGUMENT);
+  std::string otherThreadError = "unset";
+  std::thread([&] { otherThreadError = sinter_last_error(); }).join();
+  EXPECT_EQ(otherThreadError, "");
+  EXPECT_STRNE(sinter_last_error(), "");
+  EXPECT_EQ(sinter_runtime_abi_version(), SINTER_ABI_VERSION);
+}
+
+TEST_F(RuntimeTest, CppWrapperThrowsWithTheStatus) {
+  try {
+    sinter::rt::Model model(path("missing.so"));
+    FAIL() << "loading a missing file succeeded";
+  } catch (const sinter::rt::Error &error) {
+    EXPECT_EQ(error.status(), SINTER_ERROR_IO);
+    EXPECT_TRUE(contains(error.what(), "missing.so"));
+  }
+  writeArtifact(identityManifest(), path("identity.so"));
+  sinter::rt::Model model(path("identity.so"));
+  std::vector<sinter_tensor_info> inputs = model.inputs();
+  ASSERT_EQ(inputs.size(), 2u);
+  sinter::rt::Session session(model);
+  IdentityBuffers buffers;
+  session.runHost(buffers.inputs, buffers.outputs);
+  EXPECT_EQ(buffers.idsOut[0], 7);
+  buffers.inputs.pop_back();
+  EXPECT_THROW(session.runHost(buffers.inputs, buffers.outputs), sinter::rt::Error);
+}
