@@ -1,7 +1,342 @@
+// Reference rules for contractions: MatMul, Gemm and Einsum.
+//
+// Every product is summed in an accumulator wider than the element: double for the float types,
+// wrapping int64 arithmetic for the integer types (two's complement, so unsigned 64-bit values
+// come out right too). The sum is rounded once when it is stored.
+#include "indexing.h"
 #include "registry.h"
+#include "tensor_helpers.h"
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <string>
+#include <type_traits>
 
 namespace sinter::reference {
+namespace {
 
-void registerContractionRules(RuleTable &table) {}
+/// The type a contraction sums in for element type D.
+template <DType D> using Accumulator = std::conditional_t<kIsFloat<D>, double, int64_t>;
+
+template <DType D> Accumulator<D> loadAccumulator(const Tensor &tensor, int64_t i) {
+  return static_cast<Accumulator<D>>(loadElement<D>(tensor, i));
+}
+
+template <typename A> A multiplyAdd(A sum, A a, A b) {
+  if constexpr (std::is_floating_point_v<A>)
+    return sum + a * b;
+  else
+    return wrappingAdd<A>(sum, wrappingMul<A>(a, b));
+}
+
+// ---- MatMul ---------------------------------------------------------------------------------
+
+// numpy matmul: a 1-D first operand is a row [1, K] and a 1-D second operand a column [K, 1]
+// (the added dim is dropped from the result); leading (batch) dims broadcast.
+Outputs evalMatMul(const Node &node, const Inputs &inputs) {
+  const Tensor &a = requiredInput(node, inputs, 0);
+  const Tensor &b = requiredInput(node, inputs, 1);
+  requireSameDTypes(node, inputs, {0, 1});
+  if (a.rank() == 0 || b.rank() == 0)
+    userError(node.describe(), ": MatMul operands must have rank >= 1, got ", shapeStr(a.type().shape),
+              " and ", shapeStr(b.type().shape));
+  std::vector<int64_t> aDims = a.dims(), bDims = b.dims();
+  bool rowVector = a.rank() == 1, columnVector = b.rank() == 1;
+  if (rowVector)
+    aDims.insert(aDims.begin(), 1);
+  if (columnVector)
+    bDims.push_back(1);
+  int64_t m = aDims[aDims.size() - 2], k = aDims.back();
+  int64_t n = bDims.back();
+  if (bDims[bDims.size() - 2] != k)
+    userError(node.describe(), ": inner dimensions do not match: ", shapeStr(a.type().shape), " x ",
+              shapeStr(b.type().shape));
+  std::vector<int64_t> aBatch(aDims.begin(), aDims.end() - 2);
+  std::vector<int64_t> bBatch(bDims.begin(), bDims.end() - 2);
+  std::vector<int64_t> batch = broadcastDims(node, {aBatch, bBatch});
+  std::vector<int64_t> outDims = batch;
+  if (!rowVector)
+    outDims.push_back(m);
+  if (!columnVector)
+    outDims.push_back(n);
+
+  Tensor out(a.dtype(), outDims);
+  BroadcastIndexer aIndex(aBatch, batch), bIndex(bBatch, batch);
+  int64_t batchCount = productOf(batch);
+  visitDType<NumericDTypes>(node, a.dtype(), [&](auto tag) {
+    constexpr DType D = decltype(tag)::value;
+    for (int64_t batchIndex = 0; batchIndex < batchCount; ++batchIndex) {
+      int64_t aBase = aIndex(batchIndex) * m * k;
+      int64_t bBase = bIndex(batchIndex) * k * n;
+      int64_t outBase = batchIndex * m * n;
+      for (int64_t row = 0; row < m; ++row)
+        for (int64_t column = 0; column < n; ++column) {
+          Accumulator<D> sum = 0;
+          for (int64_t i = 0; i < k; ++i)
+            sum = multiplyAdd(sum, loadAccumulator<D>(a, aBase + row * k + i),
+                              loadAccumulator<D>(b, bBase + i * n + column));
+          storeElement<D>(out, outBase + row * n + column, convertValue<D>(sum));
+        }
+    }
+  });
+  return {out};
+}
+
+// ---- Gemm -----------------------------------------------------------------------------------
+
+// Y = alpha * A' * B' + beta * C, with A' = transA ? A^T : A (likewise B'), and C broadcast to
+// [M, N] one way (its dims are 1 or equal to Y's).
+Outputs evalGemm(const Node &node, const Inputs &inputs) {
+  const Tensor &a = requiredInput(node, inputs, 0);
+  const Tensor &b = requiredInput(node, inputs, 1);
+  const Tensor *c = optionalInput(inputs, 2);
+  requireSameDTypes(node, inputs, {0, 1, 2});
+  if (a.rank() != 2 || b.rank() != 2)
+    userError(node.describe(), ": Gemm operands A and B must be 2-D, got ",
+              shapeStr(a.type().shape), " and ", shapeStr(b.type().shape));
+  bool transA = node.attrInt("transA", 0) != 0, transB = node.attrInt("transB", 0) != 0;
+  double alpha = node.attrFloat("alpha", 1.0f), beta = node.attrFloat("beta", 1.0f);
+  int64_t m = transA ? a.dims()[1] : a.dims()[0];
+  int64_t k = transA ? a.dims()[0] : a.dims()[1];
+  int64_t kb = transB ? b.dims()[1] : b.dims()[0];
+  int64_t n = transB ? b.dims()[0] : b.dims()[1];
+  if (k != kb)
+    userError(node.describe(), ": inner dimensions do not match: A' is [", m, ",", k, "], B' is [",
+              kb, ",", n, "]");
+  std::vector<int64_t> outDims = {m, n};
+  if (c) {
+    bool broadcastable = c->rank() <= 2;
+    for (int i = 0; broadcastable && i < c->rank(); ++i) {
+      int64_t want = outDims[2 - c->rank() + i];
+      broadcastable = c->dims()[i] == 1 || c->dims()[i] == want;
+    }
+    if (!broadcastable)
+      userError(node.describe(), ": C of shape ", shapeStr(c->type().shape),
+                " does not broadcast to [", m, ",", n, "]");
+  }
+
+  Tensor out(a.dtype(), outDims);
+  BroadcastIndexer cIndex(c ? c->dims() : std::vector<int64_t>{}, outDims);
+  visitDType<NumericDTypes>(node, a.dtype(), [&](auto tag) {
+    constexpr DType D = decltype(tag)::value;
+    using A = Accumulator<D>;
+    // Integer Gemm stays exact when alpha and beta are whole numbers.
+    bool integral = std::is_integral_v<A> && alpha == std::trunc(alpha) && beta == std::trunc(beta);
+    for (int64_t row = 0; row < m; ++row)
+      for (int64_t column = 0; column < n; ++column) {
+        A dot = 0;
+        for (int64_t i = 0; i < k; ++i) {
+          int64_t aAt = transA ? i * m + row : row * k + i;
+          int64_t bAt = transB ? column * k + i : i * n + column;
+          dot = multiplyAdd(dot, loadAccumulator<D>(a, aAt), loadAccumulator<D>(b, bAt));
+        }
+        int64_t outAt = row * n + column;
+        A cValue = c ? loadAccumulator<D>(*c, cIndex(outAt)) : A(0);
+        if constexpr (std::is_integral_v<A>) {
+          if (integral) {
+            A value = wrappingMul<A>(static_cast<A>(alpha), dot);
+            if (c)
+              value = multiplyAdd<A>(value, static_cast<A>(beta), cValue);
+            storeElement<D>(out, outAt, convertValue<D>(value));
+            continue;
+          }
+        }
+        double value = alpha * static_cast<double>(dot);
+        if (c)
+          value += beta * static_cast<double>(cValue);
+        storeElement<D>(out, outAt, convertValue<D>(value));
+      }
+  });
+  return {out};
+}
+
+// ---- Einsum ---------------------------------------------------------------------------------
+
+// Labels: a letter is its character code; dim j of the broadcast ellipsis is kEllipsisLabel + j.
+constexpr int kEllipsisLabel = 256;
+constexpr int kEllipsisToken = -1;
+
+/// One term of the equation: letters, and kEllipsisToken where "..." stands.
+std::vector<int> parseEinsumTerm(const Node &node, const std::string &term) {
+  std::vector<int> tokens;
+  for (size_t i = 0; i < term.size(); ++i) {
+    char ch = term[i];
+    if (std::isalpha(static_cast<unsigned char>(ch))) {
+      tokens.push_back(static_cast<unsigned char>(ch));
+    } else if (term.compare(i, 3, "...") == 0) {
+      if (std::count(tokens.begin(), tokens.end(), kEllipsisToken))
+        userError(node.describe(), ": term '", term, "' has more than one ellipsis");
+      tokens.push_back(kEllipsisToken);
+      i += 2;
+    } else {
+      userError(node.describe(), ": unexpected character '", ch, "' in equation term '", term, "'");
+    }
+  }
+  return tokens;
+}
+
+struct EinsumPlan {
+  std::vector<std::vector<int>> inputLabels; ///< one label per input dim
+  std::vector<int> outputLabels;
+  std::map<int, int64_t> sizes; ///< every label's extent
+};
+
+EinsumPlan planEinsum(const Node &node, const Inputs &inputs) {
+  std::string equation;
+  for (char ch : node.attrString("equation", ""))
+    if (!std::isspace(static_cast<unsigned char>(ch)))
+      equation += ch;
+  size_t arrow = equation.find("->");
+  std::string left = equation.substr(0, arrow);
+  std::vector<std::vector<int>> terms;
+  for (size_t start = 0;;) {
+    size_t comma = left.find(',', start);
+    terms.push_back(parseEinsumTerm(node, left.substr(start, comma - start)));
+    if (comma == std::string::npos)
+      break;
+    start = comma + 1;
+  }
+  if (terms.size() != inputs.size())
+    userError(node.describe(), ": equation '", equation, "' has ", terms.size(),
+              " input terms but the node has ", inputs.size(), " inputs");
+
+  // The ellipsis of each input covers the dims its letters do not; they broadcast right-aligned.
+  std::vector<int64_t> ellipsisRanks(terms.size(), 0);
+  int64_t ellipsisRank = 0;
+  for (size_t i = 0; i < terms.size(); ++i) {
+    const Tensor &input = requiredInput(node, inputs, int(i));
+    bool hasEllipsis = std::count(terms[i].begin(), terms[i].end(), kEllipsisToken) != 0;
+    int64_t letters = int64_t(terms[i].size()) - (hasEllipsis ? 1 : 0);
+    if (hasEllipsis ? letters > input.rank() : letters != input.rank())
+      userError(node.describe(), ": equation term ", i, " names ", letters, " dims but input ", i,
+                " has rank ", input.rank());
+    ellipsisRanks[i] = hasEllipsis ? input.rank() - letters : 0;
+    ellipsisRank = std::max(ellipsisRank, ellipsisRanks[i]);
+  }
+
+  EinsumPlan plan;
+  std::map<int, int> letterCounts;
+  for (size_t i = 0; i < terms.size(); ++i) {
+    const Tensor &input = *inputs[i];
+    std::vector<int> labels;
+    for (int token : terms[i]) {
+      if (token == kEllipsisToken) {
+        for (int64_t j = 0; j < ellipsisRanks[i]; ++j)
+          labels.push_back(kEllipsisLabel + int(ellipsisRank - ellipsisRanks[i] + j));
+      } else {
+        labels.push_back(token);
+        ++letterCounts[token];
+      }
+    }
+    for (size_t d = 0; d < labels.size(); ++d) {
+      int64_t extent = input.dims()[d];
+      auto [entry, inserted] = plan.sizes.emplace(labels[d], extent);
+      if (inserted || entry->second == extent || extent == 1)
+        continue;
+      if (entry->second != 1)
+        userError(node.describe(), ": dimension '",
+                  labels[d] < kEllipsisLabel ? std::string(1, char(labels[d])) : "...",
+                  "' has extent ", extent, " in input ", i, " but ", entry->second, " elsewhere");
+      entry->second = extent;
+    }
+    plan.inputLabels.push_back(std::move(labels));
+  }
+
+  if (arrow != std::string::npos) {
+    for (int token : parseEinsumTerm(node, equation.substr(arrow + 2))) {
+      if (token == kEllipsisToken) {
+        for (int64_t j = 0; j < ellipsisRank; ++j)
+          plan.outputLabels.push_back(kEllipsisLabel + int(j));
+        continue;
+      }
+      if (!letterCounts.count(token))
+        userError(node.describe(), ": output label '", char(token), "' is not in any input");
+      if (std::count(plan.outputLabels.begin(), plan.outputLabels.end(), token))
+        userError(node.describe(), ": output label '", char(token), "' appears twice");
+      plan.outputLabels.push_back(token);
+    }
+  } else {
+    // Implicit output: the ellipsis dims, then the letters used once, in character order.
+    for (int64_t j = 0; j < ellipsisRank; ++j)
+      plan.outputLabels.push_back(kEllipsisLabel + int(j));
+    for (auto [letter, count] : letterCounts)
+      if (count == 1)
+        plan.outputLabels.push_back(letter);
+  }
+  return plan;
+}
+
+// Each output element sums, over every value of the labels not in the output, the product of the
+// inputs at those labels. A label repeated within one input walks its diagonal.
+Outputs evalEinsum(const Node &node, const Inputs &inputs) {
+  if (inputs.empty())
+    userError(node.describe(), ": Einsum needs at least one input");
+  std::vector<int> indices;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    indices.push_back(int(i));
+  requireSameDTypes(node, inputs, indices);
+  EinsumPlan plan = planEinsum(node, inputs);
+
+  std::vector<int> labels = plan.outputLabels;
+  for (auto [label, extent] : plan.sizes)
+    if (!std::count(plan.outputLabels.begin(), plan.outputLabels.end(), label))
+      labels.push_back(label);
+  size_t outputRank = plan.outputLabels.size();
+  std::vector<int64_t> outDims, sumDims;
+  for (size_t i = 0; i < labels.size(); ++i)
+    (i < outputRank ? outDims : sumDims).push_back(plan.sizes[labels[i]]);
+
+  // strides[i][j]: how far input i moves when label j steps (0 where the input broadcasts).
+  std::vector<std::vector<int64_t>> strides(inputs.size(), std::vector<int64_t>(labels.size(), 0));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    std::vector<int64_t> inputStrides = stridesOf(inputs[i]->dims());
+    for (size_t d = 0; d < plan.inputLabels[i].size(); ++d) {
+      int label = plan.inputLabels[i][d];
+      size_t j = std::find(labels.begin(), labels.end(), label) - labels.begin();
+      if (inputs[i]->dims()[d] != 1 || plan.sizes[label] == 1)
+        strides[i][j] += inputStrides[d];
+    }
+  }
+
+  DType dtype = inputs[0]->dtype();
+  Tensor out(dtype, outDims);
+  if (out.elementCount() == 0)
+    return {out};
+  bool emptySum = productOf(sumDims) == 0;
+  visitDType<NumericDTypes>(node, dtype, [&](auto tag) {
+    constexpr DType D = decltype(tag)::value;
+    using A = Accumulator<D>;
+    std::vector<int64_t> outAt(outDims.size(), 0);
+    for (int64_t outIndex = 0; outIndex < out.elementCount(); ++outIndex) {
+      A sum = 0;
+      std::vector<int64_t> sumAt(sumDims.size(), 0);
+      while (!emptySum) {
+        A product = 1;
+        for (size_t i = 0; i < inputs.size(); ++i) {
+          int64_t offset = 0;
+          for (size_t j = 0; j < labels.size(); ++j)
+            offset += (j < outputRank ? outAt[j] : sumAt[j - outputRank]) * strides[i][j];
+          A value = loadAccumulator<D>(*inputs[i], offset);
+          product = multiplyAdd<A>(A(0), product, value);
+        }
+        sum = multiplyAdd<A>(sum, product, A(1));
+        if (!nextIndex(sumAt, sumDims))
+          break;
+      }
+      storeElement<D>(out, outIndex, convertValue<D>(sum));
+      nextIndex(outAt, outDims);
+    }
+  });
+  return {out};
+}
+
+} // namespace
+
+void registerContractionRules(RuleTable &table) {
+  table.add(OpKind::MatMul, evalMatMul);
+  table.add(OpKind::Gemm, evalGemm);
+  table.add(OpKind::Einsum, evalEinsum);
+}
 
 } // namespace sinter::reference

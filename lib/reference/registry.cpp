@@ -18,6 +18,8 @@ const RuleTable &rules() {
     registerContractionRules(table);
     registerConvolutionRules(table);
     registerDataMovementRules(table);
+    registerGatherScatterRules(table);
+    registerResizeRules(table);
     registerCreationRules(table);
     registerQuantizationRules(table);
     return table;

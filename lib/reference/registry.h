@@ -43,7 +43,9 @@ void registerReductionRules(RuleTable &table);     // reduction.cpp: Reduce*, Ar
 void registerNormalizationRules(RuleTable &table); // normalization.cpp: BatchNorm, LayerNorm, GroupNorm, InstanceNorm, LRN, ...
 void registerContractionRules(RuleTable &table);   // contraction.cpp: MatMul, Gemm, Einsum
 void registerConvolutionRules(RuleTable &table);   // convolution.cpp: Conv, ConvTranspose, pools
-void registerDataMovementRules(RuleTable &table);  // data_movement.cpp: Reshape .. Unsqueeze, Gather*, Scatter*, Pad, Resize, ...
+void registerDataMovementRules(RuleTable &table);  // data_movement.cpp: Reshape .. Unsqueeze, Concat, Split, Slice, Tile, Pad, ...
+void registerGatherScatterRules(RuleTable &table); // gather_scatter.cpp: Gather, GatherElements, GatherND, ScatterElements, ScatterND
+void registerResizeRules(RuleTable &table);        // resize.cpp: Resize
 void registerCreationRules(RuleTable &table);      // creation.cpp: Shape, Size, ConstantOfShape, Range, EyeLike, OneHot, NonZero, Dropout, Identity
 void registerQuantizationRules(RuleTable &table);  // quantization.cpp: QuantizeLinear, DequantizeLinear
 

@@ -1,0 +1,273 @@
+// Reference rules for indexed reads and writes: Gather, GatherElements, GatherND, ScatterElements
+// and ScatterND.
+//
+// Indices are int32 or int64; a negative index counts from the end of its axis, and one outside
+// [-extent, extent) is a UserError naming the node. Reads and plain writes copy bytes (exact for
+// every dtype); the scatter reductions (add, mul, max, min) compute in the dtype's compute type and
+// apply the updates in index order, so duplicate indices accumulate.
+#include "indexing.h"
+#include "registry.h"
+#include "tensor_helpers.h"
+
+#include <cmath>
+#include <utility>
+
+namespace sinter::reference {
+namespace {
+
+/// UserError unless input `inputIndex` holds integer indices.
+void requireIndices(const Node &node, const Tensor &indices, int inputIndex) {
+  if (indices.dtype() != DType::Int64 && indices.dtype() != DType::Int32)
+    userError(node.describe(), ": input ", inputIndex, " (indices) must be int32 or int64, not ",
+              dtypeName(indices.dtype()));
+}
+
+/// An index into an axis of `extent`, with negative values counted from the end.
+int64_t resolveIndex(const Node &node, int64_t index, int64_t extent, int inputIndex) {
+  if (index < -extent || index >= extent)
+    userError(node.describe(), ": index ", index, " in input ", inputIndex,
+              " is out of range for an axis of extent ", extent);
+  return index < 0 ? index + extent : index;
+}
+
+// ---- Gather ---------------------------------------------------------------------------------
+
+// out[a..., i..., b...] = data[a..., indices[i...], b...], the indices replacing dim `axis`.
+Outputs evalGather(const Node &node, const Inputs &inputs) {
+  const Tensor &data = requiredInput(node, inputs, 0);
+  const Tensor &indices = requiredInput(node, inputs, 1);
+  requireIndices(node, indices, 1);
+  if (data.rank() == 0)
+    userError(node.describe(), ": cannot gather from a scalar");
+  int64_t axis = normalizeAxis(node, node.attrInt("axis", 0), data.rank());
+  const std::vector<int64_t> &dims = data.dims();
+  std::vector<int64_t> outDims(dims.begin(), dims.begin() + axis);
+  outDims.insert(outDims.end(), indices.dims().begin(), indices.dims().end());
+  outDims.insert(outDims.end(), dims.begin() + axis + 1, dims.end());
+  int64_t outer = productOf({dims.begin(), dims.begin() + axis});
+  int64_t inner = productOf({dims.begin() + axis + 1, dims.end()});
+  int64_t extent = dims[axis], count = indices.elementCount();
+
+  Tensor out(data.dtype(), outDims);
+  for (int64_t j = 0; j < count; ++j) {
+    int64_t index = resolveIndex(node, indices.getInt(j), extent, 1);
+    for (int64_t o = 0; o < outer; ++o)
+      copyElements(data, (o * extent + index) * inner, out, (o * count + j) * inner, inner);
+  }
+  return {out};
+}
+
+/// For each position u of `indices` (same rank as the data), the data element that u reaches with
+/// its coordinate along `axis` replaced by indices[u]: GatherElements reads it, ScatterElements
+/// writes it.
+std::vector<int64_t> elementTargets(const Node &node, const std::vector<int64_t> &dataDims,
+                                    const Tensor &indices, int64_t axis) {
+  if (indices.rank() != int(dataDims.size()))
+    userError(node.describe(), ": indices ", shapeStr(indices.type().shape),
+              " and data ", shapeStr(shapeOf(dataDims)), " differ in rank");
+  for (size_t d = 0; d < dataDims.size(); ++d)
+    if (int64_t(d) != axis && indices.dims()[d] > dataDims[d])
+      userError(node.describe(), ": indices ", shapeStr(indices.type().shape),
+                " exceed data ", shapeStr(shapeOf(dataDims)), " along axis ", d);
+  std::vector<int64_t> dataStrides = stridesOf(dataDims), at(dataDims.size(), 0);
+  std::vector<int64_t> targets(static_cast<size_t>(indices.elementCount()));
+  for (int64_t u = 0; u < indices.elementCount(); ++u, nextIndex(at, indices.dims())) {
+    int64_t target = 0;
+    for (size_t d = 0; d < dataDims.size(); ++d) {
+      int64_t coordinate = int64_t(d) == axis ? resolveIndex(node, indices.getInt(u), dataDims[d], 1)
+                                              : at[d];
+      target += coordinate * dataStrides[d];
+    }
+    targets[u] = target;
+  }
+  return targets;
+}
+
+Outputs evalGatherElements(const Node &node, const Inputs &inputs) {
+  const Tensor &data = requiredInput(node, inputs, 0);
+  const Tensor &indices = requiredInput(node, inputs, 1);
+  requireIndices(node, indices, 1);
+  if (data.rank() == 0)
+    userError(node.describe(), ": cannot gather from a scalar");
+  int64_t axis = normalizeAxis(node, node.attrInt("axis", 0), data.rank());
+  std::vector<int64_t> targets = elementTargets(node, data.dims(), indices, axis);
+  Tensor out(data.dtype(), indices.dims());
+  for (int64_t u = 0; u < out.elementCount(); ++u)
+    copyElements(data, targets[u], out, u);
+  return {out};
+}
+
+/// For GatherND and ScatterND: the data offset of each index tuple (the last dim of `indices`)
+/// and the size of the slice it selects. With `batchDims` = b, the first b dims of data and
+/// indices are a shared batch: tuple t of batch β indexes data[β, ...].
+struct TupleTargets {
+  std::vector<int64_t> offsets; ///< one per tuple, in row-major order of indices[:-1]
+  int64_t sliceSize = 1;
+  std::vector<int64_t> sliceDims; ///< data dims past the batch and the indexed dims
+};
+
+TupleTargets tupleTargets(const Node &node, const std::vector<int64_t> &dataDims,
+                          const Tensor &indices, int64_t batchDims) {
+  int64_t dataRank = int64_t(dataDims.size()), indicesRank = indices.rank();
+  if (indicesRank < 1)
+    userError(node.describe(), ": indices must have rank >= 1");
+  if (batchDims < 0 || batchDims >= std::min(dataRank, indicesRank))
+    userError(node.describe(), ": batch_dims ", batchDims, " must be below the ranks of data (",
+              dataRank, ") and indices (", indicesRank, ")");
+  for (int64_t d = 0; d < batchDims; ++d)
+    if (dataDims[d] != indices.dims()[d])
+      userError(node.describe(), ": batch dim ", d, " is ", dataDims[d], " in data but ",
+                indices.dims()[d], " in indices");
+  int64_t depth = indices.dims().back();
+  if (depth < 1 || depth > dataRank - batchDims)
+    userError(node.describe(), ": index tuples of length ", depth, " do not fit data of rank ",
+              dataRank, " with ", batchDims, " batch dims");
+
+  TupleTargets result;
+  result.sliceDims.assign(dataDims.begin() + batchDims + depth, dataDims.end());
+  result.sliceSize = productOf(result.sliceDims);
+  std::vector<int64_t> dataStrides = stridesOf(dataDims);
+  int64_t batchCount = productOf({dataDims.begin(), dataDims.begin() + batchDims});
+  int64_t tuples = depth > 0 ? indices.elementCount() / depth : 0;
+  int64_t tuplesPerBatch = batchCount > 0 ? tuples / batchCount : 0;
+  int64_t batchStride = batchDims > 0 ? dataStrides[batchDims - 1] : 0;
+  for (int64_t t = 0; t < tuples; ++t) {
+    int64_t offset = (tuplesPerBatch > 0 ? t / tuplesPerBatch : 0) * batchStride;
+    for (int64_t j = 0; j < depth; ++j) {
+      int64_t d = batchDims + j;
+      offset += resolveIndex(node, indices.getInt(t * depth + j), dataDims[d], 1) * dataStrides[d];
+    }
+    result.offsets.push_back(offset);
+  }
+  return result;
+}
+
+// GatherND: out[indices dims except the last..., slice dims...].
+Outputs evalGatherND(const Node &node, const Inputs &inputs) {
+  const Tensor &data = requiredInput(node, inputs, 0);
+  const Tensor &indices = requiredInput(node, inputs, 1);
+  requireIndices(node, indices, 1);
+  TupleTargets targets = tupleTargets(node, data.dims(), indices, node.attrInt("batch_dims", 0));
+  std::vector<int64_t> outDims(indices.dims().begin(), indices.dims().end() - 1);
+  outDims.insert(outDims.end(), targets.sliceDims.begin(), targets.sliceDims.end());
+  Tensor out(data.dtype(), outDims);
+  for (size_t t = 0; t < targets.offsets.size(); ++t)
+    copyElements(data, targets.offsets[t], out, int64_t(t) * targets.sliceSize, targets.sliceSize);
+  return {out};
+}
+
+// ---- Scatter --------------------------------------------------------------------------------
+
+enum class Reduction { None, Add, Mul, Max, Min };
+
+Reduction reductionOf(const Node &node) {
+  std::string name = node.attrString("reduction", "none");
+  if (name == "none")
+    return Reduction::None;
+  if (name == "add")
+    return Reduction::Add;
+  if (name == "mul")
+    return Reduction::Mul;
+  if (name == "max")
+    return Reduction::Max;
+  if (name == "min")
+    return Reduction::Min;
+  userError(node.describe(), ": unknown reduction '", name, "'");
+}
+
+template <DType D> ComputeType<D> reduce(Reduction reduction, ComputeType<D> a, ComputeType<D> b) {
+  using T = ComputeType<D>;
+  if constexpr (kIsBool<D>) {
+    return reduction == Reduction::Add || reduction == Reduction::Max ? (a || b) : (a && b);
+  } else if constexpr (kIsInteger<D>) {
+    switch (reduction) {
+    case Reduction::Add: return wrappingAdd<T>(a, b);
+    case Reduction::Mul: return wrappingMul<T>(a, b);
+    case Reduction::Max: return std::max(a, b);
+    default: return std::min(a, b);
+    }
+  } else {
+    if ((reduction == Reduction::Max || reduction == Reduction::Min) &&
+        (std::isnan(a) || std::isnan(b)))
+      return std::nan("");
+    switch (reduction) {
+    case Reduction::Add: return a + b;
+    case Reduction::Mul: return a * b;
+    case Reduction::Max: return std::max(a, b);
+    default: return std::min(a, b);
+    }
+  }
+}
+
+/// Starts from a copy of `data` and applies each (target, update) pair in order.
+Tensor scatter(const Node &node, const Tensor &data, const Tensor &updates,
+               const std::vector<std::pair<int64_t, int64_t>> &writes) {
+  if (updates.dtype() != data.dtype())
+    userError(node.describe(), ": updates are ", dtypeName(updates.dtype()), " but data is ",
+              dtypeName(data.dtype()));
+  Tensor out(data.dtype(), data.dims());
+  copyElements(data, 0, out, 0, data.elementCount());
+  Reduction reduction = reductionOf(node);
+  if (reduction == Reduction::None) {
+    for (auto [target, update] : writes)
+      copyElements(updates, update, out, target);
+    return out;
+  }
+  visitDType<AllDTypes>(node, data.dtype(), [&](auto tag) {
+    constexpr DType D = decltype(tag)::value;
+    for (auto [target, update] : writes)
+      storeElement<D>(out, target,
+                      reduce<D>(reduction, loadElement<D>(out, target), loadElement<D>(updates, update)));
+  });
+  return out;
+}
+
+Outputs evalScatterElements(const Node &node, const Inputs &inputs) {
+  const Tensor &data = requiredInput(node, inputs, 0);
+  const Tensor &indices = requiredInput(node, inputs, 1);
+  const Tensor &updates = requiredInput(node, inputs, 2);
+  requireIndices(node, indices, 1);
+  if (data.rank() == 0)
+    userError(node.describe(), ": cannot scatter into a scalar");
+  if (updates.dims() != indices.dims())
+    userError(node.describe(), ": updates ", shapeStr(updates.type().shape), " and indices ",
+              shapeStr(indices.type().shape), " differ in shape");
+  int64_t axis = normalizeAxis(node, node.attrInt("axis", 0), data.rank());
+  std::vector<int64_t> targets = elementTargets(node, data.dims(), indices, axis);
+  std::vector<std::pair<int64_t, int64_t>> writes;
+  for (size_t u = 0; u < targets.size(); ++u)
+    writes.emplace_back(targets[u], int64_t(u));
+  return {scatter(node, data, updates, writes)};
+}
+
+// ScatterND: updates are [indices dims except the last..., slice dims...]; each index tuple
+// selects a slice of data that the matching slice of updates is written into.
+Outputs evalScatterND(const Node &node, const Inputs &inputs) {
+  const Tensor &data = requiredInput(node, inputs, 0);
+  const Tensor &indices = requiredInput(node, inputs, 1);
+  const Tensor &updates = requiredInput(node, inputs, 2);
+  requireIndices(node, indices, 1);
+  TupleTargets targets = tupleTargets(node, data.dims(), indices, 0);
+  std::vector<int64_t> expected(indices.dims().begin(), indices.dims().end() - 1);
+  expected.insert(expected.end(), targets.sliceDims.begin(), targets.sliceDims.end());
+  if (updates.dims() != expected)
+    userError(node.describe(), ": updates are ", shapeStr(updates.type().shape), " but must be ",
+              shapeStr(shapeOf(expected)));
+  std::vector<std::pair<int64_t, int64_t>> writes;
+  for (size_t t = 0; t < targets.offsets.size(); ++t)
+    for (int64_t e = 0; e < targets.sliceSize; ++e)
+      writes.emplace_back(targets.offsets[t] + e, int64_t(t) * targets.sliceSize + e);
+  return {scatter(node, data, updates, writes)};
+}
+
+} // namespace
+
+void registerGatherScatterRules(RuleTable &table) {
+  table.add(OpKind::Gather, evalGather);
+  table.add(OpKind::GatherElements, evalGatherElements);
+  table.add(OpKind::GatherND, evalGatherND);
+  table.add(OpKind::ScatterElements, evalScatterElements);
+  table.add(OpKind::ScatterND, evalScatterND);
+}
+
+} // namespace sinter::reference

@@ -1,0 +1,378 @@
+// Reference rule for Resize (ai.onnx opset 19+ semantics, as ONNX's own reference computes it).
+//
+// Resize is separable: each resized axis is done in turn (in the order of `axes`). Along one axis,
+// output position y maps to a source coordinate x by the coordinate_transformation_mode, with
+// scale = output / input extent (from `sizes`) or the given scale (from `scales`):
+//   half_pixel            (y + 0.5) / scale - 0.5
+//   half_pixel_symmetric  the same, shifted so the centres of input and output line up when the
+//                         output extent was rounded: + input/2 * (1 - output / (scale * input))
+//   pytorch_half_pixel    half_pixel, but -0.5 when the output extent is 1
+//   align_corners         y * (input - 1) / (scale * input - 1), 0 when the output extent is 1
+//   asymmetric            y / scale
+//   tf_crop_and_resize    through roi = [start, end] in normalised input coordinates; x outside
+//                         [0, input - 1] gives extrapolation_value
+// The value at x weighs a few neighbours ("taps") around floor(x) with coefficients from the mode
+// and ratio = x - floor(x) (1 when x is whole): nearest picks one (by nearest_mode), linear two,
+// cubic four (Keys kernel with cubic_coeff_a); antialias widens linear and cubic kernels by
+// 1 / scale when downsampling. Taps outside the input clamp to the edge, or with exclude_outside
+// drop out and the rest are renormalised.
+//
+// Nearest copies bytes (exact for every dtype); linear and cubic compute in double and round once
+// (to nearest even, saturating, for integer dtypes).
+#include "indexing.h"
+#include "registry.h"
+#include "tensor_helpers.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace sinter::reference {
+namespace {
+
+enum class ResizeMode { Nearest, Linear, Cubic };
+
+struct ResizeOptions {
+  ResizeMode mode = ResizeMode::Nearest;
+  std::string coordinateMode, nearestMode;
+  double cubicA = -0.75, extrapolationValue = 0;
+  bool excludeOutside = false, antialias = false;
+};
+
+/// How one axis is resized: for each output position, its taps start at `first` (before clamping
+/// to the input) with `weights`; or it takes the extrapolation value.
+struct AxisPlan {
+  int64_t outExtent = 0;
+  int taps = 0;
+  std::vector<int64_t> first;
+  std::vector<double> weights; ///< outExtent x taps
+  std::vector<bool> extrapolate;
+};
+
+bool isClose(double a, double b) { return std::fabs(a - b) <= 1e-9 * std::max(std::fabs(a), std::fabs(b)); }
+
+/// The source coordinate of output position y (see the table at the top of the file). Sets
+/// `outside` when tf_crop_and_resize maps it out of the input.
+double sourceCoordinate(const Node &node, const ResizeOptions &options, double y, double scale,
+                        int64_t input, int64_t output, double roiStart, double roiEnd,
+                        bool &outside) {
+  const std::string &mode = options.coordinateMode;
+  double outputWidth = scale * double(input); // not rounded, as the spec writes it
+  outside = false;
+  if (mode == "half_pixel")
+    return (y + 0.5) / scale - 0.5;
+  if (mode == "half_pixel_symmetric") {
+    double adjustment = double(output) / outputWidth;
+    double offset = double(input) / 2 * (1 - adjustment);
+    return offset + (y + 0.5) / scale - 0.5;
+  }
+  if (mode == "pytorch_half_pixel")
+    return outputWidth == 1 ? -0.5 : (y + 0.5) / scale - 0.5;
+  if (mode == "align_corners")
+    return outputWidth == 1 ? 0.0 : y * double(input - 1) / (outputWidth - 1);
+  if (mode == "asymmetric")
+    return y / scale;
+  if (mode == "tf_crop_and_resize") {
+    double x = outputWidth == 1 ? (roiEnd - roiStart) * double(input - 1) / 2
+                                : y * (roiEnd - roiStart) * double(input - 1) / (outputWidth - 1);
+    x += roiStart * double(input - 1);
+    outside = x < 0 || x > double(input - 1);
+    return x;
+  }
+  userError(node.describe(), ": unknown coordinate_transformation_mode '", mode, "'");
+}
+
+/// Tap coefficients for a source coordinate whose distance past floor(x) is `ratio` (in (0, 1]).
+std::vector<double> coefficients(const Node &node, const ResizeOptions &options, double ratio,
+                                 double scale) {
+  switch (options.mode) {
+  case ResizeMode::Nearest: {
+    if (ratio == 1.0)
+      return {0, 1};
+    const std::string &rounding = options.nearestMode;
+    bool up;
+    if (rounding == "round_prefer_floor")
+      up = ratio > 0.5;
+    else if (rounding == "round_prefer_ceil")
+      up = ratio >= 0.5;
+    else if (rounding == "floor")
+      up = false;
+    else if (rounding == "ceil")
+      up = true;
+    else
+      userError(node.describe(), ": unknown nearest_mode '", rounding, "'");
+    return {up ? 0.0 : 1.0, up ? 1.0 : 0.0};
+  }
+  case ResizeMode::Linear: {
+    if (!options.antialias)
+      return {1 - ratio, ratio};
+    // A triangle of half-width 1 / scale when downsampling, normalised.
+    double s = std::min(scale, 1.0);
+    int64_t start = int64_t(std::floor(-1 / s)) + 1;
+    std::vector<double> weights;
+    double total = 0;
+    for (int64_t i = start; i < start + 2 - 2 * start; ++i) {
+      weights.push_back(std::clamp(1 - std::fabs((double(i) - ratio) * s), 0.0, 1.0));
+      total += weights.back();
+    }
+    for (double &weight : weights)
+      weight /= total;
+    return weights;
+  }
+  case ResizeMode::Cubic: {
+    double a = options.cubicA;
+    if (!options.antialias) {
+      double r = ratio, q = 1 - ratio;
+      return {((a * (r + 1) - 5 * a) * (r + 1) + 8 * a) * (r + 1) - 4 * a,
+              ((a + 2) * r - (a + 3)) * r * r + 1, ((a + 2) * q - (a + 3)) * q * q + 1,
+              ((a * (q + 1) - 5 * a) * (q + 1) + 8 * a) * (q + 1) - 4 * a};
+    }
+    auto keys = [a](double x) {
+      x = std::fabs(x);
+      if (x <= 1)
+        return ((a + 2) * x - (a + 3)) * x * x + 1;
+      if (x < 2)
+        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a;
+      return 0.0;
+    };
+    double s = std::min(scale, 1.0);
+    int64_t start = int64_t(std::floor(-2 / s)) + 1;
+    std::vector<double> weights;
+    double total = 0;
+    for (int64_t i = start; i < 2 - start; ++i) {
+      weights.push_back(keys(s * (double(i) - ratio)));
+      total += weights.back();
+    }
+    for (double &weight : weights)
+      weight /= total;
+    return weights;
+  }
+  }
+  SINTER_ASSERT(false, "unhandled resize mode");
+}
+
+AxisPlan planAxis(const Node &node, const ResizeOptions &options, int64_t input, int64_t output,
+                  double scale, double roiStart, double roiEnd) {
+  AxisPlan plan;
+  plan.outExtent = output;
+  for (int64_t y = 0; y < output; ++y) {
+    bool outside;
+    double x = sourceCoordinate(node, options, double(y), scale, input, output, roiStart, roiEnd,
+                                outside);
+    double whole = std::floor(x);
+    double ratio = x == whole ? 1.0 : x - whole;
+    std::vector<double> weights = coefficients(node, options, ratio, scale);
+    int taps = int(weights.size());
+    // The `taps` inputs nearest x, ties to the lower ones; computed, like ONNX's reference, on x
+    // shifted by the edge padding so rounding matches it.
+    int64_t padding = (taps + 1) / 2;
+    double shifted = x + double(padding);
+    double base = std::floor(shifted), fraction = shifted - base;
+    int64_t offset = taps % 2 == 0 ? (fraction == 0 ? -(taps / 2) : -(taps / 2) + 1)
+                                   : (fraction <= 0.5 ? -((taps - 1) / 2) : -((taps - 1) / 2) + 1);
+    int64_t first = int64_t(base) + offset - padding;
+    if (options.excludeOutside) {
+      double total = 0;
+      for (int j = 0; j < taps; ++j) {
+        if (first + j < 0 || first + j >= input)
+          weights[j] = 0;
+        total += weights[j];
+      }
+      for (double &weight : weights)
+        weight /= total == 0 ? 1.0 : total;
+    }
+    plan.taps = taps;
+    plan.first.push_back(first);
+    plan.weights.insert(plan.weights.end(), weights.begin(), weights.end());
+    plan.extrapolate.push_back(outside);
+  }
+  return plan;
+}
+
+/// The tap of a nearest plan with weight 1: an input index, or -1 when no tap has weight (only with
+/// exclude_outside), which gives zero.
+int64_t nearestSource(const AxisPlan &plan, int64_t y, int64_t input) {
+  for (int j = 0; j < plan.taps; ++j)
+    if (plan.weights[y * plan.taps + j] != 0)
+      return std::clamp<int64_t>(plan.first[y] + j, 0, input - 1);
+  return -1;
+}
+
+/// Resizes `axis` of `x` (dims `dims`) by byte copies: the nearest mode.
+Tensor resizeAxisNearest(const Tensor &x, int64_t axis, const AxisPlan &plan, const Tensor &extrapolation) {
+  std::vector<int64_t> dims = x.dims();
+  int64_t input = dims[axis];
+  int64_t outer = productOf({dims.begin(), dims.begin() + axis});
+  int64_t inner = productOf({dims.begin() + axis + 1, dims.end()});
+  dims[axis] = plan.outExtent;
+  Tensor out(x.dtype(), dims); // zero-filled
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t y = 0; y < plan.outExtent; ++y)
+      for (int64_t i = 0; i < inner; ++i) {
+        int64_t to = (o * plan.outExtent + y) * inner + i;
+        if (plan.extrapolate[y]) {
+          copyElements(extrapolation, 0, out, to);
+        } else if (int64_t source = nearestSource(plan, y, input); source >= 0) {
+          copyElements(x, (o * input + source) * inner + i, out, to);
+        }
+      }
+  return out;
+}
+
+/// Resizes `axis` of the double buffer `values` (dims `dims`, updated): linear and cubic.
+std::vector<double> resizeAxisWeighted(const std::vector<double> &values, std::vector<int64_t> &dims,
+                                       int64_t axis, const AxisPlan &plan, double extrapolation) {
+  int64_t input = dims[axis];
+  int64_t outer = productOf({dims.begin(), dims.begin() + axis});
+  int64_t inner = productOf({dims.begin() + axis + 1, dims.end()});
+  std::vector<double> out(static_cast<size_t>(outer * plan.outExtent * inner), 0.0);
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t y = 0; y < plan.outExtent; ++y)
+      for (int64_t i = 0; i < inner; ++i) {
+        double sum = 0;
+        if (plan.extrapolate[y]) {
+          sum = extrapolation;
+        } else {
+          for (int j = 0; j < plan.taps; ++j) {
+            int64_t source = std::clamp<int64_t>(plan.first[y] + j, 0, input - 1);
+            sum += plan.weights[y * plan.taps + j] * values[(o * input + source) * inner + i];
+          }
+        }
+        out[(o * plan.outExtent + y) * inner + i] = sum;
+      }
+  dims[axis] = plan.outExtent;
+  return out;
+}
+
+/// A tensor input that counts as absent when it is missing or empty (models pass empty
+/// placeholders for roi and scales).
+const Tensor *presentInput(const Inputs &inputs, int index) {
+  const Tensor *input = optionalInput(inputs, index);
+  return input && input->elementCount() > 0 ? input : nullptr;
+}
+
+Outputs evalResize(const Node &node, const Inputs &inputs) {
+  const Tensor &x = requiredInput(node, inputs, 0);
+  const Tensor *roi = presentInput(inputs, 1);
+  const Tensor *scales = presentInput(inputs, 2);
+  const Tensor *sizes = presentInput(inputs, 3);
+  int64_t rank = x.rank();
+
+  ResizeOptions options;
+  std::string mode = node.attrString("mode", "nearest");
+  if (mode == "nearest")
+    options.mode = ResizeMode::Nearest;
+  else if (mode == "linear")
+    options.mode = ResizeMode::Linear;
+  else if (mode == "cubic")
+    options.mode = ResizeMode::Cubic;
+  else
+    userError(node.describe(), ": unknown mode '", mode, "'");
+  options.coordinateMode = node.attrString("coordinate_transformation_mode", "half_pixel");
+  options.nearestMode = node.attrString("nearest_mode", "round_prefer_floor");
+  options.cubicA = node.attrFloat("cubic_coeff_a", -0.75f);
+  options.extrapolationValue = node.attrFloat("extrapolation_value", 0.0f);
+  options.excludeOutside = node.attrInt("exclude_outside", 0) != 0;
+  options.antialias = node.attrInt("antialias", 0) != 0;
+  if (options.antialias && options.mode == ResizeMode::Nearest)
+    userError(node.describe(), ": antialias applies to linear and cubic modes, not nearest");
+  if (options.mode != ResizeMode::Nearest && !isFloat(x.dtype()) && !isInteger(x.dtype()))
+    unsupportedDType(node, x.dtype());
+
+  std::vector<int64_t> axes;
+  if (node.hasAttr("axes")) {
+    for (int64_t axis : node.attrInts("axes")) {
+      int64_t a = normalizeAxis(node, axis, rank);
+      if (std::count(axes.begin(), axes.end(), a))
+        userError(node.describe(), ": axis ", axis, " is repeated");
+      axes.push_back(a);
+    }
+  } else {
+    for (int64_t a = 0; a < rank; ++a)
+      axes.push_back(a);
+  }
+  size_t count = axes.size();
+  if ((scales != nullptr) == (sizes != nullptr))
+    userError(node.describe(), ": exactly one of scales and sizes must be given");
+
+  // Per dim of x: scale, output extent, roi.
+  std::vector<double> scale(rank, 1.0), roiStart(rank, 0.0), roiEnd(rank, 1.0);
+  std::vector<int64_t> outDims = x.dims();
+  if (roi) {
+    if (size_t(roi->elementCount()) != 2 * count)
+      userError(node.describe(), ": roi has ", roi->elementCount(), " values for ", count, " axes");
+    for (size_t i = 0; i < count; ++i) {
+      roiStart[axes[i]] = loadAsDouble(*roi, int64_t(i));
+      roiEnd[axes[i]] = loadAsDouble(*roi, int64_t(count + i));
+    }
+  }
+  if (scales) {
+    if (size_t(scales->elementCount()) != count)
+      userError(node.describe(), ": scales has ", scales->elementCount(), " values for ", count, " axes");
+    for (size_t i = 0; i < count; ++i) {
+      double s = loadAsDouble(*scales, int64_t(i));
+      if (!(s > 0))
+        userError(node.describe(), ": scale ", s, " must be positive");
+      scale[axes[i]] = s;
+      outDims[axes[i]] = int64_t(s * double(x.dims()[axes[i]]));
+    }
+  } else {
+    std::vector<int64_t> wanted = *optionalIntsInput(node, sizes, 3);
+    if (wanted.size() != count)
+      userError(node.describe(), ": sizes has ", wanted.size(), " values for ", count, " axes");
+    for (size_t i = 0; i < count; ++i) {
+      if (wanted[i] < 0)
+        userError(node.describe(), ": size ", wanted[i], " is negative");
+      scale[axes[i]] = double(wanted[i]) / double(x.dims()[axes[i]]);
+      outDims[axes[i]] = wanted[i];
+    }
+    std::string policy = node.attrString("keep_aspect_ratio_policy", "stretch");
+    if (policy != "stretch") {
+      if (policy != "not_larger" && policy != "not_smaller")
+        userError(node.describe(), ": unknown keep_aspect_ratio_policy '", policy, "'");
+      double common = scale[axes[0]];
+      for (int64_t axis : axes)
+        common = policy == "not_larger" ? std::min(common, scale[axis]) : std::max(common, scale[axis]);
+      for (int64_t axis : axes) {
+        scale[axis] = common;
+        outDims[axis] = int64_t(common * double(x.dims()[axis]) + 0.5);
+      }
+    }
+  }
+
+  Tensor extrapolation(x.dtype(), {});
+  storeFromDouble(extrapolation, 0,
+                  isInteger(x.dtype()) ? std::nearbyint(options.extrapolationValue)
+                                       : options.extrapolationValue);
+  Tensor current = x;
+  std::vector<double> values;
+  std::vector<int64_t> dims = x.dims();
+  bool weighted = options.mode != ResizeMode::Nearest;
+  if (weighted)
+    values = toDoubles(x);
+  for (int64_t axis : axes) {
+    bool identity = isClose(scale[axis], 1.0) && outDims[axis] == x.dims()[axis] &&
+                    roiStart[axis] == 0.0 && isClose(roiEnd[axis], 1.0);
+    if (identity)
+      continue;
+    if (x.dims()[axis] == 0 && outDims[axis] > 0)
+      userError(node.describe(), ": cannot resize empty axis ", axis, " to ", outDims[axis]);
+    AxisPlan plan = planAxis(node, options, x.dims()[axis], outDims[axis], scale[axis],
+                             roiStart[axis], roiEnd[axis]);
+    if (weighted)
+      values = resizeAxisWeighted(values, dims, axis, plan, options.extrapolationValue);
+    else
+      current = resizeAxisNearest(current, axis, plan, extrapolation);
+  }
+  if (!weighted)
+    return {current};
+  if (isInteger(x.dtype()))
+    for (double &value : values)
+      value = std::nearbyint(value); // ties to even; the store then saturates
+  return {fromDoubles(x.dtype(), outDims, values)};
+}
+
+} // namespace
+
+void registerResizeRules(RuleTable &table) { table.add(OpKind::Resize, evalResize); }
+
+} // namespace sinter::reference
