@@ -1,7 +1,8 @@
 // libsinter_rt through its C ABI, on artifacts made by the writer: an identity model of Copy
 // steps, a CPU kernel compiled from C by the system compiler, argument validation, corrupt and
-// foreign files, a CUDA artifact on a machine without a driver, and what the writer promises
-// about the file (deterministic bytes, no NEEDED beyond glibc, only the intended exports).
+// foreign files, CPU levels, a CUDA artifact on a machine without a driver, the shared library's
+// own ELF needs and exports, and the C++ wrapper.
+#include "artifact_test_util.h"
 #include "elf_reader.h"
 #include "sinter/package/format.h"
 #include "sinter/package/writer.h"
@@ -23,89 +24,12 @@
 
 using namespace sinter;
 using namespace sinter::package;
-namespace fs = std::filesystem;
+using namespace sinter::testing;
+using RuntimeTest = ArtifactTest;
 
 namespace {
 
-class RuntimeTest : public ::testing::Test {
-protected:
-  void SetUp() override {
-    std::string pattern = (fs::temp_directory_path() / "sinter-runtime-test-XXXXXX").string();
-    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
-    folder_ = pattern;
-  }
-  void TearDown() override {
-    std::error_code error;
-    fs::remove_all(folder_, error);
-  }
-  std::string path(const std::string &name) const { return (folder_ / name).string(); }
-
-  fs::path folder_;
-};
-
-std::vector<uint8_t> readFile(const std::string &path) {
-  std::ifstream stream(path, std::ios::binary);
-  return std::vector<uint8_t>((std::istreambuf_iterator<char>(stream)),
-                              std::istreambuf_iterator<char>());
-}
-
-bool contains(const std::string &text, const std::string &part) {
-  return text.find(part) != std::string::npos;
-}
-
-TensorSignature signature(const std::string &name, DType dtype, std::vector<int64_t> dims,
-                          uint64_t arenaOffset) {
-  TensorSignature tensor;
-  tensor.name = name;
-  tensor.dtype = dtype;
-  tensor.dims = std::move(dims);
-  tensor.arenaOffset = arenaOffset;
-  return tensor;
-}
-
-Copy copyStep(BufferRef source, BufferRef destination, uint64_t bytes) {
-  Copy copy;
-  copy.source = source;
-  copy.destination = destination;
-  copy.bytes = bytes;
-  return copy;
-}
-
-/// x (f32 [2,3]) and ids (i64 [4]) copied to x_out and ids_out, plus an output `bias` (f32 [3])
-/// copied from the weights: {0.5, -1.25, 3}.
-Manifest identityManifest() {
-  Manifest manifest;
-  manifest.target = Target::Cpu;
-  manifest.producer = "runtime_test";
-  manifest.cpuLevel = "x86-64";
-  manifest.inputs = {signature("x", DType::Float32, {2, 3}, 0),
-                     signature("ids", DType::Int64, {4}, 256)};
-  manifest.outputs = {signature("x_out", DType::Float32, {2, 3}, 512),
-                      signature("ids_out", DType::Int64, {4}, 768),
-                      signature("bias", DType::Float32, {3}, 1024)};
-  manifest.arenaBytes = 1280;
-  float bias[3] = {0.5f, -1.25f, 3.0f};
-  manifest.weights.resize(256 + sizeof(bias));
-  std::memcpy(manifest.weights.data() + 256, bias, sizeof(bias));
-  manifest.weightTable = {{"bias", 256, sizeof(bias)}};
-  manifest.steps = {copyStep({Region::Arena, 0}, {Region::Arena, 512}, 24),
-                    copyStep({Region::Arena, 256}, {Region::Arena, 768}, 32),
-                    copyStep({Region::Weights, 256}, {Region::Arena, 1024}, 12)};
-  return manifest;
-}
-
-sinter_tensor tensorOf(void *data, size_t bytes, sinter_dtype dtype, std::vector<int64_t> dims) {
-  sinter_tensor tensor{};
-  tensor.data = data;
-  tensor.byte_size = bytes;
-  tensor.dtype = dtype;
-  tensor.rank = static_cast<int32_t>(dims.size());
-  for (size_t i = 0; i < dims.size(); ++i)
-    tensor.dims[i] = dims[i];
-  return tensor;
-}
-
-/// Loads and makes a session, asserting success.
+/// A model and a session, freed at the end of the scope.
 struct Loaded {
   sinter_model *model = nullptr;
   sinter_session *session = nullptr;
@@ -142,67 +66,6 @@ bool libcudaLoads() {
     dlclose(library);
   return library != nullptr;
 }
-
-/// Compiles C source to an object with the system compiler; "" if there is none.
-std::string compileC(const std::string &folder, const std::string &name, const std::string &source,
-                     const std::string &flags = "-O1") {
-  std::string sourcePath = folder + "/" + name + ".c";
-  std::string objectPath = folder + "/" + name + ".o";
-  std::ofstream(sourcePath) << source;
-  std::string command = "cc -c -fPIC " + flags + " -o '" + objectPath + "' '" + sourcePath + "'";
-  return std::system(command.c_str()) == 0 ? objectPath : "";
-}
-
-// args[0] x (f32), args[1] w (f32, in the weights), args[2] y (f32), args[3] visits (i32):
-// y[i] = expf(x[i]) * w[i] + helper(i); visits[i] += 1 (each index must be visited once).
-const char *kKernelSource = R"(
-#include <math.h>
-#include <stdint.h>
-float kernel_helper(int64_t i) { return (float)(i % 3); }
-void scale_exp(void *const *args, int64_t begin, int64_t end) {
-  const float *x = (const float *)args[0];
-  const float *w = (const float *)args[1];
-  float *y = (float *)args[2];
-  int32_t *visits = (int32_t *)args[3];
-  for (int64_t i = begin; i < end; ++i) {
-    y[i] = expf(x[i]) * w[i] + kernel_helper(i);
-    visits[i] += 1;
-  }
-}
-)";
-
-constexpr int64_t kKernelElements = 1000;
-
-Manifest kernelManifest() {
-  const uint64_t n = kKernelElements, bytes = n * 4;
-  Manifest manifest;
-  manifest.target = Target::Cpu;
-  manifest.producer = "runtime_test";
-  manifest.cpuLevel = "x86-64";
-  manifest.inputs = {signature("x", DType::Float32, {int64_t(n)}, 0)};
-  manifest.outputs = {signature("y", DType::Float32, {int64_t(n)}, 4096),
-                      signature("visits", DType::Int32, {int64_t(n)}, 8192)};
-  manifest.arenaBytes = 12288;
-  manifest.weights.resize(bytes);
-  for (uint64_t i = 0; i < n; ++i) {
-    float w = 0.25f * float(i % 7) - 0.5f;
-    std::memcpy(manifest.weights.data() + 4 * i, &w, 4);
-  }
-  Kernel kernel;
-  kernel.name = "scale_exp";
-  kernel.generator = "test-cc";
-  manifest.kernels = {kernel};
-  Launch launch;
-  launch.kernel = 0;
-  launch.parallelExtent = int64_t(n);
-  launch.args = {{Region::Arena, 0}, {Region::Weights, 0}, {Region::Arena, 4096},
-                 {Region::Arena, 8192}};
-  manifest.steps = {launch};
-  return manifest;
-}
-
-const std::set<std::string> kAllowedNeeded = {"libc.so.6", "libm.so.6", "libdl.so.2",
-                                              "libpthread.so.0"};
 
 } // namespace
 
@@ -419,48 +282,6 @@ TEST_F(RuntimeTest, CudaArtifactWithoutADriverIsNoDevice) {
   EXPECT_EQ(loaded.session, nullptr);
 }
 
-TEST_F(RuntimeTest, WritingTwiceGivesIdenticalBytes) {
-  writeArtifact(identityManifest(), path("first.so"));
-  fs::create_directory(folder_ / "elsewhere");
-  writeArtifact(identityManifest(), path("elsewhere/second_name.so"));
-  std::vector<uint8_t> first = readFile(path("first.so"));
-  EXPECT_FALSE(first.empty());
-  EXPECT_EQ(first, readFile(path("elsewhere/second_name.so")));
-  // No temporary file is left beside the outputs.
-  size_t entries = 0;
-  for ([[maybe_unused]] const auto &entry : fs::directory_iterator(folder_))
-    ++entries;
-  EXPECT_EQ(entries, 2u);
-
-  std::string object = compileC(folder_.string(), "kernel", kKernelSource);
-  if (object.empty())
-    GTEST_SKIP() << "no C compiler for the kernel part";
-  writeArtifact(kernelManifest(), path("k1.so"), {object});
-  writeArtifact(kernelManifest(), path("k2.so"), {object});
-  EXPECT_EQ(readFile(path("k1.so")), readFile(path("k2.so")));
-}
-
-TEST_F(RuntimeTest, ArtifactsNeedOnlyGlibcAndExportOnlyTheirEntryPoints) {
-  std::string identity = path("identity.so");
-  writeArtifact(identityManifest(), identity);
-  sinter::testing::ElfDynamicInfo info = sinter::testing::readElfDynamicInfo(identity);
-  EXPECT_TRUE(info.needed.empty());
-  EXPECT_EQ(info.exported, std::vector<std::string>{"sinter_artifact"});
-
-  std::string object = compileC(folder_.string(), "kernel", kKernelSource);
-  if (object.empty())
-    GTEST_SKIP() << "no C compiler for the kernel part";
-  std::string withKernel = path("kernel.so");
-  writeArtifact(kernelManifest(), withKernel, {object});
-  info = sinter::testing::readElfDynamicInfo(withKernel);
-  for (const std::string &needed : info.needed)
-    EXPECT_TRUE(kAllowedNeeded.count(needed)) << "model.so needs " << needed;
-  EXPECT_NE(std::find(info.needed.begin(), info.needed.end(), "libm.so.6"), info.needed.end())
-      << "expf comes from libm";
-  // kernel_helper is a global of the object, but not an entry point: it stays local.
-  EXPECT_EQ(info.exported, (std::vector<std::string>{"scale_exp", "sinter_artifact"}));
-}
-
 TEST_F(RuntimeTest, SharedRuntimeNeedsOnlyGlibcAndExportsOnlyTheCAbi) {
   std::string library = std::string(SINTER_BINARY_DIR) + "/lib/libsinter_rt.so";
   ASSERT_TRUE(fs::exists(library)) << library << " is built with the tests";
@@ -511,48 +332,6 @@ TEST_F(RuntimeTest, CpuKernelRunsOnDisjointChunksAcrossThreads) {
     }
     sinter_session_destroy(session);
   }
-}
-
-TEST_F(RuntimeTest, WriterFailuresLeaveNoFileBehind) {
-  Manifest manifest = kernelManifest();
-  EXPECT_THROW(writeArtifact(manifest, path("nokernel.so")), UserError); // scale_exp undefined
-  EXPECT_THROW(writeArtifact(manifest, path("missing.so"), {path("missing.o")}), UserError);
-  EXPECT_THROW(writeArtifact(identityManifest(), path("no/such/folder/model.so")), UserError);
-  EXPECT_THROW(writeArtifact(identityManifest(), folder_.string()), UserError);
-  Manifest cuda = identityManifest();
-  cuda.target = Target::Cuda;
-  EXPECT_THROW(writeArtifact(cuda, path("cuda.so"), {path("x.o")}), UserError);
-  EXPECT_TRUE(fs::is_empty(folder_)) << "a failed write left a file";
-  try {
-    writeArtifact(manifest, path("nokernel.so"));
-  } catch (const UserError &error) {
-    EXPECT_TRUE(contains(error.what(), "scale_exp")) << error.what();
-  }
-}
-
-TEST_F(RuntimeTest, LargeWeightsAreAlignedAndIntact) {
-  // 24 MiB of weights; the last 64 bytes are copied to the output.
-  Manifest manifest;
-  manifest.target = Target::Cpu;
-  manifest.cpuLevel = "x86-64";
-  manifest.outputs = {signature("tail", DType::Uint8, {64}, 0)};
-  manifest.arenaBytes = 64;
-  manifest.weights.resize(24u << 20);
-  for (size_t i = 0; i < manifest.weights.size(); i += 4096)
-    manifest.weights[i] = static_cast<uint8_t>(i >> 12);
-  for (size_t i = 0; i < 64; ++i)
-    manifest.weights[manifest.weights.size() - 64 + i] = static_cast<uint8_t>(200 - i);
-  manifest.steps = {copyStep({Region::Weights, manifest.weights.size() - 64}, {Region::Arena, 0}, 64)};
-  std::string model = path("large.so");
-  writeArtifact(manifest, model);
-
-  sinter::rt::Model loaded(model);
-  sinter::rt::Session session(loaded);
-  std::vector<uint8_t> tail(64);
-  std::vector<sinter_tensor> inputs, outputs = {sinter::rt::makeTensor(loaded.outputs()[0], tail.data())};
-  session.runHost(inputs, outputs);
-  for (size_t i = 0; i < 64; ++i)
-    EXPECT_EQ(int(tail[i]), int(200 - i));
 }
 
 TEST_F(RuntimeTest, CpuLevelIsCheckedAgainstTheHost) {

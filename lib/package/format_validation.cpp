@@ -1,0 +1,159 @@
+// Validation of a manifest as a whole (findManifestProblem): what the decoder cannot check field
+// by field. The runtime relies on it: after a manifest passes, every offset the plan uses lies
+// inside its region, so running the plan cannot touch memory outside the arena and the weights.
+// Like format.cpp, this file is compiled into libsinter_rt.
+#include "sinter/package/format.h"
+
+#include "sinter/runtime.h"
+#include "sinter/support/error.h"
+
+namespace sinter::package {
+namespace {
+
+bool isIdentifier(const std::string &name) {
+  if (name.empty() || name.size() > 1024 || (name[0] >= '0' && name[0] <= '9'))
+    return false;
+  for (char c : name)
+    if (!(c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')))
+      return false;
+  return true;
+}
+
+/// "sm_90", "sm_90a", "compute_90": the prefix for the kind, then digits, then an optional 'a'.
+bool isCudaArch(const std::string &arch, bool isPtx) {
+  std::string prefix = isPtx ? "compute_" : "sm_";
+  if (arch.compare(0, prefix.size(), prefix) != 0)
+    return false;
+  std::string rest = arch.substr(prefix.size());
+  if (!rest.empty() && (rest.back() == 'a' || rest.back() == 'f'))
+    rest.pop_back();
+  if (rest.size() < 2 || rest.size() > 3)
+    return false;
+  for (char c : rest)
+    if (c < '0' || c > '9')
+      return false;
+  return true;
+}
+
+/// True when [offset, offset + bytes) lies within [0, regionBytes).
+bool fits(uint64_t offset, uint64_t bytes, uint64_t regionBytes) {
+  return offset <= regionBytes && bytes <= regionBytes - offset;
+}
+
+const char *regionName(Region region) { return region == Region::Arena ? "arena" : "weights"; }
+
+std::string findStepProblem(const Manifest &manifest, size_t index, uint64_t weightsBytes) {
+  auto regionBytes = [&](Region region) {
+    return region == Region::Arena ? manifest.arenaBytes : weightsBytes;
+  };
+  std::string where = detail::concat("step ", index);
+  if (const auto *launch = std::get_if<Launch>(&manifest.steps[index])) {
+    if (launch->kernel >= manifest.kernels.size())
+      return detail::concat(where, " launches kernel ", launch->kernel, " of ",
+                            manifest.kernels.size());
+    where += detail::concat(" (", manifest.kernels[launch->kernel].name, ")");
+    for (int axis = 0; axis < 3; ++axis)
+      if (launch->grid[axis] == 0 || launch->block[axis] == 0)
+        return detail::concat(where, " has an empty grid or block");
+    if (launch->parallelExtent < 0)
+      return detail::concat(where, " has a negative parallel extent");
+    for (size_t arg = 0; arg < launch->args.size(); ++arg) {
+      const BufferRef &ref = launch->args[arg];
+      if (!fits(ref.offset, 0, regionBytes(ref.region)))
+        return detail::concat(where, " argument ", arg, " is past the end of the ",
+                              regionName(ref.region));
+    }
+    return "";
+  }
+  const Copy &copy = std::get<Copy>(manifest.steps[index]);
+  if (copy.destination.region != Region::Arena)
+    return detail::concat(where, " copies into the read-only weights");
+  if (!fits(copy.source.offset, copy.bytes, regionBytes(copy.source.region)))
+    return detail::concat(where, " copies from outside the ", regionName(copy.source.region));
+  if (!fits(copy.destination.offset, copy.bytes, manifest.arenaBytes))
+    return detail::concat(where, " copies to outside the arena");
+  if (copy.source.region == Region::Arena && copy.bytes > 0 &&
+      copy.source.offset < copy.destination.offset + copy.bytes &&
+      copy.destination.offset < copy.source.offset + copy.bytes)
+    return detail::concat(where, " copies between overlapping arena ranges");
+  return "";
+}
+
+} // namespace
+
+uint64_t tensorByteSize(DType dtype, const std::vector<int64_t> &dims) {
+  uint64_t bytes = static_cast<uint64_t>(dtypeSize(dtype));
+  for (int64_t dim : dims) {
+    if (dim < 0)
+      return UINT64_MAX;
+    if (dim != 0 && bytes > UINT64_MAX / static_cast<uint64_t>(dim))
+      return UINT64_MAX;
+    bytes *= static_cast<uint64_t>(dim);
+  }
+  return bytes;
+}
+
+std::string findManifestProblem(const Manifest &manifest, uint64_t weightsBytes) {
+  if (manifest.target != Target::Cpu && manifest.target != Target::Cuda)
+    return detail::concat("unknown target ", static_cast<uint32_t>(manifest.target));
+  for (const auto *list : {&manifest.inputs, &manifest.outputs}) {
+    const char *kind = list == &manifest.inputs ? "input" : "output";
+    for (size_t i = 0; i < list->size(); ++i) {
+      const TensorSignature &tensor = (*list)[i];
+      std::string where = detail::concat(kind, " ", i, " ('", tensor.name, "')");
+      if (tensor.name.empty())
+        return detail::concat(kind, " ", i, " has no name");
+      if (static_cast<int>(tensor.dtype) >= kNumDTypes)
+        return where + " has an unknown dtype";
+      if (tensor.dims.size() > SINTER_MAX_RANK)
+        return detail::concat(where, " has rank ", tensor.dims.size(), " (at most ",
+                              SINTER_MAX_RANK, ")");
+      if (!tensor.dimSymbols.empty() && tensor.dimSymbols.size() != tensor.dims.size())
+        return where + " has dim symbols for some dims only";
+      uint64_t bytes = tensorByteSize(tensor.dtype, tensor.dims);
+      if (bytes == UINT64_MAX)
+        return where + " has a negative dim or a size that overflows";
+      if (!fits(tensor.arenaOffset, bytes, manifest.arenaBytes))
+        return detail::concat(where, " (", bytes, " bytes at ", tensor.arenaOffset,
+                              ") lies outside the ", manifest.arenaBytes, "-byte arena");
+    }
+  }
+  for (const WeightEntry &entry : manifest.weightTable) {
+    if (entry.offset % kWeightAlignment != 0)
+      return detail::concat("weight '", entry.name, "' is not aligned to ", kWeightAlignment);
+    if (!fits(entry.offset, entry.bytes, weightsBytes))
+      return detail::concat("weight '", entry.name, "' lies outside the weights blob");
+  }
+  for (size_t i = 0; i < manifest.kernels.size(); ++i) {
+    const Kernel &kernel = manifest.kernels[i];
+    if (!isIdentifier(kernel.name) || kernel.name.rfind("sinter_", 0) == 0)
+      return detail::concat("kernel ", i, " has the name '", kernel.name,
+                            "', which is not a C identifier outside the sinter_ prefix");
+    for (size_t j = 0; j < i; ++j)
+      if (manifest.kernels[j].name == kernel.name)
+        return detail::concat("two kernels are named '", kernel.name, "'");
+    if (manifest.target == Target::Cuda && kernel.cudaModule >= manifest.cudaModules.size())
+      return detail::concat("CUDA kernel '", kernel.name, "' is in module ", kernel.cudaModule,
+                            " of ", manifest.cudaModules.size());
+  }
+  for (size_t i = 0; i < manifest.cudaModules.size(); ++i) {
+    const CudaModule &module = manifest.cudaModules[i];
+    if (module.binaries.empty())
+      return detail::concat("CUDA module ", i, " has no binary");
+    for (const CudaBinary &binary : module.binaries) {
+      if (!isCudaArch(binary.arch, binary.isPtx))
+        return detail::concat("CUDA module ", i, " has a ", binary.isPtx ? "PTX" : "cubin",
+                              " for the malformed architecture '", binary.arch, "'");
+      if (binary.bytes.empty())
+        return detail::concat("CUDA module ", i, " has an empty binary for ", binary.arch);
+    }
+  }
+  for (size_t i = 0; i < manifest.steps.size(); ++i) {
+    std::string problem = findStepProblem(manifest, i, weightsBytes);
+    if (!problem.empty())
+      return problem;
+  }
+  return "";
+}
+
+} // namespace sinter::package
