@@ -66,14 +66,10 @@ int64_t rangeLength(const InferContext &ctx, const Tensor &start, const Tensor &
                " has no finite length");
     return std::max<int64_t>(int64_t(count), 0);
   }
-  __int128 difference = __int128(limit.getInt(0)) - start.getInt(0);
-  int64_t step = delta.getInt(0);
-  if (step == 0)
-    ctx.failInput(2, "(delta) is zero");
-  __int128 quotient = difference / step, remainder = difference % step;
-  if (remainder != 0 && ((remainder > 0) == (step > 0)))
-    ++quotient;
-  return quotient > 0 ? int64_t(quotient) : 0;
+  auto length = integerRangeLength(start.getInt(0), limit.getInt(0), delta.getInt(0));
+  if (!length)
+    ctx.fail(delta.getInt(0) == 0 ? "input 2 (delta) is zero" : "the range's length overflows");
+  return *length;
 }
 
 Types range(const InferContext &ctx) {
@@ -90,12 +86,19 @@ Types range(const InferContext &ctx) {
   if (start && limit && delta)
     return {{ctx.dtype(0), {Dim(rangeLength(ctx, *start, *limit, *delta))}}};
   if (isInteger(ctx.dtype(0))) {
-    // Range(0, n, 1) where n traces to a dim is that dim (position ids, arange(seq)).
     auto first = ctx.integerValues(0), last = ctx.integerValues(1), step = ctx.integerValues(2);
-    if (first && last && step && first->size() == 1 && step->size() == 1 && last->size() == 1 &&
-        (*first)[0] == SymInt::constant(0) && (*step)[0] == SymInt::constant(1))
-      return {{ctx.dtype(0), {(*last)[0].isConstant() ? Dim(std::max<int64_t>(*(*last)[0].value, 0))
-                                                      : (*last)[0].toDim()}}};
+    if (first && last && step && first->size() == 1 && step->size() == 1 && last->size() == 1) {
+      const SymInt &from = (*first)[0], &to = (*last)[0], &by = (*step)[0];
+      if (from.isConstant() && to.isConstant() && by.isConstant()) {
+        auto length = integerRangeLength(*from.value, *to.value, *by.value);
+        if (!length)
+          ctx.fail(*by.value == 0 ? "input 2 (delta) is zero" : "the range's length overflows");
+        return {{ctx.dtype(0), {Dim(*length)}}};
+      }
+      // Range(0, n, 1) where n traces to a dim is that dim (position ids, arange(seq)).
+      if (from == SymInt::constant(0) && by == SymInt::constant(1))
+        return {{ctx.dtype(0), {to.toDim()}}};
+    }
   }
   return {{ctx.dtype(0), {Dim::unknown()}}};
 }

@@ -222,7 +222,9 @@ Types expand(const InferContext &ctx) {
 Types tile(const InferContext &ctx) {
   requireInt64Vector(ctx, 1, "repeats");
   const Shape &in = ctx.shape(0);
-  std::vector<SymInt> repeats = valuesWithKnownLength(ctx, 1, "repeats");
+  // Repeats of unknown length must still have one entry per dim.
+  std::vector<SymInt> repeats =
+      ctx.integerValues(1).value_or(std::vector<SymInt>(in.size(), SymInt::unknown()));
   if (repeats.size() != in.size())
     ctx.failInput(1, "(repeats) has ", repeats.size(), " entries; the input has rank ",
                   in.size());
@@ -268,7 +270,8 @@ Types split(const InferContext &ctx) {
     if (hasNumOutputs)
       ctx.fail("has both the 'split' input and the 'num_outputs' attribute");
     requireInt64Vector(ctx, 1, "split");
-    std::vector<SymInt> values = valuesWithKnownLength(ctx, 1, "split");
+    std::vector<SymInt> values =
+        ctx.integerValues(1).value_or(std::vector<SymInt>(outputs, SymInt::unknown()));
     if (int(values.size()) != outputs)
       ctx.failInput(1, "(split) has ", values.size(), " entries for ", outputs, " outputs");
     Dim sum(0);

@@ -43,9 +43,18 @@ Types reduce(const InferContext &ctx) {
     if (ctx.rank(1) != 1)
       ctx.failInput(1, "(axes) must be 1-D");
     axisValues = ctx.integerValues(1);
-    if (!axisValues)
+    if (!axisValues && !keepDims)
       ctx.failInput(1, "(axes) has an unknown length, so the result's rank is unknown");
   }
+  // With keepdims, each dim either stays or becomes 1: a dim that is 1 already is known.
+  auto keptOrOne = [&] {
+    Shape out;
+    for (const Dim &dim : in)
+      out.push_back(dim == Dim(1) ? dim : Dim::unknown());
+    return Types{{dtype, out}};
+  };
+  if (!axisValues) // unknown length (possibly empty, which with noop keeps every dim)
+    return keptOrOne();
   if (axisValues->empty()) {
     if (noopWithEmptyAxes)
       return {ctx.type(0)};
@@ -58,12 +67,8 @@ Types reduce(const InferContext &ctx) {
     if (!value.isConstant()) {
       // Axes known only by count: with keepdims each dim becomes 1 or stays; without, the rank
       // drops by the count (axes must be distinct).
-      if (keepDims) {
-        Shape out;
-        for (const Dim &dim : in)
-          out.push_back(dim == Dim(1) ? dim : Dim::unknown());
-        return {{dtype, out}};
-      }
+      if (keepDims)
+        return keptOrOne();
       if (int(axisValues->size()) > rank)
         ctx.failInput(1, "(axes) has more entries than the data has dims");
       return {{dtype, unknownShape(rank - int(axisValues->size()))}};

@@ -162,6 +162,10 @@ struct SliceBounds {
 };
 SliceBounds sliceBounds(int64_t dim, int64_t start, int64_t end, int64_t step);
 
+/// The length of an integer Range, max(ceil((limit - start) / delta), 0); nullopt when delta is
+/// zero or the length overflows int64.
+std::optional<int64_t> integerRangeLength(int64_t start, int64_t limit, int64_t delta);
+
 /// A shape of `rank` unknown dims.
 Shape unknownShape(int rank);
 

@@ -166,6 +166,46 @@ std::optional<Values> traceSlice(const Node &node, int depth) {
   return result;
 }
 
+/// Range over traced integer scalars: its elements, when all three are constants.
+std::optional<Values> traceRange(const Node &node, int depth) {
+  if (!isInteger(node.input(0)->dtype()))
+    return std::nullopt;
+  int64_t bounds[3];
+  for (int i = 0; i < 3; ++i) {
+    auto values = trace(node.input(i), depth + 1);
+    if (!values || values->size() != 1 || !(*values)[0].isConstant())
+      return std::nullopt;
+    bounds[i] = *(*values)[0].value;
+  }
+  auto count = integerRangeLength(bounds[0], bounds[1], bounds[2]);
+  if (!count || *count > kMaxElements)
+    return std::nullopt;
+  Values result;
+  for (int64_t k = 0; k < *count; ++k)
+    result.push_back(SymInt::constant(bounds[0] + k * bounds[2]));
+  return result;
+}
+
+/// ConstantOfShape with a traced constant shape: its value repeated.
+std::optional<Values> traceConstantOfShape(const Node &node, int depth) {
+  auto shape = trace(node.input(0), depth + 1);
+  if (!shape)
+    return std::nullopt;
+  int64_t count = 1;
+  for (const SymInt &dim : *shape)
+    if (!dim.isConstant() || *dim.value < 0 || __builtin_mul_overflow(count, *dim.value, &count) ||
+        count > kMaxElements)
+      return std::nullopt;
+  SymInt element = SymInt::constant(0);
+  if (const Tensor *value = node.attrTensor("value"); value && value->elementCount() == 1) {
+    auto values = fromConstant(*value);
+    if (!values)
+      return std::nullopt;
+    element = (*values)[0];
+  }
+  return Values(size_t(count), element);
+}
+
 std::optional<Values> traceConcat(const Node &node, int depth) {
   Values result;
   for (const Value *input : node.inputs()) {
@@ -208,6 +248,10 @@ std::optional<Values> traceNode(const Node &node, int outputIndex, int depth) {
   }
   case OpKind::Concat:
     return traceConcat(node, depth);
+  case OpKind::Range:
+    return traceRange(node, depth);
+  case OpKind::ConstantOfShape:
+    return traceConstantOfShape(node, depth);
   case OpKind::Gather:
     return traceGather(node, depth);
   case OpKind::Slice:
@@ -267,6 +311,18 @@ SliceBounds sliceBounds(int64_t dim, int64_t start, int64_t end, int64_t step) {
     count = (__int128(start) - end + magnitude - 1) / magnitude;
   }
   return {start, count > 0 ? int64_t(count) : 0};
+}
+
+std::optional<int64_t> integerRangeLength(int64_t start, int64_t limit, int64_t delta) {
+  if (delta == 0)
+    return std::nullopt;
+  __int128 difference = __int128(limit) - start;
+  __int128 quotient = difference / delta, remainder = difference % delta;
+  if (remainder != 0 && ((remainder > 0) == (delta > 0)))
+    ++quotient;
+  if (quotient > INT64_MAX)
+    return std::nullopt;
+  return quotient > 0 ? int64_t(quotient) : 0;
 }
 
 std::optional<std::vector<SymInt>> InferContext::integerValues(int i) const {

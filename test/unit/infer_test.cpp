@@ -213,6 +213,32 @@ TEST(InferReduction, NonConstantAxesKeepTheRank) {
   EXPECT_EQ(b.infer(OpKind::ReduceSum, {x, axes}), f32({unk(), 1, unk()}));
   EXPECT_EQ(b.infer(OpKind::ReduceSum, {x, axes}, {{"keepdims", intAttr(0)}}), f32({unk()}));
   EXPECT_INFER_ERROR(b, OpKind::ReduceSum, {x, b.input(i64({unk()}))}, {{"keepdims", intAttr(0)}});
+  EXPECT_EQ(b.infer(OpKind::ReduceSum, {x, b.input(i64({unk()}))}), f32({unk(), 1, unk()}));
+}
+
+TEST(InferReduction, AxesTracedThroughRangeOverTheRank) {
+  // ONNX's expanded normalisations reduce over Range(axis, Size(Shape(x)), 1).
+  InferBuilder b;
+  Value *x = b.input(f32({2, 3, 4, 5}));
+  Node *shape = b.node(OpKind::Shape, {x});
+  Node *rank = b.node(OpKind::Size, {shape->output()});
+  Node *axes = b.node(OpKind::Range, {b.scalar(DType::Int64, 2), rank->output(),
+                                      b.scalar(DType::Int64, 1)});
+  for (Node *node : {shape, rank, axes})
+    inferNode(*node);
+  EXPECT_EQ(axes->output()->type(), i64({2}));
+  EXPECT_EQ(b.infer(OpKind::ReduceMean, {x, axes->output()}), f32({2, 3, 1, 1}));
+  // ConstantOfShape(Sub(rank, 2)) of ones, concatenated after Shape(x)[0:2]: [2, 3, 1, 1].
+  Node *count = b.node(OpKind::Sub, {rank->output(), b.scalar(DType::Int64, 2)});
+  Node *countVector = b.node(OpKind::Unsqueeze, {count->output(), b.ints({0})});
+  Node *ones = b.node(OpKind::ConstantOfShape, {countVector->output()});
+  ones->setAttr("value", std::make_shared<const Tensor>(Tensor::fromInts({1})));
+  Node *prefix = b.node(OpKind::Slice, {shape->output(), b.ints({0}), b.ints({2})});
+  Node *target = b.node(OpKind::Concat, {prefix->output(), ones->output()}, {{"axis", intAttr(0)}});
+  for (Node *node : {count, countVector, ones, prefix, target})
+    inferNode(*node);
+  EXPECT_EQ(target->output()->type(), i64({4}));
+  EXPECT_EQ(b.infer(OpKind::Reshape, {b.input(f32({6, 1})), target->output()}), f32({2, 3, 1, 1}));
 }
 
 TEST(InferReduction, ArgMaxSoftmaxCumSumTopK) {
