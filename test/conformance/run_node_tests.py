@@ -18,11 +18,13 @@ Categories, decided from the CLI's exit status and message (see `classify_failur
   pass             every data set matched
   wrong-result     exit 0 but an output is missing, unreadable or different
   unsupported-op   exit 1 and the importer's "unsupported op types: ..." list
-  import-error     exit 1 while reading or importing the model (the message names the model file)
-  runtime-error    exit 1 while running (bad data, a failed check during evaluation)
+  import-error     exit 1 while reading or importing the model (the importer starts its
+                   messages with the model's file name)
+  runtime-error    exit 1 otherwise: loading the inputs, or running (bad data, a failed check)
   crash            killed by a signal, exit 2 (internal error) or any exit code but 0, 1, 2
   timeout          over --timeout seconds (the whole process group is killed)
-  unsupported-type an input or output is a sequence, optional, map or string (not run)
+  unsupported-type an input or output is a sequence, optional, map or string (found before
+                   running), or exit 1 on a tensor "element type X, which sinter does not support"
   harness-error    this script failed on the test (a bug here, not in sinter)
 A test never takes the run down: each runs in its own process group under a time and memory
 limit, and every exception in the harness becomes that test's result.
@@ -53,6 +55,10 @@ ROOT = Path(__file__).resolve().parents[2]
 CATEGORIES = ["pass", "wrong-result", "unsupported-op", "import-error", "runtime-error", "crash",
               "timeout", "unsupported-type", "harness-error"]
 UNSUPPORTED_OPS = re.compile(r"unsupported op types?:\s*(.*)", re.IGNORECASE)
+UNSUPPORTED_ELEMENT_TYPE = re.compile(r"element type \w+, which sinter does not support")
+# One entry of the importer's list, "ai.onnx:Attention x3 (opset 23)": the op, domain-qualified
+# unless it is ai.onnx.
+UNSUPPORTED_OP_ENTRY = re.compile(r"(?:ai\.onnx:)?([\w.]+:)?(\w+) x\d+")
 
 
 def target_commands(target, sinter, model, inputs, out_dir, scratch):
@@ -88,18 +94,18 @@ def run_command(command, timeout, memory_limit_mb):
     return process.returncode, text
 
 
-def first_line(text, limit=300):
+def first_line(text, limit=400):
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     line = lines[0] if lines else "(no message)"
     return line if len(line) <= limit else line[:limit] + "..."
 
 
-def error_line(text):
-    """The message's most telling line: the first that says error, else the first."""
-    for line in text.splitlines():
-        if re.search(r"\berror\b|unsupported|invariant", line, re.IGNORECASE):
-            return first_line(line)
-    return first_line(text)
+def error_message(text, test_dir):
+    """The CLI's error message ("sinter: error: MESSAGE"; else the first line), with the test
+    folder's path left out so reasons read the same on every machine."""
+    match = re.search(r"^sinter: error: (.*)$", text, re.MULTILINE)
+    message = match.group(1) if match else first_line(text)
+    return first_line(message.replace(str(test_dir) + os.sep, ""))
 
 
 def classify_failure(code, text, model):
@@ -108,21 +114,23 @@ def classify_failure(code, text, model):
         return "timeout", "timed out"
     if code == 0:
         return None
+    message = error_message(text, Path(model).parent)
     if code < 0:
-        return "crash", f"killed by {signal.Signals(-code).name}: {first_line(text)}"
+        return "crash", f"killed by {signal.Signals(-code).name}: {message}"
     if code == 2:
-        return "crash", f"internal error: {error_line(text)}"
+        return "crash", f"internal error: {message}"
     if code != 1:
-        return "crash", f"exit code {code}: {first_line(text)}"
-    match = UNSUPPORTED_OPS.search(text)
+        return "crash", f"exit code {code}: {message}"
+    match = UNSUPPORTED_OPS.search(message)
     if match:
-        return "unsupported-op", first_line(match.group(1))
-    line = error_line(text)
-    # Import errors name the model file (the importer's "what and where" starts with the file);
-    # errors while running name a node, an input or a value instead.
-    if str(model) in line or Path(model).name in line:
-        return "import-error", line.replace(str(Path(model).parent) + os.sep, "")
-    return "runtime-error", line
+        return "unsupported-op", match.group(1)
+    if UNSUPPORTED_ELEMENT_TYPE.search(message):
+        return "unsupported-type", message
+    # The importer starts every message with the model's file name; errors while loading the
+    # inputs or running name an input file, a node or a value instead.
+    if message.startswith(Path(model).name + ":") or message.startswith(str(model) + ":"):
+        return "import-error", message
+    return "runtime-error", message
 
 
 def read_outputs(out_dir, names):
@@ -214,7 +222,7 @@ def summarize(results):
     unsupported = Counter()
     for r in results.values():
         if r["category"] == "unsupported-op":
-            unsupported.update(op.strip() for op in re.split(r",\s*(?![^()]*\))", r["reason"]) if op.strip())
+            unsupported.update(domain + op for domain, op in UNSUPPORTED_OP_ENTRY.findall(r["reason"]))
     if unsupported:
         lines.append("most common unsupported ops: "
                      + ", ".join(f"{op} ({n} tests)" for op, n in unsupported.most_common(12)))

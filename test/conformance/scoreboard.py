@@ -79,7 +79,9 @@ def render(reports):
             lines.append(f"| {category} | " + " | ".join(map(str, counts)) + " |")
     lines.append("| **all** | " + " | ".join(str(len(reports[t]["tests"])) for t in targets) + " |")
     lines += ["", "Categories: see `test/conformance/run_node_tests.py`. unsupported-type: an input "
-              "or output is a sequence, optional, map or string, which sinter does not model.", "",
+              "or output is a sequence, optional, map or string, or a tensor of an element type "
+              "sinter lacks (float8, int4, ...). import-error includes the tests whose models "
+              "import an ai.onnx opset newer than sinter's 23.", "",
               "## Per op", "", "✓ all tests pass, ◐ some, ✗ none.", "",
               "| op | " + " | ".join(targets) + " |",
               "| --- | " + " | ".join("---" for _ in targets) + " |"]

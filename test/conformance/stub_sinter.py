@@ -47,7 +47,8 @@ def run(args):
     model = onnx.load(args.model)
     if fault == "unsupported":
         ops = sorted({n.op_type for n in model.graph.node})
-        fail(f"{args.model}: unsupported op types: " + ", ".join(f"{op} (opset 17) x1" for op in ops))
+        fail(f"{args.model}: {len(ops)} unsupported op types: "
+             + ", ".join(f"ai.onnx:{op} x1 (opset 17)" for op in ops))
     if fault == "import":
         fail(f"{args.model}: failed to parse the model")
     if fault == "internal":
