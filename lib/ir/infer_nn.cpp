@@ -5,7 +5,8 @@
 // ceil_mode is set, dropping a last window that would start in the right padding; SAME_UPPER
 // and SAME_LOWER derive the pads so that out = ceil(in / stride); VALID uses no padding.
 // ConvTranspose inverts this: out = stride * (in - 1) + output_padding + effective_kernel - pads,
-// or in * stride under SAME_*, or the output_shape attribute.
+// or the output_shape attribute. Under SAME_* the spec asks for in * stride; pads cannot be
+// negative, so (like onnxruntime) the result is min(in * stride, the unpadded size).
 #include "infer_rules.h"
 
 #include <algorithm>
@@ -167,8 +168,6 @@ Types convTranspose(const InferContext &ctx) {
   Shape out = {x[0], channels};
   if (ctx.node().hasAttr("output_shape")) {
     std::vector<int64_t> shape = ctx.node().attrInts("output_shape");
-    if (shape.size() == x.size()) // some exporters give the full shape
-      shape.erase(shape.begin(), shape.begin() + 2);
     if (shape.size() != spatial)
       ctx.fail("attribute 'output_shape' has ", shape.size(), " values; expected ", spatial);
     for (int64_t dim : shape)
@@ -181,14 +180,15 @@ Types convTranspose(const InferContext &ctx) {
       continue;
     }
     int64_t in = x[2 + i].value();
-    if (window.autoPad == "SAME_UPPER" || window.autoPad == "SAME_LOWER") {
-      out.push_back(Dim(checkedMul(ctx, in, window.strides[i])));
-      continue;
-    }
     int64_t effective =
         checkedAdd(ctx, checkedMul(ctx, window.kernel[i] - 1, window.dilations[i]), 1);
     int64_t size = checkedMul(ctx, window.strides[i], in - 1);
     size = checkedAdd(ctx, checkedAdd(ctx, size, outputPadding[i]), effective);
+    if (window.autoPad == "SAME_UPPER" || window.autoPad == "SAME_LOWER") {
+      // Pad (never negatively) towards in * stride, as onnxruntime does.
+      out.push_back(Dim(std::min(size, checkedMul(ctx, in, window.strides[i]))));
+      continue;
+    }
     size = checkedAdd(ctx, size, -checkedAdd(ctx, window.pads[i], window.pads[i + spatial]));
     if (size < 0)
       ctx.fail("spatial dim ", i, " of the output would be ", size,

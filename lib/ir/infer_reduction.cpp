@@ -115,8 +115,8 @@ Types cumSum(const InferContext &ctx) {
     ctx.failInput(1, "(axis) must be a scalar");
   booleanAttr(ctx, "exclusive", 0);
   booleanAttr(ctx, "reverse", 0);
-  if (auto axis = ctx.constantInts(1))
-    ctx.normalizeAxis(axis->at(0), ctx.rank(0));
+  if (auto axis = ctx.constantInts(1); axis && axis->size() == 1)
+    ctx.normalizeAxis(axis->front(), ctx.rank(0));
   else if (ctx.rank(0) == 0)
     ctx.failInput(0, "must have rank >= 1");
   return {ctx.type(0)};

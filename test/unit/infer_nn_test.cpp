@@ -83,6 +83,16 @@ TEST(InferConv, ConvTranspose) {
   EXPECT_EQ(b.infer(OpKind::ConvTranspose, {x, w},
                     {{"strides", intsAttr({2, 2})}, {"output_shape", intsAttr({11, 12})}}),
             f32({1, 4, 11, 12}));
+  // SAME aims at in * stride = 10 and ignores output_padding; a 1-wide kernel with stride 3 cannot
+  // reach 15 without negative pads, so it stays at 3 * 4 + 1 = 13 (as onnxruntime computes).
+  EXPECT_EQ(b.infer(OpKind::ConvTranspose, {x, w},
+                    {{"strides", intsAttr({2, 2})}, {"auto_pad", strAttr("SAME_LOWER")},
+                     {"output_padding", intsAttr({1, 1})}}),
+            f32({1, 4, 10, 10}));
+  EXPECT_EQ(b.infer(OpKind::ConvTranspose, {x, b.input(f32({8, 4, 1, 1}))},
+                    {{"strides", intsAttr({3, 3})}, {"auto_pad", strAttr("SAME_UPPER")}}),
+            f32({1, 4, 13, 13}));
+  EXPECT_INFER_ERROR(b, OpKind::ConvTranspose, {x, w}, {{"output_shape", intsAttr({1, 4, 10, 10})}});
   // Output channels: W's dim 1 x group = 2 x 2.
   EXPECT_EQ(b.infer(OpKind::ConvTranspose, {x, b.input(f32({8, 2, 3, 3}))}, {{"group", intAttr(2)}}),
             f32({1, 4, 7, 7}));
