@@ -3,7 +3,8 @@
 Each test is a folder holding model.onnx and test_data_set_N/{input,output}_K.pb. Older onnx
 wheels ship these folders in onnx/backend/test/data/node; newer ones (1.23 included) ship only
 the Python cases that generate them, so `node_test_root` writes them once into a cache folder,
-one per onnx version, and reuses it afterwards.
+one per onnx version, and reuses it afterwards. numpy's global generator is seeded first, so the
+random inputs many cases draw are the same on every machine.
 
 `describe(test_dir)` says which op a test exercises and whether its inputs and outputs are all
 tensors of a type sinter could have (no sequences, optionals, maps or strings).
@@ -11,9 +12,12 @@ tensors of a type sinter could have (no sequences, optionals, maps or strings).
 import json
 import os
 import re
+import shutil
+import tempfile
 import warnings
 from pathlib import Path
 
+import numpy as np
 import onnx
 from onnx import TensorProto, numpy_helper
 
@@ -26,11 +30,22 @@ def node_test_root(cache_dir):
     if PACKAGE_DATA.is_dir() and any(PACKAGE_DATA.iterdir()):
         return PACKAGE_DATA
     root = Path(cache_dir) / f"onnx-{onnx.__version__}" / "node"
-    stamp = root / "complete.json"
-    if not stamp.is_file():
-        count = materialise(root)
-        stamp.write_text(json.dumps({"onnx": onnx.__version__, "tests": count}) + "\n")
+    if not (root / "complete.json").is_file():
+        # Write beside it and rename, so a concurrent or interrupted run never sees half a set.
+        partial = Path(tempfile.mkdtemp(prefix="node.partial-", dir=_made(root.parent)))
+        count = materialise(partial)
+        (partial / "complete.json").write_text(json.dumps({"onnx": onnx.__version__, "tests": count}) + "\n")
+        shutil.rmtree(root, ignore_errors=True)  # an older, incomplete set
+        try:
+            partial.rename(root)
+        except OSError:  # another run finished first
+            shutil.rmtree(partial, ignore_errors=True)
     return root
+
+
+def _made(folder):
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
 
 
 def _serialize(value, type_proto, name):
@@ -50,6 +65,7 @@ def materialise(root):
     """Writes every node test case of the installed onnx package under `root`; returns the count."""
     from onnx.backend.test.loader import load_model_tests
 
+    np.random.seed(0)  # many cases draw their inputs from numpy's global generator
     with warnings.catch_warnings():  # the cases' own numpy warnings (log(0) and the like)
         warnings.simplefilter("ignore")
         cases = load_model_tests(kind="node")
