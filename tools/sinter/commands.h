@@ -16,6 +16,8 @@ struct Command {
 
 /// `sinter inspect MODEL [--json] [--ir] [--full-constants] [--shape ..] [--dim ..]`
 Command addInspectCommand(CLI::App &parent);
+/// `sinter compile MODEL.onnx -o MODEL.so [--target cuda|cpu] [--arch ..] [--cpu ..] ...`
+Command addCompileCommand(CLI::App &parent);
 /// `sinter run MODEL --reference [INPUTS..] [--input NAME=FILE ..] [-o OUT.npz | --output-dir DIR]`
 Command addRunCommand(CLI::App &parent);
 

@@ -56,6 +56,7 @@ int main(int argc, char **argv) {
   std::vector<sinter::cli::Command> commands = {
       sinter::cli::addInspectCommand(app),
       sinter::cli::addRunCommand(app),
+      sinter::cli::addCompileCommand(app),
   };
 
   try {
@@ -67,7 +68,10 @@ int main(int argc, char **argv) {
       std::fputs(app.help().c_str(), stderr);
       return 1;
     }
-    return fail(1, std::string(error.what()) + " (see 'sinter --help')");
+    std::string help = "sinter --help";
+    for (const CLI::App *command : app.get_subcommands())
+      help = "sinter " + command->get_name() + " --help";
+    return fail(1, std::string(error.what()) + " (see '" + help + "')");
   }
   configureLogging(verbosity, quiet);
 

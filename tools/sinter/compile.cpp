@@ -1,0 +1,123 @@
+// `sinter compile MODEL.onnx -o MODEL.so`: import, run the pass pipeline, generate and compile
+// the kernels for a target, and write the artifact.
+#include "commands.h"
+#include "options.h"
+
+#include "sinter/compiler/compiler.h"
+#include "sinter/frontend/onnx.h"
+#include "sinter/ir/graph.h"
+#include "sinter/support/error.h"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+namespace sinter::cli {
+namespace {
+
+struct CompileFlags {
+  std::string model;
+  std::string output;
+  std::string target = "cuda";
+  std::string archs = "sm_80,sm_86,sm_89,sm_90";
+  std::string cpu = "x86-64-v2";
+  std::string gpuCodegen = "cuda-c";
+  std::string emitSource;
+  std::string dumpIrAfter;
+  std::vector<std::string> disabledPasses;
+  bool printPipeline = false;
+  bool force = false;
+  ShapeFlags shapes;
+};
+
+std::vector<std::string> splitList(const std::string &text) {
+  std::vector<std::string> items;
+  std::stringstream stream(text);
+  std::string item;
+  while (std::getline(stream, item, ','))
+    if (!item.empty())
+      items.push_back(item);
+  return items;
+}
+
+void runCompile(const CompileFlags &flags) {
+  namespace fs = std::filesystem;
+  using Clock = std::chrono::steady_clock;
+  if (flags.printPipeline) {
+    std::cout << describePipeline();
+    if (flags.model.empty())
+      return;
+  }
+  if (flags.model.empty())
+    userError("compile needs a model: sinter compile MODEL.onnx -o MODEL.so");
+  if (flags.output.empty())
+    userError("compile needs an output path: -o MODEL.so");
+  if (fs::exists(flags.output) && !flags.force)
+    userError(flags.output, " exists; pass --force to replace it");
+  if (classifyModelFile(flags.model) != ModelKind::Onnx)
+    userError(flags.model, " is not an ONNX model");
+
+  CompileOptions options;
+  if (flags.target == "cpu")
+    options.target.target = package::Target::Cpu;
+  else if (flags.target == "cuda")
+    options.target.target = package::Target::Cuda;
+  else
+    userError("unknown --target '", flags.target, "'; use cpu or cuda");
+  options.target.cudaArchs = splitList(flags.archs);
+  options.target.cpuLevel = flags.cpu;
+  if (flags.gpuCodegen != "cuda-c" && flags.gpuCodegen != "llvm")
+    userError("unknown --gpu-codegen '", flags.gpuCodegen, "'; use cuda-c or llvm");
+  options.target.gpuCodegen = flags.gpuCodegen;
+  options.target.emitSourceDirectory = flags.emitSource;
+  options.pipeline.disabled.insert(flags.disabledPasses.begin(), flags.disabledPasses.end());
+  options.pipeline.dumpAfter = flags.dumpIrAfter;
+  options.pipeline.dumpStream = &std::cerr;
+  options.progress = [](const std::string &message) { spdlog::info("{}", message); };
+
+  auto start = Clock::now();
+  std::unique_ptr<Graph> graph = onnx::importModel(flags.model, parseShapeFlags(flags.shapes));
+  double importSeconds = std::chrono::duration<double>(Clock::now() - start).count();
+  spdlog::info("imported {}: {} nodes, {} constants ({:.2f} s)", flags.model, graph->numNodes(),
+               graph->constants().size(), importSeconds);
+  CompileStatistics stats = compileGraph(*graph, options, flags.output);
+  double totalSeconds = std::chrono::duration<double>(Clock::now() - start).count();
+  spdlog::info("wrote {}: {} kernels from {} nodes; arena {} (activations {}), weights {}",
+               flags.output, stats.kernelCount, stats.sourceNodeCount, humanBytes(int64_t(stats.arenaBytes)),
+               humanBytes(int64_t(stats.activationBytes)), humanBytes(int64_t(stats.weightBytes)));
+  spdlog::info("time: import {:.2f} s, passes {:.2f} s, codegen {:.2f} s, backend {:.2f} s, write "
+               "{:.2f} s, total {:.2f} s",
+               importSeconds, stats.passSeconds, stats.codegenSeconds, stats.finishSeconds,
+               stats.writeSeconds, totalSeconds);
+}
+
+} // namespace
+
+Command addCompileCommand(CLI::App &parent) {
+  auto flags = std::make_shared<CompileFlags>();
+  CLI::App *command = parent.add_subcommand("compile", "Compile an ONNX model into model.so");
+  command->add_option("model", flags->model, "The ONNX model")->type_name("MODEL.onnx");
+  command->add_option("-o,--output", flags->output, "The artifact to write")->type_name("MODEL.so");
+  command->add_option("--target", flags->target, "cuda (default) or cpu")->capture_default_str();
+  command->add_option("--arch", flags->archs, "CUDA architectures, comma-separated; PTX is added for the newest")
+      ->capture_default_str();
+  command->add_option("--cpu", flags->cpu, "CPU target: x86-64-v2 (default), x86-64-v3, x86-64-v4, native")
+      ->capture_default_str();
+  command->add_option("--gpu-codegen", flags->gpuCodegen, "cuda-c (default) or llvm (NVPTX)")
+      ->capture_default_str();
+  command->add_option("--emit-source", flags->emitSource, "Write the generated code, kernel by kernel, here")
+      ->type_name("DIR");
+  command->add_option("--dump-ir-after", flags->dumpIrAfter, "Print the IR after PASS (or all) to stderr")
+      ->type_name("PASS|all");
+  addRepeatableOption(*command, "--disable-pass", flags->disabledPasses, "Skip a pass", "PASS");
+  command->add_flag("--print-pipeline", flags->printPipeline, "Print the pass pipeline and its reasons");
+  command->add_flag("--force", flags->force, "Replace an existing output file");
+  addShapeFlags(*command, flags->shapes);
+  return {command, [flags] { runCompile(*flags); }};
+}
+
+} // namespace sinter::cli
