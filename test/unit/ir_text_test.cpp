@@ -3,6 +3,7 @@
 #include "sinter/ir/graph.h"
 #include "sinter/ir/parser.h"
 #include "sinter/ir/printer.h"
+#include "sinter/ir/verifier.h"
 #include "sinter/support/error.h"
 
 #include <gtest/gtest.h>
@@ -401,7 +402,8 @@ TEST(IrText, ConstantErrorsNameLineAndColumn) {
 }
 
 /// Mutated and truncated texts either parse or give a UserError; nothing else (no crash, no
-/// other exception, no hang). What parses prints and parses again to the same text.
+/// other exception, no hang). What parses prints and parses again to the same text, and passes
+/// the verifier's structural checks (the parser enforces the same op-table rules).
 TEST(IrText, FuzzedTextNeverCrashesTheParser) {
   const std::string base = kEveryFeature;
   const std::string alphabet = "%@\"\\()[]{}<>,:=?-_.0123456789aefinx \n/";
@@ -424,6 +426,7 @@ TEST(IrText, FuzzedTextNeverCrashesTheParser) {
     try {
       std::unique_ptr<Graph> graph = parseGraph(text);
       ++parsed;
+      verifyGraph(*graph, "", {.checkTypes = false});
       std::string printed = printGraph(*graph);
       EXPECT_EQ(printGraph(*parseGraph(printed)), printed) << text;
     } catch (const UserError &error) {
