@@ -8,6 +8,8 @@
 #include "sinter/reference/evaluator.h"
 #include "sinter/support/error.h"
 
+#include <algorithm>
+
 namespace sinter::onnx::detail {
 
 std::string Builder::freshName(const std::string &base) {
@@ -51,6 +53,9 @@ std::vector<Value *> Builder::emit(OpKind kind, const std::vector<Value *> &inpu
     node->setAttr(name, value);
   node->trimInputs();
   inferNode(*node);
+  std::optional<Tensor> shape = staticShapeValue(*node);
+  if (shape && shape->elementCount() <= options_.foldLimitElements)
+    return replaceByConstants(node, {std::move(*shape)});
   if (foldable(*node))
     return fold(node);
   return node->outputs();
@@ -78,6 +83,36 @@ bool Builder::foldable(const Node &node) const {
   return true;
 }
 
+// Shape and Size read only their input's shape, which may be static while its data is not.
+std::optional<Tensor> Builder::staticShapeValue(const Node &node) const {
+  if (node.kind() != OpKind::Shape && node.kind() != OpKind::Size)
+    return std::nullopt;
+  const Shape &shape = node.input(0)->shape();
+  int64_t rank = int64_t(shape.size());
+  int64_t start = 0, end = rank;
+  if (node.kind() == OpKind::Shape) {
+    auto clampAxis = [&](int64_t axis) {
+      return std::clamp(axis < 0 ? axis + rank : axis, int64_t(0), rank);
+    };
+    start = clampAxis(node.attrInt("start", 0));
+    end = clampAxis(node.attrInt("end", rank));
+  }
+  std::vector<int64_t> dims;
+  for (int64_t i = start; i < end; ++i) {
+    if (!shape[i].isStatic())
+      return std::nullopt;
+    dims.push_back(shape[i].value());
+  }
+  if (node.kind() == OpKind::Shape)
+    return Tensor::fromInts(dims);
+  std::optional<int64_t> count = elementCount(shape);
+  if (!count)
+    return std::nullopt;
+  Tensor size(DType::Int64, {});
+  size.data<int64_t>()[0] = *count;
+  return size;
+}
+
 std::vector<Value *> Builder::fold(Node *node) {
   std::vector<const Tensor *> inputs;
   for (Value *input : node->inputs())
@@ -85,11 +120,15 @@ std::vector<Value *> Builder::fold(Node *node) {
   std::vector<Tensor> results = reference::evaluateNode(*node, inputs);
   SINTER_ASSERT(int(results.size()) == node->numOutputs(), "the evaluator gave ", results.size(),
                 " outputs for ", node->describe(), ", which has ", node->numOutputs());
+  return replaceByConstants(node, std::move(results));
+}
+
+std::vector<Value *> Builder::replaceByConstants(Node *node, std::vector<Tensor> results) {
   std::vector<Value *> constants;
   for (int i = 0; i < node->numOutputs(); ++i) {
     Value *output = node->output(i);
     SINTER_ASSERT(results[i].type() == output->type(), "folding ", node->describe(),
-                  ": the evaluator's output ", i, " is ", results[i].type().str(),
+                  ": folded output ", i, " is ", results[i].type().str(),
                   " but shape inference says ", output->type().str());
     std::string name = output->name();
     graph_.renameValue(output, freshName(name + ".unfolded"));

@@ -154,7 +154,10 @@ public:
 
 private:
   bool foldable(const Node &node) const;
+  std::optional<Tensor> staticShapeValue(const Node &node) const;
   std::vector<Value *> fold(Node *node);
+  /// Replaces each output of `node` by a constant of the same name, and erases the node.
+  std::vector<Value *> replaceByConstants(Node *node, std::vector<Tensor> results);
   Graph &graph_;
   const ImportOptions &options_;
   std::set<std::string> reserved_;
