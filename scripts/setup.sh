@@ -8,7 +8,7 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 packages=(
   build-essential cmake ninja-build ccache pkg-config
   libonnx-dev libprotobuf-dev protobuf-compiler
-  llvm-19-dev liblld-19-dev libzstd-dev zlib1g-dev
+  llvm-19-dev liblld-19-dev libpolly-19-dev libzstd-dev zlib1g-dev
   libcli11-dev libspdlog-dev libfmt-dev libgtest-dev
   python3 python3-venv python3-pip
 )
