@@ -26,9 +26,10 @@ std::string joinNames(const std::vector<std::string> &names) {
 
 class Importer {
 public:
-  Importer(const ::onnx::ModelProto &model, const std::string &baseDirectory,
+  /// The importer releases each initializer's bytes from `model` once it holds them.
+  Importer(::onnx::ModelProto &model, const std::string &baseDirectory,
            const ImportOptions &options, const std::string &displayName)
-      : model_(model), graphProto_(model.graph()), options_(options),
+      : model_(model), graphProto_(*model.mutable_graph()), options_(options),
         source_{displayName, baseDirectory} {}
 
   std::unique_ptr<Graph> run();
@@ -47,7 +48,7 @@ private:
   void define(const std::string &name, Value *value);
 
   const ::onnx::ModelProto &model_;
-  const ::onnx::GraphProto &graphProto_;
+  ::onnx::GraphProto &graphProto_;
   const ImportOptions &options_;
   TensorSource source_;
   int64_t opset_ = 0;
@@ -58,10 +59,20 @@ private:
 
 void Importer::checkOpset() {
   std::optional<int64_t> opset = aiOnnxOpset(model_);
-  if (!opset)
+  if (!opset) {
+    // Ops from other domains are the better message when that is all the graph holds.
+    checkSupported();
+    bool usesAiOnnx = false;
+    for (const auto &node : graphProto_.node())
+      usesAiOnnx |= canonicalDomain(node.domain()) == "ai.onnx";
+    if (!usesAiOnnx) {
+      opset_ = kMaxOpset; // no node depends on it
+      return;
+    }
     userError("the model imports no ai.onnx opset (opset_import has no entry for the default "
               "domain); sinter supports ai.onnx opsets ",
               kMinOpset, " to ", kMaxOpset);
+  }
   if (*opset < kMinOpset || *opset > kMaxOpset)
     userError("ai.onnx opset ", *opset, " is not supported; sinter supports opsets ", kMinOpset,
               " to ", kMaxOpset, " (onnx.version_converter can convert the model)");
@@ -209,7 +220,7 @@ void Importer::importInputs() {
 }
 
 void Importer::importInitializers() {
-  for (const auto &initializer : graphProto_.initializer()) {
+  for (auto &initializer : *graphProto_.mutable_initializer()) {
     if (initializer.name().empty())
       userError("an initializer has no name");
     if (lookup(initializer.name()))
@@ -217,6 +228,13 @@ void Importer::importInitializers() {
     std::string what = "initializer '" + initializer.name() + "'";
     Tensor tensor = tensorFromProto(initializer, source_, what);
     define(initializer.name(), graph_->addConstant(initializer.name(), std::move(tensor)));
+    // Weights are held once, in the graph, not again in the protobuf.
+    std::string().swap(*initializer.mutable_raw_data());
+    initializer.clear_float_data();
+    initializer.clear_int32_data();
+    initializer.clear_int64_data();
+    initializer.clear_double_data();
+    initializer.clear_uint64_data();
   }
   if (graphProto_.sparse_initializer_size())
     userError("sparse initializers are not supported (the first is '",
@@ -348,8 +366,6 @@ void Importer::importNodeAt(int index, Builder &builder) {
 }
 
 std::unique_ptr<Graph> Importer::run() {
-  if (!model_.has_graph())
-    userError("not an ONNX model: it has no graph");
   checkOpset();
   checkSupported();
   for (const auto &initializer : graphProto_.initializer())
@@ -389,24 +405,33 @@ std::string prefixed(const std::string &displayName, const std::string &message)
   return displayName + ": " + message;
 }
 
-} // namespace
-
-std::unique_ptr<Graph> importModelBytes(const std::string &bytes, const std::string &baseDirectory,
+// Parses `bytes` (released as soon as they are parsed) and imports the model.
+std::unique_ptr<Graph> importOwnedBytes(std::string bytes, const std::string &baseDirectory,
                                         const ImportOptions &options,
                                         const std::string &displayName) {
   try {
     ::onnx::ModelProto model;
     parseMessage(bytes, model, displayName, "ONNX model");
+    std::string().swap(bytes);
+    if (!model.has_graph())
+      userError("not an ONNX model: it has no graph");
     return Importer(model, baseDirectory, options, displayName).run();
   } catch (const UserError &error) {
     throw UserError(prefixed(displayName, error.what()));
   }
 }
 
+} // namespace
+
+std::unique_ptr<Graph> importModelBytes(const std::string &bytes, const std::string &baseDirectory,
+                                        const ImportOptions &options,
+                                        const std::string &displayName) {
+  return importOwnedBytes(bytes, baseDirectory, options, displayName);
+}
+
 std::unique_ptr<Graph> importModel(const std::string &path, const ImportOptions &options) {
-  std::string bytes = readModelFile(path);
   std::string folder = std::filesystem::path(path).parent_path().string();
-  return importModelBytes(bytes, folder.empty() ? "." : folder, options, path);
+  return importOwnedBytes(readModelFile(path), folder.empty() ? "." : folder, options, path);
 }
 
 } // namespace sinter::onnx
