@@ -39,8 +39,8 @@ Outputs evalMatMul(const Node &node, const Inputs &inputs) {
   const Tensor &b = requiredInput(node, inputs, 1);
   requireSameDTypes(node, inputs, {0, 1});
   if (a.rank() == 0 || b.rank() == 0)
-    userError(node.describe(), ": MatMul operands must have rank >= 1, got ", shapeStr(a.type().shape),
-              " and ", shapeStr(b.type().shape));
+    userError(node.describe(), ": MatMul operands must have rank >= 1, got ",
+              shapeStr(a.type().shape), " and ", shapeStr(b.type().shape));
   std::vector<int64_t> aDims = a.dims(), bDims = b.dims();
   bool rowVector = a.rank() == 1, columnVector = b.rank() == 1;
   if (rowVector)

@@ -42,12 +42,12 @@ std::vector<int64_t> spatialAttr(const Node &node, const std::string &name, size
                                  int64_t fallback, int64_t minimum) {
   std::vector<int64_t> values = node.attrInts(name, std::vector<int64_t>(rank, fallback));
   if (values.size() != rank)
-    userError(node.describe(), ": attribute '", name, "' has ", values.size(), " values but there are ",
-              rank, " spatial dims");
+    userError(node.describe(), ": attribute '", name, "' has ", values.size(),
+              " values but there are ", rank, " spatial dims");
   for (int64_t value : values)
     if (value < minimum)
-      userError(node.describe(), ": attribute '", name, "' has value ", value, "; it must be >= ",
-                minimum);
+      userError(node.describe(), ": attribute '", name, "' has value ", value,
+                "; it must be >= ", minimum);
   return values;
 }
 
@@ -126,7 +126,8 @@ std::vector<double> biasValues(const Node &node, const Tensor *bias, int64_t cha
   if (!bias)
     return std::vector<double>(channels, 0.0);
   if (bias->rank() != 1 || bias->dims()[0] != channels)
-    userError(node.describe(), ": bias must be [", channels, "], got ", shapeStr(bias->type().shape));
+    userError(node.describe(), ": bias must be [", channels, "], got ",
+              shapeStr(bias->type().shape));
   return toDoubles(*bias);
 }
 
@@ -144,8 +145,8 @@ Outputs evalConv(const Node &node, const Inputs &inputs) {
   int64_t batch = x.dims()[0], channels = x.dims()[1], features = w.dims()[0];
   int64_t group = node.attrInt("group", 1);
   if (group < 1 || channels != w.dims()[1] * group || features % group != 0)
-    userError(node.describe(), ": input channels ", channels, ", weights ", shapeStr(w.type().shape),
-              " and group ", group, " do not agree");
+    userError(node.describe(), ": input channels ", channels, ", weights ",
+              shapeStr(w.type().shape), " and group ", group, " do not agree");
   WindowGeometry g = windowGeometry(node, spatialDims(x), kernelFromWeights(node, w), false);
   std::vector<double> bias = biasValues(node, optionalInput(inputs, 2), features);
 
@@ -208,8 +209,8 @@ Outputs evalConvTranspose(const Node &node, const Inputs &inputs) {
   int64_t batch = x.dims()[0], channels = x.dims()[1];
   int64_t group = node.attrInt("group", 1);
   if (group < 1 || w.dims()[0] != channels || channels % group != 0)
-    userError(node.describe(), ": input channels ", channels, ", weights ", shapeStr(w.type().shape),
-              " and group ", group, " do not agree");
+    userError(node.describe(), ": input channels ", channels, ", weights ",
+              shapeStr(w.type().shape), " and group ", group, " do not agree");
   int64_t groupFeatures = w.dims()[1], features = groupFeatures * group;
   int64_t groupChannels = channels / group;
 
@@ -238,7 +239,8 @@ Outputs evalConvTranspose(const Node &node, const Inputs &inputs) {
 
   std::vector<int64_t> padBegin(rank), output(rank);
   for (size_t i = 0; i < rank; ++i) {
-    int64_t natural = strides[i] * (input[i] - 1) + outputPadding[i] + (kernel[i] - 1) * dilations[i] + 1;
+    int64_t natural =
+        strides[i] * (input[i] - 1) + outputPadding[i] + (kernel[i] - 1) * dilations[i] + 1;
     if (!outputShape.empty()) {
       int64_t total = natural - outputShape[i];
       int64_t half = floorDiv(total, 2);
@@ -249,7 +251,8 @@ Outputs evalConvTranspose(const Node &node, const Inputs &inputs) {
       output[i] = natural - pads[i] - pads[rank + i];
     }
     if (output[i] < 0)
-      userError(node.describe(), ": the output extent along spatial dim ", i, " would be ", output[i]);
+      userError(node.describe(), ": the output extent along spatial dim ", i, " would be ",
+                output[i]);
   }
   std::vector<double> bias = biasValues(node, optionalInput(inputs, 2), features);
 
@@ -321,7 +324,8 @@ Outputs evalPool(const Node &node, const Inputs &inputs, PoolKind kind) {
   int64_t batch = x.dims()[0], channels = x.dims()[1];
   std::vector<int64_t> outDims = {batch, channels};
   outDims.insert(outDims.end(), g.output.begin(), g.output.end());
-  int64_t inSize = productOf(g.input), outSize = productOf(g.output), kernelSize = productOf(kernel);
+  int64_t inSize = productOf(g.input), outSize = productOf(g.output),
+          kernelSize = productOf(kernel);
   std::vector<int64_t> inStrides = stridesOf(g.input);
   // Column-major (storage_order = 1) strides for the Indices output: first spatial dim fastest.
   std::vector<int64_t> columnStrides(g.rank(), 1);

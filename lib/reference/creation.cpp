@@ -92,7 +92,8 @@ Outputs evalRange(const Node &node, const Inputs &inputs) {
   }
   if (!isFloat(dtype))
     unsupportedDType(node, dtype);
-  double first = loadAsDouble(start, 0), last = loadAsDouble(limit, 0), step = loadAsDouble(delta, 0);
+  double first = loadAsDouble(start, 0), last = loadAsDouble(limit, 0),
+         step = loadAsDouble(delta, 0);
   if (step == 0)
     userError(node.describe(), ": delta is 0");
   double count = std::ceil((last - first) / step);
@@ -147,7 +148,8 @@ Outputs evalOneHot(const Node &node, const Inputs &inputs) {
   if (axis < 0)
     axis += rank;
   if (axis < 0 || axis >= rank)
-    userError(node.describe(), ": axis ", node.attrInt("axis", -1), " is out of range for rank ", rank);
+    userError(node.describe(), ": axis ", node.attrInt("axis", -1), " is out of range for rank ",
+              rank);
 
   std::vector<int64_t> outDims = indices.dims();
   outDims.insert(outDims.begin() + axis, depth);

@@ -74,8 +74,8 @@ Outputs evalReshape(const Node &node, const Inputs &inputs) {
     }
     if (shape[i] == 0 && !allowZero) {
       if (i >= size_t(x.rank()))
-        userError(node.describe(), ": shape ", shapeStr(shapeOf(shape)),
-                  " copies dim ", i, " (0) but the input has rank ", x.rank());
+        userError(node.describe(), ": shape ", shapeStr(shapeOf(shape)), " copies dim ", i,
+                  " (0) but the input has rank ", x.rank());
       shape[i] = x.dims()[i];
     }
     if (shape[i] < 0)
@@ -110,7 +110,8 @@ Outputs evalFlatten(const Node &node, const Inputs &inputs) {
 
 Outputs evalSqueeze(const Node &node, const Inputs &inputs) {
   const Tensor &x = requiredInput(node, inputs, 0);
-  std::optional<std::vector<int64_t>> axesInput = optionalIntsInput(node, optionalInput(inputs, 1), 1);
+  std::optional<std::vector<int64_t>> axesInput =
+      optionalIntsInput(node, optionalInput(inputs, 1), 1);
   std::vector<int64_t> axes;
   if (axesInput) {
     axes = uniqueAxes(node, *axesInput, x.rank());
@@ -221,8 +222,8 @@ Outputs evalConcat(const Node &node, const Inputs &inputs) {
       matches = d == axis || input.dims()[d] == first.dims()[d];
     if (!matches)
       userError(node.describe(), ": input ", i, " of shape ", shapeStr(input.type().shape),
-                " does not match input 0 of shape ", shapeStr(first.type().shape),
-                " outside axis ", axis);
+                " does not match input 0 of shape ", shapeStr(first.type().shape), " outside axis ",
+                axis);
     outDims[axis] += input.dims()[axis];
   }
   Tensor out(first.dtype(), outDims);
@@ -248,7 +249,8 @@ Outputs evalSplit(const Node &node, const Inputs &inputs) {
   int64_t extent = x.dims()[axis];
   int64_t parts = node.numOutputs();
   std::vector<int64_t> sizes;
-  if (std::optional<std::vector<int64_t>> split = optionalIntsInput(node, optionalInput(inputs, 1), 1)) {
+  if (std::optional<std::vector<int64_t>> split =
+          optionalIntsInput(node, optionalInput(inputs, 1), 1)) {
     sizes = *split;
     int64_t total = 0;
     for (int64_t size : sizes) {
@@ -261,14 +263,15 @@ Outputs evalSplit(const Node &node, const Inputs &inputs) {
                 extent, " into ", parts, " outputs");
   } else if (node.hasAttr("num_outputs")) {
     if (node.attrInt("num_outputs", 0) != parts)
-      userError(node.describe(), ": num_outputs is ", node.attrInt("num_outputs", 0), " but the node has ",
-                parts, " outputs");
+      userError(node.describe(), ": num_outputs is ", node.attrInt("num_outputs", 0),
+                " but the node has ", parts, " outputs");
     int64_t chunk = ceilDiv(extent, parts);
     for (int64_t i = 0, left = extent; i < parts; ++i, left -= sizes.back())
       sizes.push_back(std::min(chunk, left));
   } else {
     if (extent % parts != 0)
-      userError(node.describe(), ": extent ", extent, " does not split evenly into ", parts, " outputs");
+      userError(node.describe(), ": extent ", extent, " does not split evenly into ", parts,
+                " outputs");
     sizes.assign(size_t(parts), extent / parts);
   }
 
@@ -322,8 +325,9 @@ Outputs evalSlice(const Node &node, const Inputs &inputs) {
       start = std::clamp<int64_t>(start, 0, extent - 1);
       end = std::clamp<int64_t>(end, -1, extent - 1);
       // -steps[i] overflows for INT64_MIN; such a step takes at most one element anyway.
-      int64_t stride = steps[i] == std::numeric_limits<int64_t>::min() ? std::numeric_limits<int64_t>::max()
-                                                                        : -steps[i];
+      int64_t stride = steps[i] == std::numeric_limits<int64_t>::min()
+                           ? std::numeric_limits<int64_t>::max()
+                           : -steps[i];
       count = start > end ? ceilDiv(start - end, stride) : 0;
     }
     first[axis] = start;

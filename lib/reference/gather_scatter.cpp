@@ -63,19 +63,19 @@ Outputs evalGather(const Node &node, const Inputs &inputs) {
 std::vector<int64_t> elementTargets(const Node &node, const std::vector<int64_t> &dataDims,
                                     const Tensor &indices, int64_t axis) {
   if (indices.rank() != int(dataDims.size()))
-    userError(node.describe(), ": indices ", shapeStr(indices.type().shape),
-              " and data ", shapeStr(shapeOf(dataDims)), " differ in rank");
+    userError(node.describe(), ": indices ", shapeStr(indices.type().shape), " and data ",
+              shapeStr(shapeOf(dataDims)), " differ in rank");
   for (size_t d = 0; d < dataDims.size(); ++d)
     if (int64_t(d) != axis && indices.dims()[d] > dataDims[d])
-      userError(node.describe(), ": indices ", shapeStr(indices.type().shape),
-                " exceed data ", shapeStr(shapeOf(dataDims)), " along axis ", d);
+      userError(node.describe(), ": indices ", shapeStr(indices.type().shape), " exceed data ",
+                shapeStr(shapeOf(dataDims)), " along axis ", d);
   std::vector<int64_t> dataStrides = stridesOf(dataDims), at(dataDims.size(), 0);
   std::vector<int64_t> targets(static_cast<size_t>(indices.elementCount()));
   for (int64_t u = 0; u < indices.elementCount(); ++u, nextIndex(at, indices.dims())) {
     int64_t target = 0;
     for (size_t d = 0; d < dataDims.size(); ++d) {
-      int64_t coordinate = int64_t(d) == axis ? resolveIndex(node, indices.getInt(u), dataDims[d], 1)
-                                              : at[d];
+      int64_t coordinate =
+          int64_t(d) == axis ? resolveIndex(node, indices.getInt(u), dataDims[d], 1) : at[d];
       target += coordinate * dataStrides[d];
     }
     targets[u] = target;
@@ -181,20 +181,28 @@ template <DType D> ComputeType<D> reduce(Reduction reduction, ComputeType<D> a, 
     return reduction == Reduction::Add || reduction == Reduction::Max ? (a || b) : (a && b);
   } else if constexpr (kIsInteger<D>) {
     switch (reduction) {
-    case Reduction::Add: return wrappingAdd<T>(a, b);
-    case Reduction::Mul: return wrappingMul<T>(a, b);
-    case Reduction::Max: return std::max(a, b);
-    default: return std::min(a, b);
+    case Reduction::Add:
+      return wrappingAdd<T>(a, b);
+    case Reduction::Mul:
+      return wrappingMul<T>(a, b);
+    case Reduction::Max:
+      return std::max(a, b);
+    default:
+      return std::min(a, b);
     }
   } else {
     if ((reduction == Reduction::Max || reduction == Reduction::Min) &&
         (std::isnan(a) || std::isnan(b)))
       return std::nan("");
     switch (reduction) {
-    case Reduction::Add: return a + b;
-    case Reduction::Mul: return a * b;
-    case Reduction::Max: return std::max(a, b);
-    default: return std::min(a, b);
+    case Reduction::Add:
+      return a + b;
+    case Reduction::Mul:
+      return a * b;
+    case Reduction::Max:
+      return std::max(a, b);
+    default:
+      return std::min(a, b);
     }
   }
 }
@@ -216,8 +224,9 @@ Tensor scatter(const Node &node, const Tensor &data, const Tensor &updates,
   visitDType<AllDTypes>(node, data.dtype(), [&](auto tag) {
     constexpr DType D = decltype(tag)::value;
     for (auto [target, update] : writes)
-      storeElement<D>(out, target,
-                      reduce<D>(reduction, loadElement<D>(out, target), loadElement<D>(updates, update)));
+      storeElement<D>(
+          out, target,
+          reduce<D>(reduction, loadElement<D>(out, target), loadElement<D>(updates, update)));
   });
   return out;
 }

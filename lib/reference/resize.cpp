@@ -48,7 +48,9 @@ struct AxisPlan {
   std::vector<bool> extrapolate;
 };
 
-bool isClose(double a, double b) { return std::fabs(a - b) <= 1e-9 * std::max(std::fabs(a), std::fabs(b)); }
+bool isClose(double a, double b) {
+  return std::fabs(a - b) <= 1e-9 * std::max(std::fabs(a), std::fabs(b));
+}
 
 /// The source coordinate of output position y (see the table at the top of the file). Sets
 /// `outside` when tf_crop_and_resize maps it out of the input.
@@ -156,8 +158,8 @@ AxisPlan planAxis(const Node &node, const ResizeOptions &options, int64_t input,
   plan.outExtent = output;
   for (int64_t y = 0; y < output; ++y) {
     bool outside;
-    double x = sourceCoordinate(node, options, double(y), scale, input, output, roiStart, roiEnd,
-                                outside);
+    double x =
+        sourceCoordinate(node, options, double(y), scale, input, output, roiStart, roiEnd, outside);
     double whole = std::floor(x);
     double ratio = x == whole ? 1.0 : x - whole;
     std::vector<double> weights = coefficients(node, options, ratio, scale);
@@ -198,7 +200,8 @@ int64_t nearestSource(const AxisPlan &plan, int64_t y, int64_t input) {
 }
 
 /// Resizes `axis` of `x` (dims `dims`) by byte copies: the nearest mode.
-Tensor resizeAxisNearest(const Tensor &x, int64_t axis, const AxisPlan &plan, const Tensor &extrapolation) {
+Tensor resizeAxisNearest(const Tensor &x, int64_t axis, const AxisPlan &plan,
+                         const Tensor &extrapolation) {
   std::vector<int64_t> dims = x.dims();
   int64_t input = dims[axis];
   int64_t outer = productOf({dims.begin(), dims.begin() + axis});
@@ -219,8 +222,9 @@ Tensor resizeAxisNearest(const Tensor &x, int64_t axis, const AxisPlan &plan, co
 }
 
 /// Resizes `axis` of the double buffer `values` (dims `dims`, updated): linear and cubic.
-std::vector<double> resizeAxisWeighted(const std::vector<double> &values, std::vector<int64_t> &dims,
-                                       int64_t axis, const AxisPlan &plan, double extrapolation) {
+std::vector<double> resizeAxisWeighted(const std::vector<double> &values,
+                                       std::vector<int64_t> &dims, int64_t axis,
+                                       const AxisPlan &plan, double extrapolation) {
   int64_t input = dims[axis];
   int64_t outer = productOf({dims.begin(), dims.begin() + axis});
   int64_t inner = productOf({dims.begin() + axis + 1, dims.end()});
@@ -307,7 +311,8 @@ Outputs evalResize(const Node &node, const Inputs &inputs) {
   }
   if (scales) {
     if (size_t(scales->elementCount()) != count)
-      userError(node.describe(), ": scales has ", scales->elementCount(), " values for ", count, " axes");
+      userError(node.describe(), ": scales has ", scales->elementCount(), " values for ", count,
+                " axes");
     for (size_t i = 0; i < count; ++i) {
       double s = loadAsDouble(*scales, int64_t(i));
       if (!(s > 0))
@@ -331,7 +336,8 @@ Outputs evalResize(const Node &node, const Inputs &inputs) {
         userError(node.describe(), ": unknown keep_aspect_ratio_policy '", policy, "'");
       double common = scale[axes[0]];
       for (int64_t axis : axes)
-        common = policy == "not_larger" ? std::min(common, scale[axis]) : std::max(common, scale[axis]);
+        common =
+            policy == "not_larger" ? std::min(common, scale[axis]) : std::max(common, scale[axis]);
       for (int64_t axis : axes) {
         scale[axis] = common;
         outDims[axis] = int64_t(common * double(x.dims()[axis]) + 0.5);

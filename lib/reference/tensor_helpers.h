@@ -23,7 +23,8 @@ inline void copyElements(const Tensor &source, int64_t from, Tensor &target, int
   size_t size = static_cast<size_t>(dtypeSize(source.dtype()));
   if (count > 0)
     std::memcpy(target.data() + static_cast<size_t>(to) * size,
-                source.data() + static_cast<size_t>(from) * size, static_cast<size_t>(count) * size);
+                source.data() + static_cast<size_t>(from) * size,
+                static_cast<size_t>(count) * size);
 }
 
 /// A tensor's elements as doubles (exact except for 64-bit integers beyond 2^53).

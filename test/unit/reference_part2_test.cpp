@@ -78,14 +78,16 @@ TEST(ReferenceMatMul, IntegersAreExactAndWrap) {
                     typeOf(DType::Int64, {1, 1}));
   expectInts(y, DType::Int64, {1, 1}, {(big << 20) + 15});
   // uint8 wraps modulo 256: 200 * 2 + 100 * 1 = 500 = 244 (mod 256).
-  Tensor u = runOne(OpKind::MatMul,
-                    {makeInts(DType::Uint8, {1, 2}, {200, 100}), makeInts(DType::Uint8, {2, 1}, {2, 1})},
-                    typeOf(DType::Uint8, {1, 1}));
+  Tensor u =
+      runOne(OpKind::MatMul,
+             {makeInts(DType::Uint8, {1, 2}, {200, 100}), makeInts(DType::Uint8, {2, 1}, {2, 1})},
+             typeOf(DType::Uint8, {1, 1}));
   expectInts(u, DType::Uint8, {1, 1}, {244});
 }
 
 TEST(ReferenceMatMul, EmptyInnerDimGivesZeros) {
-  Tensor y = runOne(OpKind::MatMul, {f32({2, 0}, {}), f32({0, 3}, {})}, typeOf(DType::Float32, {2, 3}));
+  Tensor y =
+      runOne(OpKind::MatMul, {f32({2, 0}, {}), f32({0, 3}, {})}, typeOf(DType::Float32, {2, 3}));
   expectTensor(y, DType::Float32, {2, 3}, {0, 0, 0, 0, 0, 0});
 }
 
@@ -105,19 +107,23 @@ TEST(ReferenceGemm, TransposesScalesAndBroadcastsC) {
   // B = [[1,0,1],[0,1,1]] (B' = [[1,0],[0,1],[1,1]]). A'B' = [[4,5],[10,11]].
   Tensor a = f32({3, 2}, {1, 4, 2, 5, 3, 6});
   Tensor b = f32({2, 3}, {1, 0, 1, 0, 1, 1});
-  Attributes attributes = {{"transA", int64_t(1)}, {"transB", int64_t(1)},
-                           {"alpha", 2.0f}, {"beta", 0.5f}};
+  Attributes attributes = {
+      {"transA", int64_t(1)}, {"transB", int64_t(1)}, {"alpha", 2.0f}, {"beta", 0.5f}};
   // C as a row [N]: 2 * A'B' + 0.5 * [10, 20]
-  expectTensor(runOne(OpKind::Gemm, {a, b, f32({2}, {10, 20})}, typeOf(DType::Float32, {2, 2}), attributes),
-               DType::Float32, {2, 2}, {13, 20, 25, 32});
+  expectTensor(
+      runOne(OpKind::Gemm, {a, b, f32({2}, {10, 20})}, typeOf(DType::Float32, {2, 2}), attributes),
+      DType::Float32, {2, 2}, {13, 20, 25, 32});
   // C as a column [M, 1]
-  expectTensor(runOne(OpKind::Gemm, {a, b, f32({2, 1}, {10, 20})}, typeOf(DType::Float32, {2, 2}), attributes),
+  expectTensor(runOne(OpKind::Gemm, {a, b, f32({2, 1}, {10, 20})}, typeOf(DType::Float32, {2, 2}),
+                      attributes),
                DType::Float32, {2, 2}, {13, 15, 30, 32});
   // C as a scalar; and absent C
-  expectTensor(runOne(OpKind::Gemm, {a, b, f32({}, {4})}, typeOf(DType::Float32, {2, 2}), attributes),
-               DType::Float32, {2, 2}, {10, 12, 22, 24});
-  expectTensor(runOne(OpKind::Gemm, {a, b, std::nullopt}, typeOf(DType::Float32, {2, 2}), attributes),
-               DType::Float32, {2, 2}, {8, 10, 20, 22});
+  expectTensor(
+      runOne(OpKind::Gemm, {a, b, f32({}, {4})}, typeOf(DType::Float32, {2, 2}), attributes),
+      DType::Float32, {2, 2}, {10, 12, 22, 24});
+  expectTensor(
+      runOne(OpKind::Gemm, {a, b, std::nullopt}, typeOf(DType::Float32, {2, 2}), attributes),
+      DType::Float32, {2, 2}, {8, 10, 20, 22});
 }
 
 TEST(ReferenceGemm, DefaultsAndErrors) {
@@ -125,8 +131,9 @@ TEST(ReferenceGemm, DefaultsAndErrors) {
   Tensor b = f32({2, 2}, {3, 4, 5, 6});
   expectTensor(runOne(OpKind::Gemm, {a, b, f32({1, 2}, {1, 1})}, typeOf(DType::Float32, {1, 2})),
                DType::Float32, {1, 2}, {14, 17});
-  EXPECT_USER_ERROR(runOne(OpKind::Gemm, {a, b, f32({3}, {1, 1, 1})}, typeOf(DType::Float32, {1, 2})),
-                    "does not broadcast");
+  EXPECT_USER_ERROR(
+      runOne(OpKind::Gemm, {a, b, f32({3}, {1, 1, 1})}, typeOf(DType::Float32, {1, 2})),
+      "does not broadcast");
   EXPECT_USER_ERROR(runOne(OpKind::Gemm, {a, f32({3, 2}, iota(6))}, typeOf(DType::Float32, {1, 2})),
                     "inner dimensions");
   // Integer Gemm with whole alpha and beta stays exact.
@@ -207,7 +214,8 @@ TEST(ReferenceEinsum, IntegersAndErrors) {
 
 namespace {
 /// A direct 2-D convolution of one output element, written straight from the ONNX formula:
-/// y[n,m,oh,ow] = b[m] + sum_{c,kh,kw} x[n, g*C/G + c, oh*sh - ph + kh*dh, ow*sw - pw + kw*dw] * w[m,c,kh,kw]
+/// y[n,m,oh,ow] = b[m] + sum_{c,kh,kw} x[n, g*C/G + c, oh*sh - ph + kh*dh, ow*sw - pw + kw*dw] *
+/// w[m,c,kh,kw]
 double directConv2d(const Tensor &x, const Tensor &w, const Tensor *b, int64_t group, int64_t n,
                     int64_t m, int64_t oh, int64_t ow, std::vector<int64_t> strides,
                     std::vector<int64_t> pads, std::vector<int64_t> dilations) {
@@ -245,14 +253,17 @@ TEST(ReferenceConv, GroupsStridesDilationsAsymmetricPadsAndBias) {
   std::vector<int64_t> strides = {2, 1}, dilations = {1, 2}, pads = {1, 0, 2, 1};
   // out H = floor((6 + 1 + 2 - 3) / 2) + 1 = 4; out W = floor((7 + 0 + 1 - 3) / 1) + 1 = 6
   Tensor y = runOne(OpKind::Conv, {x, w, b}, typeOf(DType::Float32, {2, 4, 4, 6}),
-                    {{"group", int64_t(2)}, {"strides", ints(strides)}, {"dilations", ints(dilations)},
+                    {{"group", int64_t(2)},
+                     {"strides", ints(strides)},
+                     {"dilations", ints(dilations)},
                      {"pads", ints(pads)}});
   std::vector<double> expected;
   for (int64_t n = 0; n < 2; ++n)
     for (int64_t m = 0; m < 4; ++m)
       for (int64_t oh = 0; oh < 4; ++oh)
         for (int64_t ow = 0; ow < 6; ++ow)
-          expected.push_back(directConv2d(x, w, &b, 2, n, m, oh, ow, strides, {pads[0], pads[1]}, dilations));
+          expected.push_back(
+              directConv2d(x, w, &b, 2, n, m, oh, ow, strides, {pads[0], pads[1]}, dilations));
   expectTensor(y, DType::Float32, {2, 4, 4, 6}, expected, 1e-6);
 }
 
@@ -260,7 +271,8 @@ TEST(ReferenceConv, DepthwiseConvolution) {
   // group = C = 2: each channel with its own kernel.
   Tensor x = f32({1, 2, 2, 2}, {1, 2, 3, 4, 10, 20, 30, 40});
   Tensor w = f32({2, 1, 1, 2}, {1, -1, 2, 1});
-  Tensor y = runOne(OpKind::Conv, {x, w}, typeOf(DType::Float32, {1, 2, 2, 1}), {{"group", int64_t(2)}});
+  Tensor y =
+      runOne(OpKind::Conv, {x, w}, typeOf(DType::Float32, {1, 2, 2, 1}), {{"group", int64_t(2)}});
   expectTensor(y, DType::Float32, {1, 2, 2, 1}, {-1, -1, 40, 100});
 }
 
@@ -281,9 +293,11 @@ TEST(ReferenceConv, AutoPadPutsTheOddPaddingAtTheRightEnd) {
   Tensor x = f32({1, 1, 5}, iota(5));
   Tensor w = f32({1, 1, 2}, {1, 10});
   // Output 5 needs one pad: SAME_UPPER at the end, SAME_LOWER at the beginning.
-  expectTensor(runOne(OpKind::Conv, {x, w}, typeOf(DType::Float32, {1, 1, 5}), {{"auto_pad", std::string("SAME_UPPER")}}),
+  expectTensor(runOne(OpKind::Conv, {x, w}, typeOf(DType::Float32, {1, 1, 5}),
+                      {{"auto_pad", std::string("SAME_UPPER")}}),
                DType::Float32, {1, 1, 5}, {21, 32, 43, 54, 5});
-  expectTensor(runOne(OpKind::Conv, {x, w}, typeOf(DType::Float32, {1, 1, 5}), {{"auto_pad", std::string("SAME_LOWER")}}),
+  expectTensor(runOne(OpKind::Conv, {x, w}, typeOf(DType::Float32, {1, 1, 5}),
+                      {{"auto_pad", std::string("SAME_LOWER")}}),
                DType::Float32, {1, 1, 5}, {10, 21, 32, 43, 54});
   // With stride 2 the output is ceil(5 / 2) = 3; its one pad again goes at the end.
   expectTensor(runOne(OpKind::Conv, {x, w}, typeOf(DType::Float32, {1, 1, 3}),
@@ -297,10 +311,11 @@ TEST(ReferenceConv, AutoPadPutsTheOddPaddingAtTheRightEnd) {
 
 TEST(ReferenceConv, Errors) {
   Tensor x = f32({1, 2, 3, 3}, iota(18));
-  EXPECT_USER_ERROR(runOne(OpKind::Conv, {x, f32({1, 3, 1, 1}, {1, 1, 1})}, typeOf(DType::Float32, {1, 1, 3, 3})),
-                    "do not agree");
-  EXPECT_USER_ERROR(runOne(OpKind::Conv, {x, f32({1, 2, 1, 1}, {1, 1})}, typeOf(DType::Float32, {1, 1, 3, 3}),
-                           {{"kernel_shape", ints({2, 2})}}),
+  EXPECT_USER_ERROR(
+      runOne(OpKind::Conv, {x, f32({1, 3, 1, 1}, {1, 1, 1})}, typeOf(DType::Float32, {1, 1, 3, 3})),
+      "do not agree");
+  EXPECT_USER_ERROR(runOne(OpKind::Conv, {x, f32({1, 2, 1, 1}, {1, 1})},
+                           typeOf(DType::Float32, {1, 1, 3, 3}), {{"kernel_shape", ints({2, 2})}}),
                     "kernel_shape");
   EXPECT_USER_ERROR(runOne(OpKind::Conv, {x, f32({1, 2, 4, 4}, std::vector<double>(32, 1))},
                            typeOf(DType::Float32, {1, 1, 1, 1})),
@@ -352,8 +367,9 @@ TEST(ReferenceConvTranspose, GroupsAndBiasAgainstTheAdjointFormula) {
   Tensor w = f32({4, 3, 2, 2}, iota(48, 0.25, 0.125));
   Tensor b = f32({6}, {1, 2, 3, 4, 5, 6});
   // out H = 2*(2-1) + 2 - 1 - 0 = 3; out W = 1*(3-1) + 2 - 0 - 1 = 3
-  Tensor y = runOne(OpKind::ConvTranspose, {x, w, b}, typeOf(DType::Float32, {1, 6, 3, 3}),
-                    {{"group", int64_t(2)}, {"strides", ints({2, 1})}, {"pads", ints({1, 0, 0, 1})}});
+  Tensor y =
+      runOne(OpKind::ConvTranspose, {x, w, b}, typeOf(DType::Float32, {1, 6, 3, 3}),
+             {{"group", int64_t(2)}, {"strides", ints({2, 1})}, {"pads", ints({1, 0, 0, 1})}});
   // y[m, oh, ow] = b[m] + sum over c in m's group, ih, iw, kh, kw with
   // oh = ih*2 - 1 + kh, ow = iw - 0 + kw of x[c, ih, iw] * w[c, m % 3, kh, kw]
   std::vector<double> expected(54, 0.0);
@@ -368,7 +384,8 @@ TEST(ReferenceConvTranspose, GroupsAndBiasAgainstTheAdjointFormula) {
               for (int kh = 0; kh < 2; ++kh)
                 for (int kw = 0; kw < 2; ++kw)
                   if (ih * 2 - 1 + kh == oh && iw + kw == ow)
-                    sum += x.getDouble((c * 2 + ih) * 3 + iw) * w.getDouble(((c * 3 + m % 3) * 2 + kh) * 2 + kw);
+                    sum += x.getDouble((c * 2 + ih) * 3 + iw) *
+                           w.getDouble(((c * 3 + m % 3) * 2 + kh) * 2 + kw);
         expected[(m * 3 + oh) * 3 + ow] = sum;
       }
   expectTensor(y, DType::Float32, {1, 6, 3, 3}, expected, 1e-6);
@@ -403,12 +420,14 @@ TEST(ReferenceMaxPool, WindowsPaddingCeilModeAndDilation) {
                DType::Float32, {1, 1, 3}, {2, 4, 5});
   // ...but drops one that would start in the end padding: input 4, pads [0, 1], kernel 2,
   // stride 2: ceil((4 + 1 - 2) / 2) + 1 = 3, and window 3 would start at 4 = input + pad_begin.
-  expectTensor(runOne(OpKind::MaxPool, {f32({1, 1, 4}, iota(4))}, typeOf(DType::Float32, {1, 1, 2}),
-                      pool({2}, {{"strides", ints({2})}, {"pads", ints({0, 1})}, {"ceil_mode", int64_t(1)}})),
-               DType::Float32, {1, 1, 2}, {2, 4});
+  expectTensor(
+      runOne(
+          OpKind::MaxPool, {f32({1, 1, 4}, iota(4))}, typeOf(DType::Float32, {1, 1, 2}),
+          pool({2}, {{"strides", ints({2})}, {"pads", ints({0, 1})}, {"ceil_mode", int64_t(1)}})),
+      DType::Float32, {1, 1, 2}, {2, 4});
   // Dilation 2: windows (0,2), (1,3), (2,4), (3,5).
-  expectTensor(runOne(OpKind::MaxPool, {f32({1, 1, 6}, {1, 6, 2, 5, 3, 4})}, typeOf(DType::Float32, {1, 1, 4}),
-                      pool({2}, {{"dilations", ints({2})}})),
+  expectTensor(runOne(OpKind::MaxPool, {f32({1, 1, 6}, {1, 6, 2, 5, 3, 4})},
+                      typeOf(DType::Float32, {1, 1, 4}), pool({2}, {{"dilations", ints({2})}})),
                DType::Float32, {1, 1, 4}, {2, 6, 3, 5});
   // SAME_UPPER pads the end, SAME_LOWER the beginning.
   expectTensor(runOne(OpKind::MaxPool, {five}, typeOf(DType::Float32, {1, 1, 5}),
@@ -422,12 +441,14 @@ TEST(ReferenceMaxPool, WindowsPaddingCeilModeAndDilation) {
 TEST(ReferenceMaxPool, IndicesInBothStorageOrders) {
   // Two planes of 2x3; a 2x2 window with stride 1 gives 1x2 outputs per plane.
   Tensor x = f32({1, 2, 2, 3}, {1, 9, 2, 3, 4, 8, /**/ 7, 0, 1, 2, 3, 6});
-  auto outputs = runNode(OpKind::MaxPool, {x}, {typeOf(DType::Float32, {1, 2, 1, 2}), typeOf(DType::Int64, {1, 2, 1, 2})},
+  auto outputs = runNode(OpKind::MaxPool, {x},
+                         {typeOf(DType::Float32, {1, 2, 1, 2}), typeOf(DType::Int64, {1, 2, 1, 2})},
                          pool({2, 2}));
   expectTensor(outputs[0], DType::Float32, {1, 2, 1, 2}, {9, 9, 7, 6});
   // Row-major: plane * 6 + h * 3 + w.
   expectInts(outputs[1], DType::Int64, {1, 2, 1, 2}, {1, 1, 6 + 0, 6 + 5});
-  auto columns = runNode(OpKind::MaxPool, {x}, {typeOf(DType::Float32, {1, 2, 1, 2}), typeOf(DType::Int64, {1, 2, 1, 2})},
+  auto columns = runNode(OpKind::MaxPool, {x},
+                         {typeOf(DType::Float32, {1, 2, 1, 2}), typeOf(DType::Int64, {1, 2, 1, 2})},
                          pool({2, 2}, {{"storage_order", int64_t(1)}}));
   // Column-major within a plane: plane * 6 + w * 2 + h.
   expectInts(columns[1], DType::Int64, {1, 2, 1, 2}, {2, 2, 6 + 0, 6 + 5});
@@ -435,7 +456,8 @@ TEST(ReferenceMaxPool, IndicesInBothStorageOrders) {
 
 TEST(ReferenceMaxPool, Int8IsExact) {
   Tensor x = makeInts(DType::Int8, {1, 1, 4}, {-128, 127, -1, -2});
-  expectInts(runOne(OpKind::MaxPool, {x}, typeOf(DType::Int8, {1, 1, 2}), pool({2}, {{"strides", ints({2})}})),
+  expectInts(runOne(OpKind::MaxPool, {x}, typeOf(DType::Int8, {1, 1, 2}),
+                    pool({2}, {{"strides", ints({2})}})),
              DType::Int8, {1, 1, 2}, {127, -1});
 }
 
@@ -443,7 +465,8 @@ TEST(ReferenceAveragePool, CountIncludePadAndCeilMode) {
   // x = [1,2,3,4], kernel 3, stride 2, pads [1,1], ceil_mode: windows start at -1, 1, 3.
   // The last covers 3, 4 (the end pad) and 5 (past the pad, never counted).
   Tensor x = f32({1, 1, 4}, iota(4));
-  Attributes attributes = pool({3}, {{"strides", ints({2})}, {"pads", ints({1, 1})}, {"ceil_mode", int64_t(1)}});
+  Attributes attributes =
+      pool({3}, {{"strides", ints({2})}, {"pads", ints({1, 1})}, {"ceil_mode", int64_t(1)}});
   expectTensor(runOne(OpKind::AveragePool, {x}, typeOf(DType::Float32, {1, 1, 3}), attributes),
                DType::Float32, {1, 1, 3}, {1.5, 3, 4});
   attributes["count_include_pad"] = int64_t(1);
@@ -454,20 +477,24 @@ TEST(ReferenceAveragePool, CountIncludePadAndCeilMode) {
   expectTensor(runOne(OpKind::AveragePool, {square}, typeOf(DType::Float32, {1, 1, 2, 2}),
                       pool({2, 2}, {{"pads", ints({0, 0, 1, 1})}})),
                DType::Float32, {1, 1, 2, 2}, {2.5, 3, 3.5, 4});
-  expectTensor(runOne(OpKind::AveragePool, {square}, typeOf(DType::Float32, {1, 1, 2, 2}),
-                      pool({2, 2}, {{"pads", ints({0, 0, 1, 1})}, {"count_include_pad", int64_t(1)}})),
-               DType::Float32, {1, 1, 2, 2}, {2.5, 1.5, 1.75, 1});
+  expectTensor(
+      runOne(OpKind::AveragePool, {square}, typeOf(DType::Float32, {1, 1, 2, 2}),
+             pool({2, 2}, {{"pads", ints({0, 0, 1, 1})}, {"count_include_pad", int64_t(1)}})),
+      DType::Float32, {1, 1, 2, 2}, {2.5, 1.5, 1.75, 1});
   // SAME_LOWER pads the beginning; excluded from the count by default.
-  expectTensor(runOne(OpKind::AveragePool, {f32({1, 1, 5}, iota(5))}, typeOf(DType::Float32, {1, 1, 5}),
+  expectTensor(runOne(OpKind::AveragePool, {f32({1, 1, 5}, iota(5))},
+                      typeOf(DType::Float32, {1, 1, 5}),
                       pool({2}, {{"auto_pad", std::string("SAME_LOWER")}})),
                DType::Float32, {1, 1, 5}, {1, 1.5, 2.5, 3.5, 4.5});
 }
 
 TEST(ReferenceLpPool, PNorms) {
   Tensor x = f32({1, 1, 4}, {3, -4, 1, 2});
-  expectTensor(runOne(OpKind::LpPool, {x}, typeOf(DType::Float32, {1, 1, 2}), pool({2}, {{"strides", ints({2})}})),
+  expectTensor(runOne(OpKind::LpPool, {x}, typeOf(DType::Float32, {1, 1, 2}),
+                      pool({2}, {{"strides", ints({2})}})),
                DType::Float32, {1, 1, 2}, {5, std::sqrt(5.0)}, 1e-7);
-  expectTensor(runOne(OpKind::LpPool, {x}, typeOf(DType::Float32, {1, 1, 3}), pool({2}, {{"p", int64_t(1)}})),
+  expectTensor(runOne(OpKind::LpPool, {x}, typeOf(DType::Float32, {1, 1, 3}),
+                      pool({2}, {{"p", int64_t(1)}})),
                DType::Float32, {1, 1, 3}, {7, 5, 3});
   expectTensor(runOne(OpKind::LpPool, {x}, typeOf(DType::Float32, {1, 1, 2}),
                       pool({2}, {{"p", int64_t(3)}, {"strides", ints({2})}})),
