@@ -151,8 +151,6 @@ Types einsum(const InferContext &ctx) {
       if (output.labels.find(label) != k)
         ctx.fail("equation output repeats label '", label, "'");
     }
-    if (output.ellipsis >= 0 && !anyEllipsis && !ellipsisDims.empty())
-      ctx.fail("equation output has \"...\" but no operand does");
   } else {
     // Implicit output: "..." first, then the labels used once, in alphabetical order.
     output.ellipsis = anyEllipsis ? 0 : -1;

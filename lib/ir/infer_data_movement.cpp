@@ -141,7 +141,8 @@ Types squeeze(const InferContext &ctx) {
   if (!ctx.hasInput(1)) {
     for (size_t i = 0; i < in.size(); ++i) {
       if (!in[i].isStatic())
-        ctx.failInput(0, "has non-static dim ", i, ", so Squeeze without axes has an unknown rank");
+        ctx.failInput(0, "has non-static dim ", i, ", so Squeeze without axes has an unknown rank ",
+                      "(bind the dim with --dim or --shape)");
       if (in[i].value() != 1)
         out.push_back(in[i]);
     }
