@@ -133,9 +133,7 @@ inline float narrowToFloatRoundToOdd(double value) {
   if (!std::isfinite(value) || static_cast<double>(narrowed) == value)
     return narrowed;
   if (std::fabs(static_cast<double>(narrowed)) > std::fabs(value))
-    narrowed = std::nextafter(narrowed, 0.0f); // truncate toward zero
-  if (std::isinf(narrowed))                    // |value| just above FLT_MAX rounds up
-    narrowed = std::copysign(std::numeric_limits<float>::max(), narrowed);
+    narrowed = std::nextafter(narrowed, 0.0f); // truncate toward zero (inf becomes FLT_MAX)
   return std::bit_cast<float>(std::bit_cast<uint32_t>(narrowed) | 1u);
 }
 inline uint16_t doubleToHalf(double value) { return floatToHalf(narrowToFloatRoundToOdd(value)); }

@@ -39,6 +39,22 @@ TEST(ReferenceEvaluator, RunsNodesInOrderWithConstantsAndCallsTheObserver) {
   EXPECT_EQ(seen, (std::vector<std::string>{"mul", "neg"}));
 }
 
+TEST(ReferenceEvaluator, KeepsAValueUntilItsLastUse) {
+  // a feeds b and, later, c: it must survive b's evaluation. b is also a graph output.
+  Graph graph;
+  Value *x = graph.addInput("x", {DType::Int64, {2}});
+  Node *a = graph.addNode(OpKind::Relu, {x}, 1, "a");
+  Node *b = graph.addNode(OpKind::Neg, {a->output()}, 1, "b");
+  Node *c = graph.addNode(OpKind::Sub, {a->output(), b->output()}, 1, "c");
+  for (Node *node : {a, b, c})
+    node->output()->setType({DType::Int64, {2}});
+  graph.addOutput(c->output());
+  graph.addOutput(b->output());
+  auto results = reference::evaluate(graph, {i64({2}, {-3, 4})});
+  expectInts(results[0], DType::Int64, {2}, {0, 8});
+  expectInts(results[1], DType::Int64, {2}, {0, -4});
+}
+
 TEST(ReferenceEvaluator, ChecksInputsAgainstTheGraph) {
   Graph graph;
   Value *a = graph.addInput("a", {DType::Float32, {Dim::symbol("batch"), 2}});
@@ -85,6 +101,27 @@ TEST(ReferenceEvaluator, EvaluateNodeChecksArity) {
   Node *add = graph.addNode(OpKind::Add, {x, nullptr}, 1, "add");
   EXPECT_USER_ERROR(reference::evaluateNode(*add, {&input, nullptr}), "required input 1");
   EXPECT_TRUE(reference::canEvaluate(OpKind::Add));
+}
+
+TEST(ReferenceEvaluator, ImplementsEveryPartOneOp) {
+  const char *names[] = {
+      "Abs", "Acos", "Acosh", "Asin", "Asinh", "Atan", "Atanh", "BitwiseNot", "Ceil", "Cos", "Cosh",
+      "Erf", "Exp", "Floor", "IsInf", "IsNaN", "Log", "Mish", "Neg", "Not", "Reciprocal", "Relu",
+      "Round", "Sigmoid", "Sign", "Sin", "Sinh", "Softplus", "Softsign", "Sqrt", "Tan", "Tanh",
+      "Celu", "Clip", "Elu", "Gelu", "HardSigmoid", "HardSwish", "LeakyRelu", "Selu", "Shrink",
+      "ThresholdedRelu", "Add", "And", "BitShift", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "Div",
+      "Equal", "Greater", "GreaterOrEqual", "Less", "LessOrEqual", "Max", "Mean", "Min", "Mod",
+      "Mul", "Or", "Pow", "PRelu", "Sub", "Sum", "Where", "Xor", "Cast", "CastLike", "Trilu",
+      "BatchNormalization", "GroupNormalization", "InstanceNormalization", "LayerNormalization",
+      "LpNormalization", "LRN", "MeanVarianceNormalization", "RMSNormalization", "ArgMax", "ArgMin",
+      "CumSum", "Hardmax", "LogSoftmax", "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp",
+      "ReduceMax", "ReduceMean", "ReduceMin", "ReduceProd", "ReduceSum", "ReduceSumSquare",
+      "Softmax", "TopK", "QuantizeLinear", "DequantizeLinear"};
+  for (const char *name : names) {
+    std::optional<OpKind> kind = opFromName(name);
+    ASSERT_TRUE(kind) << name;
+    EXPECT_TRUE(reference::canEvaluate(*kind)) << name;
+  }
 }
 
 // ---- Unary math -----------------------------------------------------------------------------
