@@ -75,7 +75,6 @@ def target_commands(target, sinter, model, inputs, out_dir, scratch):
 
 def run_command(command, timeout, memory_limit_mb):
     """(exit code or negative signal, or None on timeout; stderr + stdout text)."""
-
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                start_new_session=True)
     if memory_limit_mb:  # set from here: preexec_fn is unsafe with threads
@@ -126,9 +125,9 @@ def classify_failure(code, text, model):
         return "unsupported-op", match.group(1)
     if UNSUPPORTED_ELEMENT_TYPE.search(message):
         return "unsupported-type", message
-    # The importer starts every message with the model's file name; errors while loading the
-    # inputs or running name an input file, a node or a value instead.
-    if message.startswith(Path(model).name + ":") or message.startswith(str(model) + ":"):
+    # The importer starts every message with the model's file name (its folder is left out
+    # above); errors while loading the inputs or running name an input file, a node or a value.
+    if message.startswith(Path(model).name + ":"):
         return "import-error", message
     return "runtime-error", message
 
