@@ -54,12 +54,13 @@ TEST(ModelRoundTrip, EveryModelImportsPrintsAndParsesBack) {
     std::string again = printGraph(*parsed);
     if (again != text) {
       // Point at the first line that differs rather than dumping two whole graphs.
-      size_t at = std::mismatch(text.begin(), text.end(), again.begin(), again.end()).first - text.begin();
+      size_t at =
+          std::mismatch(text.begin(), text.end(), again.begin(), again.end()).first - text.begin();
       size_t line = text.rfind('\n', at);
       line = line == std::string::npos ? 0 : line + 1;
       ADD_FAILURE() << "the text changes after parsing; first difference near:\n  printed: "
-                    << text.substr(line, text.find('\n', at) - line) << "\n  reprinted: "
-                    << again.substr(line, again.find('\n', at) - line);
+                    << text.substr(line, text.find('\n', at) - line)
+                    << "\n  reprinted: " << again.substr(line, again.find('\n', at) - line);
     }
     EXPECT_EQ(parsed->inputs().size(), graph->inputs().size());
     EXPECT_EQ(parsed->outputs().size(), graph->outputs().size());

@@ -39,12 +39,14 @@ TEST(OnnxImport, MissingFileIsAUserError) {
 TEST(OnnxImport, EmptyFileIsAUserError) {
   TempDir dir;
   std::string path = dir.write("empty.onnx", "");
-  EXPECT_CONTAINS(userErrorOf([&] { sinter::onnx::importModel(path); }), "empty.onnx: the file is empty");
+  EXPECT_CONTAINS(userErrorOf([&] { sinter::onnx::importModel(path); }),
+                  "empty.onnx: the file is empty");
 }
 
 TEST(OnnxImport, BytesThatAreNotProtobufAreAUserError) {
   TempDir dir;
-  std::string path = dir.write("junk.onnx", std::string("\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff", 11));
+  std::string path =
+      dir.write("junk.onnx", std::string("\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff", 11));
   std::string message = userErrorOf([&] { sinter::onnx::importModel(path); });
   EXPECT_CONTAINS(message, "junk.onnx: not a valid ONNX model");
   // Text happens to parse as unknown protobuf fields; it still fails, for want of a graph.
@@ -57,18 +59,25 @@ TEST(OnnxImport, TruncatedFileIsAUserError) {
   ModelBuilder m = addModel();
   std::vector<float> values(64, 1.5f);
   m.initializerF32("w", {64}, values);
-  m.graph->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0)->set_dim_value(64);
+  m.graph->mutable_input(0)
+      ->mutable_type()
+      ->mutable_tensor_type()
+      ->mutable_shape()
+      ->mutable_dim(0)
+      ->set_dim_value(64);
   std::string bytes = m.bytes();
   TempDir dir;
   // Cut inside the initializer's packed float data.
   std::string path = dir.write("cut.onnx", bytes.substr(0, bytes.size() - 100));
-  EXPECT_CONTAINS(userErrorOf([&] { sinter::onnx::importModel(path); }), "cut.onnx: not a valid ONNX model");
+  EXPECT_CONTAINS(userErrorOf([&] { sinter::onnx::importModel(path); }),
+                  "cut.onnx: not a valid ONNX model");
 }
 
 TEST(OnnxImport, ModelWithoutGraphIsAUserError) {
   ModelBuilder m;
   m.model.clear_graph();
-  EXPECT_CONTAINS(userErrorOf([&] { m.import(); }), "model.onnx: not an ONNX model: it has no graph");
+  EXPECT_CONTAINS(userErrorOf([&] { m.import(); }),
+                  "model.onnx: not an ONNX model: it has no graph");
 }
 
 // ---- opsets and unsupported ops ----------------------------------------------------------------
@@ -81,7 +90,7 @@ TEST(OnnxImport, OpsetOutsideSevenToTwentyThreeIsAUserError) {
     m.output("y");
     std::string message = userErrorOf([&] { m.import(); });
     EXPECT_CONTAINS(message, "model.onnx: ai.onnx opset " + std::to_string(opset) +
-                                   " is not supported; sinter supports opsets 7 to 23");
+                                 " is not supported; sinter supports opsets 7 to 23");
   }
 }
 
@@ -91,7 +100,8 @@ TEST(OnnxImport, MissingAiOnnxOpsetImportIsAUserError) {
   m.inputF32("x", {2});
   m.node("Relu", {"x"}, {"y"});
   m.output("y");
-  EXPECT_CONTAINS(userErrorOf([&] { m.import(); }), "model.onnx: the model imports no ai.onnx opset");
+  EXPECT_CONTAINS(userErrorOf([&] { m.import(); }),
+                  "model.onnx: the model imports no ai.onnx opset");
 }
 
 TEST(OnnxImport, EveryUnsupportedOpTypeIsListedOnce) {
@@ -116,15 +126,19 @@ TEST(OnnxImport, UnsupportedElementAndValueTypesNameTheValue) {
   strings.input("text", TensorProto::STRING, {2});
   strings.output("text");
   EXPECT_CONTAINS(userErrorOf([&] { strings.import(); }),
-              "graph input 'text' has element type string, which sinter does not support");
+                  "graph input 'text' has element type string, which sinter does not support");
 
   ModelBuilder sequence;
   auto *input = sequence.graph->add_input();
   input->set_name("items");
-  input->mutable_type()->mutable_sequence_type()->mutable_elem_type()->mutable_tensor_type()->set_elem_type(TensorProto::FLOAT);
+  input->mutable_type()
+      ->mutable_sequence_type()
+      ->mutable_elem_type()
+      ->mutable_tensor_type()
+      ->set_elem_type(TensorProto::FLOAT);
   sequence.output("items");
   EXPECT_CONTAINS(userErrorOf([&] { sequence.import(); }),
-              "graph input 'items' has type seq(tensor(float)); sinter supports only tensors");
+                  "graph input 'items' has type seq(tensor(float)); sinter supports only tensors");
 
   ModelBuilder float8;
   float8.inputF32("x", {2});
@@ -133,7 +147,7 @@ TEST(OnnxImport, UnsupportedElementAndValueTypesNameTheValue) {
   float8.node("Add", {"x", "w8"}, {"y"});
   float8.output("y");
   EXPECT_CONTAINS(userErrorOf([&] { float8.import(); }),
-              "initializer 'w8' has element type float8e4m3fn, which sinter does not support");
+                  "initializer 'w8' has element type float8e4m3fn, which sinter does not support");
 }
 
 // ---- malformed graphs -------------------------------------------------------------------------
@@ -152,7 +166,7 @@ TEST(OnnxImport, CyclesAreAUserErrorAndOutOfOrderNodesAreSorted) {
   cyclic.node("Relu", {"a"}, {"b"}, "second");
   cyclic.output("b");
   EXPECT_CONTAINS(userErrorOf([&] { cyclic.import(); }),
-              "model.onnx: the graph has a cycle through node 'first' (Add, opset 17)");
+                  "model.onnx: the graph has a cycle through node 'first' (Add, opset 17)");
 
   ModelBuilder shuffled;
   shuffled.inputF32("x", {2});
@@ -173,7 +187,7 @@ TEST(OnnxImport, ValuesDefinedTwiceAreAUserError) {
   m.node("Neg", {"x"}, {"y"}, "two");
   m.output("y");
   EXPECT_CONTAINS(userErrorOf([&] { m.import(); }),
-              "node 'two' (Neg, opset 17): output 'y' is also an output of node 'one'");
+                  "node 'two' (Neg, opset 17): output 'y' is also an output of node 'one'");
 }
 
 TEST(OnnxImport, NegativeAndOverflowingDimsAreAUserError) {
@@ -181,7 +195,7 @@ TEST(OnnxImport, NegativeAndOverflowingDimsAreAUserError) {
   negativeInput.inputF32("x", {2, -3});
   negativeInput.output("x");
   EXPECT_CONTAINS(userErrorOf([&] { negativeInput.import(); }),
-              "graph input 'x' has a negative dimension -3 at index 1");
+                  "graph input 'x' has a negative dimension -3 at index 1");
 
   ModelBuilder hugeInput;
   hugeInput.inputF32("x", {int64_t(1) << 40, int64_t(1) << 40});
@@ -192,17 +206,18 @@ TEST(OnnxImport, NegativeAndOverflowingDimsAreAUserError) {
   ModelBuilder negativeWeight = addModel();
   negativeWeight.initializer("w", TensorProto::FLOAT, {-2});
   EXPECT_CONTAINS(userErrorOf([&] { negativeWeight.import(); }),
-              "initializer 'w' has a negative dimension (-2)");
+                  "initializer 'w' has a negative dimension (-2)");
 
   // Claims 2^80 elements with no data: must fail before allocating anything.
   ModelBuilder hugeWeight = addModel();
   hugeWeight.initializer("w", TensorProto::FLOAT, {int64_t(1) << 40, int64_t(1) << 40});
   EXPECT_CONTAINS(userErrorOf([&] { hugeWeight.import(); }),
-              "initializer 'w' has too many elements");
+                  "initializer 'w' has too many elements");
   ModelBuilder bigWeight = addModel();
   bigWeight.initializer("w", TensorProto::FLOAT, {int64_t(1) << 40})->set_raw_data("abcd");
-  EXPECT_CONTAINS(userErrorOf([&] { bigWeight.import(); }),
-              "initializer 'w' (f32[1099511627776]) has 4 bytes of raw_data, expected 4398046511104");
+  EXPECT_CONTAINS(
+      userErrorOf([&] { bigWeight.import(); }),
+      "initializer 'w' (f32[1099511627776]) has 4 bytes of raw_data, expected 4398046511104");
 }
 
 TEST(OnnxImport, DataOfTheWrongSizeIsAUserError) {
@@ -307,11 +322,16 @@ TEST(OnnxImport, TypedFieldStorageForms) {
   };
   EXPECT_EQ(valuesOf<int32_t>(int32Field(TensorProto::INT32, {-5, INT32_MAX})),
             (std::vector<int32_t>{-5, INT32_MAX}));
-  EXPECT_EQ(valuesOf<int16_t>(int32Field(TensorProto::INT16, {-300, 300})), (std::vector<int16_t>{-300, 300}));
-  EXPECT_EQ(valuesOf<int8_t>(int32Field(TensorProto::INT8, {-128, 127})), (std::vector<int8_t>{-128, 127}));
-  EXPECT_EQ(valuesOf<uint16_t>(int32Field(TensorProto::UINT16, {65535, 2})), (std::vector<uint16_t>{65535, 2}));
-  EXPECT_EQ(valuesOf<uint8_t>(int32Field(TensorProto::UINT8, {255, 0})), (std::vector<uint8_t>{255, 0}));
-  EXPECT_EQ(valuesOf<uint8_t>(int32Field(TensorProto::BOOL, {1, 0, 1})), (std::vector<uint8_t>{1, 0, 1}));
+  EXPECT_EQ(valuesOf<int16_t>(int32Field(TensorProto::INT16, {-300, 300})),
+            (std::vector<int16_t>{-300, 300}));
+  EXPECT_EQ(valuesOf<int8_t>(int32Field(TensorProto::INT8, {-128, 127})),
+            (std::vector<int8_t>{-128, 127}));
+  EXPECT_EQ(valuesOf<uint16_t>(int32Field(TensorProto::UINT16, {65535, 2})),
+            (std::vector<uint16_t>{65535, 2}));
+  EXPECT_EQ(valuesOf<uint8_t>(int32Field(TensorProto::UINT8, {255, 0})),
+            (std::vector<uint8_t>{255, 0}));
+  EXPECT_EQ(valuesOf<uint8_t>(int32Field(TensorProto::BOOL, {1, 0, 1})),
+            (std::vector<uint8_t>{1, 0, 1}));
   // IEEE half 0x3C00 = 1.0, 0xC000 = -2.0; bfloat16 0x3F80 = 1.0, 0x4049 = 3.140625.
   Tensor f16 = int32Field(TensorProto::FLOAT16, {0x3C00, 0xC000});
   EXPECT_EQ(f16.dtype(), DType::Float16);
@@ -341,7 +361,8 @@ TEST(OnnxImport, RawDataStorageForms) {
   EXPECT_EQ(raw(TensorProto::FLOAT16, {1}, std::string("\x00\x3c", 2)).getDouble(0), 1.0);
   EXPECT_EQ(valuesOf<uint8_t>(raw(TensorProto::BOOL, {2}, std::string("\x01\x00", 2))),
             (std::vector<uint8_t>{1, 0}));
-  EXPECT_EQ(valuesOf<double>(raw(TensorProto::DOUBLE, {}, rawBytes<double>({2.5}))), (std::vector<double>{2.5}));
+  EXPECT_EQ(valuesOf<double>(raw(TensorProto::DOUBLE, {}, rawBytes<double>({2.5}))),
+            (std::vector<double>{2.5}));
   Tensor empty = raw(TensorProto::FLOAT, {0, 3}, "");
   EXPECT_EQ(empty.elementCount(), 0);
 }
@@ -387,20 +408,24 @@ TEST(OnnxImport, ExternalDataOutOfRangeOrOutsideTheFolderIsAUserError) {
   dir.write("model/w.bin", rawBytes<float>({1.0f, 2.0f}));
   dir.write("outside.bin", rawBytes<float>({1.0f, 2.0f}));
   auto message = [&](const std::string &location, int64_t offset, int64_t length) {
-    std::string path = dir.write("model/model.onnx", externalModel(location, offset, length).bytes());
+    std::string path =
+        dir.write("model/model.onnx", externalModel(location, offset, length).bytes());
     return userErrorOf([&] { sinter::onnx::importModel(path); });
   };
-  EXPECT_CONTAINS(message("w.bin", 4, -1), "external data range [4, 12) is out of range of 'w.bin' (8 bytes)");
+  EXPECT_CONTAINS(message("w.bin", 4, -1),
+                  "external data range [4, 12) is out of range of 'w.bin' (8 bytes)");
   EXPECT_CONTAINS(message("w.bin", 0, 4), "external data length is 4 bytes, but f32[2] needs 8");
   EXPECT_CONTAINS(message("missing.bin", 0, -1), "external data file 'missing.bin' does not exist");
-  EXPECT_CONTAINS(message("../outside.bin", 0, -1), "external data location '../outside.bin' leaves the model's folder");
+  EXPECT_CONTAINS(message("../outside.bin", 0, -1),
+                  "external data location '../outside.bin' leaves the model's folder");
   std::string absolute = dir.file("outside.bin");
   EXPECT_CONTAINS(message(absolute, 0, -1), "is an absolute path");
   fs::create_symlink(absolute, dir.file("model/link.bin"));
   EXPECT_CONTAINS(message("link.bin", 0, -1), "leaves the model's folder through a symbolic link");
   // From memory there is no folder, so external data is refused.
   std::string fromMemory = userErrorOf([&] { externalModel("w.bin", 0, -1).import(); });
-  EXPECT_CONTAINS(fromMemory, "initializer 'w' keeps its data in an external file, which is not allowed here");
+  EXPECT_CONTAINS(fromMemory,
+                  "initializer 'w' keeps its data in an external file, which is not allowed here");
 }
 
 // ---- graph inputs and options ----------------------------------------------------------------
@@ -435,21 +460,25 @@ TEST(OnnxImport, BadShapeOptionsAreUserErrorsListingValidNames) {
   m.inputF32("mask", {std::string("seq")});
   m.output("x");
   m.output("mask");
-  auto message = [&](sinter::onnx::ImportOptions options) { return userErrorOf([&] { m.import(options); }); };
+  auto message = [&](sinter::onnx::ImportOptions options) {
+    return userErrorOf([&] { m.import(options); });
+  };
   sinter::onnx::ImportOptions unknownInput;
   unknownInput.inputShapes["image"] = {1, 3};
   EXPECT_CONTAINS(message(unknownInput),
-              "--shape names 'image', which is not a graph input; the inputs are 'x', 'mask'");
+                  "--shape names 'image', which is not a graph input; the inputs are 'x', 'mask'");
   sinter::onnx::ImportOptions unknownSymbol;
   unknownSymbol.dimBindings["batchsize"] = 1;
   EXPECT_CONTAINS(message(unknownSymbol), "--dim names 'batchsize', which is not a symbolic dim of "
-                                                "any graph input; the symbols are 'batch', 'seq'");
+                                          "any graph input; the symbols are 'batch', 'seq'");
   sinter::onnx::ImportOptions wrongRank;
   wrongRank.inputShapes["x"] = {1, 3, 1};
-  EXPECT_CONTAINS(message(wrongRank), "--shape x=[1,3,1] has rank 3, but the model declares [batch,3]");
+  EXPECT_CONTAINS(message(wrongRank),
+                  "--shape x=[1,3,1] has rank 3, but the model declares [batch,3]");
   sinter::onnx::ImportOptions wrongDim;
   wrongDim.inputShapes["x"] = {1, 4};
-  EXPECT_CONTAINS(message(wrongDim), "--shape x=[1,4] does not match the model's [batch,3] at dim 1");
+  EXPECT_CONTAINS(message(wrongDim),
+                  "--shape x=[1,4] does not match the model's [batch,3] at dim 1");
   sinter::onnx::ImportOptions conflict;
   conflict.inputShapes["x"] = {2, 3};
   conflict.dimBindings["batch"] = 5;
@@ -461,7 +490,7 @@ TEST(OnnxImport, InputWithoutShapeNeedsTheShapeOption) {
   m.inputF32("x", {})->mutable_type()->mutable_tensor_type()->clear_shape();
   m.output("x");
   EXPECT_CONTAINS(userErrorOf([&] { m.import(); }),
-              "graph input 'x' has no shape (its rank is unknown); give it with --shape x=...");
+                  "graph input 'x' has no shape (its rank is unknown); give it with --shape x=...");
   sinter::onnx::ImportOptions options;
   options.inputShapes["x"] = {2, 2};
   EXPECT_EQ(m.import(options)->inputs()[0]->type().str(), "f32[2,2]");
@@ -510,7 +539,8 @@ TEST(OnnxImport, SummaryDoesNotFailOnUnsupportedOps) {
   ASSERT_EQ(summary.unsupportedOps.size(), 1u);
   EXPECT_EQ(summary.unsupportedOps["com.microsoft:Inverse (opset ?)"], 1);
   std::string broken = dir.write("broken.onnx", std::string("\xff\xff\xff", 3));
-  EXPECT_CONTAINS(userErrorOf([&] { sinter::onnx::summarizeModel(broken); }), "not a valid ONNX model");
+  EXPECT_CONTAINS(userErrorOf([&] { sinter::onnx::summarizeModel(broken); }),
+                  "not a valid ONNX model");
 }
 
 TEST(OnnxImport, TensorProtoFilesRoundTrip) {
@@ -521,7 +551,8 @@ TEST(OnnxImport, TensorProtoFilesRoundTrip) {
   std::string path = dir.file("t.pb");
   sinter::onnx::writeTensorProtoFile(path, tensor);
   EXPECT_TRUE(sinter::onnx::readTensorProtoFile(path).identical(tensor));
-  EXPECT_CONTAINS(userErrorOf([&] { sinter::onnx::readTensorProtoFile(dir.file("none.pb")); }), "no such file");
+  EXPECT_CONTAINS(userErrorOf([&] { sinter::onnx::readTensorProtoFile(dir.file("none.pb")); }),
+                  "no such file");
 }
 
 TEST(OnnxImport, ReadsOnnxTestDataFiles) {
@@ -535,11 +566,13 @@ TEST(OnnxImport, ReadsOnnxTestDataFiles) {
       if (fs::exists(candidate))
         found = candidate;
     }
-  ASSERT_FALSE(found.empty()) << "ONNX test data not found under " << data << " (run scripts/setup)";
+  ASSERT_FALSE(found.empty()) << "ONNX test data not found under " << data
+                              << " (run scripts/setup)";
   Tensor input = sinter::onnx::readTensorProtoFile((found / "input_0.pb").string());
   Tensor output = sinter::onnx::readTensorProtoFile((found / "output_0.pb").string());
   ASSERT_EQ(input.dims(), output.dims());
   ASSERT_GT(input.elementCount(), 0);
   for (int64_t i = 0; i < input.elementCount(); ++i)
-    EXPECT_NEAR(output.getDouble(i), std::exp(input.getDouble(i)), 1e-5 * std::exp(input.getDouble(i)));
+    EXPECT_NEAR(output.getDouble(i), std::exp(input.getDouble(i)),
+                1e-5 * std::exp(input.getDouble(i)));
 }

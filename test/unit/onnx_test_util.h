@@ -182,7 +182,8 @@ inline ::onnx::TensorProto *attrTensor(::onnx::NodeProto *node, const std::strin
 inline ::testing::AssertionResult contains(const std::string &text, const std::string &part) {
   if (text.find(part) != std::string::npos)
     return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "\"" << text << "\"\n  does not contain \"" << part << "\"";
+  return ::testing::AssertionFailure()
+         << "\"" << text << "\"\n  does not contain \"" << part << "\"";
 }
 #define EXPECT_CONTAINS(text, part) EXPECT_TRUE(::sinter::onnx_test::contains((text), (part)))
 

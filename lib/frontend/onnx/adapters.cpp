@@ -96,10 +96,11 @@ std::vector<Value *> emitAs(Builder &b, OnnxNode &n, OpKind kind, const Attribut
     inputs.pop_back();
   int numInputs = int(inputs.size());
   if (numInputs < info.minInputs || (info.maxInputs >= 0 && numInputs > info.maxInputs)) {
-    std::string range = info.maxInputs < 0 ? "at least " + std::to_string(info.minInputs)
-                        : info.minInputs == info.maxInputs
-                            ? std::to_string(info.minInputs)
-                            : std::to_string(info.minInputs) + " to " + std::to_string(info.maxInputs);
+    std::string range =
+        info.maxInputs < 0 ? "at least " + std::to_string(info.minInputs)
+        : info.minInputs == info.maxInputs
+            ? std::to_string(info.minInputs)
+            : std::to_string(info.minInputs) + " to " + std::to_string(info.maxInputs);
     userError(n.where, ": has ", numInputs, " inputs, but ", info.name, " takes ", range);
   }
   for (int i = 0; i < info.minInputs; ++i)
@@ -217,7 +218,8 @@ std::vector<Value *> adaptSoftmaxFamily(Builder &b, OnnxNode &n) {
                           helperNode(n, "flatten"));
   rest["axis"] = int64_t(1);
   Value *rows = b.emitOne(kind, {flat}, rest, helperName(n, "rows"), helperNode(n, "rows"));
-  Value *shape = b.emitOne(OpKind::Shape, {data}, {}, helperName(n, "shape"), helperNode(n, "shape"));
+  Value *shape =
+      b.emitOne(OpKind::Shape, {data}, {}, helperName(n, "shape"), helperNode(n, "shape"));
   if (n.outputNames.size() != 1)
     userError(n.where, ": has ", n.outputNames.size(), " outputs, but ", n.proto.op_type(),
               " gives 1");
@@ -228,7 +230,8 @@ std::vector<Value *> adaptSoftmaxFamily(Builder &b, OnnxNode &n) {
 // ("asymmetric") and pick the nearest pixel by truncation, or, as onnxruntime does, by rounding
 // up when every scale shrinks.
 Attributes legacyResizeAttributes(const std::string &mode, Value *scales) {
-  Attributes attributes{{"mode", mode}, {"coordinate_transformation_mode", std::string("asymmetric")}};
+  Attributes attributes{{"mode", mode},
+                        {"coordinate_transformation_mode", std::string("asymmetric")}};
   if (mode == "nearest") {
     bool shrinks = false;
     if (scales && scales->isConstant()) {
@@ -328,11 +331,12 @@ std::vector<Value *> adaptGroupNormalization(Builder &b, OnnxNode &n) {
     Value *perGroupValues = requiredInput(n, index);
     Value *column = b.emitOne(OpKind::Unsqueeze, {perGroupValues, one}, {},
                               helperName(n, part + "_column"), helperNode(n, part + "_column"));
-    Value *repeated = b.emitOne(OpKind::Expand, {column, grid}, {},
-                                helperName(n, part + "_repeated"), helperNode(n, part + "_repeated"));
-    n.inputs[index] = b.emitOne(OpKind::Reshape, {repeated, flatShape}, {},
-                                helperName(n, part + "_per_channel"),
-                                helperNode(n, part + "_per_channel"));
+    Value *repeated =
+        b.emitOne(OpKind::Expand, {column, grid}, {}, helperName(n, part + "_repeated"),
+                  helperNode(n, part + "_repeated"));
+    n.inputs[index] =
+        b.emitOne(OpKind::Reshape, {repeated, flatShape}, {}, helperName(n, part + "_per_channel"),
+                  helperNode(n, part + "_per_channel"));
   }
   return emitAs(b, n, OpKind::GroupNormalization, {{"num_groups", *groups}});
 }

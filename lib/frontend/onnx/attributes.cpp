@@ -40,34 +40,56 @@ AttrType typeOf(const ::onnx::AttributeProto &a) {
 
 const char *typeName(AttrType type) {
   switch (type) {
-  case ::onnx::AttributeProto::FLOAT: return "a float";
-  case ::onnx::AttributeProto::INT: return "an int";
-  case ::onnx::AttributeProto::STRING: return "a string";
-  case ::onnx::AttributeProto::TENSOR: return "a tensor";
-  case ::onnx::AttributeProto::GRAPH: return "a graph";
-  case ::onnx::AttributeProto::SPARSE_TENSOR: return "a sparse tensor";
-  case ::onnx::AttributeProto::TYPE_PROTO: return "a type";
-  case ::onnx::AttributeProto::FLOATS: return "a list of floats";
-  case ::onnx::AttributeProto::INTS: return "a list of ints";
-  case ::onnx::AttributeProto::STRINGS: return "a list of strings";
-  case ::onnx::AttributeProto::TENSORS: return "a list of tensors";
-  case ::onnx::AttributeProto::GRAPHS: return "a list of graphs";
-  case ::onnx::AttributeProto::SPARSE_TENSORS: return "a list of sparse tensors";
-  case ::onnx::AttributeProto::TYPE_PROTOS: return "a list of types";
-  case ::onnx::AttributeProto::UNDEFINED: break;
+  case ::onnx::AttributeProto::FLOAT:
+    return "a float";
+  case ::onnx::AttributeProto::INT:
+    return "an int";
+  case ::onnx::AttributeProto::STRING:
+    return "a string";
+  case ::onnx::AttributeProto::TENSOR:
+    return "a tensor";
+  case ::onnx::AttributeProto::GRAPH:
+    return "a graph";
+  case ::onnx::AttributeProto::SPARSE_TENSOR:
+    return "a sparse tensor";
+  case ::onnx::AttributeProto::TYPE_PROTO:
+    return "a type";
+  case ::onnx::AttributeProto::FLOATS:
+    return "a list of floats";
+  case ::onnx::AttributeProto::INTS:
+    return "a list of ints";
+  case ::onnx::AttributeProto::STRINGS:
+    return "a list of strings";
+  case ::onnx::AttributeProto::TENSORS:
+    return "a list of tensors";
+  case ::onnx::AttributeProto::GRAPHS:
+    return "a list of graphs";
+  case ::onnx::AttributeProto::SPARSE_TENSORS:
+    return "a list of sparse tensors";
+  case ::onnx::AttributeProto::TYPE_PROTOS:
+    return "a list of types";
+  case ::onnx::AttributeProto::UNDEFINED:
+    break;
   }
   return "of no known type";
 }
 
 const char *kindName(AttrKind kind) {
   switch (kind) {
-  case AttrKind::Int: return "an int";
-  case AttrKind::Float: return "a float";
-  case AttrKind::String: return "a string";
-  case AttrKind::Ints: return "a list of ints";
-  case AttrKind::Floats: return "a list of floats";
-  case AttrKind::Strings: return "a list of strings";
-  case AttrKind::Tensor: return "a tensor";
+  case AttrKind::Int:
+    return "an int";
+  case AttrKind::Float:
+    return "a float";
+  case AttrKind::String:
+    return "a string";
+  case AttrKind::Ints:
+    return "a list of ints";
+  case AttrKind::Floats:
+    return "a list of floats";
+  case AttrKind::Strings:
+    return "a list of strings";
+  case AttrKind::Tensor:
+    return "a tensor";
   }
   return "?";
 }

@@ -62,8 +62,8 @@ std::vector<Value *> Builder::emit(OpKind kind, const std::vector<Value *> &inpu
 }
 
 Value *Builder::emitOne(OpKind kind, const std::vector<Value *> &inputs,
-                        const std::map<std::string, Attribute> &attributes,
-                        const std::string &base, const std::string &nodeName) {
+                        const std::map<std::string, Attribute> &attributes, const std::string &base,
+                        const std::string &nodeName) {
   return emit(kind, inputs, attributes, {freshName(base)}, nodeName)[0];
 }
 

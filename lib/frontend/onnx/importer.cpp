@@ -29,8 +29,8 @@ public:
   /// The importer releases each initializer's bytes from `model` once it holds them.
   Importer(::onnx::ModelProto &model, const std::string &baseDirectory,
            const ImportOptions &options, const std::string &displayName)
-      : model_(model), graphProto_(*model.mutable_graph()), options_(options),
-        source_{displayName, baseDirectory} {}
+      : model_(model), graphProto_(*model.mutable_graph()),
+        options_(options), source_{displayName, baseDirectory} {}
 
   std::unique_ptr<Graph> run();
 
@@ -102,8 +102,8 @@ void Importer::checkSupported() {
   for (const std::string &key : order)
     list += (list.empty() ? "" : ", ") + key + " x" + std::to_string(counts[key]) + " (opset " +
             opsets[key] + ")";
-  userError(order.size(), order.size() == 1 ? " unsupported op type: " : " unsupported op types: ",
-            list);
+  userError(order.size(),
+            order.size() == 1 ? " unsupported op type: " : " unsupported op types: ", list);
 }
 
 void Importer::collectNames() {

@@ -112,8 +112,8 @@ Tensor readExternal(const ::onnx::TensorProto &proto, DType dtype, int64_t expec
   if (error)
     userError(what, ": cannot read the size of external data file '", location, "'");
   if (offset > fileSize || expected > fileSize - offset)
-    userError(what, ": external data range [", offset, ", ", offset + expected, ") is out of range ",
-              "of '", location, "' (", fileSize, " bytes)");
+    userError(what, ": external data range [", offset, ", ", offset + expected,
+              ") is out of range ", "of '", location, "' (", fileSize, " bytes)");
   // Only now, with the bytes known to exist, is the tensor allocated.
   Tensor tensor(dtype, dimsOf(proto));
   std::ifstream stream(file, std::ios::binary);
@@ -146,23 +146,27 @@ void readTyped(const ::onnx::TensorProto &proto, const std::string &what, int64_
   case DType::Float32:
     checkCount(proto.float_data_size(), count, "float_data", what, type);
     make();
-    copyField(proto.float_data(), *out, [](Tensor &t, int64_t i, float v) { t.data<float>()[i] = v; });
+    copyField(proto.float_data(), *out,
+              [](Tensor &t, int64_t i, float v) { t.data<float>()[i] = v; });
     return;
   case DType::Float64:
     checkCount(proto.double_data_size(), count, "double_data", what, type);
     make();
-    copyField(proto.double_data(), *out, [](Tensor &t, int64_t i, double v) { t.data<double>()[i] = v; });
+    copyField(proto.double_data(), *out,
+              [](Tensor &t, int64_t i, double v) { t.data<double>()[i] = v; });
     return;
   case DType::Int64:
     checkCount(proto.int64_data_size(), count, "int64_data", what, type);
     make();
-    copyField(proto.int64_data(), *out, [](Tensor &t, int64_t i, int64_t v) { t.data<int64_t>()[i] = v; });
+    copyField(proto.int64_data(), *out,
+              [](Tensor &t, int64_t i, int64_t v) { t.data<int64_t>()[i] = v; });
     return;
   case DType::Uint32:
   case DType::Uint64:
     checkCount(proto.uint64_data_size(), count, "uint64_data", what, type);
     make();
-    copyField(proto.uint64_data(), *out, [](Tensor &t, int64_t i, uint64_t v) { t.setInt(i, int64_t(v)); });
+    copyField(proto.uint64_data(), *out,
+              [](Tensor &t, int64_t i, uint64_t v) { t.setInt(i, int64_t(v)); });
     return;
   case DType::Float16:
   case DType::BFloat16:
@@ -176,7 +180,8 @@ void readTyped(const ::onnx::TensorProto &proto, const std::string &what, int64_
   case DType::Bool:
     checkCount(proto.int32_data_size(), count, "int32_data", what, type);
     make();
-    copyField(proto.int32_data(), *out, [](Tensor &t, int64_t i, int32_t v) { t.data<uint8_t>()[i] = v != 0; });
+    copyField(proto.int32_data(), *out,
+              [](Tensor &t, int64_t i, int32_t v) { t.data<uint8_t>()[i] = v != 0; });
     return;
   case DType::Int32:
   case DType::Int16:
@@ -238,8 +243,8 @@ Tensor readTensorProtoFile(const std::string &path) {
   detail::parseMessage(bytes, proto, path, "TensorProto");
   std::string folder = std::filesystem::path(path).parent_path().string();
   detail::TensorSource source{path, folder.empty() ? "." : folder};
-  std::string what = proto.name().empty() ? path + ": the tensor"
-                                          : path + ": tensor '" + proto.name() + "'";
+  std::string what =
+      proto.name().empty() ? path + ": the tensor" : path + ": tensor '" + proto.name() + "'";
   return detail::tensorFromProto(proto, source, what);
 }
 

@@ -13,13 +13,13 @@ struct OnnxType {
 };
 // Indexed by TensorProto.DataType.
 constexpr OnnxType kOnnxTypes[] = {
-    {"undefined", 0},     {"float", 4},          {"uint8", 1},        {"int8", 1},
-    {"uint16", 2},        {"int16", 2},          {"int32", 4},        {"int64", 8},
-    {"string", 0},        {"bool", 1},           {"float16", 2},      {"double", 8},
-    {"uint32", 4},        {"uint64", 8},         {"complex64", 8},    {"complex128", 16},
-    {"bfloat16", 2},      {"float8e4m3fn", 1},   {"float8e4m3fnuz", 1}, {"float8e5m2", 1},
-    {"float8e5m2fnuz", 1}, {"uint4", 0.5},       {"int4", 0.5},       {"float4e2m1", 0.5},
-    {"float8e8m0", 1},    {"uint2", 0.25},       {"int2", 0.25},
+    {"undefined", 0},      {"float", 4},        {"uint8", 1},          {"int8", 1},
+    {"uint16", 2},         {"int16", 2},        {"int32", 4},          {"int64", 8},
+    {"string", 0},         {"bool", 1},         {"float16", 2},        {"double", 8},
+    {"uint32", 4},         {"uint64", 8},       {"complex64", 8},      {"complex128", 16},
+    {"bfloat16", 2},       {"float8e4m3fn", 1}, {"float8e4m3fnuz", 1}, {"float8e5m2", 1},
+    {"float8e5m2fnuz", 1}, {"uint4", 0.5},      {"int4", 0.5},         {"float4e2m1", 0.5},
+    {"float8e8m0", 1},     {"uint2", 0.25},     {"int2", 0.25},
 };
 constexpr int kNumOnnxTypes = int(sizeof(kOnnxTypes) / sizeof(kOnnxTypes[0]));
 } // namespace
