@@ -2,7 +2,7 @@
 // built from its signature, runs it with sinter_session_run_host and prints every output's name,
 // dtype, shape and first values. It links only libsinter_rt.
 //
-//   run_model model.so [--device N] [--threads N] [--runs N] [--values N]
+//   run_model model.so [--device N] [--threads N] [--graphs 0|1] [--runs N] [--values N]
 //
 // With --runs N > 1 it also prints the median wall time of the runs after the first.
 #include "sinter/runtime.hpp"
@@ -149,7 +149,8 @@ std::string shapeText(const sinter_tensor_info &info) {
 
 int usage() {
   std::fprintf(stderr,
-               "usage: run_model MODEL.so [--device N] [--threads N] [--runs N] [--values N]\n");
+               "usage: run_model MODEL.so [--device N] [--threads N] [--graphs 0|1] [--runs N] "
+               "[--values N]\n");
   return 2;
 }
 
@@ -172,6 +173,8 @@ int main(int argc, char **argv) {
       options.device = value;
     else if (flag == "--threads")
       options.threads = value;
+    else if (flag == "--graphs")
+      options.use_graphs = value;
     else if (flag == "--runs")
       runs = std::max(1, value);
     else if (flag == "--values")

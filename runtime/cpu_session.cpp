@@ -92,7 +92,7 @@ public:
     for (PreparedStep &step : steps_) {
       if (step.kernel)
         pool_.parallelFor(step.extent, runKernelChunk, &step);
-      else if (step.bytes)
+      else if (step.bytes && step.destination != step.source)
         std::memcpy(step.destination, step.source, step.bytes);
     }
     for (size_t i = 0; i < manifest.outputs.size(); ++i)

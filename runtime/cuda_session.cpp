@@ -1,7 +1,7 @@
 // The CUDA session. At creation: retain the device's primary context, load each CUDA module of
 // the manifest (the cubin for this GPU's architecture, else JIT-compiled PTX), find each kernel in
-// its module, allocate the arena, upload the
-// weights, resolve every launch argument to a device address, make a private stream and events.
+// its module, allocate the arena, upload the weights, resolve every launch argument to a device
+// address, make a private stream and events.
 //
 // A run, on the caller's stream S and the session's stream P:
 //   S: wait for the previous run's end; copy the inputs into the arena; record `inputsReady`
@@ -313,7 +313,7 @@ void CudaSession::enqueuePlan(CUstream stream) {
       if (result != CUDA_SUCCESS)
         fail(SINTER_ERROR_DEVICE, "kernel '", step.kernelName, "': ",
              describeError("cuLaunchKernel", result));
-    } else if (step.bytes) {
+    } else if (step.bytes && step.destination != step.source) {
       check(d_.cuMemcpyDtoDAsync(step.destination, step.source, step.bytes, stream),
             "cuMemcpyDtoDAsync (plan copy)");
     }

@@ -72,7 +72,9 @@ std::string findStepProblem(const Manifest &manifest, size_t index, uint64_t wei
     return detail::concat(where, " copies from outside the ", regionName(copy.source.region));
   if (!fits(copy.destination.offset, copy.bytes, manifest.arenaBytes))
     return detail::concat(where, " copies to outside the arena");
+  // A copy onto itself is a no-op (the runtime skips it); a partial overlap is a planner bug.
   if (copy.source.region == Region::Arena && copy.bytes > 0 &&
+      copy.source.offset != copy.destination.offset &&
       copy.source.offset < copy.destination.offset + copy.bytes &&
       copy.destination.offset < copy.source.offset + copy.bytes)
     return detail::concat(where, " copies between overlapping arena ranges");

@@ -374,6 +374,8 @@ TEST(ArtifactFormat, ValidationNamesWhatIsWrong) {
                          std::get<Copy>(m.steps[1]).source = {Region::Arena, 1000};
                        }),
                        "overlapping"));
+  EXPECT_EQ(problem([](Manifest &m) { std::get<Copy>(m.steps[1]).source = {Region::Arena, 1024}; }),
+            "");
   EXPECT_TRUE(mentions(problem([](Manifest &m) { std::get<Launch>(m.steps[0]).kernel = 9; }),
                        "launches kernel 9"));
   EXPECT_TRUE(mentions(problem([](Manifest &m) { std::get<Launch>(m.steps[0]).block[1] = 0; }),
