@@ -234,6 +234,17 @@ TEST(OnnxImport, DataOfTheWrongSizeIsAUserError) {
   EXPECT_CONTAINS(userErrorOf([&] { missing.import(); }), "has 0 values in float_data, expected 2");
 }
 
+TEST(OnnxImport, ShapeErrorsNameTheNodeOnce) {
+  ModelBuilder m;
+  m.inputF32("a", {2, 3});
+  m.inputF32("b", {4, 5});
+  m.node("MatMul", {"a", "b"}, {"y"}, "mm");
+  m.output("y");
+  std::string message = userErrorOf([&] { m.import(); });
+  EXPECT_EQ(message.rfind("model.onnx: node 'mm' (MatMul, opset 17): ", 0), 0u) << message;
+  EXPECT_EQ(message.find("MatMul 'mm'"), std::string::npos) << message;
+}
+
 TEST(OnnxImport, UndefinedGraphOutputIsAUserError) {
   ModelBuilder m;
   m.inputF32("x", {2});

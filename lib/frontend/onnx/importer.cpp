@@ -8,6 +8,7 @@
 #include "sinter/support/error.h"
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <queue>
 
@@ -298,6 +299,25 @@ std::vector<int> Importer::nodeOrder() {
   return order;
 }
 
+// Shape inference names the IR node ("Conv 'conv1': ..."); `where` already names it.
+std::string withoutNodePrefix(const std::string &message, const ::onnx::NodeProto &proto) {
+  size_t space = message.find(' ');
+  if (space == std::string::npos || space == 0)
+    return message;
+  for (size_t i = 0; i < space; ++i)
+    if (!std::isalnum(static_cast<unsigned char>(message[i])))
+      return message;
+  std::vector<std::string> tails;
+  if (!proto.name().empty())
+    tails.push_back(" '" + proto.name() + "': ");
+  else if (proto.output_size())
+    tails.push_back(" producing '" + proto.output(0) + "': ");
+  for (const std::string &tail : tails)
+    if (message.compare(space, tail.size(), tail) == 0)
+      return message.substr(space + tail.size());
+  return message;
+}
+
 void Importer::importConstant(const ::onnx::NodeProto &node, const std::string &where) {
   if (node.output_size() != 1 || node.output(0).empty())
     userError(where, ": a Constant has exactly one output");
@@ -361,7 +381,7 @@ void Importer::importNodeAt(int index, Builder &builder) {
     std::string message = error.what();
     if (message.rfind(where, 0) == 0)
       throw;
-    throw UserError(where + ": " + message);
+    throw UserError(where + ": " + withoutNodePrefix(message, proto));
   }
 }
 
