@@ -394,3 +394,17 @@ TEST(OnnxAdapters, ShapeComputationsFoldAsTheyAreImported) {
   noFolding.foldLimitElements = 0;
   EXPECT_EQ(m.import(noFolding)->numNodes(), 5);
 }
+
+TEST(OnnxAdapters, NodesTheEvaluatorRejectsAreKept) {
+  // Training-mode Dropout is random: the evaluator refuses it, so it stays a node.
+  ModelBuilder m(13);
+  m.initializerF32("x", {3}, {1, 2, 3});
+  m.initializerF32("ratio", {}, {0.5f});
+  m.initializer("training", TensorProto::BOOL, {})->add_int32_data(1);
+  m.node("Dropout", {"x", "ratio", "training"}, {"y"}, "drop");
+  m.output("y");
+  auto graph = m.import();
+  ASSERT_EQ(graph->numNodes(), 1);
+  EXPECT_EQ(graph->nodes()[0]->kind(), OpKind::Dropout);
+  EXPECT_EQ(graph->outputs()[0]->type().str(), "f32[3]");
+}

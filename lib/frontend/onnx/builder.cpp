@@ -117,7 +117,14 @@ std::vector<Value *> Builder::fold(Node *node) {
   std::vector<const Tensor *> inputs;
   for (Value *input : node->inputs())
     inputs.push_back(input ? &input->constant() : nullptr);
-  std::vector<Tensor> results = reference::evaluateNode(*node, inputs);
+  std::vector<Tensor> results;
+  try {
+    results = reference::evaluateNode(*node, inputs);
+  } catch (const UserError &) {
+    // What the evaluator cannot do (a training-mode Dropout, data it rejects) stays a node;
+    // folding is an optimisation, and running the node reports the same problem.
+    return node->outputs();
+  }
   SINTER_ASSERT(int(results.size()) == node->numOutputs(), "the evaluator gave ", results.size(),
                 " outputs for ", node->describe(), ", which has ", node->numOutputs());
   return replaceByConstants(node, std::move(results));
