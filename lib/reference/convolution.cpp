@@ -193,10 +193,12 @@ Outputs evalConv(const Node &node, const Inputs &inputs) {
 //   p * stride - pad_begin + k * dilation.
 // W is [C, M / group, k...]. The output extent is
 //   stride * (input - 1) + output_padding + window - pad_begin - pad_end,
-// unless output_shape (or SAME_*, which means output_shape = input * stride) fixes it; then the
-// total padding follows from that formula and is split with the odd element at the end for
-// SAME_UPPER and at the beginning otherwise. The split uses floor division, so a negative total
-// (an output larger than the natural one) grows the end, as ONNX's reference does.
+// unless output_shape or SAME_* (which aims at input * stride) fixes it; then the total padding
+// follows from that formula and is split with the odd element at the end for SAME_UPPER and at
+// the beginning otherwise. A negative total (an output larger than the natural one) pads nothing
+// at the beginning: an explicit output_shape grows at the end (as in ONNX's reference
+// implementation and onnxruntime), while SAME_* keeps the natural extent (as ONNX's shape
+// inference and onnxruntime do; the spec's formula would shift the output).
 Outputs evalConvTranspose(const Node &node, const Inputs &inputs) {
   const Tensor &x = requiredInput(node, inputs, 0);
   const Tensor &w = requiredInput(node, inputs, 1);
@@ -233,19 +235,19 @@ Outputs evalConvTranspose(const Node &node, const Inputs &inputs) {
   if (!outputShape.empty() && outputShape.size() != rank)
     userError(node.describe(), ": output_shape has ", outputShape.size(), " values but there are ",
               rank, " spatial dims");
-  if (outputShape.empty() && (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER"))
-    for (size_t i = 0; i < rank; ++i)
-      outputShape.push_back(input[i] * strides[i]);
+  bool same = autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER";
 
   std::vector<int64_t> padBegin(rank), output(rank);
   for (size_t i = 0; i < rank; ++i) {
     int64_t natural =
         strides[i] * (input[i] - 1) + outputPadding[i] + (kernel[i] - 1) * dilations[i] + 1;
-    if (!outputShape.empty()) {
-      int64_t total = natural - outputShape[i];
-      int64_t half = floorDiv(total, 2);
-      padBegin[i] = autoPad == "SAME_UPPER" ? half : total - half;
-      output[i] = outputShape[i];
+    if (!outputShape.empty() || same) {
+      int64_t target = outputShape.empty() ? input[i] * strides[i] : outputShape[i];
+      int64_t total = natural - target;
+      if (total < 0 && outputShape.empty())
+        target = natural; // SAME_* never pads negatively
+      padBegin[i] = total <= 0 ? 0 : autoPad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      output[i] = target;
     } else {
       padBegin[i] = pads[i];
       output[i] = natural - pads[i] - pads[rank + i];

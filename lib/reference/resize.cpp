@@ -6,8 +6,8 @@
 //   half_pixel            (y + 0.5) / scale - 0.5
 //   half_pixel_symmetric  the same, shifted so the centres of input and output line up when the
 //                         output extent was rounded: + input/2 * (1 - output / (scale * input))
-//   pytorch_half_pixel    half_pixel, but -0.5 when the output extent is 1
-//   align_corners         y * (input - 1) / (scale * input - 1), 0 when the output extent is 1
+//   pytorch_half_pixel    half_pixel, but -0.5 when the output width (scale * input) is 1
+//   align_corners         y * (input - 1) / (scale * input - 1), 0 when the output width is 1
 //   asymmetric            y / scale
 //   tf_crop_and_resize    through roi = [start, end] in normalised input coordinates; x outside
 //                         [0, input - 1] gives extrapolation_value
@@ -58,7 +58,10 @@ double sourceCoordinate(const Node &node, const ResizeOptions &options, double y
                         int64_t input, int64_t output, double roiStart, double roiEnd,
                         bool &outside) {
   const std::string &mode = options.coordinateMode;
-  double outputWidth = scale * double(input); // not rounded, as the spec writes it
+  // The fractional output width, as ONNX's reference implementation (which made the node tests'
+  // data) computes it; onnxruntime uses the rounded length, which differs only when the scale
+  // does not give a whole number of elements.
+  double outputWidth = scale * double(input);
   outside = false;
   if (mode == "half_pixel")
     return (y + 0.5) / scale - 0.5;

@@ -348,6 +348,13 @@ TEST(ReferenceConvTranspose, OneDimensionalCasesByHand) {
   expectTensor(runOne(OpKind::ConvTranspose, {x, w}, typeOf(DType::Float32, {1, 1, 8}),
                       {{"strides", ints({2})}, {"output_shape", ints({8})}}),
                DType::Float32, {1, 1, 8}, {1, 1, 3, 2, 5, 3, 3, 0});
+  expectTensor(runOne(OpKind::ConvTranspose, {x, w}, typeOf(DType::Float32, {1, 1, 9}),
+                      {{"strides", ints({2})}, {"output_shape", ints({9})}}),
+               DType::Float32, {1, 1, 9}, {1, 1, 3, 2, 5, 3, 3, 0, 0});
+  // A smaller output_shape (5, total 2) crops one from each end, like pads [1, 1].
+  expectTensor(runOne(OpKind::ConvTranspose, {x, w}, typeOf(DType::Float32, {1, 1, 5}),
+                      {{"strides", ints({2})}, {"output_shape", ints({5})}}),
+               DType::Float32, {1, 1, 5}, {1, 3, 2, 5, 3});
   // SAME_*: output = input * stride = 6, total padding 1, at the end (UPPER) or beginning (LOWER).
   expectTensor(runOne(OpKind::ConvTranspose, {x, w}, typeOf(DType::Float32, {1, 1, 6}),
                       {{"strides", ints({2})}, {"auto_pad", std::string("SAME_UPPER")}}),
@@ -355,6 +362,12 @@ TEST(ReferenceConvTranspose, OneDimensionalCasesByHand) {
   expectTensor(runOne(OpKind::ConvTranspose, {x, w}, typeOf(DType::Float32, {1, 1, 6}),
                       {{"strides", ints({2})}, {"auto_pad", std::string("SAME_LOWER")}}),
                DType::Float32, {1, 1, 6}, {1, 3, 2, 5, 3, 3});
+  // SAME_* never pads negatively: a 1-tap kernel with stride 3 keeps the natural extent 7
+  // rather than input * stride = 9.
+  expectTensor(runOne(OpKind::ConvTranspose, {x, f32({1, 1, 1}, {1})},
+                      typeOf(DType::Float32, {1, 1, 7}),
+                      {{"strides", ints({3})}, {"auto_pad", std::string("SAME_UPPER")}}),
+               DType::Float32, {1, 1, 7}, {1, 0, 0, 2, 0, 0, 3});
   // Dilation 2 with a 2-tap kernel: x0 -> 0, 2; x1 -> 1, 3.
   expectTensor(runOne(OpKind::ConvTranspose, {f32({1, 1, 2}, {1, 2}), f32({1, 1, 2}, {1, 10})},
                       typeOf(DType::Float32, {1, 1, 4}), {{"dilations", ints({2})}}),
@@ -436,6 +449,10 @@ TEST(ReferenceMaxPool, WindowsPaddingCeilModeAndDilation) {
   expectTensor(runOne(OpKind::MaxPool, {five}, typeOf(DType::Float32, {1, 1, 5}),
                       pool({2}, {{"auto_pad", std::string("SAME_LOWER")}})),
                DType::Float32, {1, 1, 5}, {1, 2, 3, 4, 5});
+  // A window smaller than the stride needs no padding (never a negative one): windows at 0, 3.
+  expectTensor(runOne(OpKind::MaxPool, {five}, typeOf(DType::Float32, {1, 1, 2}),
+                      pool({1}, {{"auto_pad", std::string("SAME_UPPER")}, {"strides", ints({3})}})),
+               DType::Float32, {1, 1, 2}, {1, 4});
 }
 
 TEST(ReferenceMaxPool, IndicesInBothStorageOrders) {
