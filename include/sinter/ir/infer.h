@@ -2,6 +2,11 @@
 // and looked up by kind. Rules see input types and, for constant inputs, their data (so Reshape's
 // shape, Slice's starts and the like resolve); they propagate symbolic dims where the result is
 // the same symbol, and give unknown dims ("?") where the result is data-dependent.
+//
+// Small integer inputs computed from shapes (Concat(Gather(Shape(x), 0), [-1]), Range(0, seq, 1),
+// ...) are traced back through their producers (lib/ir/infer_values.cpp), so a node's inferred
+// type can depend on the nodes upstream of it, not only on its inputs' types. Inference reads
+// only the graph: it is deterministic, and re-running it on an inferred graph changes nothing.
 #pragma once
 
 #include "sinter/ir/shape.h"
