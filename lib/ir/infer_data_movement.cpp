@@ -17,6 +17,14 @@ void requireInt64Vector(const InferContext &ctx, int i, const char *what) {
     ctx.failInput(i, "(", what, ") must be 1-D");
 }
 
+/// Squeeze's and Unsqueeze's axes: i64, 1-D (a scalar is taken as one axis, as onnxruntime does).
+void requireAxes(const InferContext &ctx, int i) {
+  if (ctx.dtype(i) != DType::Int64)
+    ctx.failInput(i, "(axes) must be i64");
+  if (ctx.rank(i) > 1)
+    ctx.failInput(i, "(axes) must be 1-D");
+}
+
 /// Input i's values; an unknown length is a UserError (the result's rank would be unknown).
 std::vector<SymInt> valuesWithKnownLength(const InferContext &ctx, int i, const char *what) {
   auto values = ctx.integerValues(i);
@@ -148,7 +156,7 @@ Types squeeze(const InferContext &ctx) {
     }
     return {{ctx.dtype(0), out}};
   }
-  requireInt64Vector(ctx, 1, "axes");
+  requireAxes(ctx, 1);
   std::vector<SymInt> values = valuesWithKnownLength(ctx, 1, "axes");
   std::vector<int64_t> axes;
   for (const SymInt &value : values) {
@@ -173,7 +181,7 @@ Types squeeze(const InferContext &ctx) {
 }
 
 Types unsqueeze(const InferContext &ctx) {
-  requireInt64Vector(ctx, 1, "axes");
+  requireAxes(ctx, 1);
   const Shape &in = ctx.shape(0);
   std::vector<SymInt> values = valuesWithKnownLength(ctx, 1, "axes");
   int rank = int(in.size() + values.size());

@@ -40,7 +40,7 @@ Types reduce(const InferContext &ctx) {
   if (ctx.hasInput(1)) {
     if (ctx.dtype(1) != DType::Int64)
       ctx.failInput(1, "(axes) must be i64");
-    if (ctx.rank(1) != 1)
+    if (ctx.rank(1) > 1)
       ctx.failInput(1, "(axes) must be 1-D");
     axisValues = ctx.integerValues(1);
     if (!axisValues && !keepDims)

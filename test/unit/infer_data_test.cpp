@@ -75,6 +75,9 @@ TEST(InferDataMovement, FlattenSqueezeUnsqueezeTranspose) {
   Value *matrix = b.input(f32({3, 4}));
   EXPECT_EQ(b.infer(OpKind::Unsqueeze, {matrix, b.ints({0, 3})}), f32({1, 3, 4, 1}));
   EXPECT_EQ(b.infer(OpKind::Unsqueeze, {matrix, b.ints({-1})}), f32({3, 4, 1}));
+  EXPECT_EQ(b.infer(OpKind::Unsqueeze, {b.input(f32({3})), b.scalar(DType::Int64, 0)}), f32({1, 3}));
+  // An empty axes input squeezes nothing (ONNX's reference: numpy.squeeze with axis=()).
+  EXPECT_EQ(b.infer(OpKind::Squeeze, {ones, b.ints({})}), f32({1, 3, 1, 5}));
   EXPECT_INFER_ERROR(b, OpKind::Unsqueeze, {matrix, b.ints({1, 1})});
   EXPECT_INFER_ERROR(b, OpKind::Unsqueeze, {matrix, b.ints({3})});
 
