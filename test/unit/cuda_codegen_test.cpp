@@ -4,6 +4,7 @@
 #include "sinter/codegen/lowering.h"
 #include "sinter/ir/graph.h"
 #include "sinter/ir/infer.h"
+#include "sinter/support/error.h"
 
 #include <gtest/gtest.h>
 
@@ -54,7 +55,7 @@ TEST(CudaCodegen, ElementwiseKernelsAssembleForEveryArch) {
     group.nodes = {node.get()};
     for (Value *input : node->inputs())
       group.inputs.push_back(input);
-    group.outputs = node->outputs();
+    group.outputs.assign(node->outputs().begin(), node->outputs().end());
     group.name = kernelName(group.nodes, int(manifest.kernels.size()));
     LaunchShape launch;
     manifest.kernels.push_back(backend->addKernel(group, lowerGroup(group), launch));
