@@ -370,8 +370,8 @@ TEST(OnnxImport, RawDataStorageForms) {
             (std::vector<int64_t>{-1, 1LL << 40}));
   // Little-endian: bytes 00 3C are half 1.0.
   EXPECT_EQ(raw(TensorProto::FLOAT16, {1}, std::string("\x00\x3c", 2)).getDouble(0), 1.0);
-  EXPECT_EQ(valuesOf<uint8_t>(raw(TensorProto::BOOL, {2}, std::string("\x01\x00", 2))),
-            (std::vector<uint8_t>{1, 0}));
+  EXPECT_EQ(valuesOf<uint8_t>(raw(TensorProto::BOOL, {3}, std::string("\x01\x00\x07", 3))),
+            (std::vector<uint8_t>{1, 0, 1}));
   EXPECT_EQ(valuesOf<double>(raw(TensorProto::DOUBLE, {}, rawBytes<double>({2.5}))),
             (std::vector<double>{2.5}));
   Tensor empty = raw(TensorProto::FLOAT, {0, 3}, "");

@@ -196,6 +196,15 @@ void readTyped(const ::onnx::TensorProto &proto, const std::string &what, int64_
   SINTER_ASSERT(false, "unhandled dtype ", dtypeName(dtype));
 }
 
+// The IR's bools are 0 or 1; raw bytes may hold any non-zero value for true.
+void normalizeBools(Tensor &tensor) {
+  if (tensor.dtype() != DType::Bool)
+    return;
+  auto *bytes = tensor.data<uint8_t>();
+  for (int64_t i = 0; i < tensor.elementCount(); ++i)
+    bytes[i] = bytes[i] != 0;
+}
+
 } // namespace
 
 Tensor tensorFromProto(const ::onnx::TensorProto &proto, const TensorSource &source,
@@ -208,8 +217,11 @@ Tensor tensorFromProto(const ::onnx::TensorProto &proto, const TensorSource &sou
     userError(what, " is stored in segments, which sinter does not support");
   int64_t bytes = count * dtypeSize(dtype);
 
-  if (proto.data_location() == ::onnx::TensorProto_DataLocation_EXTERNAL)
-    return readExternal(proto, dtype, bytes, source, what);
+  if (proto.data_location() == ::onnx::TensorProto_DataLocation_EXTERNAL) {
+    Tensor tensor = readExternal(proto, dtype, bytes, source, what);
+    normalizeBools(tensor);
+    return tensor;
+  }
   if (proto.has_raw_data()) {
     const std::string &raw = proto.raw_data();
     if (int64_t(raw.size()) != bytes)
@@ -218,6 +230,7 @@ Tensor tensorFromProto(const ::onnx::TensorProto &proto, const TensorSource &sou
     Tensor tensor(dtype, dimsOf(proto));
     if (bytes)
       std::memcpy(tensor.data(), raw.data(), size_t(bytes));
+    normalizeBools(tensor);
     return tensor;
   }
   std::optional<Tensor> tensor;
