@@ -1,7 +1,7 @@
 // `sinter run`: runs a model on input files and writes or summarises its outputs.
 //
-// For now only the reference evaluator runs models (`--reference`); compiled artifacts come with
-// the packager. The steps: pair the input files with the model's inputs (by --input NAME=FILE or
+// An ONNX model runs on the reference evaluator (`--reference`); a compiled artifact (model.so)
+// runs through libsinter_rt, on the target it was compiled for. For ONNX models the steps: pair the input files with the model's inputs (by --input NAME=FILE or
 // by position), load and check them against the model's declared types, import the model with
 // each input's shape fixed (so symbolic dims such as `batch` bind to what was given), evaluate,
 // then write the outputs (.npz, a folder of .npy or .pb files) or print a summary of each. Output
@@ -12,6 +12,7 @@
 #include "sinter/frontend/onnx.h"
 #include "sinter/io/npy.h"
 #include "sinter/reference/evaluator.h"
+#include "sinter/runtime.hpp"
 #include "sinter/support/error.h"
 
 #include <spdlog/spdlog.h>
@@ -240,7 +241,7 @@ void runReference(const RunFlags &flags) {
     if (found == inputs.end())
       userError("missing input '", input->name(), "': ", input->type().str(), "; ",
                 describeExpectedInputs(summary.inputs));
-    ordered.push_back(found->second);
+    ordered.push_back(std::move(found->second));
   }
   SINTER_ASSERT(graph->outputs().size() == outputNames.size(), "the imported graph has ",
                 graph->outputs().size(), " outputs but the model lists ", outputNames.size());
@@ -265,6 +266,90 @@ void runReference(const RunFlags &flags) {
   }
 }
 
+/// The signature of a loaded artifact as the input pairing helpers take it.
+std::vector<onnx::ModelSummary::Port> artifactPorts(const rt::Model &model, bool inputs) {
+  std::vector<onnx::ModelSummary::Port> ports;
+  int32_t count = inputs ? sinter_model_input_count(model.get()) : sinter_model_output_count(model.get());
+  for (int32_t i = 0; i < count; ++i) {
+    sinter_tensor_info info{};
+    rt::check(inputs ? sinter_model_input_info(model.get(), i, &info)
+                     : sinter_model_output_info(model.get(), i, &info));
+    std::vector<int64_t> dims(info.dims, info.dims + info.rank);
+    auto dtype = dtypeFromOnnx(int(info.dtype));
+    ports.push_back({info.name, std::string(dtype ? dtypeName(*dtype) : "?") + shapeStr(shapeOf(dims))});
+  }
+  return ports;
+}
+
+void runArtifact(const RunFlags &flags) {
+  if (flags.reference)
+    userError("--reference runs ONNX models; '", flags.model, "' is a compiled artifact");
+  if (!flags.shapes.shapes.empty() || !flags.shapes.dims.empty())
+    userError("--shape and --dim are fixed when compiling; the artifact's shapes are static");
+  rt::Model model = [&] {
+    try {
+      return rt::Model(flags.model);
+    } catch (const rt::Error &error) {
+      userError(error.what());
+    }
+  }();
+  std::vector<onnx::ModelSummary::Port> inputPorts = artifactPorts(model, true);
+  std::vector<onnx::ModelSummary::Port> outputPorts = artifactPorts(model, false);
+  std::vector<InputFile> files = pairInputFiles(inputPorts, flags.namedInputs, flags.positionalInputs);
+  std::vector<std::string> outputNames;
+  for (const auto &port : outputPorts)
+    outputNames.push_back(port.name);
+  OutputPlan plan = planOutputs(flags, outputNames);
+
+  std::map<std::string, std::pair<int64_t, std::string>> symbols;
+  std::map<std::string, Tensor> loaded;
+  for (const InputFile &file : files) {
+    Tensor tensor = loadTensorFile(file.path);
+    for (const auto &port : inputPorts)
+      if (port.name == file.name)
+        checkInputAgainstType(file, tensor, port.type, symbols);
+    loaded.emplace(file.name, std::move(tensor));
+  }
+  std::vector<sinter_tensor> inputs, outputs;
+  for (int32_t i = 0; i < int32_t(inputPorts.size()); ++i) {
+    sinter_tensor_info info{};
+    rt::check(sinter_model_input_info(model.get(), i, &info));
+    inputs.push_back(rt::makeTensor(info, loaded.at(inputPorts[i].name).data()));
+  }
+  std::vector<Tensor> results;
+  for (int32_t i = 0; i < int32_t(outputPorts.size()); ++i) {
+    sinter_tensor_info info{};
+    rt::check(sinter_model_output_info(model.get(), i, &info));
+    auto dtype = dtypeFromOnnx(int(info.dtype));
+    SINTER_ASSERT(dtype, "artifact output '", info.name, "' has an unknown dtype");
+    results.emplace_back(*dtype, std::vector<int64_t>(info.dims, info.dims + info.rank));
+  }
+  for (int32_t i = 0; i < int32_t(outputPorts.size()); ++i) {
+    sinter_tensor_info info{};
+    rt::check(sinter_model_output_info(model.get(), i, &info));
+    outputs.push_back(rt::makeTensor(info, results[i].data()));
+  }
+  try {
+    rt::Session session(model);
+    auto start = std::chrono::steady_clock::now();
+    rt::check(sinter_session_run_host(session.get(), inputs.data(), int32_t(inputs.size()),
+                                      outputs.data(), int32_t(outputs.size())));
+    spdlog::debug("run took {:.2f} ms (first run: includes warm-up)",
+                  std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+  } catch (const rt::Error &error) {
+    if (error.status() == SINTER_ERROR_INTERNAL)
+      throw InternalError(error.what());
+    userError(error.what());
+  }
+  if (plan.paths.empty()) {
+    for (size_t i = 0; i < results.size(); ++i)
+      printSummary(outputNames[i], results[i]);
+    std::fflush(stdout);
+  } else {
+    writeOutputs(flags, plan, results);
+  }
+}
+
 void runModel(const RunFlags &flags) {
   if (flags.outputFormat == "pb" && !flags.outputFile.empty())
     userError("--output-format pb writes one file per output: use it with --output-dir, not -o");
@@ -272,8 +357,8 @@ void runModel(const RunFlags &flags) {
     userError("--output-format must be npy or pb, not '", flags.outputFormat, "'");
   switch (classifyModelFile(flags.model)) {
   case ModelKind::Artifact:
-    userError("'", flags.model, "' looks like a compiled artifact; running artifacts is not "
-              "supported yet (run the .onnx model with --reference)");
+    runArtifact(flags);
+    return;
   case ModelKind::Onnx:
     if (!flags.reference)
       userError("'", flags.model, "' is an ONNX model: use --reference or compile the model first");
@@ -287,14 +372,14 @@ void runModel(const RunFlags &flags) {
 Command addRunCommand(CLI::App &parent) {
   auto flags = std::make_shared<RunFlags>();
   CLI::App *command = parent.add_subcommand("run", "Run a model on input tensors");
-  command->add_option("model", flags->model, "The model file (.onnx)")->required();
+  command->add_option("model", flags->model, "The model: a compiled artifact (.so) or an ONNX model (with --reference)")->required();
   command->add_option("inputs", flags->positionalInputs,
                       "Input files (.npy or .pb) in the model's input order");
   addRepeatableOption(*command, "-i,--input", flags->namedInputs,
                       "An input by name: NAME=FILE, FILE .npy or TensorProto .pb (repeatable)",
                       "NAME=FILE");
   command->add_flag("--reference", flags->reference,
-                    "Run with the reference evaluator (required for .onnx models for now)");
+                    "Run an ONNX model with the reference evaluator");
   CLI::Option *output = command->add_option("-o,--output", flags->outputFile,
                                             "Write all outputs to one .npz, keyed by output name");
   CLI::Option *outputDir = command->add_option(
