@@ -98,9 +98,17 @@ def run_reference(model_path, inputs, workdir):
     return _load_npz(out)
 
 
+def shape_flags(inputs):
+    """--shape NAME=AxB for each input: artifacts are compiled for the inputs' exact shapes."""
+    flags = []
+    for name, array in inputs.items():
+        flags += ["--shape", f"{name}={'x'.join(str(d) for d in array.shape)}"]
+    return flags
+
+
 def run_cpu(model_path, inputs, workdir):
     library = workdir / "model.so"
-    run_cli(["compile", model_path, "--target", "cpu", "-o", library])
+    run_cli(["compile", model_path, "--target", "cpu", *shape_flags(inputs), "-o", library])
     out = workdir / "outputs.npz"
     run_cli(["run", library, *_input_flags(inputs, workdir), "-o", out])
     return _load_npz(out)
@@ -110,7 +118,7 @@ TARGETS = {"reference": run_reference, "cpu": run_cpu}
 
 
 def enabled_targets():
-    names = [t.strip() for t in os.environ.get("SINTER_TARGETS", "reference").split(",") if t.strip()]
+    names = [t.strip() for t in os.environ.get("SINTER_TARGETS", "reference,cpu").split(",") if t.strip()]
     unknown = [t for t in names if t not in TARGETS]
     if unknown:
         raise ValueError(f"SINTER_TARGETS names unknown targets {unknown}; known: {sorted(TARGETS)}")

@@ -243,8 +243,10 @@ llvm::Value *KernelEmitter::castValue(llvm::Value *value, DType from, DType to) 
     return b_.CreateFPCast(value, target);
   if (isFloat(from)) {
     // Saturating conversion: out-of-range values clamp, NaN gives 0 (deterministic, no poison).
-    return intrinsic(isSignedInt(to) ? llvm::Intrinsic::fptosi_sat : llvm::Intrinsic::fptoui_sat,
-                     {value}) ;
+    llvm::Function *convert = llvm::Intrinsic::getDeclaration(
+        &module_, isSignedInt(to) ? llvm::Intrinsic::fptosi_sat : llvm::Intrinsic::fptoui_sat,
+        {target, value->getType()});
+    return b_.CreateCall(convert, {value});
   }
   if (isFloat(to))
     return isSignedInt(from) ? b_.CreateSIToFP(value, target) : b_.CreateUIToFP(value, target);
