@@ -153,10 +153,10 @@ Outputs evalOneHot(const Node &node, const Inputs &inputs) {
 
   std::vector<int64_t> outDims = indices.dims();
   outDims.insert(outDims.begin() + axis, depth);
-  int64_t outer = productOf({indices.dims().begin(), indices.dims().begin() + axis});
-  int64_t inner = productOf({indices.dims().begin() + axis, indices.dims().end()});
+  AxisSplit split = splitAtAxis(outDims, axis); // the indices are [split.outer, split.inner]
+  int64_t inner = split.inner;
   Tensor out(values.dtype(), outDims);
-  for (int64_t o = 0; o < outer; ++o)
+  for (int64_t o = 0; o < split.outer; ++o)
     for (int64_t i = 0; i < inner; ++i) {
       int64_t index = depth; // no hot position
       if (isFloat(indices.dtype())) {
@@ -169,7 +169,7 @@ Outputs evalOneHot(const Node &node, const Inputs &inputs) {
       if (index < 0)
         index += depth;
       for (int64_t j = 0; j < depth; ++j)
-        copyElements(values, j == index ? 1 : 0, out, (o * depth + j) * inner + i);
+        copyElements(values, j == index ? 1 : 0, out, split.at(o, j, i));
     }
   return {out};
 }

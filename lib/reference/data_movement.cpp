@@ -227,12 +227,11 @@ Outputs evalConcat(const Node &node, const Inputs &inputs) {
     outDims[axis] += input.dims()[axis];
   }
   Tensor out(first.dtype(), outDims);
-  int64_t outer = productOf({outDims.begin(), outDims.begin() + axis});
-  int64_t inner = productOf({outDims.begin() + axis + 1, outDims.end()});
+  AxisSplit split = splitAtAxis(outDims, axis);
   int64_t written = 0;
-  for (int64_t o = 0; o < outer; ++o)
+  for (int64_t o = 0; o < split.outer; ++o)
     for (const Tensor *input : inputs) {
-      int64_t block = input->dims()[axis] * inner;
+      int64_t block = input->dims()[axis] * split.inner;
       copyElements(*input, o * block, out, written, block);
       written += block;
     }
@@ -275,15 +274,15 @@ Outputs evalSplit(const Node &node, const Inputs &inputs) {
     sizes.assign(size_t(parts), extent / parts);
   }
 
-  int64_t outer = productOf({x.dims().begin(), x.dims().begin() + axis});
-  int64_t inner = productOf({x.dims().begin() + axis + 1, x.dims().end()});
+  AxisSplit from = splitAtAxis(x.dims(), axis);
   Outputs outputs;
   for (int64_t i = 0, start = 0; i < parts; start += sizes[i], ++i) {
     std::vector<int64_t> dims = x.dims();
     dims[axis] = sizes[i];
     Tensor out(x.dtype(), dims);
-    for (int64_t o = 0; o < outer; ++o)
-      copyElements(x, (o * extent + start) * inner, out, o * sizes[i] * inner, sizes[i] * inner);
+    AxisSplit to = splitAtAxis(dims, axis);
+    for (int64_t o = 0; o < from.outer; ++o)
+      copyElements(x, from.at(o, start, 0), out, to.at(o, 0, 0), sizes[i] * from.inner);
     outputs.push_back(std::move(out));
   }
   return outputs;

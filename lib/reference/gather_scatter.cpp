@@ -44,15 +44,14 @@ Outputs evalGather(const Node &node, const Inputs &inputs) {
   std::vector<int64_t> outDims(dims.begin(), dims.begin() + axis);
   outDims.insert(outDims.end(), indices.dims().begin(), indices.dims().end());
   outDims.insert(outDims.end(), dims.begin() + axis + 1, dims.end());
-  int64_t outer = productOf({dims.begin(), dims.begin() + axis});
-  int64_t inner = productOf({dims.begin() + axis + 1, dims.end()});
-  int64_t extent = dims[axis], count = indices.elementCount();
+  AxisSplit from = splitAtAxis(dims, axis);
+  int64_t count = indices.elementCount();
 
   Tensor out(data.dtype(), outDims);
   for (int64_t j = 0; j < count; ++j) {
-    int64_t index = resolveIndex(node, indices.getInt(j), extent, 1);
-    for (int64_t o = 0; o < outer; ++o)
-      copyElements(data, (o * extent + index) * inner, out, (o * count + j) * inner, inner);
+    int64_t index = resolveIndex(node, indices.getInt(j), from.size, 1);
+    for (int64_t o = 0; o < from.outer; ++o)
+      copyElements(data, from.at(o, index, 0), out, (o * count + j) * from.inner, from.inner);
   }
   return {out};
 }

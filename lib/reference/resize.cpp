@@ -206,19 +206,17 @@ int64_t nearestSource(const AxisPlan &plan, int64_t y, int64_t input) {
 Tensor resizeAxisNearest(const Tensor &x, int64_t axis, const AxisPlan &plan,
                          const Tensor &extrapolation) {
   std::vector<int64_t> dims = x.dims();
-  int64_t input = dims[axis];
-  int64_t outer = productOf({dims.begin(), dims.begin() + axis});
-  int64_t inner = productOf({dims.begin() + axis + 1, dims.end()});
+  AxisSplit from = splitAtAxis(dims, axis);
   dims[axis] = plan.outExtent;
+  AxisSplit to = splitAtAxis(dims, axis);
   Tensor out(x.dtype(), dims); // zero-filled
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t y = 0; y < plan.outExtent; ++y)
-      for (int64_t i = 0; i < inner; ++i) {
-        int64_t to = (o * plan.outExtent + y) * inner + i;
+  for (int64_t o = 0; o < to.outer; ++o)
+    for (int64_t y = 0; y < to.size; ++y)
+      for (int64_t i = 0; i < to.inner; ++i) {
         if (plan.extrapolate[y]) {
-          copyElements(extrapolation, 0, out, to);
-        } else if (int64_t source = nearestSource(plan, y, input); source >= 0) {
-          copyElements(x, (o * input + source) * inner + i, out, to);
+          copyElements(extrapolation, 0, out, to.at(o, y, i));
+        } else if (int64_t source = nearestSource(plan, y, from.size); source >= 0) {
+          copyElements(x, from.at(o, source, i), out, to.at(o, y, i));
         }
       }
   return out;
@@ -228,25 +226,24 @@ Tensor resizeAxisNearest(const Tensor &x, int64_t axis, const AxisPlan &plan,
 std::vector<double> resizeAxisWeighted(const std::vector<double> &values,
                                        std::vector<int64_t> &dims, int64_t axis,
                                        const AxisPlan &plan, double extrapolation) {
-  int64_t input = dims[axis];
-  int64_t outer = productOf({dims.begin(), dims.begin() + axis});
-  int64_t inner = productOf({dims.begin() + axis + 1, dims.end()});
-  std::vector<double> out(static_cast<size_t>(outer * plan.outExtent * inner), 0.0);
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t y = 0; y < plan.outExtent; ++y)
-      for (int64_t i = 0; i < inner; ++i) {
+  AxisSplit from = splitAtAxis(dims, axis);
+  dims[axis] = plan.outExtent;
+  AxisSplit to = splitAtAxis(dims, axis);
+  std::vector<double> out(static_cast<size_t>(productOf(dims)), 0.0);
+  for (int64_t o = 0; o < to.outer; ++o)
+    for (int64_t y = 0; y < to.size; ++y)
+      for (int64_t i = 0; i < to.inner; ++i) {
         double sum = 0;
         if (plan.extrapolate[y]) {
           sum = extrapolation;
         } else {
           for (int j = 0; j < plan.taps; ++j) {
-            int64_t source = std::clamp<int64_t>(plan.first[y] + j, 0, input - 1);
-            sum += plan.weights[y * plan.taps + j] * values[(o * input + source) * inner + i];
+            int64_t source = std::clamp<int64_t>(plan.first[y] + j, 0, from.size - 1);
+            sum += plan.weights[y * plan.taps + j] * values[from.at(o, source, i)];
           }
         }
-        out[(o * plan.outExtent + y) * inner + i] = sum;
+        out[to.at(o, y, i)] = sum;
       }
-  dims[axis] = plan.outExtent;
   return out;
 }
 
