@@ -16,7 +16,9 @@ using namespace sinter::codegen;
 
 namespace {
 
-/// e_machine of an ELF file (EM_CUDA is 190) and the SM number in e_flags' low byte.
+/// e_machine of an ELF file (EM_CUDA is 190) and the SM number. CUDA 13's ptxas writes cubins
+/// with the newer CUDA ELF ABI (EI_OSABI 0x41), which keeps the SM in bits 8-15 of e_flags
+/// (sm_90: 0x06005a04).
 struct CubinHeader {
   uint16_t machine = 0;
   unsigned sm = 0;
@@ -29,7 +31,7 @@ CubinHeader readCubinHeader(const std::vector<uint8_t> &bytes) {
   std::memcpy(&header.machine, bytes.data() + 18, 2);
   uint32_t flags = 0;
   std::memcpy(&flags, bytes.data() + 48, 4);
-  header.sm = flags & 0xff;
+  header.sm = (flags >> 8) & 0xff;
   return header;
 }
 
