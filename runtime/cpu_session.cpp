@@ -7,6 +7,7 @@
 #include "status.h"
 #include "thread_pool.h"
 
+#include <chrono>
 #include <cstring>
 #include <sys/mman.h>
 
@@ -89,12 +90,7 @@ public:
     for (size_t i = 0; i < manifest.inputs.size(); ++i)
       if (size_t bytes = signatureBytes(manifest.inputs[i]))
         std::memcpy(arena_.base() + manifest.inputs[i].arenaOffset, inputs[i].data, bytes);
-    for (PreparedStep &step : steps_) {
-      if (step.kernel)
-        pool_.parallelFor(step.extent, runKernelChunk, &step);
-      else if (step.bytes && step.destination != step.source)
-        std::memcpy(step.destination, step.source, step.bytes);
-    }
+    runSteps();
     for (size_t i = 0; i < manifest.outputs.size(); ++i)
       if (size_t bytes = signatureBytes(manifest.outputs[i]))
         std::memcpy(outputs[i].data, arena_.base() + manifest.outputs[i].arenaOffset, bytes);
@@ -102,11 +98,37 @@ public:
 
   const LoadedArtifact &artifact() const override { return *artifact_; }
 
+  void stageBenchmarkInputs(const sinter_tensor *hostInputs) override {
+    stagedInputs_ = hostInputs;
+  }
+
+  double timePlanRun() override {
+    const package::Manifest &manifest = artifact_->manifest();
+    for (size_t i = 0; i < manifest.inputs.size(); ++i)
+      if (size_t bytes = signatureBytes(manifest.inputs[i]))
+        std::memcpy(arena_.base() + manifest.inputs[i].arenaOffset, stagedInputs_[i].data, bytes);
+    auto start = std::chrono::steady_clock::now();
+    runSteps();
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+        .count();
+  }
+
 private:
+  /// The plan, on the arena as it stands.
+  void runSteps() {
+    for (PreparedStep &step : steps_) {
+      if (step.kernel)
+        pool_.parallelFor(step.extent, runKernelChunk, &step);
+      else if (step.bytes && step.destination != step.source)
+        std::memcpy(step.destination, step.source, step.bytes);
+    }
+  }
+
   std::shared_ptr<const LoadedArtifact> artifact_;
   Arena arena_;
   ThreadPool pool_;
   std::vector<PreparedStep> steps_;
+  const sinter_tensor *stagedInputs_ = nullptr; ///< during sinter_session_benchmark only
 };
 
 } // namespace

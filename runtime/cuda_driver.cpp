@@ -84,6 +84,8 @@ void loadDriver(LoadState &state) {
   fetch(library, d.cuGraphLaunch, "cuGraphLaunch", missing);
   fetch(library, d.cuGraphExecDestroy, "cuGraphExecDestroy", missing);
   fetch(library, d.cuGraphDestroy, "cuGraphDestroy", missing);
+  fetch(library, d.cuEventSynchronize, "cuEventSynchronize", missing);
+  fetch(library, d.cuEventElapsedTime, "cuEventElapsedTime", missing);
   if (!missing.empty()) {
     state.status = SINTER_ERROR_NO_DEVICE;
     state.message = "the CUDA driver is too old (CUDA 11.4 or newer is needed); it lacks " + missing;

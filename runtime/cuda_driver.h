@@ -79,6 +79,9 @@ struct Driver {
   CUresult (*cuGraphLaunch)(CUgraphExec exec, CUstream stream);
   CUresult (*cuGraphExecDestroy)(CUgraphExec exec);
   CUresult (*cuGraphDestroy)(CUgraph graph);
+  // For sinter_session_benchmark (timing events).
+  CUresult (*cuEventSynchronize)(CUevent event);
+  CUresult (*cuEventElapsedTime)(float *milliseconds, CUevent start, CUevent end);
 };
 
 /// The driver, loaded and initialised (cuInit) once per process. Throws RuntimeError:

@@ -66,4 +66,9 @@ void validateRunArguments(const package::Manifest &manifest, const sinter_tensor
   validateList(manifest.outputs, outputs, outputCount, "output");
 }
 
+void validateInputArguments(const package::Manifest &manifest, const sinter_tensor *inputs,
+                            int32_t inputCount) {
+  validateList(manifest.inputs, inputs, inputCount, "input");
+}
+
 } // namespace sinter::rt

@@ -13,6 +13,9 @@ namespace sinter::rt {
 /// the signature; throws RuntimeError(INVALID_ARGUMENT) naming the tensor and the problem.
 void validateRunArguments(const package::Manifest &manifest, const sinter_tensor *inputs,
                           int32_t inputCount, const sinter_tensor *outputs, int32_t outputCount);
+/// validateRunArguments for the inputs alone (sinter_session_benchmark takes no outputs).
+void validateInputArguments(const package::Manifest &manifest, const sinter_tensor *inputs,
+                            int32_t inputCount);
 
 /// Bytes of a signature tensor (validated at load, so it does not overflow).
 size_t signatureBytes(const package::TensorSignature &tensor);
@@ -40,4 +43,16 @@ struct sinter_session {
   /// Runs with host buffers and returns when the outputs are written. Arguments are validated.
   virtual void runHost(const sinter_tensor *inputs, sinter_tensor *outputs) = 0;
   virtual const sinter::rt::LoadedArtifact &artifact() const = 0;
+
+  // sinter_session_benchmark's hooks (benchmark.cpp drives them; runs never call them).
+  /// Keeps these host inputs (validated) where each timed run can restore them into the arena
+  /// without a host copy: the plan may reuse an input's arena slot once the input is dead, so a
+  /// replay needs its inputs put back. CPU: keeps the pointers, valid until the benchmark call
+  /// returns; CUDA: copies them once into a device buffer of the session.
+  virtual void stageBenchmarkInputs(const sinter_tensor *hostInputs) = 0;
+  /// Restores the staged inputs into the arena, then runs the plan once and returns the
+  /// milliseconds of the plan alone (not the restore), after it finished: steady_clock around
+  /// it on the CPU; CUDA events on the session's stream around the plan (the graph replay from
+  /// the second plan run on; capture happens before the first event).
+  virtual double timePlanRun() = 0;
 };

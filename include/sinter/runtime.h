@@ -110,6 +110,19 @@ sinter_status sinter_session_run(sinter_session *session, const sinter_tensor *i
 sinter_status sinter_session_run_host(sinter_session *session, const sinter_tensor *inputs,
                                       int32_t input_count, sinter_tensor *outputs, int32_t output_count);
 
+/* Measures the plan's latency without host<->device copies, for benchmarks. Copies the host
+ * inputs (validated like sinter_session_run's) to the session once, then runs the plan `warmup`
+ * times untimed and `iterations` times timed, and writes each timed run's milliseconds to
+ * latencies_ms[0 .. iterations). Before every run the inputs are put back into the arena from that
+ * copy (device to device on CUDA), outside the timed span: the plan may reuse their memory. Only
+ * the plan is timed: on CUDA with events on the session's stream around it (the CUDA graph's
+ * replay when graphs are on; capture happens before the first event), waiting for each run before
+ * the next; on the CPU with a steady clock. Outputs are computed but not returned. warmup >= 0,
+ * 1 <= iterations <= 100000000. The same thread-safety as sinter_session_run. */
+sinter_status sinter_session_benchmark(sinter_session *session, const sinter_tensor *host_inputs,
+                                       int32_t input_count, int32_t warmup, int32_t iterations,
+                                       double *latencies_ms);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -131,6 +131,16 @@ public:
     check(sinter_session_run_host(session_, inputs.data(), static_cast<int32_t>(inputs.size()),
                                   outputs.data(), static_cast<int32_t>(outputs.size())));
   }
+  /// sinter_session_benchmark: the milliseconds of each of `iterations` timed runs of the plan
+  /// on these host inputs, after `warmup` untimed runs.
+  std::vector<double> benchmark(const std::vector<sinter_tensor> &hostInputs, int32_t warmup,
+                                int32_t iterations) {
+    std::vector<double> latencies(iterations > 0 ? static_cast<size_t>(iterations) : 0);
+    check(sinter_session_benchmark(session_, hostInputs.data(),
+                                   static_cast<int32_t>(hostInputs.size()), warmup, iterations,
+                                   latencies.data()));
+    return latencies;
+  }
 
 private:
   sinter_session *session_ = nullptr;
