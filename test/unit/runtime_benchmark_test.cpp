@@ -100,8 +100,7 @@ TEST_F(RuntimeBenchmarkTest, EveryRunSeesItsInputsAndIsTimed) {
   sinter_session_options options;
   sinter_session_options_init(&options);
   options.threads = 1; // the kernels' counters are not atomic
-  ASSERT_EQ(sinter_session_create(f.model, &options, &f.session), SINTER_OK)
-      << sinter_last_error();
+  ASSERT_EQ(sinter_session_create(f.model, &options, &f.session), SINTER_OK) << sinter_last_error();
   for (int64_t i = 0; i < kElements; ++i)
     f.x[i] = float(i + 1);
   f.input = tensorOf(f.x.data(), f.x.size() * 4, SINTER_FLOAT32, {kElements});
@@ -121,8 +120,8 @@ TEST_F(RuntimeBenchmarkTest, EveryRunSeesItsInputsAndIsTimed) {
   // The artifact is loaded already: this returns the runtime's handle, with its globals.
   void *library = dlopen(path.c_str(), RTLD_NOW | RTLD_NOLOAD);
   ASSERT_NE(library, nullptr) << dlerror();
-  auto readCounts = reinterpret_cast<void (*)(void *const *, int64_t, int64_t)>(
-      dlsym(library, "read_counts"));
+  auto readCounts =
+      reinterpret_cast<void (*)(void *const *, int64_t, int64_t)>(dlsym(library, "read_counts"));
   ASSERT_NE(readCounts, nullptr);
   int64_t counts[2] = {-1, -1};
   void *args[] = {counts};

@@ -14,11 +14,13 @@ struct Command {
   std::function<void()> run; ///< runs it; throws UserError / InternalError
 };
 
-/// `sinter inspect MODEL [--json] [--ir] [--full-constants] [--shape ..] [--dim ..]`
+/// `sinter inspect MODEL [--json] [--plan] [--ir] [--full-constants] [--shape ..] [--dim ..]`
 Command addInspectCommand(CLI::App &parent);
 /// `sinter compile MODEL.onnx -o MODEL.so [--target cuda|cpu] [--arch ..] [--cpu ..] ...`
 Command addCompileCommand(CLI::App &parent);
 /// `sinter run MODEL --reference [INPUTS..] [--input NAME=FILE ..] [-o OUT.npz | --output-dir DIR]`
 Command addRunCommand(CLI::App &parent);
+/// `sinter bench MODEL.so [--warmup N] [--iterations N] [--threads N] [--device N] [--json]`
+Command addBenchCommand(CLI::App &parent);
 
 } // namespace sinter::cli

@@ -3,8 +3,9 @@
 // For an ONNX model it reports the summary the importer gives without importing (so models with
 // unsupported ops can still be inspected): versions, producer, inputs and outputs with types, the
 // op histogram, parameter totals and unsupported ops. `--ir` also imports the model and prints
-// its text IR. Compiled artifacts (model.so) are a separate branch, added with the packager.
+// its text IR. Compiled artifacts (model.so) are the other branch, in inspect_artifact.cpp.
 #include "commands.h"
+#include "inspect_artifact.h"
 #include "options.h"
 
 #include "sinter/frontend/onnx.h"
@@ -26,6 +27,7 @@ struct InspectFlags {
   bool json = false;
   bool ir = false;
   bool fullConstants = false;
+  bool plan = false;
   ShapeFlags shapes;
 };
 
@@ -164,11 +166,18 @@ void inspectOnnx(const InspectFlags &flags) {
 void runInspect(const InspectFlags &flags) {
   switch (classifyModelFile(flags.model)) {
   case ModelKind::Onnx:
+    if (flags.plan)
+      userError("--plan lists the steps of a compiled artifact (model.so); '", flags.model,
+                "' is an ONNX model");
     inspectOnnx(flags);
     return;
   case ModelKind::Artifact:
-    userError("'", flags.model, "' looks like a compiled artifact; inspecting artifacts is not "
-              "supported yet (inspect the .onnx model instead)");
+    if (flags.ir || flags.fullConstants || !flags.shapes.shapes.empty() ||
+        !flags.shapes.dims.empty())
+      userError("--ir, --full-constants, --shape and --dim apply to ONNX models; '", flags.model,
+                "' is a compiled artifact (its shapes were fixed when it was compiled)");
+    inspectArtifact(flags.model, flags.json, flags.plan);
+    return;
   }
 }
 
@@ -177,9 +186,13 @@ void runInspect(const InspectFlags &flags) {
 Command addInspectCommand(CLI::App &parent) {
   auto flags = std::make_shared<InspectFlags>();
   CLI::App *command = parent.add_subcommand(
-      "inspect", "Show a model's inputs, outputs, op histogram, parameters and unsupported ops");
-  command->add_option("model", flags->model, "The model file (.onnx)")->required();
+      "inspect", "Show what an ONNX model or a compiled artifact (model.so) holds");
+  command->add_option("model", flags->model, "The model file (.onnx, or .so from sinter compile)")
+      ->required();
   command->add_flag("--json", flags->json, "Print one JSON object instead of text");
+  command->add_flag("--plan", flags->plan,
+                    "For an artifact, also list every step of its plan: kernel, fused ops, launch "
+                    "shape, bytes moved and flops, and copies");
   command->add_flag("--ir", flags->ir, "Also import the model and print its text IR");
   command->add_flag("--full-constants", flags->fullConstants,
                     "With --ir, print every constant in full (by default constants over 64 "

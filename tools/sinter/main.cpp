@@ -57,6 +57,7 @@ int main(int argc, char **argv) {
       sinter::cli::addInspectCommand(app),
       sinter::cli::addRunCommand(app),
       sinter::cli::addCompileCommand(app),
+      sinter::cli::addBenchCommand(app),
   };
 
   try {

@@ -1,0 +1,289 @@
+// `sinter bench model.so`: latency and throughput of a compiled artifact. It loads the artifact
+// through libsinter_rt, makes deterministic random inputs from the signature, and times the plan
+// with sinter_session_benchmark: the inputs go to the session once, and only the plan is timed
+// (CUDA events on the session's stream around the graph replay; a steady clock on the CPU), so
+// host<->device copies never enter the numbers. It prints p50/p90/p99/mean/min/max latency and
+// throughput (the first input's first dim is the batch), as text or one JSON object.
+#include "commands.h"
+#include "options.h"
+
+#include "sinter/io/json.h"
+#include "sinter/ir/dtype.h"
+#include "sinter/runtime.hpp"
+#include "sinter/support/error.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <numeric>
+#include <random>
+
+namespace sinter::cli {
+namespace {
+
+struct BenchFlags {
+  std::string model;
+  int warmup = 10;
+  int iterations = 100;
+  int threads = 0;
+  int device = 0;
+  bool noGraphs = false;
+  int64_t intHigh = 2;
+  bool json = false;
+};
+
+/// Seed of input k's generator: the same inputs on every run and machine.
+constexpr uint64_t kSeed = 0x51E7E5BE7C4ull;
+
+/// float -> IEEE half (round to nearest even); the magnitudes made here are normal halves.
+uint16_t toHalf(float value) {
+  uint32_t bits = std::bit_cast<uint32_t>(value);
+  uint32_t sign = (bits >> 16) & 0x8000u;
+  int32_t exponent = int32_t((bits >> 23) & 0xFF) - 127 + 15;
+  uint32_t mantissa = bits & 0x7FFFFFu;
+  if (exponent <= 0)
+    return uint16_t(sign);
+  if (exponent >= 31)
+    return uint16_t(sign | 0x7C00u);
+  uint32_t half = sign | (uint32_t(exponent) << 10) | (mantissa >> 13);
+  uint32_t rest = mantissa & 0x1FFFu;
+  if (rest > 0x1000u || (rest == 0x1000u && (half & 1u)))
+    ++half;
+  return uint16_t(half);
+}
+
+/// float -> bfloat16 (round to nearest even).
+uint16_t toBfloat16(float value) {
+  uint32_t bits = std::bit_cast<uint32_t>(value);
+  bits += 0x7FFFu + ((bits >> 16) & 1u);
+  return uint16_t(bits >> 16);
+}
+
+template <typename T>
+void fillIntegers(std::vector<uint8_t> &bytes, size_t count, std::mt19937_64 &random,
+                  int64_t high) {
+  int64_t limit = std::min<int64_t>(
+      high, int64_t(std::min<uint64_t>(uint64_t(std::numeric_limits<T>::max()),
+                                       uint64_t(std::numeric_limits<int64_t>::max()))));
+  std::uniform_int_distribution<int64_t> pick(0, std::max<int64_t>(limit - 1, 0));
+  for (size_t i = 0; i < count; ++i) {
+    T value = static_cast<T>(pick(random));
+    std::memcpy(bytes.data() + i * sizeof(T), &value, sizeof(T));
+  }
+}
+
+/// Non-zero floats (|v| in [0.1, 1], random sign), integers in [0, intHigh) (and within the
+/// dtype), booleans true or false with equal odds.
+std::vector<uint8_t> makeInput(const sinter_tensor_info &info, size_t index, int64_t intHigh) {
+  size_t count = rt::elementCount(info);
+  std::vector<uint8_t> bytes(count * rt::dtypeSize(info.dtype));
+  std::mt19937_64 random(kSeed + index);
+  std::uniform_real_distribution<float> magnitude(0.1f, 1.0f);
+  std::bernoulli_distribution coin(0.5);
+  auto nextFloat = [&] { return coin(random) ? magnitude(random) : -magnitude(random); };
+  auto store = [&](size_t i, auto value) {
+    std::memcpy(bytes.data() + i * sizeof(value), &value, sizeof(value));
+  };
+  switch (info.dtype) {
+  case SINTER_FLOAT32:
+    for (size_t i = 0; i < count; ++i)
+      store(i, nextFloat());
+    break;
+  case SINTER_FLOAT64:
+    for (size_t i = 0; i < count; ++i)
+      store(i, double(nextFloat()));
+    break;
+  case SINTER_FLOAT16:
+    for (size_t i = 0; i < count; ++i)
+      store(i, toHalf(nextFloat()));
+    break;
+  case SINTER_BFLOAT16:
+    for (size_t i = 0; i < count; ++i)
+      store(i, toBfloat16(nextFloat()));
+    break;
+  case SINTER_BOOL:
+    for (size_t i = 0; i < count; ++i)
+      bytes[i] = coin(random) ? 1 : 0;
+    break;
+  case SINTER_INT8:
+    fillIntegers<int8_t>(bytes, count, random, intHigh);
+    break;
+  case SINTER_UINT8:
+    fillIntegers<uint8_t>(bytes, count, random, intHigh);
+    break;
+  case SINTER_INT16:
+    fillIntegers<int16_t>(bytes, count, random, intHigh);
+    break;
+  case SINTER_UINT16:
+    fillIntegers<uint16_t>(bytes, count, random, intHigh);
+    break;
+  case SINTER_INT32:
+    fillIntegers<int32_t>(bytes, count, random, intHigh);
+    break;
+  case SINTER_UINT32:
+    fillIntegers<uint32_t>(bytes, count, random, intHigh);
+    break;
+  case SINTER_INT64:
+    fillIntegers<int64_t>(bytes, count, random, intHigh);
+    break;
+  case SINTER_UINT64:
+    fillIntegers<uint64_t>(bytes, count, random, intHigh);
+    break;
+  }
+  return bytes;
+}
+
+struct LatencyStats {
+  double p50 = 0, p90 = 0, p99 = 0, mean = 0, min = 0, max = 0, stddev = 0;
+};
+
+/// The p-th percentile of sorted values, interpolating linearly between the closest ranks (as
+/// numpy.percentile does by default).
+double percentile(const std::vector<double> &sorted, double p) {
+  double position = p / 100.0 * double(sorted.size() - 1);
+  size_t below = size_t(std::floor(position));
+  size_t above = std::min(below + 1, sorted.size() - 1);
+  return sorted[below] + (sorted[above] - sorted[below]) * (position - double(below));
+}
+
+LatencyStats summarize(std::vector<double> latencies) {
+  std::sort(latencies.begin(), latencies.end());
+  LatencyStats stats;
+  stats.p50 = percentile(latencies, 50);
+  stats.p90 = percentile(latencies, 90);
+  stats.p99 = percentile(latencies, 99);
+  stats.min = latencies.front();
+  stats.max = latencies.back();
+  stats.mean = std::accumulate(latencies.begin(), latencies.end(), 0.0) / double(latencies.size());
+  double squares = 0;
+  for (double latency : latencies)
+    squares += (latency - stats.mean) * (latency - stats.mean);
+  stats.stddev = std::sqrt(squares / double(latencies.size()));
+  return stats;
+}
+
+/// Runtime failures: a broken runtime invariant is internal; everything else (no GPU, an
+/// artifact for another CPU, a corrupt file) is the user's to fix.
+[[noreturn]] void rethrow(const rt::Error &error) {
+  if (error.status() == SINTER_ERROR_INTERNAL)
+    throw InternalError(error.what());
+  userError(error.what());
+}
+
+void runBench(const BenchFlags &flags) {
+  if (classifyModelFile(flags.model) != ModelKind::Artifact)
+    userError("'", flags.model,
+              "' is not a compiled artifact: bench runs model.so files made by "
+              "`sinter compile`");
+  if (flags.warmup < 0)
+    userError("--warmup must be 0 or more, not ", flags.warmup);
+  if (flags.iterations < 1)
+    userError("--iterations must be 1 or more, not ", flags.iterations);
+  if (flags.threads < 0)
+    userError("--threads must be 0 (one per core) or more, not ", flags.threads);
+  if (flags.intHigh < 1)
+    userError("--int-high must be 1 or more, not ", flags.intHigh);
+
+  std::vector<double> latencies;
+  std::vector<sinter_tensor_info> infos;
+  sinter_target target = SINTER_TARGET_CPU;
+  try {
+    rt::Model model(flags.model);
+    target = model.target();
+    infos = model.inputs();
+    std::vector<std::vector<uint8_t>> buffers;
+    std::vector<sinter_tensor> inputs;
+    for (size_t i = 0; i < infos.size(); ++i)
+      buffers.push_back(makeInput(infos[i], i, flags.intHigh));
+    for (size_t i = 0; i < infos.size(); ++i)
+      inputs.push_back(rt::makeTensor(infos[i], buffers[i].data()));
+    sinter_session_options options;
+    sinter_session_options_init(&options);
+    options.threads = flags.threads;
+    options.device = flags.device;
+    options.use_graphs = flags.noGraphs ? 0 : 1;
+    rt::Session session(model, &options);
+    spdlog::debug("benchmarking {}: {} warm-up and {} timed runs", flags.model, flags.warmup,
+                  flags.iterations);
+    latencies = session.benchmark(inputs, flags.warmup, flags.iterations);
+  } catch (const rt::Error &error) {
+    rethrow(error);
+  }
+
+  int64_t batch = !infos.empty() && infos[0].rank > 0 ? infos[0].dims[0] : 1;
+  LatencyStats stats = summarize(latencies);
+  double throughput = stats.mean > 0 ? double(batch) * 1000.0 / stats.mean : 0.0;
+  bool cuda = target == SINTER_TARGET_CUDA;
+  const char *timing = cuda ? "cuda-events" : "steady-clock";
+
+  if (flags.json) {
+    io::JsonWriter json;
+    json.beginObject();
+    json.key("model").value(flags.model);
+    json.key("target").value(cuda ? "cuda" : "cpu");
+    if (cuda) {
+      json.key("device").value(flags.device);
+      json.key("use_graphs").value(!flags.noGraphs);
+    } else {
+      json.key("threads").value(flags.threads);
+    }
+    json.key("timing").value(timing);
+    json.key("warmup").value(flags.warmup);
+    json.key("iterations").value(flags.iterations);
+    json.key("batch").value(batch);
+    json.key("latency_ms").beginObject();
+    json.key("p50").value(stats.p50).key("p90").value(stats.p90).key("p99").value(stats.p99);
+    json.key("mean").value(stats.mean).key("min").value(stats.min).key("max").value(stats.max);
+    json.key("stddev").value(stats.stddev);
+    json.endObject();
+    json.key("throughput_per_s").value(throughput);
+    json.key("latencies_ms").beginArray();
+    for (double latency : latencies)
+      json.value(latency);
+    json.endArray();
+    json.endObject();
+    std::printf("%s\n", json.str().c_str());
+    return;
+  }
+  std::string where = cuda ? "cuda device " + std::to_string(flags.device) +
+                                 (flags.noGraphs ? ", no graphs" : ", graph replay")
+                           : "cpu, " + (flags.threads ? std::to_string(flags.threads) + " threads"
+                                                      : std::string("one thread per core"));
+  std::printf("model: %s (%s)\n", flags.model.c_str(), where.c_str());
+  std::printf("runs: %d warm-up, %d timed; plan only, timed with %s\n", flags.warmup,
+              flags.iterations, cuda ? "CUDA events" : "a steady clock");
+  std::printf("latency (ms): p50 %.4f  p90 %.4f  p99 %.4f  mean %.4f  min %.4f  max %.4f\n",
+              stats.p50, stats.p90, stats.p99, stats.mean, stats.min, stats.max);
+  std::printf("throughput: %.1f inferences/s (batch %lld / mean latency)\n", throughput,
+              static_cast<long long>(batch));
+}
+
+} // namespace
+
+Command addBenchCommand(CLI::App &parent) {
+  auto flags = std::make_shared<BenchFlags>();
+  CLI::App *command = parent.add_subcommand(
+      "bench", "Measure a compiled artifact's latency and throughput on random inputs");
+  command->add_option("model", flags->model, "The artifact (.so from sinter compile)")->required();
+  command->add_option("--warmup", flags->warmup, "Untimed runs first")->capture_default_str();
+  command->add_option("--iterations", flags->iterations, "Timed runs")->capture_default_str();
+  command->add_option("--threads", flags->threads, "CPU worker threads (0: one per core)")
+      ->capture_default_str();
+  command->add_option("--device", flags->device, "CUDA device ordinal")->capture_default_str();
+  command->add_flag("--no-graphs", flags->noGraphs,
+                    "CUDA: launch the kernels one by one instead of replaying a CUDA graph");
+  command
+      ->add_option("--int-high", flags->intHigh,
+                   "Integer inputs are drawn from [0, N) (token ids, masks, indices)")
+      ->capture_default_str();
+  command->add_flag("--json", flags->json, "Print one JSON object (with every latency)");
+  return {command, [flags] { runBench(*flags); }};
+}
+
+} // namespace sinter::cli
