@@ -68,6 +68,11 @@ def build_torch_model(name):
         import torchvision
 
         model = getattr(torchvision.models, name)(weights=None)
+        if name == "vit_b_16":
+            # torchvision zero-initialises ViT's head, which would make every logit 0 and the
+            # comparison vacuous; draw it like the other linear layers.
+            for parameter in model.heads.parameters():
+                torch.nn.init.normal_(parameter, std=0.02, generator=generator)
         example = torch.randn(1, 3, IMAGE, IMAGE, generator=generator)
     elif name in ("bert", "gpt2"):
         import transformers
