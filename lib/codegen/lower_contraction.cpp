@@ -11,20 +11,13 @@
 namespace sinter::codegen {
 namespace {
 
-int64_t product(const std::vector<int64_t> &dims, size_t begin = 0) {
-  int64_t result = 1;
-  for (size_t i = begin; i < dims.size(); ++i)
-    result *= dims[i];
-  return result;
-}
-
 void matMulRule(const RuleContext &ctx) {
   KernelBuilder &b = ctx.builder();
   std::vector<int64_t> a = ctx.inputDims(0), w = ctx.inputDims(1), out = ctx.outputDims(0);
   DType type = ctx.outputType(0);
   bool aVector = a.size() == 1, bVector = w.size() == 1;
   int64_t k = a.back();
-  b.setParallelExtent(product(out));
+  b.setParallelExtent(productOf(out));
   std::vector<ExprRef> index = unravelIndex(b.gid(), out);
   // Output index = batch..., [i], [j]; find i and j.
   size_t batchRank = out.size() - (aVector ? 0 : 1) - (bVector ? 0 : 1);
@@ -48,7 +41,7 @@ void matMulRule(const RuleContext &ctx) {
   b.emit(assign(acc, typedConstant(type, 0)));
   b.emit(forLoop(kk, intConstant(k), {assign(acc, binary(BinaryOp::Add, var(acc, type), binary(BinaryOp::Mul, x, y)))}));
   b.emit(ctx.store(0, b.gid(), var(acc, type)));
-  b.kernel().flops = 2 * product(out) * k;
+  b.kernel().flops = 2 * productOf(out) * k;
 }
 
 void gemmRule(const RuleContext &ctx) {
@@ -58,7 +51,7 @@ void gemmRule(const RuleContext &ctx) {
   bool transA = node.attrInt("transA", 0) != 0, transB = node.attrInt("transB", 0) != 0;
   DType type = ctx.outputType(0);
   int64_t k = transA ? a[0] : a[1];
-  b.setParallelExtent(product(out));
+  b.setParallelExtent(productOf(out));
   ExprRef i = div(b.gid(), out[1]), j = rem(b.gid(), out[1]);
   int acc = b.addVariable("acc", type), kk = b.addVariable("k", DType::Int64);
   ExprRef kv = var(kk, DType::Int64);
@@ -72,7 +65,7 @@ void gemmRule(const RuleContext &ctx) {
     result = binary(BinaryOp::Add, result, binary(BinaryOp::Mul, c, typedConstant(type, node.attrFloat("beta", 1.0f))));
   }
   b.emit(ctx.store(0, b.gid(), result));
-  b.kernel().flops = 2 * product(out) * k;
+  b.kernel().flops = 2 * productOf(out) * k;
 }
 
 /// Per spatial axis: stride, dilation, kernel size, and the padding before the first element.
@@ -115,7 +108,7 @@ void convRule(const RuleContext &ctx) {
   std::vector<int64_t> kernel(w.begin() + 2, w.end());
   Window window = windowOf(ctx, kernel, {x.begin() + 2, x.end()}, {out.begin() + 2, out.end()});
   DType type = ctx.outputType(0);
-  b.setParallelExtent(product(out));
+  b.setParallelExtent(productOf(out));
   std::vector<ExprRef> index = unravelIndex(b.gid(), out);
   ExprRef batch = index[0], m = index[1];
   ExprRef groupBase = mul(div(m, perGroupOut), perGroupIn);
@@ -138,10 +131,10 @@ void convRule(const RuleContext &ctx) {
   }
   ExprRef product_ = binary(BinaryOp::Mul, cast(ctx.input(0)(inIndex), type), cast(ctx.input(1)(weightIndex), type));
   b.emit(assign(acc, ctx.hasInput(2) ? cast(ctx.input(2)({m}), type) : typedConstant(type, 0)));
-  b.emit(forLoop(r, intConstant(product(reduction)),
+  b.emit(forLoop(r, intConstant(productOf(reduction)),
                  {ifThen(inside, {assign(acc, binary(BinaryOp::Add, var(acc, type), product_))})}));
   b.emit(ctx.store(0, b.gid(), var(acc, type)));
-  b.kernel().flops = 2 * product(out) * product(reduction);
+  b.kernel().flops = 2 * productOf(out) * productOf(reduction);
 }
 
 void convTransposeRule(const RuleContext &ctx) {
@@ -170,7 +163,7 @@ void convTransposeRule(const RuleContext &ctx) {
       padBegin[i] = pads[i];
   }
   DType type = ctx.outputType(0);
-  b.setParallelExtent(product(out));
+  b.setParallelExtent(productOf(out));
   std::vector<ExprRef> index = unravelIndex(b.gid(), out);
   ExprRef m = index[1];
   ExprRef g = div(m, perGroupOut);
@@ -195,10 +188,10 @@ void convTransposeRule(const RuleContext &ctx) {
   }
   ExprRef term = binary(BinaryOp::Mul, cast(ctx.input(0)(inIndex), type), cast(ctx.input(1)(weightIndex), type));
   b.emit(assign(acc, ctx.hasInput(2) ? cast(ctx.input(2)({m}), type) : typedConstant(type, 0)));
-  b.emit(forLoop(r, intConstant(product(reduction)),
+  b.emit(forLoop(r, intConstant(productOf(reduction)),
                  {ifThen(valid, {assign(acc, binary(BinaryOp::Add, var(acc, type), term))})}));
   b.emit(ctx.store(0, b.gid(), var(acc, type)));
-  b.kernel().flops = 2 * product(out) * product(reduction);
+  b.kernel().flops = 2 * productOf(out) * productOf(reduction);
 }
 
 void poolRule(const RuleContext &ctx) {
@@ -213,7 +206,7 @@ void poolRule(const RuleContext &ctx) {
   Window window = global ? Window{kernel, std::vector<int64_t>(n, 1), std::vector<int64_t>(n, 1), std::vector<int64_t>(n, 0)}
                          : windowOf(ctx, kernel, {x.begin() + 2, x.end()}, {out.begin() + 2, out.end()});
   DType type = ctx.outputType(0);
-  b.setParallelExtent(product(out));
+  b.setParallelExtent(productOf(out));
   std::vector<ExprRef> index = unravelIndex(b.gid(), out);
   int acc = b.addVariable("acc", type), count = b.addVariable("count", DType::Int64);
   int where = b.addVariable("where", DType::Int64), r = b.addVariable("r", DType::Int64);
@@ -247,7 +240,7 @@ void poolRule(const RuleContext &ctx) {
   b.emit(assign(acc, isMax ? constant(type, -std::numeric_limits<double>::infinity()) : typedConstant(type, 0)));
   b.emit(assign(count, intConstant(0)));
   b.emit(assign(where, intConstant(0)));
-  b.emit(forLoop(r, intConstant(product(kernel)), {ifThen(inside, update)}));
+  b.emit(forLoop(r, intConstant(productOf(kernel)), {ifThen(inside, update)}));
   ExprRef result = accumulator;
   if (isLp) {
     result = binary(BinaryOp::Pow, accumulator, typedConstant(type, 1.0 / double(p)));
@@ -265,7 +258,7 @@ void poolRule(const RuleContext &ctx) {
         in = binary(BinaryOp::LogicalAnd, in, binary(BinaryOp::Lt, position, intConstant(x[2 + i] + pads[n + i])));
       }
       b.emit(assign(padded, intConstant(0)));
-      b.emit(forLoop(s, intConstant(product(kernel)), {ifThen(in, {assign(padded, add(var(padded, DType::Int64), 1))})}));
+      b.emit(forLoop(s, intConstant(productOf(kernel)), {ifThen(in, {assign(padded, add(var(padded, DType::Int64), 1))})}));
       divisor = cast(var(padded, DType::Int64), type);
     }
     result = binary(BinaryOp::Div, accumulator, divisor);

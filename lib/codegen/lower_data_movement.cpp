@@ -22,13 +22,6 @@ std::vector<int64_t> constantInts(const RuleContext &ctx, int i, const char *wha
   return value->constant().toInts();
 }
 
-int64_t normalizedAxis(const RuleContext &ctx, int64_t axis, int64_t rank) {
-  int64_t normalized = axis < 0 ? axis + rank : axis;
-  if (normalized < 0 || normalized >= std::max<int64_t>(rank, 1))
-    userError(ctx.node().describe(), ": axis ", axis, " is out of range for rank ", rank);
-  return normalized;
-}
-
 ExprRef clampIndex(ExprRef index, int64_t size) {
   index = binary(BinaryOp::Max, index, intConstant(0));
   return binary(BinaryOp::Min, index, intConstant(std::max<int64_t>(size - 1, 0)));
@@ -91,7 +84,7 @@ std::vector<SliceAxis> sliceAxes(const RuleContext &ctx) {
     steps.assign(starts.size(), 1);
   std::vector<SliceAxis> result(dims.size());
   for (size_t i = 0; i < axes.size(); ++i) {
-    int64_t axis = normalizedAxis(ctx, axes[i], int64_t(dims.size()));
+    int64_t axis = normalizedAxis(ctx.node(), axes[i], int64_t(dims.size()));
     int64_t dim = dims[axis], step = steps[i], start = starts[i];
     if (step == 0)
       userError(ctx.node().describe(), ": Slice step 0");
@@ -114,7 +107,7 @@ ExprRef sliceRule(const RuleContext &ctx, int, const std::vector<ExprRef> &index
 
 ExprRef concatRule(const RuleContext &ctx, int, const std::vector<ExprRef> &index) {
   int64_t rank = int64_t(index.size());
-  int64_t axis = normalizedAxis(ctx, ctx.node().attrInt("axis", 0), rank);
+  int64_t axis = normalizedAxis(ctx.node(), ctx.node().attrInt("axis", 0), rank);
   // Walk the inputs back to front so the first input is the outermost select arm.
   std::vector<int64_t> offsets;
   int64_t offset = 0;
@@ -139,7 +132,7 @@ ExprRef concatRule(const RuleContext &ctx, int, const std::vector<ExprRef> &inde
 
 ExprRef splitRule(const RuleContext &ctx, int output, const std::vector<ExprRef> &index) {
   int64_t rank = int64_t(index.size());
-  int64_t axis = normalizedAxis(ctx, ctx.node().attrInt("axis", 0), rank);
+  int64_t axis = normalizedAxis(ctx.node(), ctx.node().attrInt("axis", 0), rank);
   int64_t offset = 0;
   for (int i = 0; i < output; ++i)
     offset += ctx.outputDims(i)[axis];
@@ -150,7 +143,7 @@ ExprRef splitRule(const RuleContext &ctx, int output, const std::vector<ExprRef>
 
 ExprRef gatherRule(const RuleContext &ctx, int, const std::vector<ExprRef> &index) {
   std::vector<int64_t> dataDims = ctx.inputDims(0), indexDims = ctx.inputDims(1);
-  int64_t axis = normalizedAxis(ctx, ctx.node().attrInt("axis", 0), int64_t(dataDims.size()));
+  int64_t axis = normalizedAxis(ctx.node(), ctx.node().attrInt("axis", 0), int64_t(dataDims.size()));
   size_t q = indexDims.size();
   std::vector<ExprRef> indicesIndex(index.begin() + axis, index.begin() + axis + q);
   ExprRef position = dataIndex(ctx.input(1)(indicesIndex), dataDims[axis]);
@@ -162,7 +155,7 @@ ExprRef gatherRule(const RuleContext &ctx, int, const std::vector<ExprRef> &inde
 
 ExprRef gatherElementsRule(const RuleContext &ctx, int, const std::vector<ExprRef> &index) {
   std::vector<int64_t> dataDims = ctx.inputDims(0);
-  int64_t axis = normalizedAxis(ctx, ctx.node().attrInt("axis", 0), int64_t(dataDims.size()));
+  int64_t axis = normalizedAxis(ctx.node(), ctx.node().attrInt("axis", 0), int64_t(dataDims.size()));
   std::vector<ExprRef> inIndex = index;
   inIndex[axis] = dataIndex(ctx.input(1)(index), dataDims[axis]);
   return ctx.input(0)(inIndex);
@@ -187,7 +180,7 @@ ExprRef padRule(const RuleContext &ctx, int, const std::vector<ExprRef> &index) 
   }
   std::vector<int64_t> before(rank, 0);
   for (size_t i = 0; i < axes.size(); ++i)
-    before[normalizedAxis(ctx, axes[i], rank)] = pads[i];
+    before[normalizedAxis(ctx.node(), axes[i], rank)] = pads[i];
   std::string mode = ctx.node().attrString("mode", "constant");
   ExprRef inside = boolConstant(true);
   std::vector<ExprRef> inIndex(rank);
@@ -262,7 +255,7 @@ ExprRef triluRule(const RuleContext &ctx, int, const std::vector<ExprRef> &index
 
 ExprRef oneHotRule(const RuleContext &ctx, int, const std::vector<ExprRef> &index) {
   int64_t rank = int64_t(index.size());
-  int64_t axis = normalizedAxis(ctx, ctx.node().attrInt("axis", -1), rank);
+  int64_t axis = normalizedAxis(ctx.node(), ctx.node().attrInt("axis", -1), rank);
   int64_t depth = ctx.outputDims(0)[axis];
   std::vector<ExprRef> indicesIndex = index;
   indicesIndex.erase(indicesIndex.begin() + axis);
@@ -309,7 +302,7 @@ ExprRef resizeRule(const RuleContext &ctx, int, const std::vector<ExprRef> &inde
         scales[i] = t.getDouble(i);
     else
       for (size_t i = 0; i < axes.size(); ++i)
-        scales[normalizedAxis(ctx, axes[i], int64_t(inDims.size()))] = t.getDouble(int64_t(i));
+        scales[normalizedAxis(ctx.node(), axes[i], int64_t(inDims.size()))] = t.getDouble(int64_t(i));
   } else {
     for (size_t i = 0; i < inDims.size(); ++i)
       scales[i] = inDims[i] ? double(outDims[i]) / double(inDims[i]) : 1.0;

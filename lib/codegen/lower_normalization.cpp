@@ -10,21 +10,6 @@
 namespace sinter::codegen {
 namespace {
 
-int64_t product(const std::vector<int64_t> &dims, size_t begin = 0, size_t end = SIZE_MAX) {
-  end = std::min(end, dims.size());
-  int64_t result = 1;
-  for (size_t i = begin; i < end; ++i)
-    result *= dims[i];
-  return result;
-}
-
-int64_t normalizedAxis(const Node &node, int64_t axis, int64_t rank) {
-  int64_t normalized = axis < 0 ? axis + rank : axis;
-  if (normalized < 0 || normalized >= std::max<int64_t>(rank, 1))
-    userError(node.describe(), ": axis ", axis, " is out of range for rank ", rank);
-  return normalized;
-}
-
 /// Statistics of `count` elements read by `element(r)` into mean and inverse standard deviation
 /// variables (two passes: mean, then the mean of squared deviations).
 struct Statistics {
@@ -66,9 +51,9 @@ void layerNormRule(const RuleContext &ctx) {
   int64_t axis = normalizedAxis(node, node.attrInt("axis", -1), int64_t(dims.size()));
   std::vector<int64_t> inner(dims.begin() + axis, dims.end());
   std::vector<int64_t> outer(dims.begin(), dims.begin() + axis);
-  int64_t count = product(inner);
+  int64_t count = productOf(inner);
   bool rms = node.kind() == OpKind::RMSNormalization;
-  b.setParallelExtent(product(outer));
+  b.setParallelExtent(productOf(outer));
   std::vector<ExprRef> rowIndex = unravelIndex(b.gid(), outer);
   auto full = [&](ExprRef r) {
     std::vector<ExprRef> index = rowIndex;
@@ -99,7 +84,7 @@ void channelGroupNormRule(const RuleContext &ctx) {
   std::vector<int64_t> dims = ctx.inputDims(0);
   if (dims.size() < 2)
     userError(node.describe(), ": input must have a channel dim");
-  int64_t channels = dims[1], spatial = product(dims, 2);
+  int64_t channels = dims[1], spatial = productOf(dims, 2);
   int64_t groups = node.kind() == OpKind::GroupNormalization ? node.attrInt("num_groups", 1) : channels;
   if (groups <= 0 || channels % groups != 0)
     userError(node.describe(), ": ", channels, " channels do not split into ", groups, " groups");
@@ -126,9 +111,9 @@ void lpNormalizationRule(const RuleContext &ctx) {
   std::vector<int64_t> dims = ctx.inputDims(0);
   int64_t axis = normalizedAxis(node, node.attrInt("axis", -1), int64_t(dims.size()));
   int64_t p = node.attrInt("p", 2);
-  int64_t length = dims[axis], innerSize = product(dims, axis + 1);
+  int64_t length = dims[axis], innerSize = productOf(dims, axis + 1);
   DType type = ctx.outputType(0);
-  b.setParallelExtent(product(dims, 0, axis) * innerSize);
+  b.setParallelExtent(productOf(dims, 0, axis) * innerSize);
   ExprRef outer = div(b.gid(), innerSize), inner = rem(b.gid(), innerSize);
   auto flat = [&](ExprRef r) { return add(add(mul(outer, length * innerSize), mul(r, innerSize)), inner); };
   auto element = [&](ExprRef r) { return ctx.input(0)(unravelIndex(flat(r), dims)); };
@@ -151,7 +136,7 @@ void lrnRule(const RuleContext &ctx) {
   int64_t size = node.attrInt("size", 1), channels = dims[1];
   double alpha = node.attrFloat("alpha", 1e-4f), beta = node.attrFloat("beta", 0.75f);
   double bias = node.attrFloat("bias", 1.0f);
-  b.setParallelExtent(product(dims));
+  b.setParallelExtent(productOf(dims));
   std::vector<ExprRef> index = unravelIndex(b.gid(), dims);
   int sum = b.addVariable("sum", DType::Float32), k = b.addVariable("k", DType::Int64);
   int64_t low = (size - 1) / 2;
@@ -184,7 +169,7 @@ void meanVarianceRule(const RuleContext &ctx) {
   std::vector<int64_t> keptDims, reducedDims;
   for (int64_t i = 0; i < rank; ++i)
     (reduced[i] ? reducedDims : keptDims).push_back(dims[i]);
-  b.setParallelExtent(product(keptDims));
+  b.setParallelExtent(productOf(keptDims));
   std::vector<ExprRef> kept = unravelIndex(b.gid(), keptDims);
   auto full = [&](ExprRef r) {
     std::vector<ExprRef> part = unravelIndex(r, reducedDims), index;
@@ -194,7 +179,7 @@ void meanVarianceRule(const RuleContext &ctx) {
     return index;
   };
   auto element = [&](ExprRef r) { return cast(ctx.input(0)(full(r)), DType::Float32); };
-  int64_t count = product(reducedDims);
+  int64_t count = productOf(reducedDims);
   Statistics stats = emitStatistics(b, count, 1e-9f, true, element);
   int r = b.addVariable("r", DType::Int64);
   ExprRef rv = var(r, DType::Int64);

@@ -12,17 +12,6 @@
 namespace sinter::codegen {
 namespace {
 
-int64_t normalizedAxis(const Node &node, int64_t axis, int64_t rank) {
-  int64_t normalized = axis < 0 ? axis + rank : axis;
-  if (normalized < 0 || normalized >= std::max<int64_t>(rank, 1))
-    userError(node.describe(), ": axis ", axis, " is out of range for rank ", rank);
-  return normalized;
-}
-
-int64_t product(const std::vector<int64_t> &dims) {
-  return std::accumulate(dims.begin(), dims.end(), int64_t(1), std::multiplies<>());
-}
-
 ExprRef lowest(DType type) {
   if (isFloat(type))
     return constant(type, -std::numeric_limits<double>::infinity());
@@ -73,7 +62,7 @@ template <typename Body>
 StmtRef loopOver(KernelBuilder &builder, const std::vector<int64_t> &dims, Body body) {
   int r = builder.addVariable("r", DType::Int64);
   ExprRef index = var(r, DType::Int64);
-  return forLoop(r, intConstant(product(dims)), body(unravelIndex(index, dims), index));
+  return forLoop(r, intConstant(productOf(dims)), body(unravelIndex(index, dims), index));
 }
 
 std::vector<int64_t> reduceAxes(const RuleContext &ctx) {
@@ -103,8 +92,8 @@ void reduceRule(const RuleContext &ctx) {
   KernelBuilder &b = ctx.builder();
   ReductionShape shape = reductionShape(ctx.inputDims(0), reduceAxes(ctx));
   DType type = ctx.outputType(0);
-  int64_t count = product(shape.reducedDims);
-  b.setParallelExtent(product(shape.keptDims));
+  int64_t count = productOf(shape.reducedDims);
+  b.setParallelExtent(productOf(shape.keptDims));
   std::vector<ExprRef> kept = unravelIndex(b.gid(), shape.keptDims);
   auto element = [&](const std::vector<ExprRef> &reduced) {
     return cast(ctx.input(0)(combine(shape, kept, reduced)), type);
@@ -174,7 +163,7 @@ void argRule(const RuleContext &ctx) {
   DType type = ctx.inputType(0);
   bool isMax = node.kind() == OpKind::ArgMax;
   bool last = node.attrInt("select_last_index", 0) != 0;
-  b.setParallelExtent(product(shape.keptDims));
+  b.setParallelExtent(productOf(shape.keptDims));
   std::vector<ExprRef> kept = unravelIndex(b.gid(), shape.keptDims);
   int best = b.addVariable("best", type), where = b.addVariable("where", DType::Int64);
   b.emit(assign(best, ctx.input(0)(combine(shape, kept, {intConstant(0)}))));
@@ -200,7 +189,7 @@ void softmaxRule(const RuleContext &ctx) {
   int64_t axis = normalizedAxis(node, node.attrInt("axis", -1), int64_t(dims.size()));
   ReductionShape shape = reductionShape(dims, {axis});
   DType type = ctx.outputType(0);
-  b.setParallelExtent(product(shape.keptDims));
+  b.setParallelExtent(productOf(shape.keptDims));
   std::vector<ExprRef> kept = unravelIndex(b.gid(), shape.keptDims);
   auto element = [&](ExprRef r) { return ctx.input(0)(combine(shape, kept, {r})); };
   auto outIndex = [&](ExprRef r) { return ravelIndex(combine(shape, kept, {r}), dims); };
@@ -246,7 +235,7 @@ void cumSumRule(const RuleContext &ctx) {
   DType type = ctx.outputType(0);
   bool exclusive = node.attrInt("exclusive", 0) != 0, reverse = node.attrInt("reverse", 0) != 0;
   int64_t length = dims[axis];
-  b.setParallelExtent(product(shape.keptDims));
+  b.setParallelExtent(productOf(shape.keptDims));
   std::vector<ExprRef> kept = unravelIndex(b.gid(), shape.keptDims);
   int sum = b.addVariable("sum", type);
   ExprRef sumValue = var(sum, type);

@@ -3,6 +3,7 @@
 #include "lowering_rules.h"
 #include "sinter/support/error.h"
 
+#include <algorithm>
 #include <map>
 
 namespace sinter::codegen {
@@ -83,6 +84,21 @@ std::vector<ExprRef> broadcastIndex(const std::vector<ExprRef> &outIndex,
 ExprRef firstElement(const RuleContext &ctx, int input) {
   std::vector<ExprRef> zeros(ctx.inputDims(input).size(), intConstant(0));
   return ctx.input(input)(zeros);
+}
+
+int64_t normalizedAxis(const Node &node, int64_t axis, int64_t rank) {
+  int64_t normalized = axis < 0 ? axis + rank : axis;
+  if (normalized < 0 || normalized >= std::max<int64_t>(rank, 1))
+    userError(node.describe(), ": axis ", axis, " is out of range for rank ", rank);
+  return normalized;
+}
+
+int64_t productOf(const std::vector<int64_t> &dims, size_t begin, size_t end) {
+  end = std::min(end, dims.size());
+  int64_t result = 1;
+  for (size_t i = begin; i < end; ++i)
+    result *= dims[i];
+  return result;
 }
 
 ExprRef typedConstant(DType type, double value) {

@@ -17,6 +17,7 @@
 #include "sinter/codegen/lowering.h"
 
 #include <array>
+#include <cstdint>
 #include <vector>
 
 namespace sinter::codegen {
@@ -89,6 +90,10 @@ std::vector<ExprRef> broadcastIndex(const std::vector<ExprRef> &outIndex,
                                     const std::vector<int64_t> &inDims);
 /// The first element of input i (scalars given as rank 0 or as one-element tensors).
 ExprRef firstElement(const RuleContext &ctx, int input);
+/// A possibly negative axis normalised against a rank; UserError naming the node when out of range.
+int64_t normalizedAxis(const Node &node, int64_t axis, int64_t rank);
+/// The product of dims[begin, end).
+int64_t productOf(const std::vector<int64_t> &dims, size_t begin = 0, size_t end = SIZE_MAX);
 /// A constant in a compute type.
 ExprRef typedConstant(DType type, double value);
 
