@@ -57,6 +57,11 @@ public:
                                           const std::string &workDirectory) = 0;
 };
 
+/// The manifest entry every backend reports for a kernel: its name, the generator that built it,
+/// the ops it computes, its flops and the bytes its group reads and writes.
+package::Kernel describeKernel(const KernelGroup &group, const Kernel &kernel,
+                               const std::string &generator);
+
 /// Creates the backend for the options' target. Throws UserError when it is not built in.
 std::unique_ptr<Backend> createBackend(const TargetOptions &options);
 

@@ -69,17 +69,7 @@ public:
     }
     sources_.push_back(std::move(source));
 
-    package::Kernel entry;
-    entry.name = kernel.name;
-    entry.generator = "cuda-c";
-    for (const Node *node : group.nodes)
-      entry.ops.push_back(std::string(node->opName()));
-    entry.flops = double(kernel.flops);
-    for (const Value *value : group.inputs)
-      entry.bytesMoved += double(*elementCount(value->shape()) * dtypeSize(value->dtype()));
-    for (const Value *value : group.outputs)
-      entry.bytesMoved += double(*elementCount(value->shape()) * dtypeSize(value->dtype()));
-    return entry;
+    return describeKernel(group, kernel, "cuda-c");
   }
 
   std::vector<std::string> finish(package::Manifest &manifest,

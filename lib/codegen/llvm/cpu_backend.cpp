@@ -41,17 +41,7 @@ public:
       fs::create_directories(options_.emitSourceDirectory);
       std::ofstream(fs::path(options_.emitSourceDirectory) / (kernel.name + ".kir")) << printKernel(kernel);
     }
-    package::Kernel entry;
-    entry.name = kernel.name;
-    entry.generator = "llvm-x86";
-    for (const Node *node : group.nodes)
-      entry.ops.push_back(std::string(node->opName()));
-    entry.flops = double(kernel.flops);
-    for (const Value *value : group.inputs)
-      entry.bytesMoved += double(*elementCount(value->shape()) * dtypeSize(value->dtype()));
-    for (const Value *value : group.outputs)
-      entry.bytesMoved += double(*elementCount(value->shape()) * dtypeSize(value->dtype()));
-    return entry;
+    return describeKernel(group, kernel, "llvm-x86");
   }
 
   std::vector<std::string> finish(package::Manifest &manifest,
