@@ -1,81 +1,15 @@
-// Lowering of contractions, convolution and pooling as plain loop nests: one parallel index per
-// output element and a sequential loop over the reduction. This is the portable form every
-// backend can build; backends replace the hot ones (GEMM, convolution) with tiled kernels of
-// their own (see backend.h).
+// Lowering of contractions: MatMul, Gemm and Conv described as batched matrix products
+// (contraction.h), and the naive kernel every backend can build from that description; plus
+// ConvTranspose, which stays a plain loop nest (one parallel index per output element).
 #include "lowering_rules.h"
 
+#include "sinter/codegen/contraction.h"
 #include "sinter/support/error.h"
 
-#include <limits>
-
 namespace sinter::codegen {
-namespace {
 
-void matMulRule(const RuleContext &ctx) {
-  KernelBuilder &b = ctx.builder();
-  std::vector<int64_t> a = ctx.inputDims(0), w = ctx.inputDims(1), out = ctx.outputDims(0);
-  DType type = ctx.outputType(0);
-  bool aVector = a.size() == 1, bVector = w.size() == 1;
-  int64_t k = a.back();
-  b.setParallelExtent(productOf(out));
-  std::vector<ExprRef> index = unravelIndex(b.gid(), out);
-  // Output index = batch..., [i], [j]; find i and j.
-  size_t batchRank = out.size() - (aVector ? 0 : 1) - (bVector ? 0 : 1);
-  std::vector<ExprRef> batch(index.begin(), index.begin() + batchRank);
-  ExprRef i = aVector ? nullptr : index[batchRank];
-  ExprRef j = bVector ? nullptr : index.back();
-  int acc = b.addVariable("acc", type), kk = b.addVariable("k", DType::Int64);
-  ExprRef kv = var(kk, DType::Int64);
-  auto operandIndex = [&](const std::vector<int64_t> &dims, ExprRef row, ExprRef column) {
-    std::vector<ExprRef> matrix;
-    if (row) matrix.push_back(row);
-    if (column) matrix.push_back(column);
-    size_t operandBatch = dims.size() - matrix.size();
-    std::vector<int64_t> batchDims(dims.begin(), dims.begin() + operandBatch);
-    std::vector<ExprRef> at = operandBatch ? broadcastIndex(batch, batchDims) : std::vector<ExprRef>{};
-    at.insert(at.end(), matrix.begin(), matrix.end());
-    return at;
-  };
-  ExprRef x = cast(ctx.input(0)(operandIndex(a, i, kv)), type);
-  ExprRef y = cast(ctx.input(1)(operandIndex(w, kv, j)), type);
-  b.emit(assign(acc, typedConstant(type, 0)));
-  b.emit(forLoop(kk, intConstant(k), {assign(acc, binary(BinaryOp::Add, var(acc, type), binary(BinaryOp::Mul, x, y)))}));
-  b.emit(ctx.store(0, b.gid(), var(acc, type)));
-  b.kernel().flops = 2 * productOf(out) * k;
-}
-
-void gemmRule(const RuleContext &ctx) {
-  const Node &node = ctx.node();
-  KernelBuilder &b = ctx.builder();
-  std::vector<int64_t> out = ctx.outputDims(0), a = ctx.inputDims(0);
-  bool transA = node.attrInt("transA", 0) != 0, transB = node.attrInt("transB", 0) != 0;
-  DType type = ctx.outputType(0);
-  int64_t k = transA ? a[0] : a[1];
-  b.setParallelExtent(productOf(out));
-  ExprRef i = div(b.gid(), out[1]), j = rem(b.gid(), out[1]);
-  int acc = b.addVariable("acc", type), kk = b.addVariable("k", DType::Int64);
-  ExprRef kv = var(kk, DType::Int64);
-  ExprRef x = ctx.input(0)(transA ? std::vector<ExprRef>{kv, i} : std::vector<ExprRef>{i, kv});
-  ExprRef y = ctx.input(1)(transB ? std::vector<ExprRef>{j, kv} : std::vector<ExprRef>{kv, j});
-  b.emit(assign(acc, typedConstant(type, 0)));
-  b.emit(forLoop(kk, intConstant(k), {assign(acc, binary(BinaryOp::Add, var(acc, type), binary(BinaryOp::Mul, x, y)))}));
-  ExprRef result = binary(BinaryOp::Mul, var(acc, type), typedConstant(type, node.attrFloat("alpha", 1.0f)));
-  if (ctx.hasInput(2)) {
-    ExprRef c = ctx.input(2)(broadcastIndex({i, j}, ctx.inputDims(2)));
-    result = binary(BinaryOp::Add, result, binary(BinaryOp::Mul, c, typedConstant(type, node.attrFloat("beta", 1.0f))));
-  }
-  b.emit(ctx.store(0, b.gid(), result));
-  b.kernel().flops = 2 * productOf(out) * k;
-}
-
-/// Per spatial axis: stride, dilation, kernel size, and the padding before the first element.
-struct Window {
-  std::vector<int64_t> kernel, strides, dilations, padBegin;
-};
-
-Window windowOf(const RuleContext &ctx, const std::vector<int64_t> &kernel,
-                const std::vector<int64_t> &inSpatial, const std::vector<int64_t> &outSpatial) {
-  const Node &node = ctx.node();
+Window convolutionWindow(const Node &node, const std::vector<int64_t> &kernel,
+                         const std::vector<int64_t> &inSpatial, const std::vector<int64_t> &outSpatial) {
   size_t n = inSpatial.size();
   Window window;
   window.kernel = kernel;
@@ -98,43 +32,162 @@ Window windowOf(const RuleContext &ctx, const std::vector<int64_t> &kernel,
   return window;
 }
 
-void convRule(const RuleContext &ctx) {
+namespace {
+
+/// The variables of a contraction; b is the constant 0 when there is one batch.
+struct ContractionVariables {
+  ExprRef b, i, j, r;
+};
+
+ContractionVariables declareVariables(KernelBuilder &builder, ContractionSpec &spec) {
+  spec.b = builder.addVariable("b", DType::Int64);
+  spec.i = builder.addVariable("i", DType::Int64);
+  spec.j = builder.addVariable("j", DType::Int64);
+  spec.r = builder.addVariable("r", DType::Int64);
+  spec.acc = builder.addVariable("acc", spec.type);
+  return {spec.batch == 1 ? intConstant(0) : var(spec.b, DType::Int64), var(spec.i, DType::Int64),
+          var(spec.j, DType::Int64), var(spec.r, DType::Int64)};
+}
+
+// MatMul: numpy matmul. A 1-D operand is a row (lhs) or column (rhs) vector whose dim the output
+// drops; the output's leading dims are the broadcast batch, flattened into b.
+ContractionSpec describeMatMul(const RuleContext &ctx) {
+  std::vector<int64_t> a = ctx.inputDims(0), w = ctx.inputDims(1), out = ctx.outputDims(0);
+  bool aVector = a.size() == 1, bVector = w.size() == 1;
+  ContractionSpec spec;
+  spec.type = ctx.outputType(0);
+  spec.m = aVector ? 1 : a[a.size() - 2];
+  spec.n = bVector ? 1 : w.back();
+  spec.k = a.back();
+  size_t batchRank = out.size() - (aVector ? 0 : 1) - (bVector ? 0 : 1);
+  std::vector<int64_t> batchDims(out.begin(), out.begin() + batchRank);
+  spec.batch = productOf(batchDims);
+  spec.lhsUnitStrideK = true;
+  spec.rhsUnitStrideK = bVector;
+  ContractionVariables v = declareVariables(ctx.builder(), spec);
+  std::vector<ExprRef> batch = batchRank ? unravelIndex(v.b, batchDims) : std::vector<ExprRef>{};
+  auto operandIndex = [&](const std::vector<int64_t> &dims, std::vector<ExprRef> matrix) {
+    size_t operandBatch = dims.size() - matrix.size();
+    std::vector<int64_t> operandBatchDims(dims.begin(), dims.begin() + operandBatch);
+    std::vector<ExprRef> at = operandBatch ? broadcastIndex(batch, operandBatchDims) : std::vector<ExprRef>{};
+    at.insert(at.end(), matrix.begin(), matrix.end());
+    return at;
+  };
+  spec.lhs = cast(ctx.input(0)(operandIndex(a, aVector ? std::vector<ExprRef>{v.r} : std::vector<ExprRef>{v.i, v.r})), spec.type);
+  spec.rhs = cast(ctx.input(1)(operandIndex(w, bVector ? std::vector<ExprRef>{v.r} : std::vector<ExprRef>{v.r, v.j})), spec.type);
+  ExprRef flat = add(mul(add(mul(v.b, spec.m), v.i), spec.n), v.j);
+  spec.epilogue = {ctx.store(0, flat, var(spec.acc, spec.type))};
+  return spec;
+}
+
+// Gemm: alpha * op(A) op(B) + beta * C, C broadcast to [M, N].
+ContractionSpec describeGemm(const RuleContext &ctx) {
   const Node &node = ctx.node();
-  KernelBuilder &b = ctx.builder();
-  std::vector<int64_t> x = ctx.inputDims(0), w = ctx.inputDims(1), out = ctx.outputDims(0);
-  size_t n = x.size() - 2;
-  int64_t group = node.attrInt("group", 1);
-  int64_t perGroupIn = w[1], perGroupOut = out[1] / group;
-  std::vector<int64_t> kernel(w.begin() + 2, w.end());
-  Window window = windowOf(ctx, kernel, {x.begin() + 2, x.end()}, {out.begin() + 2, out.end()});
-  DType type = ctx.outputType(0);
-  b.setParallelExtent(productOf(out));
-  std::vector<ExprRef> index = unravelIndex(b.gid(), out);
-  ExprRef batch = index[0], m = index[1];
-  ExprRef groupBase = mul(div(m, perGroupOut), perGroupIn);
-  // The reduction: input channel within the group, then the kernel window.
-  std::vector<int64_t> reduction = {perGroupIn};
-  reduction.insert(reduction.end(), kernel.begin(), kernel.end());
-  int acc = b.addVariable("acc", type), r = b.addVariable("r", DType::Int64);
-  std::vector<ExprRef> at = unravelIndex(var(r, DType::Int64), reduction);
-  std::vector<ExprRef> inIndex = {batch, add(groupBase, at[0])};
-  std::vector<ExprRef> weightIndex = {m, at[0]};
-  ExprRef inside = boolConstant(true);
-  for (size_t i = 0; i < n; ++i) {
-    ExprRef position = add(sub(mul(index[2 + i], window.strides[i]), intConstant(window.padBegin[i])),
-                           mul(at[1 + i], window.dilations[i]));
-    inside = binary(BinaryOp::LogicalAnd, inside,
-                    binary(BinaryOp::LogicalAnd, binary(BinaryOp::Ge, position, intConstant(0)),
-                           binary(BinaryOp::Lt, position, intConstant(x[2 + i]))));
-    inIndex.push_back(position);
-    weightIndex.push_back(at[1 + i]);
+  std::vector<int64_t> a = ctx.inputDims(0), out = ctx.outputDims(0);
+  bool transA = node.attrInt("transA", 0) != 0, transB = node.attrInt("transB", 0) != 0;
+  ContractionSpec spec;
+  spec.type = ctx.outputType(0);
+  spec.m = out[0];
+  spec.n = out[1];
+  spec.k = transA ? a[0] : a[1];
+  spec.lhsUnitStrideK = !transA;
+  spec.rhsUnitStrideK = transB;
+  ContractionVariables v = declareVariables(ctx.builder(), spec);
+  spec.lhs = cast(ctx.input(0)(transA ? std::vector<ExprRef>{v.r, v.i} : std::vector<ExprRef>{v.i, v.r}), spec.type);
+  spec.rhs = cast(ctx.input(1)(transB ? std::vector<ExprRef>{v.j, v.r} : std::vector<ExprRef>{v.r, v.j}), spec.type);
+  ExprRef result = var(spec.acc, spec.type);
+  float alpha = node.attrFloat("alpha", 1.0f), beta = node.attrFloat("beta", 1.0f);
+  if (alpha != 1.0f)
+    result = binary(BinaryOp::Mul, result, typedConstant(spec.type, alpha));
+  if (ctx.hasInput(2)) {
+    ExprRef c = cast(ctx.input(2)(broadcastIndex({v.i, v.j}, ctx.inputDims(2))), spec.type);
+    if (beta != 1.0f)
+      c = binary(BinaryOp::Mul, c, typedConstant(spec.type, beta));
+    result = binary(BinaryOp::Add, result, c);
   }
-  ExprRef product_ = binary(BinaryOp::Mul, cast(ctx.input(0)(inIndex), type), cast(ctx.input(1)(weightIndex), type));
-  b.emit(assign(acc, ctx.hasInput(2) ? cast(ctx.input(2)({m}), type) : typedConstant(type, 0)));
-  b.emit(forLoop(r, intConstant(productOf(reduction)),
-                 {ifThen(inside, {assign(acc, binary(BinaryOp::Add, var(acc, type), product_))})}));
-  b.emit(ctx.store(0, b.gid(), var(acc, type)));
-  b.kernel().flops = 2 * productOf(out) * productOf(reduction);
+  spec.epilogue = {ctx.store(0, add(mul(v.i, spec.n), v.j), result)};
+  return spec;
+}
+
+// Conv as an implicit GEMM, one batch per group: i is the output channel within the group, j runs
+// over (image, output position), r over (input channel within the group, kernel position). The
+// rhs gathers the input window, zero in the padding; no im2col buffer is written.
+ContractionSpec describeConv(const RuleContext &ctx) {
+  const Node &node = ctx.node();
+  std::vector<int64_t> x = ctx.inputDims(0), w = ctx.inputDims(1), out = ctx.outputDims(0);
+  size_t spatialRank = x.size() - 2;
+  int64_t groups = node.attrInt("group", 1);
+  int64_t images = x[0], channelsPerGroup = w[1], outputsPerGroup = out[1] / groups;
+  std::vector<int64_t> kernel(w.begin() + 2, w.end());
+  std::vector<int64_t> outSpatial(out.begin() + 2, out.end());
+  Window window = convolutionWindow(node, kernel, {x.begin() + 2, x.end()}, outSpatial);
+  int64_t positions = productOf(outSpatial);
+  ContractionSpec spec;
+  spec.type = ctx.outputType(0);
+  spec.batch = groups;
+  spec.m = outputsPerGroup;
+  spec.n = images * positions;
+  std::vector<int64_t> reduction = {channelsPerGroup};
+  reduction.insert(reduction.end(), kernel.begin(), kernel.end());
+  spec.k = productOf(reduction);
+  spec.lhsUnitStrideK = true;
+  spec.rhsUnitStrideK = false;
+  ContractionVariables v = declareVariables(ctx.builder(), spec);
+  ExprRef channelOut = add(mul(v.b, outputsPerGroup), v.i);
+  std::vector<ExprRef> at = unravelIndex(v.r, reduction);
+  std::vector<ExprRef> weightIndex = {channelOut};
+  weightIndex.insert(weightIndex.end(), at.begin(), at.end());
+  spec.lhs = cast(ctx.input(1)(weightIndex), spec.type);
+
+  ExprRef image = images == 1 ? intConstant(0) : div(v.j, positions);
+  ExprRef position = images == 1 ? v.j : rem(v.j, positions);
+  std::vector<ExprRef> outIndex = unravelIndex(position, outSpatial);
+  std::vector<ExprRef> inIndex = {image, add(mul(v.b, channelsPerGroup), at[0])};
+  ExprRef inside = boolConstant(true);
+  bool padded = false;
+  for (size_t d = 0; d < spatialRank; ++d) {
+    ExprRef where = add(sub(mul(outIndex[d], window.strides[d]), intConstant(window.padBegin[d])),
+                        mul(at[1 + d], window.dilations[d]));
+    // Only a window that can reach past an edge needs the bounds check and the clamp.
+    int64_t lowest = -window.padBegin[d];
+    int64_t highest = (outSpatial[d] - 1) * window.strides[d] - window.padBegin[d] + (kernel[d] - 1) * window.dilations[d];
+    if (lowest < 0 || highest >= x[2 + d]) {
+      padded = true;
+      inside = binary(BinaryOp::LogicalAnd, inside,
+                      binary(BinaryOp::LogicalAnd, binary(BinaryOp::Ge, where, intConstant(0)),
+                             binary(BinaryOp::Lt, where, intConstant(x[2 + d]))));
+      where = binary(BinaryOp::Min, binary(BinaryOp::Max, where, intConstant(0)), intConstant(x[2 + d] - 1));
+    }
+    inIndex.push_back(where);
+  }
+  ExprRef value = cast(ctx.input(0)(inIndex), spec.type);
+  spec.rhs = padded ? select(inside, value, typedConstant(spec.type, 0)) : value;
+
+  ExprRef result = var(spec.acc, spec.type);
+  if (ctx.hasInput(2))
+    result = binary(BinaryOp::Add, result, cast(ctx.input(2)({channelOut}), spec.type));
+  ExprRef flat = add(mul(add(mul(image, out[1]), channelOut), positions), position);
+  spec.epilogue = {ctx.store(0, flat, result)};
+  return spec;
+}
+
+/// The naive kernel of a contraction: one parallel index per (b, i, j), a loop over r.
+void naiveContractionRule(const RuleContext &ctx) {
+  ContractionSpec spec = describeContraction(ctx);
+  KernelBuilder &builder = ctx.builder();
+  builder.setParallelExtent(spec.batch * spec.m * spec.n);
+  ExprRef gid = builder.gid();
+  if (spec.batch != 1)
+    builder.emit(assign(spec.b, div(gid, spec.m * spec.n)));
+  builder.emit(assign(spec.i, rem(div(gid, spec.n), spec.m)));
+  builder.emit(assign(spec.j, rem(gid, spec.n)));
+  ExprRef acc = var(spec.acc, spec.type);
+  builder.emit(assign(spec.acc, typedConstant(spec.type, 0)));
+  builder.emit(forLoop(spec.r, intConstant(spec.k),
+                       {assign(spec.acc, binary(BinaryOp::Add, acc, binary(BinaryOp::Mul, spec.lhs, spec.rhs)))}));
+  for (const StmtRef &stmt : spec.epilogue)
+    builder.emit(stmt);
+  builder.kernel().flops = spec.flops();
 }
 
 void convTransposeRule(const RuleContext &ctx) {
@@ -194,90 +247,24 @@ void convTransposeRule(const RuleContext &ctx) {
   b.kernel().flops = 2 * productOf(out) * productOf(reduction);
 }
 
-void poolRule(const RuleContext &ctx) {
-  const Node &node = ctx.node();
-  KernelBuilder &b = ctx.builder();
-  std::vector<int64_t> x = ctx.inputDims(0), out = ctx.outputDims(0);
-  size_t n = x.size() - 2;
-  bool global = node.kind() == OpKind::GlobalAveragePool || node.kind() == OpKind::GlobalMaxPool;
-  bool isMax = node.kind() == OpKind::MaxPool || node.kind() == OpKind::GlobalMaxPool;
-  bool isLp = node.kind() == OpKind::LpPool;
-  std::vector<int64_t> kernel = global ? std::vector<int64_t>(x.begin() + 2, x.end()) : node.attrInts("kernel_shape");
-  Window window = global ? Window{kernel, std::vector<int64_t>(n, 1), std::vector<int64_t>(n, 1), std::vector<int64_t>(n, 0)}
-                         : windowOf(ctx, kernel, {x.begin() + 2, x.end()}, {out.begin() + 2, out.end()});
-  DType type = ctx.outputType(0);
-  b.setParallelExtent(productOf(out));
-  std::vector<ExprRef> index = unravelIndex(b.gid(), out);
-  int acc = b.addVariable("acc", type), count = b.addVariable("count", DType::Int64);
-  int where = b.addVariable("where", DType::Int64), r = b.addVariable("r", DType::Int64);
-  std::vector<ExprRef> at = unravelIndex(var(r, DType::Int64), kernel);
-  std::vector<ExprRef> inIndex = {index[0], index[1]};
-  ExprRef inside = boolConstant(true);
-  std::vector<int64_t> pads = node.attrInts("pads", std::vector<int64_t>(2 * n, 0));
-  for (size_t i = 0; i < n; ++i) {
-    ExprRef position = add(sub(mul(index[2 + i], window.strides[i]), intConstant(window.padBegin[i])),
-                           mul(at[i], window.dilations[i]));
-    inside = binary(BinaryOp::LogicalAnd, inside,
-                    binary(BinaryOp::LogicalAnd, binary(BinaryOp::Ge, position, intConstant(0)),
-                           binary(BinaryOp::Lt, position, intConstant(x[2 + i]))));
-    inIndex.push_back(binary(BinaryOp::Min, binary(BinaryOp::Max, position, intConstant(0)), intConstant(x[2 + i] - 1)));
-  }
-  ExprRef value = cast(ctx.input(0)(inIndex), type);
-  ExprRef accumulator = var(acc, type);
-  int64_t p = node.attrInt("p", 2);
-  std::vector<StmtRef> update;
-  if (isMax) {
-    update = {ifThen(binary(BinaryOp::LogicalOr, binary(BinaryOp::Gt, value, accumulator), unary(UnaryOp::IsNaN, value)),
-                     {assign(acc, value), assign(where, ravelIndex(inIndex, x))})};
-  } else if (isLp) {
-    ExprRef magnitude = p == 1 ? unary(UnaryOp::Abs, value)
-                               : binary(BinaryOp::Pow, unary(UnaryOp::Abs, value), typedConstant(type, double(p)));
-    update = {assign(acc, binary(BinaryOp::Add, accumulator, magnitude))};
-  } else {
-    update = {assign(acc, binary(BinaryOp::Add, accumulator, value)),
-              assign(count, add(var(count, DType::Int64), 1))};
-  }
-  b.emit(assign(acc, isMax ? constant(type, -std::numeric_limits<double>::infinity()) : typedConstant(type, 0)));
-  b.emit(assign(count, intConstant(0)));
-  b.emit(assign(where, intConstant(0)));
-  b.emit(forLoop(r, intConstant(productOf(kernel)), {ifThen(inside, update)}));
-  ExprRef result = accumulator;
-  if (isLp) {
-    result = binary(BinaryOp::Pow, accumulator, typedConstant(type, 1.0 / double(p)));
-  } else if (!isMax) {
-    bool includePad = node.attrInt("count_include_pad", 0) != 0;
-    ExprRef divisor = cast(var(count, DType::Int64), type);
-    if (includePad) {
-      // Counts the window positions inside the padded input (not those past it with ceil_mode).
-      int padded = b.addVariable("padded", DType::Int64), s = b.addVariable("s", DType::Int64);
-      std::vector<ExprRef> at2 = unravelIndex(var(s, DType::Int64), kernel);
-      ExprRef in = boolConstant(true);
-      for (size_t i = 0; i < n; ++i) {
-        ExprRef position = add(sub(mul(index[2 + i], window.strides[i]), intConstant(window.padBegin[i])),
-                               mul(at2[i], window.dilations[i]));
-        in = binary(BinaryOp::LogicalAnd, in, binary(BinaryOp::Lt, position, intConstant(x[2 + i] + pads[n + i])));
-      }
-      b.emit(assign(padded, intConstant(0)));
-      b.emit(forLoop(s, intConstant(productOf(kernel)), {ifThen(in, {assign(padded, add(var(padded, DType::Int64), 1))})}));
-      divisor = cast(var(padded, DType::Int64), type);
-    }
-    result = binary(BinaryOp::Div, accumulator, divisor);
-  }
-  b.emit(ctx.store(0, b.gid(), result));
-  if (isMax && ctx.hasOutput(1))
-    b.emit(ctx.store(1, b.gid(), var(where, DType::Int64)));
-}
-
 } // namespace
 
+ContractionSpec describeContraction(const RuleContext &ctx) {
+  switch (ctx.node().kind()) {
+  case OpKind::MatMul: return describeMatMul(ctx);
+  case OpKind::Gemm: return describeGemm(ctx);
+  case OpKind::Conv: return describeConv(ctx);
+  default: break;
+  }
+  detail::throwInternal(__FILE__, __LINE__, "isContraction(node)",
+                        ctx.node().describe() + " is not a contraction");
+}
+
 void registerContractionLowering(LoweringTable &table) {
-  table.addKernel(OpKind::MatMul, matMulRule);
-  table.addKernel(OpKind::Gemm, gemmRule);
-  table.addKernel(OpKind::Conv, convRule);
+  table.addKernel(OpKind::MatMul, naiveContractionRule);
+  table.addKernel(OpKind::Gemm, naiveContractionRule);
+  table.addKernel(OpKind::Conv, naiveContractionRule);
   table.addKernel(OpKind::ConvTranspose, convTransposeRule);
-  for (OpKind kind : {OpKind::MaxPool, OpKind::AveragePool, OpKind::LpPool, OpKind::GlobalAveragePool,
-                      OpKind::GlobalMaxPool})
-    table.addKernel(kind, poolRule);
 }
 
 } // namespace sinter::codegen

@@ -48,6 +48,7 @@ const LoweringTable &loweringTable() {
     registerReductionLowering(table);
     registerNormalizationLowering(table);
     registerContractionLowering(table);
+    registerPoolingLowering(table);
     return table;
   }();
   return table;
@@ -124,24 +125,29 @@ std::string kernelName(const std::vector<const Node *> &nodes, int index) {
   return name + "_" + std::to_string(index);
 }
 
-Kernel lowerGroup(const KernelGroup &group) {
-  const LoweringTable &table = loweringTable();
-  KernelBuilder builder(group.name);
-  std::map<const Value *, Accessor> accessors;
-  std::map<const Value *, int> outputBuffer;
-
+GroupBuffers declareGroupBuffers(const KernelGroup &group, KernelBuilder &builder) {
+  GroupBuffers buffers;
   for (const Value *input : group.inputs) {
     SINTER_ASSERT(isStatic(input->shape()), "group input '", input->name(), "' is not static");
     std::vector<int64_t> dims = staticDims(input->shape());
     int buffer = builder.addBuffer(input->name(), input->dtype(), *elementCount(input->shape()), false);
     DType storage = input->dtype();
-    accessors[input] = [buffer, dims, storage](const std::vector<ExprRef> &index) {
+    buffers.accessors[input] = [buffer, dims, storage](const std::vector<ExprRef> &index) {
       return cast(load(buffer, storage, ravelIndex(index, dims)), computeType(storage));
     };
   }
   for (const Value *output : group.outputs)
-    outputBuffer[output] = builder.addBuffer(output->name(), output->dtype(),
-                                             *elementCount(output->shape()), true);
+    buffers.outputBuffers[output] = builder.addBuffer(output->name(), output->dtype(),
+                                                      *elementCount(output->shape()), true);
+  return buffers;
+}
+
+Kernel lowerGroup(const KernelGroup &group) {
+  const LoweringTable &table = loweringTable();
+  KernelBuilder builder(group.name);
+  GroupBuffers buffers = declareGroupBuffers(group, builder);
+  std::map<const Value *, Accessor> &accessors = buffers.accessors;
+  std::map<const Value *, int> &outputBuffer = buffers.outputBuffers;
 
   bool wroteKernel = false;
   for (const Node *node : group.nodes) {

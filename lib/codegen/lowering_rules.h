@@ -13,11 +13,13 @@
 // Accessors and stores use compute types: f16/bf16 compute as f32 (see computeType).
 #pragma once
 
+#include "sinter/codegen/contraction.h"
 #include "sinter/codegen/kernel_ir.h"
 #include "sinter/codegen/lowering.h"
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <vector>
 
 namespace sinter::codegen {
@@ -77,7 +79,28 @@ void registerElementwiseLowering(LoweringTable &table);   // lower_elementwise.c
 void registerDataMovementLowering(LoweringTable &table);  // lower_data_movement.cpp
 void registerReductionLowering(LoweringTable &table);     // lower_reduction.cpp
 void registerNormalizationLowering(LoweringTable &table); // lower_normalization.cpp
-void registerContractionLowering(LoweringTable &table);   // lower_contraction.cpp (naive MatMul, Gemm, Conv, pools)
+void registerContractionLowering(LoweringTable &table);   // lower_contraction.cpp (MatMul, Gemm, Conv, ConvTranspose)
+void registerPoolingLowering(LoweringTable &table);       // lower_pooling.cpp
+
+/// A group's buffers declared in a builder (its inputs, then its outputs, as lowerGroup orders
+/// them): an accessor for each input and the buffer of each output.
+struct GroupBuffers {
+  std::map<const Value *, Accessor> accessors;
+  std::map<const Value *, int> outputBuffers;
+};
+GroupBuffers declareGroupBuffers(const KernelGroup &group, KernelBuilder &builder);
+
+/// The contraction a MatMul, Gemm or Conv node computes (lower_contraction.cpp), with its
+/// variables declared in ctx.builder().
+ContractionSpec describeContraction(const RuleContext &ctx);
+
+/// Per spatial axis of a convolution or pooling window: kernel size, stride, dilation, and the
+/// padding before the first element (auto_pad resolved).
+struct Window {
+  std::vector<int64_t> kernel, strides, dilations, padBegin;
+};
+Window convolutionWindow(const Node &node, const std::vector<int64_t> &kernel,
+                         const std::vector<int64_t> &inSpatial, const std::vector<int64_t> &outSpatial);
 
 // ---- Index helpers ---------------------------------------------------------------------------
 

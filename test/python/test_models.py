@@ -1,5 +1,5 @@
 """Model tests, end to end: every models/*.onnx runs through the sinter CLI on each enabled
-target (SINTER_TARGETS, default "reference") and must match onnxruntime: float32 outputs within
+target (SINTER_TARGETS, default "reference,cpu") and must match onnxruntime: float32 outputs within
 max|a-b|/max|b| <= 1e-5, integer and bool outputs exactly. Models with symbolic dims run twice:
 with every symbolic dim 1 and with every symbolic dim 2.
 """

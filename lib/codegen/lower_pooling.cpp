@@ -1,0 +1,92 @@
+// Lowering of pooling (MaxPool, AveragePool, LpPool and their global forms): one parallel index
+// per output element and a sequential loop over the window.
+#include "lowering_rules.h"
+
+#include <limits>
+
+namespace sinter::codegen {
+namespace {
+
+void poolRule(const RuleContext &ctx) {
+  const Node &node = ctx.node();
+  KernelBuilder &b = ctx.builder();
+  std::vector<int64_t> x = ctx.inputDims(0), out = ctx.outputDims(0);
+  size_t n = x.size() - 2;
+  bool global = node.kind() == OpKind::GlobalAveragePool || node.kind() == OpKind::GlobalMaxPool;
+  bool isMax = node.kind() == OpKind::MaxPool || node.kind() == OpKind::GlobalMaxPool;
+  bool isLp = node.kind() == OpKind::LpPool;
+  std::vector<int64_t> kernel = global ? std::vector<int64_t>(x.begin() + 2, x.end()) : node.attrInts("kernel_shape");
+  Window window = global ? Window{kernel, std::vector<int64_t>(n, 1), std::vector<int64_t>(n, 1), std::vector<int64_t>(n, 0)}
+                         : convolutionWindow(ctx.node(), kernel, {x.begin() + 2, x.end()}, {out.begin() + 2, out.end()});
+  DType type = ctx.outputType(0);
+  b.setParallelExtent(productOf(out));
+  std::vector<ExprRef> index = unravelIndex(b.gid(), out);
+  int acc = b.addVariable("acc", type), count = b.addVariable("count", DType::Int64);
+  int where = b.addVariable("where", DType::Int64), r = b.addVariable("r", DType::Int64);
+  std::vector<ExprRef> at = unravelIndex(var(r, DType::Int64), kernel);
+  std::vector<ExprRef> inIndex = {index[0], index[1]};
+  ExprRef inside = boolConstant(true);
+  std::vector<int64_t> pads = node.attrInts("pads", std::vector<int64_t>(2 * n, 0));
+  for (size_t i = 0; i < n; ++i) {
+    ExprRef position = add(sub(mul(index[2 + i], window.strides[i]), intConstant(window.padBegin[i])),
+                           mul(at[i], window.dilations[i]));
+    inside = binary(BinaryOp::LogicalAnd, inside,
+                    binary(BinaryOp::LogicalAnd, binary(BinaryOp::Ge, position, intConstant(0)),
+                           binary(BinaryOp::Lt, position, intConstant(x[2 + i]))));
+    inIndex.push_back(binary(BinaryOp::Min, binary(BinaryOp::Max, position, intConstant(0)), intConstant(x[2 + i] - 1)));
+  }
+  ExprRef value = cast(ctx.input(0)(inIndex), type);
+  ExprRef accumulator = var(acc, type);
+  int64_t p = node.attrInt("p", 2);
+  std::vector<StmtRef> update;
+  if (isMax) {
+    update = {ifThen(binary(BinaryOp::LogicalOr, binary(BinaryOp::Gt, value, accumulator), unary(UnaryOp::IsNaN, value)),
+                     {assign(acc, value), assign(where, ravelIndex(inIndex, x))})};
+  } else if (isLp) {
+    ExprRef magnitude = p == 1 ? unary(UnaryOp::Abs, value)
+                               : binary(BinaryOp::Pow, unary(UnaryOp::Abs, value), typedConstant(type, double(p)));
+    update = {assign(acc, binary(BinaryOp::Add, accumulator, magnitude))};
+  } else {
+    update = {assign(acc, binary(BinaryOp::Add, accumulator, value)),
+              assign(count, add(var(count, DType::Int64), 1))};
+  }
+  b.emit(assign(acc, isMax ? constant(type, -std::numeric_limits<double>::infinity()) : typedConstant(type, 0)));
+  b.emit(assign(count, intConstant(0)));
+  b.emit(assign(where, intConstant(0)));
+  b.emit(forLoop(r, intConstant(productOf(kernel)), {ifThen(inside, update)}));
+  ExprRef result = accumulator;
+  if (isLp) {
+    result = binary(BinaryOp::Pow, accumulator, typedConstant(type, 1.0 / double(p)));
+  } else if (!isMax) {
+    bool includePad = node.attrInt("count_include_pad", 0) != 0;
+    ExprRef divisor = cast(var(count, DType::Int64), type);
+    if (includePad) {
+      // Counts the window positions inside the padded input (not those past it with ceil_mode).
+      int padded = b.addVariable("padded", DType::Int64), s = b.addVariable("s", DType::Int64);
+      std::vector<ExprRef> at2 = unravelIndex(var(s, DType::Int64), kernel);
+      ExprRef in = boolConstant(true);
+      for (size_t i = 0; i < n; ++i) {
+        ExprRef position = add(sub(mul(index[2 + i], window.strides[i]), intConstant(window.padBegin[i])),
+                               mul(at2[i], window.dilations[i]));
+        in = binary(BinaryOp::LogicalAnd, in, binary(BinaryOp::Lt, position, intConstant(x[2 + i] + pads[n + i])));
+      }
+      b.emit(assign(padded, intConstant(0)));
+      b.emit(forLoop(s, intConstant(productOf(kernel)), {ifThen(in, {assign(padded, add(var(padded, DType::Int64), 1))})}));
+      divisor = cast(var(padded, DType::Int64), type);
+    }
+    result = binary(BinaryOp::Div, accumulator, divisor);
+  }
+  b.emit(ctx.store(0, b.gid(), result));
+  if (isMax && ctx.hasOutput(1))
+    b.emit(ctx.store(1, b.gid(), var(where, DType::Int64)));
+}
+
+} // namespace
+
+void registerPoolingLowering(LoweringTable &table) {
+  for (OpKind kind : {OpKind::MaxPool, OpKind::AveragePool, OpKind::LpPool, OpKind::GlobalAveragePool,
+                      OpKind::GlobalMaxPool})
+    table.addKernel(kind, poolRule);
+}
+
+} // namespace sinter::codegen
