@@ -54,6 +54,18 @@ package::TensorSignature signatureOf(const Value *value, const Shape &declared) 
   return signature;
 }
 
+/// Appends bytes to the weights blob at the next aligned offset; returns the offset.
+uint64_t appendWeights(package::Manifest &manifest, const void *data, uint64_t bytes,
+                       const std::string &name) {
+  uint64_t offset = (manifest.weights.size() + package::kWeightAlignment - 1) /
+                    package::kWeightAlignment * package::kWeightAlignment;
+  manifest.weights.resize(offset + bytes);
+  std::copy(static_cast<const uint8_t *>(data), static_cast<const uint8_t *>(data) + bytes,
+            manifest.weights.begin() + offset);
+  manifest.weightTable.push_back({name, offset, bytes});
+  return offset;
+}
+
 } // namespace
 
 package::Manifest buildManifest(Graph &graph, const CompileOptions &options,
@@ -102,17 +114,10 @@ package::Manifest buildManifest(Graph &graph, const CompileOptions &options,
   for (Value *constant : graph.constants()) {
     if (!constant->hasUses() && !graph.isOutput(constant))
       continue;
-    uint64_t offset = (manifest.weights.size() + package::kWeightAlignment - 1) /
-                      package::kWeightAlignment * package::kWeightAlignment;
     const Tensor &tensor = constant->constant();
-    manifest.weights.resize(offset + tensor.byteSize());
-    std::copy(reinterpret_cast<const uint8_t *>(tensor.data()),
-              reinterpret_cast<const uint8_t *>(tensor.data()) + tensor.byteSize(),
-              manifest.weights.begin() + offset);
-    manifest.weightTable.push_back({constant->name(), offset, tensor.byteSize()});
+    uint64_t offset = appendWeights(manifest, tensor.data(), tensor.byteSize(), constant->name());
     location[constant] = {package::Region::Weights, offset};
   }
-  stats.weightBytes = manifest.weights.size();
 
   std::vector<const Value *> arenaValues;
   std::map<const Value *, size_t> arenaIndex;
@@ -174,10 +179,14 @@ package::Manifest buildManifest(Graph &graph, const CompileOptions &options,
       launch.args.push_back(location.at(input));
     for (const Value *output : group.outputs)
       launch.args.push_back(location.at(output));
+    for (const std::vector<uint8_t> &data : shape.derivedConstants)
+      launch.args.push_back({package::Region::Weights, appendWeights(manifest, data.data(), data.size(),
+                                                                     kernel.name + ".derived")});
     manifest.kernels.push_back(std::move(entry));
     manifest.steps.push_back(std::move(launch));
   }
   stats.codegenSeconds = secondsSince(codegenStart);
+  stats.weightBytes = manifest.weights.size(); // with the constants backends derived
   stats.kernelCount = int(manifest.kernels.size());
 
   // Graph outputs: a constant output is copied into its arena slot after the plan.

@@ -37,6 +37,10 @@ struct LaunchShape {
   uint32_t block[3] = {1, 1, 1};
   uint32_t sharedBytes = 0;
   int64_t parallelExtent = 1;
+  /// Data the backend derived at compile time for this kernel (weights packed into the layout its
+  /// loops read, ...): the compiler appends each to the weights blob and passes it to the launch
+  /// as an extra argument after the group's outputs, in this order.
+  std::vector<std::vector<uint8_t>> derivedConstants;
 };
 
 class Backend {
