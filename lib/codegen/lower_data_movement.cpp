@@ -230,11 +230,12 @@ ExprRef depthToSpaceRule(const RuleContext &ctx, int, const std::vector<ExprRef>
 }
 
 ExprRef spaceToDepthRule(const RuleContext &ctx, int, const std::vector<ExprRef> &index) {
-  // out[n, (i*b + j)*C + c, h, w] = in[n, c, h*b + i, w*b + j]
+  // out[n, DCR: (i*b + j)*C + c | CRD: c*b*b + i*b + j, h, w] = in[n, c, h*b + i, w*b + j]
   int64_t b = ctx.node().attrInt("blocksize", 1);
   int64_t channels = ctx.inputDims(0)[1];
-  ExprRef c = rem(index[1], channels);
-  ExprRef block = div(index[1], channels);
+  bool crd = ctx.node().attrString("mode", "DCR") == "CRD";
+  ExprRef c = crd ? div(index[1], b * b) : rem(index[1], channels);
+  ExprRef block = crd ? rem(index[1], b * b) : div(index[1], channels);
   ExprRef i = div(block, b), j = rem(block, b);
   return ctx.input(0)({index[0], c, add(mul(index[2], b), i), add(mul(index[3], b), j)});
 }

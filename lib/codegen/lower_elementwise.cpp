@@ -51,16 +51,21 @@ ExprRef divRule(const RuleContext &ctx, int, const std::vector<ExprRef> &index) 
   return fdiv(operand(ctx, 0, index), operand(ctx, 1, index));
 }
 
-/// Mod: fmod=1 is C fmod (sign of the dividend); fmod=0 (integers only) takes the divisor's sign.
+/// Mod: fmod=1 is C fmod (sign of the dividend); fmod=0 takes the divisor's sign (floor
+/// division), for floats (opset 28) as for integers, with a zero remainder signed like the divisor.
 ExprRef modRule(const RuleContext &ctx, int, const std::vector<ExprRef> &index) {
   ExprRef a = operand(ctx, 0, index), b = operand(ctx, 1, index);
   ExprRef r = binary(BinaryOp::Rem, a, b);
-  if (ctx.node().attrInt("fmod", 0) == 1 || isFloat(a->type))
+  if (ctx.node().attrInt("fmod", 0) == 1)
     return r;
   ExprRef zero = k(r, 0);
   ExprRef signsDiffer = binary(BinaryOp::Ne, less(r, zero), less(b, zero));
-  ExprRef adjust = binary(BinaryOp::LogicalAnd, binary(BinaryOp::Ne, r, zero), signsDiffer);
-  return select(adjust, fadd(r, b), r);
+  ExprRef isZero = binary(BinaryOp::Eq, r, zero);
+  ExprRef adjust = binary(BinaryOp::LogicalAnd, unary(UnaryOp::Not, isZero), signsDiffer);
+  ExprRef floored = select(adjust, fadd(r, b), r);
+  if (!isFloat(a->type))
+    return floored;
+  return select(isZero, select(less(b, zero), k(r, -0.0), zero), floored);
 }
 
 ExprRef powRule(const RuleContext &ctx, int, const std::vector<ExprRef> &index) {
@@ -69,9 +74,35 @@ ExprRef powRule(const RuleContext &ctx, int, const std::vector<ExprRef> &index) 
   return binary(BinaryOp::Pow, a, b);
 }
 
+/// The unsigned type of the same width as an integer type.
+DType unsignedOf(DType type) {
+  switch (type) {
+  case DType::Int8: return DType::Uint8;
+  case DType::Int16: return DType::Uint16;
+  case DType::Int32: return DType::Uint32;
+  case DType::Int64: return DType::Uint64;
+  default: return type;
+  }
+}
+
+/// BitShift. The kernel IR's shifts are logical and give 0 for an amount of the width or more,
+/// so a signed operand (opset 28) shifts as its unsigned bits: a negative amount reads as a huge
+/// one (0 left), and an arithmetic right shift of a negative x is ~(~x >> n), which is -1 when
+/// every bit is shifted out.
 ExprRef bitShiftRule(const RuleContext &ctx, int, const std::vector<ExprRef> &index) {
   bool left = ctx.node().attrString("direction", "") == "LEFT";
-  return binary(left ? BinaryOp::Shl : BinaryOp::Shr, operand(ctx, 0, index), operand(ctx, 1, index));
+  BinaryOp op = left ? BinaryOp::Shl : BinaryOp::Shr;
+  ExprRef a = operand(ctx, 0, index), b = operand(ctx, 1, index);
+  DType type = a->type, bits = unsignedOf(type);
+  if (bits == type)
+    return binary(op, a, b);
+  ExprRef x = cast(a, bits), amount = cast(b, bits);
+  if (left)
+    return cast(binary(op, x, amount), type);
+  ExprRef negative = less(a, k(a, 0));
+  ExprRef flipped = select(negative, unary(UnaryOp::BitNot, x), x);
+  ExprRef shifted = binary(op, flipped, amount);
+  return cast(select(negative, unary(UnaryOp::BitNot, shifted), shifted), type);
 }
 
 ExprRef notRule(const RuleContext &ctx, int, const std::vector<ExprRef> &index) {

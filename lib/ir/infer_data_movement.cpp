@@ -361,6 +361,9 @@ Types depthToSpace(const InferContext &ctx) {
 Types spaceToDepth(const InferContext &ctx) {
   ctx.requireRank(0, 4);
   int64_t block = blockSizeOf(ctx);
+  std::string mode = ctx.node().attrString("mode", "DCR");
+  if (mode != "DCR" && mode != "CRD")
+    ctx.fail("attribute 'mode' must be DCR or CRD, not \"", mode, "\"");
   const Shape &in = ctx.shape(0);
   int64_t square = checkedMul(ctx, block, block);
   return {{ctx.dtype(0),

@@ -96,7 +96,8 @@ Types bitShift(const InferContext &ctx) {
   std::string direction = ctx.node().attrString("direction", "");
   if (direction != "LEFT" && direction != "RIGHT")
     ctx.fail("attribute 'direction' must be \"LEFT\" or \"RIGHT\", not \"", direction, "\"");
-  return binary(ctx, isUnsignedType, "an unsigned integer type");
+  // Opset 28 added the signed integer types.
+  return binary(ctx, isIntegerType, "an integer type");
 }
 
 Types where(const InferContext &ctx) {
@@ -162,8 +163,6 @@ void registerElementwiseInference(InferTable &table) {
     int64_t fmod = ctx.node().attrInt("fmod", 0);
     if (fmod != 0 && fmod != 1)
       ctx.fail("attribute 'fmod' must be 0 or 1, not ", fmod);
-    if (fmod == 0 && isFloat(ctx.dtype(0)))
-      ctx.fail("Mod of float inputs needs fmod=1");
     return arithmetic(ctx);
   });
   table.add(OpKind::Pow, pow);

@@ -191,14 +191,20 @@ Outputs evalDepthToSpace(const Node &node, const Inputs &inputs) {
   return {withDims(moved, {n, c / (b * b), h * b, w * b})};
 }
 
-// SpaceToDepth: [N, C, H/b, b, W/b, b], perm [0, 3, 5, 1, 2, 4], to [N, C*b^2, H/b, W/b].
+// SpaceToDepth: [N, C, H/b, b, W/b, b], transposed, to [N, C*b^2, H/b, W/b].
+//   DCR: perm [0, 3, 5, 1, 2, 4]   CRD (opset 28): perm [0, 1, 3, 5, 2, 4]
 Outputs evalSpaceToDepth(const Node &node, const Inputs &inputs) {
   const Tensor &x = requiredInput(node, inputs, 0);
   int64_t b = blockSizeOf(node, x);
   int64_t n = x.dims()[0], c = x.dims()[1], h = x.dims()[2], w = x.dims()[3];
   if (h % b != 0 || w % b != 0)
     userError(node.describe(), ": spatial dims ", h, "x", w, " are not multiples of blocksize ", b);
-  Tensor moved = transposeTensor(x, {n, c, h / b, b, w / b, b}, {0, 3, 5, 1, 2, 4});
+  std::string mode = node.attrString("mode", "DCR");
+  if (mode != "DCR" && mode != "CRD")
+    userError(node.describe(), ": unknown mode '", mode, "' (expected DCR or CRD)");
+  std::vector<int64_t> perm = mode == "DCR" ? std::vector<int64_t>{0, 3, 5, 1, 2, 4}
+                                            : std::vector<int64_t>{0, 1, 3, 5, 2, 4};
+  Tensor moved = transposeTensor(x, {n, c, h / b, b, w / b, b}, perm);
   return {withDims(moved, {n, c * b * b, h / b, w / b})};
 }
 

@@ -1,5 +1,5 @@
-// ONNX import: ai.onnx domain, opsets 7 to 23. Opset adapters rewrite older op forms into the
-// IR's (opset-23) semantics; initializers in every storage form and external data (inside the
+// ONNX import: ai.onnx domain, opsets 7 to 28. Opset adapters rewrite older op forms into the
+// IR's (opset-28) semantics; initializers in every storage form and external data (inside the
 // model's folder only) become constants; Constant nodes become constants; shape computations on
 // constants are folded as they are imported so later shapes resolve.
 #pragma once

@@ -5,7 +5,7 @@
 // Every Value has a TensorType (dtype, and a shape of static, symbolic or unknown dims; see
 // shape.h). Node inputs may be null where the op allows an optional input to be absent.
 //
-// Semantics follow ai.onnx at opset 23 (ops.def): evaluation is in node order, with no side
+// Semantics follow ai.onnx at opset 28 (ops.def): evaluation is in node order, with no side
 // effects; values never alias as far as the IR is concerned (views are a codegen matter).
 // Integer overflow wraps; float math is IEEE-754 without fast-math reassociation in the reference.
 //

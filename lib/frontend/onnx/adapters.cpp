@@ -1,6 +1,6 @@
 // Opset adapters: each rewrites an older ONNX form of an op into the IR's form, which follows
-// ai.onnx opset 23. Most ops map one to one (emitAs); the adapters below cover what changed
-// between opsets 7 and 23:
+// ai.onnx opset 28. Most ops map one to one (emitAs); the adapters below cover what changed
+// between opsets 7 and 28:
 //
 //   attributes that became inputs   Squeeze/Unsqueeze axes (<13), ReduceSum axes (<13), other
 //                                   Reduce* axes (<18), Split split (<13), Slice starts/ends/axes
@@ -12,7 +12,15 @@
 //                                   Split (<18) without `split` splits into equal parts
 //   renamed or deprecated ops       Upsample -> Resize, Scatter -> ScatterElements
 //   attributes that never change    Gemm broadcast, BatchNormalization spatial=1 / is_test,
-//   an inference result             Dropout is_test, consumed_inputs (any op)
+//   an inference result             Dropout is_test, consumed_inputs (any op), Cast round_mode
+//                                   (float8e8m0 only, a type sinter lacks), Range stash_type
+//
+// What opsets 24 to 28 changed and how the IR has it: new element types (float8e8m0, int2,
+// uint2, float6: refused where a value has them); Attention's nonpad_kv_seqlen input and window
+// attributes (Attention is not an IR op); SpaceToDepth's `mode` (an IR attribute); Range's
+// float16 / bfloat16 with `stash_type` (the reference computes in double); Mod with fmod=0 on
+// floats and BitShift on signed integers (both IR semantics); bfloat16 for TopK, Einsum, OneHot,
+// Compress, ReverseSequence and Unique, and wider float types for Celu.
 //
 // An attribute moved to an input is moved whatever the opset says, so a model that mixes forms
 // still imports; giving both the attribute and the input is an error.
@@ -296,13 +304,36 @@ std::vector<Value *> adaptScatter(Builder &b, OnnxNode &n) {
   return emitAs(b, n, OpKind::ScatterElements);
 }
 
+// Cast's and CastLike's round_mode (opset 24) applies only to float8e8m0, which sinter does not
+// have; any other target type ignores it. Its value is still checked.
+void checkRoundMode(OnnxNode &n) {
+  if (std::optional<std::string> mode = n.attributes.takeString("round_mode"))
+    if (*mode != "up" && *mode != "down" && *mode != "nearest")
+      userError(n.where, ": round_mode '", *mode, "' is not one of up, down, nearest");
+}
+
 std::vector<Value *> adaptCast(Builder &b, OnnxNode &n) {
   std::optional<int64_t> to = n.attributes.takeInt("to");
   if (!to)
     userError(n.where, ": attribute 'to' is required");
   if (!dtypeFromOnnx(int(*to)))
     userError(n.where, ": casting to ", onnxTypeName(int(*to)), " is not supported");
+  checkRoundMode(n);
   return emitAs(b, n, OpKind::Cast, {{"to", *to}});
+}
+
+std::vector<Value *> adaptCastLike(Builder &b, OnnxNode &n) {
+  checkRoundMode(n);
+  return emitAs(b, n, OpKind::CastLike);
+}
+
+// Range (opset 27) takes float16 and bfloat16 with `stash_type`, the type the elements are
+// computed in: float (1, the default) or double (11). The IR computes every float Range in
+// double and rounds each element once, so both give the same elements to the output's precision.
+std::vector<Value *> adaptRange(Builder &b, OnnxNode &n) {
+  if (std::optional<int64_t> stash = n.attributes.takeInt("stash_type"); stash && *stash != 1 && *stash != 11)
+    userError(n.where, ": stash_type ", *stash, " is not float (1) or double (11)");
+  return emitAs(b, n, OpKind::Range);
 }
 
 // GroupNormalization before opset 21 has one scale and bias per group; opset 21 has one per
@@ -345,6 +376,7 @@ const std::map<std::string_view, AdapterFn> &adapters() {
   static const std::map<std::string_view, AdapterFn> kAdapters = {
       {"BatchNormalization", adaptBatchNormalization},
       {"Cast", adaptCast},
+      {"CastLike", adaptCastLike},
       {"Clip", adaptClip},
       {"Dropout", adaptDropout},
       {"Gemm", adaptGemm},
@@ -352,6 +384,7 @@ const std::map<std::string_view, AdapterFn> &adapters() {
       {"Hardmax", adaptSoftmaxFamily},
       {"LogSoftmax", adaptSoftmaxFamily},
       {"Pad", adaptPad},
+      {"Range", adaptRange},
       {"ReduceL1", axesAttributeToInput},
       {"ReduceL2", axesAttributeToInput},
       {"ReduceLogSum", axesAttributeToInput},

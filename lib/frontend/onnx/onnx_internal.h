@@ -5,7 +5,7 @@
 //   value_types.cpp  ONNX types (TypeProto, data type numbers) -> IR types and display names
 //   attributes.cpp   AttributeProto -> Attribute by the op's schema in ops.def
 //   builder.cpp      creating IR nodes: shape inference and constant folding as they are made
-//   adapters.cpp     opset adapters: older op forms -> the IR's opset-23 forms
+//   adapters.cpp     opset adapters: older op forms -> the IR's opset-28 forms
 //   importer.cpp     the graph walk
 //   summary.cpp      summarizeModel
 #pragma once
@@ -44,7 +44,7 @@ std::optional<int64_t> domainOpset(const ::onnx::ModelProto &model, const std::s
 std::string canonicalDomain(const std::string &domain);
 
 inline constexpr int64_t kMinOpset = 7;
-inline constexpr int64_t kMaxOpset = 23;
+inline constexpr int64_t kMaxOpset = 28;
 
 // ---- tensor_proto.cpp ----------------------------------------------------------------------
 
