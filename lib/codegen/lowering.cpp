@@ -54,10 +54,62 @@ const LoweringTable &loweringTable() {
   return table;
 }
 
+namespace {
+
+bool sameExpr(const ExprRef &a, const ExprRef &b) {
+  if (a == b)
+    return true;
+  if (a->kind != b->kind || a->type != b->type)
+    return false;
+  if (a->kind == ExprKind::Var)
+    return a->id == b->id;
+  if (a->kind == ExprKind::Constant)
+    return a->intValue == b->intValue && a->floatValue == b->floatValue;
+  return false;
+}
+
+/// x / c as (x, c); an expression that is not a division by a constant is x / 1.
+std::pair<ExprRef, int64_t> asQuotient(const ExprRef &e) {
+  if (e->kind == ExprKind::Binary && e->binary == BinaryOp::Div && e->operands[1]->kind == ExprKind::Constant)
+    return {e->operands[0], e->operands[1]->intValue};
+  return {e, 1};
+}
+
+/// Merges the adjacent entries (x / (c*b), (x / c) % b) of a multi-index over dims (.., D, b, ..)
+/// into x / c over (.., D*b, ..): the same flat index, since (x/(c*b))*b + (x/c)%b = x/c for
+/// c, b > 0 (with C's truncating division too). Ravelling an unravelled index then gives the
+/// flat index back, without the divisions.
+void mergeUnravelled(std::vector<ExprRef> &index, std::vector<int64_t> &dims) {
+  for (size_t i = 0; i + 1 < index.size();) {
+    const ExprRef &low = index[i + 1];
+    bool merged = false;
+    if (low->kind == ExprKind::Binary && low->binary == BinaryOp::Rem &&
+        low->operands[1]->kind == ExprKind::Constant && low->operands[1]->intValue == dims[i + 1] &&
+        dims[i + 1] > 0) {
+      auto [x, c] = asQuotient(low->operands[0]);
+      auto [y, a] = asQuotient(index[i]);
+      if (c > 0 && a == c * dims[i + 1] && sameExpr(x, y)) {
+        index[i] = low->operands[0];
+        dims[i] *= dims[i + 1];
+        index.erase(index.begin() + i + 1);
+        dims.erase(dims.begin() + i + 1);
+        merged = true;
+      }
+    }
+    if (!merged)
+      ++i;
+  }
+}
+
+} // namespace
+
 ExprRef ravelIndex(const std::vector<ExprRef> &index, const std::vector<int64_t> &dims) {
+  std::vector<ExprRef> at = index;
+  std::vector<int64_t> extents = dims;
+  mergeUnravelled(at, extents);
   ExprRef flat = intConstant(0);
-  for (size_t i = 0; i < dims.size(); ++i)
-    flat = add(mul(flat, dims[i]), index[i]);
+  for (size_t i = 0; i < extents.size(); ++i)
+    flat = add(mul(flat, extents[i]), at[i]);
   return flat;
 }
 

@@ -1,6 +1,7 @@
 // The CUDA C backend without a GPU: kernels are generated, compiled by NVRTC and assembled by
 // ptxas into cubins whose ELF headers say CUDA and the requested architecture.
 #include "sinter/codegen/backend.h"
+#include "sinter/codegen/contraction.h"
 #include "sinter/codegen/lowering.h"
 #include "sinter/ir/graph.h"
 #include "sinter/ir/infer.h"
@@ -80,6 +81,84 @@ TEST(CudaCodegen, ElementwiseKernelsAssembleForEveryArch) {
   EXPECT_NE(ptx.find(".target sm_90"), std::string::npos);
   EXPECT_NE(ptx.find(".entry fused_add_0"), std::string::npos);
   EXPECT_NE(ptx.find(".entry fused_cast_1"), std::string::npos);
+  std::filesystem::remove_all(work);
+}
+
+namespace {
+
+KernelGroup singleNodeGroup(const Node &node, int index) {
+  KernelGroup group;
+  group.nodes = {&node};
+  for (Value *input : node.inputs())
+    if (input)
+      group.inputs.push_back(input);
+  group.outputs.assign(node.outputs().begin(), node.outputs().end());
+  group.name = kernelName(group.nodes, index);
+  return group;
+}
+
+} // namespace
+
+// Contractions large enough in every direction get the tiled kernel, with a 3-D grid of tiles
+// that covers the output; the rest keep the grid-stride kernel. Both assemble.
+TEST(CudaCodegen, LargeContractionsGetTiledKernels) {
+  Graph graph;
+  Value *a = graph.addInput("a", {DType::Float32, {3, 100, 70}});
+  Value *b = graph.addInput("b", {DType::Float32, {70, 130}});
+  Node *matmul = graph.addNode(OpKind::MatMul, {a, b}, 1, "matmul");
+  Value *x = graph.addInput("x", {DType::Float32, {2, 8, 20, 20}});
+  Value *w = graph.addInput("w", {DType::Float32, {32, 4, 3, 3}});
+  Node *conv = graph.addNode(OpKind::Conv, {x, w}, 1, "conv");
+  conv->setAttr("group", int64_t(2));
+  conv->setAttr("pads", std::vector<int64_t>{1, 1, 1, 1});
+  Value *v = graph.addInput("v", {DType::Float32, {70}});
+  Node *gemv = graph.addNode(OpKind::MatMul, {a, v}, 1, "gemv");
+  inferGraph(graph);
+
+  TargetOptions options;
+  options.target = package::Target::Cuda;
+  options.cudaArchs = {"sm_80"};
+  std::unique_ptr<Backend> backend = createBackend(options);
+  package::Manifest manifest;
+
+  KernelGroup matmulGroup = singleNodeGroup(*matmul, 0);
+  std::optional<Contraction> described = lowerContraction(matmulGroup);
+  ASSERT_TRUE(described);
+  EXPECT_EQ(described->spec.batch, 3);
+  EXPECT_EQ(described->spec.m, 100);
+  EXPECT_EQ(described->spec.n, 130);
+  EXPECT_EQ(described->spec.k, 70);
+  LaunchShape launch;
+  manifest.kernels.push_back(backend->addKernel(matmulGroup, lowerGroup(matmulGroup), launch));
+  EXPECT_EQ(manifest.kernels.back().generator, "cuda-c tiled");
+  EXPECT_EQ(launch.grid[2], 3u);
+  EXPECT_GE(uint64_t(launch.grid[0]) * launch.block[0], 130u / 4);
+  EXPECT_EQ(launch.parallelExtent, 3 * 100 * 130);
+
+  // Conv: one batch per group, i the output channel in the group, j over (image, position).
+  KernelGroup convGroup = singleNodeGroup(*conv, 1);
+  described = lowerContraction(convGroup);
+  ASSERT_TRUE(described);
+  EXPECT_EQ(described->spec.batch, 2);
+  EXPECT_EQ(described->spec.m, 16);
+  EXPECT_EQ(described->spec.n, 2 * 20 * 20);
+  EXPECT_EQ(described->spec.k, 4 * 3 * 3);
+  LaunchShape convLaunch;
+  manifest.kernels.push_back(backend->addKernel(convGroup, lowerGroup(convGroup), convLaunch));
+  EXPECT_EQ(manifest.kernels.back().generator, "cuda-c tiled");
+  EXPECT_EQ(convLaunch.grid[2], 2u);
+
+  KernelGroup gemvGroup = singleNodeGroup(*gemv, 2);
+  LaunchShape gemvLaunch;
+  manifest.kernels.push_back(backend->addKernel(gemvGroup, lowerGroup(gemvGroup), gemvLaunch));
+  EXPECT_EQ(manifest.kernels.back().generator, "cuda-c");
+  EXPECT_EQ(gemvLaunch.grid[1], 1u);
+
+  auto work = std::filesystem::temp_directory_path() / "sinter-cuda-tiled-test";
+  std::filesystem::create_directories(work);
+  backend->finish(manifest, work.string());
+  ASSERT_EQ(manifest.cudaModules.size(), 1u);
+  EXPECT_EQ(readCubinHeader(manifest.cudaModules[0].binaries[0].bytes).sm, 80u);
   std::filesystem::remove_all(work);
 }
 

@@ -3,6 +3,7 @@
 // one cubin per requested architecture plus the PTX of the newest, so it runs on each listed GPU
 // generation and JIT-compiles on newer ones.
 #include "../backends.h"
+#include "cuda_contraction.h"
 #include "cuda_source.h"
 #include "toolchain.h"
 
@@ -12,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <optional>
 #include <regex>
 
 namespace sinter::codegen {
@@ -56,12 +58,21 @@ public:
 
   package::Kernel addKernel(const KernelGroup &group, const Kernel &kernel,
                             LaunchShape &launch) override {
-    std::string source = cuda::printCudaKernel(kernel, kBlockSize);
-    int64_t blocks = std::clamp<int64_t>((kernel.parallelExtent + kBlockSize - 1) / kBlockSize, 1,
-                                         kMaxBlocks);
-    launch.grid[0] = uint32_t(blocks);
-    launch.block[0] = kBlockSize;
-    launch.parallelExtent = kernel.parallelExtent;
+    std::string source;
+    std::string generator = "cuda-c";
+    std::optional<Contraction> contraction = lowerContraction(group);
+    if (contraction && worthTiling(contraction->spec) &&
+        cuda::fitsGrid(contraction->spec, cuda::chooseTile(contraction->spec))) {
+      source = cuda::printTiledContraction(*contraction, cuda::chooseTile(contraction->spec), launch);
+      generator = "cuda-c tiled";
+    } else {
+      source = cuda::printCudaKernel(kernel, kBlockSize);
+      int64_t blocks = std::clamp<int64_t>((kernel.parallelExtent + kBlockSize - 1) / kBlockSize, 1,
+                                           kMaxBlocks);
+      launch.grid[0] = uint32_t(blocks);
+      launch.block[0] = kBlockSize;
+      launch.parallelExtent = kernel.parallelExtent;
+    }
     if (!options_.emitSourceDirectory.empty()) {
       fs::create_directories(options_.emitSourceDirectory);
       writeText(fs::path(options_.emitSourceDirectory) / (kernel.name + ".cu"), source);
@@ -69,7 +80,7 @@ public:
     }
     sources_.push_back(std::move(source));
 
-    return describeKernel(group, kernel, "cuda-c");
+    return describeKernel(group, kernel, generator);
   }
 
   std::vector<std::string> finish(package::Manifest &manifest,

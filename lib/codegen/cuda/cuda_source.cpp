@@ -127,157 +127,164 @@ const char *mathName(UnaryOp op, DType type) {
   }
 }
 
-class Printer {
-public:
-  explicit Printer(const Kernel &kernel) : kernel_(kernel) {}
-
-  std::string expr(const ExprRef &e) {
-    switch (e->kind) {
-    case ExprKind::Constant:
-      return isFloat(e->type) ? floatLiteral(e->floatValue, e->type) : intLiteral(e->intValue, e->type);
-    case ExprKind::Var: return "v" + std::to_string(e->id);
-    case ExprKind::Load: return "b" + std::to_string(e->id) + "[" + expr(e->operands[0]) + "]";
-    case ExprKind::Unary: return unaryExpr(e);
-    case ExprKind::Binary: return binaryExpr(e);
-    case ExprKind::Select:
-      return "(" + expr(e->operands[0]) + " ? " + expr(e->operands[1]) + " : " + expr(e->operands[2]) + ")";
-    case ExprKind::Cast: return castExpr(e);
-    }
-    return "?";
-  }
-
-  std::string unaryExpr(const ExprRef &e) {
-    const ExprRef &a = e->operands[0];
-    switch (e->unary) {
-    case UnaryOp::Neg: return "(-" + expr(a) + ")";
-    case UnaryOp::Not: return "(!" + expr(a) + ")";
-    case UnaryOp::BitNot:
-      return "((" + std::string(cudaStorageType(a->type)) + ")~" + expr(a) + ")";
-    default: break;
-    }
-    const char *name = mathName(e->unary, a->type);
-    SINTER_ASSERT(name, "no CUDA spelling for ", unaryOpName(e->unary));
-    return std::string(name) + "(" + expr(a) + ")";
-  }
-
-  std::string binaryExpr(const ExprRef &e) {
-    std::string a = expr(e->operands[0]), b = expr(e->operands[1]);
-    auto infix = [&](const char *op) { return "(" + a + " " + op + " " + b + ")"; };
-    auto call = [&](const char *fn) { return std::string(fn) + "(" + a + ", " + b + ")"; };
-    switch (e->binary) {
-    case BinaryOp::Add: return infix("+");
-    case BinaryOp::Sub: return infix("-");
-    case BinaryOp::Mul: return infix("*");
-    case BinaryOp::Div: return infix("/");
-    case BinaryOp::Rem: return call("sn_rem");
-    case BinaryOp::Min: return call("sn_min");
-    case BinaryOp::Max: return call("sn_max");
-    case BinaryOp::Pow: return call("sn_pow");
-    case BinaryOp::BitAnd: return infix("&");
-    case BinaryOp::BitOr: return infix("|");
-    case BinaryOp::BitXor: return infix("^");
-    case BinaryOp::Shl: return call("sn_shl");
-    case BinaryOp::Shr: return call("sn_shr");
-    case BinaryOp::Lt: return infix("<");
-    case BinaryOp::Le: return infix("<=");
-    case BinaryOp::Gt: return infix(">");
-    case BinaryOp::Ge: return infix(">=");
-    case BinaryOp::Eq: return infix("==");
-    case BinaryOp::Ne: return infix("!=");
-    case BinaryOp::LogicalAnd: return infix("&&");
-    case BinaryOp::LogicalOr: return infix("||");
-    }
-    return "?";
-  }
-
-  std::string castExpr(const ExprRef &e) {
-    DType from = e->operands[0]->type, to = e->type;
-    std::string inner = expr(e->operands[0]);
-    // 16-bit floats are bit patterns in unsigned short; convert through float.
-    if (from == DType::Float16)
-      return fromFloat("sn_h2f(" + inner + ")", to);
-    if (from == DType::BFloat16)
-      return fromFloat("sn_bf2f(" + inner + ")", to);
-    if (to == DType::Float16 || to == DType::BFloat16)
-      return fromFloat("((float)(" + inner + "))", to);
-    if (to == DType::Bool)
-      return "(" + inner + " != 0)";
-    return "((" + std::string(cudaStorageType(to)) + ")(" + inner + "))";
-  }
-
-  static std::string fromFloat(const std::string &floatText, DType to) {
-    switch (to) {
-    case DType::Float32: return floatText;
-    case DType::Float16: return "sn_f2h(" + floatText + ")";
-    case DType::BFloat16: return "sn_f2bf(" + floatText + ")";
-    case DType::Bool: return "(" + floatText + " != 0.f)";
-    default: return "((" + std::string(cudaStorageType(to)) + ")(" + floatText + "))";
-    }
-  }
-
-  void stmts(const std::vector<StmtRef> &list, int depth) {
-    for (const StmtRef &s : list)
-      stmt(*s, depth);
-  }
-
-  void stmt(const Stmt &s, int depth) {
-    std::string pad(depth * 2, ' ');
-    switch (s.kind) {
-    case StmtKind::Block: stmts(s.body, depth); break;
-    case StmtKind::For:
-      out_ << pad << "for (v" << s.id << " = 0; v" << s.id << " < " << expr(s.a) << "; ++v" << s.id
-           << ") {\n";
-      stmts(s.body, depth + 1);
-      out_ << pad << "}\n";
-      break;
-    case StmtKind::Store:
-      out_ << pad << "b" << s.id << "[" << expr(s.a) << "] = " << expr(s.b) << ";\n";
-      break;
-    case StmtKind::Assign: out_ << pad << "v" << s.id << " = " << expr(s.a) << ";\n"; break;
-    case StmtKind::If:
-      out_ << pad << "if (" << expr(s.a) << ") {\n";
-      stmts(s.body, depth + 1);
-      if (!s.orElse.empty()) {
-        out_ << pad << "} else {\n";
-        stmts(s.orElse, depth + 1);
-      }
-      out_ << pad << "}\n";
-      break;
-    }
-  }
-
-  std::string print(int blockSize) {
-    out_ << "extern \"C\" __global__ void __launch_bounds__(" << blockSize << ") " << kernel_.name << "(";
-    for (size_t i = 0; i < kernel_.buffers.size(); ++i) {
-      const BufferParam &buffer = kernel_.buffers[i];
-      out_ << (i ? ", " : "") << (buffer.written ? "" : "const ") << cudaStorageType(buffer.dtype)
-           << " *__restrict__ b" << i;
-    }
-    out_ << ") {\n";
-    out_ << "  // buffers:";
-    for (size_t i = 0; i < kernel_.buffers.size(); ++i)
-      out_ << " b" << i << "=" << kernel_.buffers[i].name;
-    out_ << "\n";
-    out_ << "  const long long extent = " << kernel_.parallelExtent << "LL;\n";
-    out_ << "  for (long long v0 = blockIdx.x * (long long)blockDim.x + threadIdx.x; v0 < extent;"
-            " v0 += (long long)gridDim.x * blockDim.x) {\n";
-    for (size_t i = 1; i < kernel_.variables.size(); ++i)
-      out_ << "    " << cudaStorageType(kernel_.variables[i].type) << " v" << i << " = 0; // "
-           << kernel_.variables[i].name << "\n";
-    stmts(kernel_.body, 2);
-    out_ << "  }\n}\n";
-    return out_.str();
-  }
-
-private:
-  const Kernel &kernel_;
-  std::ostringstream out_;
-};
-
 } // namespace
 
+
+std::string CudaPrinter::expr(const ExprRef &e) {
+  switch (e->kind) {
+  case ExprKind::Constant:
+    return isFloat(e->type) ? floatLiteral(e->floatValue, e->type) : intLiteral(e->intValue, e->type);
+  case ExprKind::Var: return "v" + std::to_string(e->id);
+  case ExprKind::Load: return "b" + std::to_string(e->id) + "[" + expr(e->operands[0]) + "]";
+  case ExprKind::Unary: return unaryExpr(e);
+  case ExprKind::Binary: return binaryExpr(e);
+  case ExprKind::Select:
+    return "(" + expr(e->operands[0]) + " ? " + expr(e->operands[1]) + " : " + expr(e->operands[2]) + ")";
+  case ExprKind::Cast: return castExpr(e);
+  }
+  return "?";
+}
+
+std::string CudaPrinter::unaryExpr(const ExprRef &e) {
+  const ExprRef &a = e->operands[0];
+  switch (e->unary) {
+  case UnaryOp::Neg: return "(-" + expr(a) + ")";
+  case UnaryOp::Not: return "(!" + expr(a) + ")";
+  case UnaryOp::BitNot:
+    return "((" + std::string(cudaStorageType(a->type)) + ")~" + expr(a) + ")";
+  default: break;
+  }
+  const char *name = mathName(e->unary, a->type);
+  SINTER_ASSERT(name, "no CUDA spelling for ", unaryOpName(e->unary));
+  return std::string(name) + "(" + expr(a) + ")";
+}
+
+std::string CudaPrinter::binaryExpr(const ExprRef &e) {
+  std::string a = expr(e->operands[0]), b = expr(e->operands[1]);
+  auto infix = [&](const char *op) { return "(" + a + " " + op + " " + b + ")"; };
+  auto call = [&](const char *fn) { return std::string(fn) + "(" + a + ", " + b + ")"; };
+  switch (e->binary) {
+  case BinaryOp::Add: return infix("+");
+  case BinaryOp::Sub: return infix("-");
+  case BinaryOp::Mul: return infix("*");
+  case BinaryOp::Div: return infix("/");
+  case BinaryOp::Rem: return call("sn_rem");
+  case BinaryOp::Min: return call("sn_min");
+  case BinaryOp::Max: return call("sn_max");
+  case BinaryOp::Pow: return call("sn_pow");
+  case BinaryOp::BitAnd: return infix("&");
+  case BinaryOp::BitOr: return infix("|");
+  case BinaryOp::BitXor: return infix("^");
+  case BinaryOp::Shl: return call("sn_shl");
+  case BinaryOp::Shr: return call("sn_shr");
+  case BinaryOp::Lt: return infix("<");
+  case BinaryOp::Le: return infix("<=");
+  case BinaryOp::Gt: return infix(">");
+  case BinaryOp::Ge: return infix(">=");
+  case BinaryOp::Eq: return infix("==");
+  case BinaryOp::Ne: return infix("!=");
+  case BinaryOp::LogicalAnd: return infix("&&");
+  case BinaryOp::LogicalOr: return infix("||");
+  }
+  return "?";
+}
+
+std::string CudaPrinter::castExpr(const ExprRef &e) {
+  DType from = e->operands[0]->type, to = e->type;
+  std::string inner = expr(e->operands[0]);
+  // 16-bit floats are bit patterns in unsigned short; convert through float.
+  if (from == DType::Float16)
+    return fromFloat("sn_h2f(" + inner + ")", to);
+  if (from == DType::BFloat16)
+    return fromFloat("sn_bf2f(" + inner + ")", to);
+  if (to == DType::Float16 || to == DType::BFloat16)
+    return fromFloat("((float)(" + inner + "))", to);
+  if (to == DType::Bool)
+    return "(" + inner + " != 0)";
+  return "((" + std::string(cudaStorageType(to)) + ")(" + inner + "))";
+}
+
+std::string CudaPrinter::fromFloat(const std::string &floatText, DType to) {
+  switch (to) {
+  case DType::Float32: return floatText;
+  case DType::Float16: return "sn_f2h(" + floatText + ")";
+  case DType::BFloat16: return "sn_f2bf(" + floatText + ")";
+  case DType::Bool: return "(" + floatText + " != 0.f)";
+  default: return "((" + std::string(cudaStorageType(to)) + ")(" + floatText + "))";
+  }
+}
+
+void CudaPrinter::stmts(const std::vector<StmtRef> &list, int depth) {
+  for (const StmtRef &s : list)
+    stmt(*s, depth);
+}
+
+void CudaPrinter::stmt(const Stmt &s, int depth) {
+  std::string pad(depth * 2, ' ');
+  switch (s.kind) {
+  case StmtKind::Block: stmts(s.body, depth); break;
+  case StmtKind::For:
+    out_ << pad << "for (v" << s.id << " = 0; v" << s.id << " < " << expr(s.a) << "; ++v" << s.id
+         << ") {\n";
+    stmts(s.body, depth + 1);
+    out_ << pad << "}\n";
+    break;
+  case StmtKind::Store:
+    out_ << pad << "b" << s.id << "[" << expr(s.a) << "] = " << expr(s.b) << ";\n";
+    break;
+  case StmtKind::Assign: out_ << pad << "v" << s.id << " = " << expr(s.a) << ";\n"; break;
+  case StmtKind::If:
+    out_ << pad << "if (" << expr(s.a) << ") {\n";
+    stmts(s.body, depth + 1);
+    if (!s.orElse.empty()) {
+      out_ << pad << "} else {\n";
+      stmts(s.orElse, depth + 1);
+    }
+    out_ << pad << "}\n";
+    break;
+  }
+}
+
+std::string CudaPrinter::signature(const Kernel &kernel, int blockSize) {
+  std::string text = "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(blockSize) + ") " +
+                     kernel.name + "(";
+  for (size_t i = 0; i < kernel.buffers.size(); ++i) {
+    const BufferParam &buffer = kernel.buffers[i];
+    text += std::string(i ? ", " : "") + (buffer.written ? "" : "const ") + cudaStorageType(buffer.dtype) +
+            " *__restrict__ b" + std::to_string(i);
+  }
+  text += ") {\n  // buffers:";
+  for (size_t i = 0; i < kernel.buffers.size(); ++i)
+    text += " b" + std::to_string(i) + "=" + kernel.buffers[i].name;
+  return text + "\n";
+}
+
+std::string CudaPrinter::locals(const Kernel &kernel, int depth) {
+  std::string pad(depth * 2, ' '), text;
+  for (size_t i = 1; i < kernel.variables.size(); ++i)
+    text += pad + cudaStorageType(kernel.variables[i].type) + " v" + std::to_string(i) + " = 0; // " +
+            kernel.variables[i].name + "\n";
+  return text;
+}
+
+std::string CudaPrinter::statements(const std::vector<StmtRef> &list, int depth) {
+  out_.str("");
+  stmts(list, depth);
+  return out_.str();
+}
+
+std::string CudaPrinter::kernelFunction(const Kernel &kernel, int blockSize) {
+  std::string text = signature(kernel, blockSize);
+  text += "  const long long extent = " + std::to_string(kernel.parallelExtent) + "LL;\n";
+  text += "  for (long long v0 = blockIdx.x * (long long)blockDim.x + threadIdx.x; v0 < extent;"
+          " v0 += (long long)gridDim.x * blockDim.x) {\n";
+  text += locals(kernel, 2);
+  text += statements(kernel.body, 2);
+  return text + "  }\n}\n";
+}
+
 std::string printCudaKernel(const Kernel &kernel, int blockSize) {
-  return Printer(kernel).print(blockSize);
+  return CudaPrinter().kernelFunction(kernel, blockSize);
 }
 
 } // namespace sinter::codegen::cuda

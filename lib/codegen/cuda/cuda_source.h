@@ -5,12 +5,41 @@
 
 #include "sinter/codegen/kernel_ir.h"
 
+#include <sstream>
 #include <string>
+#include <vector>
 
 namespace sinter::codegen::cuda {
 
 /// Helpers every generated translation unit starts with (no #include: NVRTC needs no headers).
 const std::string &cudaPrelude();
+
+/// Prints kernel IR as CUDA C: variable i is `vi`, buffer i is `bi`. Generators of specialised
+/// kernels (cuda_contraction.cpp) print their loop skeleton themselves and the expressions and
+/// statements they take from lowering through this.
+class CudaPrinter {
+public:
+  std::string expr(const ExprRef &e);
+  /// Statements at an indentation depth (two spaces per level), each line ending in a newline.
+  std::string statements(const std::vector<StmtRef> &list, int depth);
+  /// `extern "C" __global__ void __launch_bounds__(blockSize) name(params) {` and a comment
+  /// naming the buffers.
+  static std::string signature(const Kernel &kernel, int blockSize);
+  /// Declarations of the kernel's variables except gid, zero-initialised.
+  static std::string locals(const Kernel &kernel, int depth);
+  /// The whole kernel: a grid-stride loop over the parallel index around the body.
+  std::string kernelFunction(const Kernel &kernel, int blockSize);
+
+private:
+  std::string unaryExpr(const ExprRef &e);
+  std::string binaryExpr(const ExprRef &e);
+  std::string castExpr(const ExprRef &e);
+  static std::string fromFloat(const std::string &floatText, DType to);
+  void stmts(const std::vector<StmtRef> &list, int depth);
+  void stmt(const Stmt &s, int depth);
+
+  std::ostringstream out_;
+};
 
 /// The CUDA C of one kernel; `blockSize` is its __launch_bounds__.
 std::string printCudaKernel(const Kernel &kernel, int blockSize);

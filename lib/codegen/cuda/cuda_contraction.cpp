@@ -1,0 +1,114 @@
+#include "cuda_contraction.h"
+
+#include "cuda_source.h"
+
+#include <sstream>
+
+namespace sinter::codegen::cuda {
+
+namespace {
+
+constexpr TileShape kTiles[] = {
+    {128, 128, 8, 8, 8}, // 256 threads, 64 accumulators each
+    {64, 64, 16, 4, 4},  // 256 threads, 16 each
+    {32, 32, 16, 4, 4},  // 64 threads, 16 each
+};
+/// About one wave on the GPUs sinter targets (an H100/H200 has 132 SMs, an A100 108).
+constexpr int64_t kWaveBlocks = 128;
+
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+int64_t blocksFor(const ContractionSpec &spec, const TileShape &tile) {
+  return ceilDiv(spec.m, tile.bm) * ceilDiv(spec.n, tile.bn) * spec.batch;
+}
+
+} // namespace
+
+TileShape chooseTile(const ContractionSpec &spec) {
+  for (const TileShape &tile : kTiles)
+    if (blocksFor(spec, tile) >= kWaveBlocks)
+      return tile;
+  return kTiles[std::size(kTiles) - 1];
+}
+
+bool fitsGrid(const ContractionSpec &spec, const TileShape &tile) {
+  return spec.batch <= 65535 && ceilDiv(spec.m, tile.bm) <= 65535 &&
+         ceilDiv(spec.n, tile.bn) <= (int64_t(1) << 31) - 1;
+}
+
+std::string printTiledContraction(const Contraction &contraction, const TileShape &tile,
+                                  LaunchShape &launch) {
+  const ContractionSpec &spec = contraction.spec;
+  const Kernel &kernel = contraction.kernel;
+  CudaPrinter printer;
+  std::string type = cudaStorageType(spec.type);
+  auto v = [](int id) { return "v" + std::to_string(id); };
+  const int threads = tile.threads(), rowThreads = tile.bm / tile.tm, columnThreads = tile.bn / tile.tn;
+  // Four words of padding keep the transposing stores into shared memory free of bank conflicts
+  // for BK = 8 and 2-way at worst for BK = 16.
+  const int pad = 4;
+
+  std::ostringstream out;
+  out << printer.signature(kernel, threads);
+  out << "  // contraction: batch " << spec.batch << ", m " << spec.m << ", n " << spec.n << ", k "
+      << spec.k << "; tile " << tile.bm << "x" << tile.bn << "x" << tile.bk << ", " << tile.tm << "x"
+      << tile.tn << " per thread\n";
+  out << "  __shared__ " << type << " sA[" << tile.bk << "][" << tile.bm + pad << "];\n";
+  out << "  __shared__ " << type << " sB[" << tile.bk << "][" << tile.bn + pad << "];\n";
+  out << printer.locals(kernel, 1);
+  out << "  const int tid = threadIdx.x;\n";
+  out << "  const int tx = tid % " << columnThreads << ", ty = tid / " << columnThreads << ";\n";
+  out << "  const long long rowBase = (long long)blockIdx.y * " << tile.bm
+      << ", columnBase = (long long)blockIdx.x * " << tile.bn << ";\n";
+  out << "  " << v(spec.b) << " = blockIdx.z;\n";
+  out << "  " << type << " acc[" << tile.tm << "][" << tile.tn << "];\n";
+  out << "#pragma unroll\n  for (int p = 0; p < " << tile.tm << "; ++p)\n"
+      << "#pragma unroll\n    for (int q = 0; q < " << tile.tn << "; ++q) acc[p][q] = 0;\n";
+  out << "  for (long long k0 = 0; k0 < " << spec.k << "LL; k0 += " << tile.bk << ") {\n";
+  // Stage lhs[rowBase.., k0..] and rhs[k0.., columnBase..], consecutive threads walking the
+  // operand's unit-stride direction so global reads coalesce.
+  auto stage = [&](const char *shared, int extent, bool unitStrideK, int indexVar, const char *base,
+                   int64_t limit, const ExprRef &value) {
+    out << "    for (int e = tid; e < " << extent * tile.bk << "; e += " << threads << ") {\n";
+    if (unitStrideK)
+      out << "      const int rr = e % " << tile.bk << ", ii = e / " << tile.bk << ";\n";
+    else
+      out << "      const int rr = e / " << extent << ", ii = e % " << extent << ";\n";
+    out << "      " << v(indexVar) << " = " << base << " + ii; " << v(spec.r) << " = k0 + rr;\n";
+    out << "      " << shared << "[rr][ii] = (" << v(indexVar) << " < " << limit << "LL && " << v(spec.r)
+        << " < " << spec.k << "LL) ? " << printer.expr(value) << " : (" << type << ")0;\n";
+    out << "    }\n";
+  };
+  stage("sA", tile.bm, spec.lhsUnitStrideK, spec.i, "rowBase", spec.m, spec.lhs);
+  stage("sB", tile.bn, spec.rhsUnitStrideK, spec.j, "columnBase", spec.n, spec.rhs);
+  out << "    __syncthreads();\n";
+  out << "#pragma unroll\n    for (int rr = 0; rr < " << tile.bk << "; ++rr) {\n";
+  out << "      " << type << " a[" << tile.tm << "], b[" << tile.tn << "];\n";
+  out << "#pragma unroll\n      for (int p = 0; p < " << tile.tm << "; ++p) a[p] = sA[rr][ty + p * "
+      << rowThreads << "];\n";
+  out << "#pragma unroll\n      for (int q = 0; q < " << tile.tn << "; ++q) b[q] = sB[rr][tx + q * "
+      << columnThreads << "];\n";
+  out << "#pragma unroll\n      for (int p = 0; p < " << tile.tm << "; ++p)\n"
+      << "#pragma unroll\n        for (int q = 0; q < " << tile.tn << "; ++q) acc[p][q] += a[p] * b[q];\n";
+  out << "    }\n    __syncthreads();\n  }\n";
+  // Each thread's rows are ty + p * rowThreads and columns tx + q * columnThreads: a warp's
+  // stores cover consecutive columns.
+  out << "#pragma unroll\n  for (int p = 0; p < " << tile.tm << "; ++p)\n"
+      << "#pragma unroll\n    for (int q = 0; q < " << tile.tn << "; ++q) {\n";
+  out << "      " << v(spec.i) << " = rowBase + ty + p * " << rowThreads << "; " << v(spec.j)
+      << " = columnBase + tx + q * " << columnThreads << ";\n";
+  out << "      if (" << v(spec.i) << " < " << spec.m << "LL && " << v(spec.j) << " < " << spec.n
+      << "LL) {\n";
+  out << "        " << v(spec.acc) << " = acc[p][q];\n";
+  out << printer.statements(spec.epilogue, 4);
+  out << "      }\n    }\n}\n";
+
+  launch.grid[0] = uint32_t(ceilDiv(spec.n, tile.bn));
+  launch.grid[1] = uint32_t(ceilDiv(spec.m, tile.bm));
+  launch.grid[2] = uint32_t(spec.batch);
+  launch.block[0] = uint32_t(threads);
+  launch.parallelExtent = spec.batch * spec.m * spec.n;
+  return out.str();
+}
+
+} // namespace sinter::codegen::cuda

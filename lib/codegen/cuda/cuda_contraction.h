@@ -1,0 +1,31 @@
+// Tiled CUDA C kernels for contractions (contraction.h): a block computes a BM x BN tile of one
+// batch's output, staging BK-deep slices of lhs and rhs in shared memory; each thread keeps a
+// TM x TN block of accumulators in registers. Operands are read through the contraction's own
+// expressions, so a convolution gathers its input window straight into shared memory.
+#pragma once
+
+#include "sinter/codegen/backend.h"
+#include "sinter/codegen/contraction.h"
+
+#include <string>
+
+namespace sinter::codegen::cuda {
+
+struct TileShape {
+  int bm, bn, bk; ///< block tile: rows, columns, reduction depth per stage
+  int tm, tn;     ///< accumulators per thread
+  int threads() const { return (bm / tm) * (bn / tn); }
+};
+
+/// The largest tile that still gives about one wave of blocks on a large GPU; the smallest
+/// tile when even that leaves SMs idle. Whether to tile at all is worthTiling's call.
+TileShape chooseTile(const ContractionSpec &spec);
+
+/// Whether the launch fits the grid limits (batch in grid.z, row tiles in grid.y).
+bool fitsGrid(const ContractionSpec &spec, const TileShape &tile);
+
+/// The kernel's CUDA C and its launch shape.
+std::string printTiledContraction(const Contraction &contraction, const TileShape &tile,
+                                  LaunchShape &launch);
+
+} // namespace sinter::codegen::cuda
