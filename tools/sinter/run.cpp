@@ -38,6 +38,7 @@ struct RunFlags {
   std::string outputDir;
   std::string outputFormat = "npy";
   bool force = false;
+  int threads = 0; ///< CPU artifacts: worker threads, 0 = one per core
   ShapeFlags shapes;
 };
 
@@ -330,7 +331,10 @@ void runArtifact(const RunFlags &flags) {
     outputs.push_back(rt::makeTensor(info, results[i].data()));
   }
   try {
-    rt::Session session(model);
+    sinter_session_options options;
+    sinter_session_options_init(&options);
+    options.threads = flags.threads;
+    rt::Session session(model, &options);
     auto start = std::chrono::steady_clock::now();
     rt::check(sinter_session_run_host(session.get(), inputs.data(), int32_t(inputs.size()),
                                       outputs.data(), int32_t(outputs.size())));
@@ -390,6 +394,8 @@ Command addRunCommand(CLI::App &parent) {
                       "With --output-dir: npy (NAME.npy per output, the default) or pb "
                       "(output_<i>.pb per output, ONNX TensorProto)");
   command->add_flag("-f,--force", flags->force, "Overwrite existing output files");
+  command->add_option("--threads", flags->threads, "CPU artifacts: worker threads (0: one per core)")
+      ->check(CLI::NonNegativeNumber);
   addShapeFlags(*command, flags->shapes);
   return {command, [flags] { runModel(*flags); }};
 }

@@ -5,7 +5,11 @@
 // thread pool calls it on disjoint chunks of the parallel index. The body lives in an internal
 // `NAME.body(ptr noalias b0, ..., i64 begin, i64 end)` so LLVM knows the buffers do not alias
 // (the memory plan never hands one buffer to two arguments of a kernel); it is inlined.
+//
+// MatMul, Gemm and Conv worth tiling get a blocked, packed, vectorised kernel instead
+// (cpu_contraction.h), whose parallel index runs over output tiles.
 #include "../backends.h"
+#include "cpu_contraction.h"
 #include "kernel_emitter.h"
 #include "target_machine.h"
 
@@ -16,6 +20,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 namespace sinter::codegen {
 namespace {
@@ -35,13 +40,22 @@ public:
 
   package::Kernel addKernel(const KernelGroup &group, const Kernel &kernel,
                             LaunchShape &launch) override {
+    if (std::optional<Kernel> blocked = llvmgen::addBlockedContraction(group, options_.cpuLevel, *module_, launch)) {
+      emitKernelSource(kernel);
+      return describeKernel(group, *blocked, "llvm-x86-blocked");
+    }
     buildKernel(kernel);
     launch.parallelExtent = kernel.parallelExtent;
-    if (!options_.emitSourceDirectory.empty()) {
-      fs::create_directories(options_.emitSourceDirectory);
-      std::ofstream(fs::path(options_.emitSourceDirectory) / (kernel.name + ".kir")) << printKernel(kernel);
-    }
+    emitKernelSource(kernel);
     return describeKernel(group, kernel, "llvm-x86");
+  }
+
+  /// With --emit-source: the kernel IR of the group (the naive form for a blocked kernel).
+  void emitKernelSource(const Kernel &kernel) {
+    if (options_.emitSourceDirectory.empty())
+      return;
+    fs::create_directories(options_.emitSourceDirectory);
+    std::ofstream(fs::path(options_.emitSourceDirectory) / (kernel.name + ".kir")) << printKernel(kernel);
   }
 
   std::vector<std::string> finish(package::Manifest &manifest,
