@@ -82,6 +82,7 @@ CASES = {
     "matmul_batched_broadcast": lambda: matmul((3, 1, 20, 33), (4, 33, 18), False, 4),
     "matmul_batched_const_b": lambda: matmul((2, 40, 17), (2, 17, 50), True, 5),
     "matmul_const_b_broadcast": lambda: matmul((2, 3, 25, 31), (31, 300), True, 6),
+    "matmul_narrow": lambda: matmul((8, 72), (72, 40), True, 8),
     "matmul_many_tiles": lambda: matmul((130, 96), (96, 300), True, 7),
     # Gemm: transposes, alpha/beta, C broadcast along rows, columns or as a scalar.
     "gemm_trans_b_row_bias": lambda: gemm(19, 23, 45, 0, 1, 1.0, 1.0, (23,), "b", 10),
@@ -98,6 +99,8 @@ CASES = {
     "conv_1d": lambda: conv((3, 20, 50), 21, (5,), 25, strides=[2], pads=[2, 1]),
     "conv_wide_output": lambda: conv((1, 16, 40, 40), 24, (3, 3), 26, pads=[1, 1, 1, 1]),
     "conv_many_channels": lambda: conv((1, 20, 8, 8), 200, (3, 3), 27, pads=[1, 1, 1, 1]),
+    "conv_narrow_7x7_stride2": lambda: conv((1, 3, 30, 30), 8, (7, 7), 29, strides=[2, 2], pads=[3, 3, 3, 3]),
+    "conv_narrow_small_image": lambda: conv((2, 12, 5, 5), 12, (3, 3), 30, pads=[1, 1, 1, 1]),
     "conv_long_reduction": lambda: conv((1, 64, 9, 9), 24, (3, 3), 28, strides=[2, 2]),
 }
 

@@ -323,16 +323,34 @@ std::vector<StmtRef> tileEpilogue(const TileProgram &program, const ContractionS
                    forLoop(program.inner, param(program, ParamColumns), element)})};
 }
 
+/// Narrower products than worthTiling accepts still gain from the micro-kernel on the CPU, as
+/// long as a tile row fills a vector and a few rows share each packed rhs value: the naive loop
+/// is one scalar dependency chain. Matrix-vector products and depthwise convolutions stay naive.
+bool worthBlockingOnCpu(const ContractionSpec &spec, const MicroKernelShape &micro) {
+  return spec.m >= 4 && spec.n >= micro.width && spec.k >= 8 && spec.flops() >= 32768;
+}
+
+/// Fewer rows when the default MR would leave much of the last row panel empty (m = 8 with
+/// MR = 6 computes 12 rows): 4 rows divide every m that is a multiple of 4.
+MicroKernelShape fitMicroKernel(const ContractionSpec &spec, MicroKernelShape micro) {
+  if (spec.m % micro.rows != 0 && spec.m % 4 == 0 && spec.m <= 32)
+    micro.rows = 4;
+  return micro;
+}
+
 } // namespace
 
 std::optional<Kernel> addBlockedContraction(const KernelGroup &group, const std::string &cpuLevel,
                                             llvm::Module &module, LaunchShape &launch) {
   std::optional<Contraction> contraction = lowerContraction(group);
-  if (!contraction || contraction->spec.type != DType::Float32 || !worthTiling(contraction->spec))
+  if (!contraction || contraction->spec.type != DType::Float32)
     return std::nullopt;
   const ContractionSpec &spec = contraction->spec;
   const Kernel &kernel = contraction->kernel;
   MicroKernelShape micro = microKernelShapeFor(cpuLevel);
+  if (!worthTiling(spec) && !worthBlockingOnCpu(spec, micro))
+    return std::nullopt;
+  micro = fitMicroKernel(spec, micro);
   ContractionBlocking blocking = chooseBlocking(spec, micro);
   int64_t mr = micro.rows, nr = micro.columns();
 
