@@ -14,7 +14,21 @@ from onnx import TensorProto, helper, numpy_helper
 
 import sinter_testing as st
 
-CPU_LEVELS = ["x86-64-v2", "x86-64-v3"]
+def _cpu_levels():
+    """The --cpu levels this machine runs: v2 always, v3 with AVX2 and FMA, v4 with AVX-512."""
+    try:
+        flags = set(open("/proc/cpuinfo").read().split())
+    except OSError:
+        flags = set()
+    levels = ["x86-64-v2"]
+    if {"avx2", "fma"} <= flags:
+        levels.append("x86-64-v3")
+    if {"avx512f", "avx512bw", "avx512dq", "avx512vl"} <= flags:
+        levels.append("x86-64-v4")
+    return levels
+
+
+CPU_LEVELS = _cpu_levels()
 
 
 def _model(node, inputs, output_shape, initializers=()):
@@ -101,6 +115,8 @@ CASES = {
     "conv_many_channels": lambda: conv((1, 20, 8, 8), 200, (3, 3), 27, pads=[1, 1, 1, 1]),
     "conv_narrow_7x7_stride2": lambda: conv((1, 3, 30, 30), 8, (7, 7), 29, strides=[2, 2], pads=[3, 3, 3, 3]),
     "conv_narrow_small_image": lambda: conv((2, 12, 5, 5), 12, (3, 3), 30, pads=[1, 1, 1, 1]),
+    "conv_depthwise_stride2": lambda: conv((1, 24, 25, 23), 24, (3, 3), 31, group=24, strides=[2, 2], pads=[1, 1, 1, 1]),
+    "conv_two_outputs_per_group": lambda: conv((2, 8, 11, 11), 16, (3, 3), 32, group=8, pads=[1, 1, 1, 1]),
     "conv_long_reduction": lambda: conv((1, 64, 9, 9), 24, (3, 3), 28, strides=[2, 2]),
 }
 

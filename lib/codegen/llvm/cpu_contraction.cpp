@@ -324,17 +324,24 @@ std::vector<StmtRef> tileEpilogue(const TileProgram &program, const ContractionS
 }
 
 /// Narrower products than worthTiling accepts still gain from the micro-kernel on the CPU, as
-/// long as a tile row fills a vector and a few rows share each packed rhs value: the naive loop
-/// is one scalar dependency chain. Matrix-vector products and depthwise convolutions stay naive.
-bool worthBlockingOnCpu(const ContractionSpec &spec, const MicroKernelShape &micro) {
-  return spec.m >= 4 && spec.n >= micro.width && spec.k >= 8 && spec.flops() >= 32768;
+/// long as a tile row fills an SSE vector: the naive loop is one scalar dependency chain with
+/// the gather's index arithmetic in it. That includes depthwise convolutions (m = 1 per group:
+/// a one-row micro-kernel over packed windows); matrix-vector products (n = 1) stay naive.
+bool worthBlockingOnCpu(const ContractionSpec &spec) {
+  return spec.n >= 4 && spec.k >= 8 && spec.flops() >= 32768;
 }
 
-/// Fewer rows when the default MR would leave much of the last row panel empty (m = 8 with
-/// MR = 6 computes 12 rows): 4 rows divide every m that is a multiple of 4.
 MicroKernelShape fitMicroKernel(const ContractionSpec &spec, MicroKernelShape micro) {
+  while (micro.width > 4 && spec.n < micro.width * micro.vectors)
+    micro.width /= 2;
+  if (spec.n <= micro.width) {
+    micro.vectors = 1;
+    micro.rows *= 2;
+  }
   if (spec.m % micro.rows != 0 && spec.m % 4 == 0 && spec.m <= 32)
     micro.rows = 4;
+  if (spec.m < 4)
+    micro.rows = spec.m;
   return micro;
 }
 
@@ -348,7 +355,7 @@ std::optional<Kernel> addBlockedContraction(const KernelGroup &group, const std:
   const ContractionSpec &spec = contraction->spec;
   const Kernel &kernel = contraction->kernel;
   MicroKernelShape micro = microKernelShapeFor(cpuLevel);
-  if (!worthTiling(spec) && !worthBlockingOnCpu(spec, micro))
+  if (!worthTiling(spec) && !worthBlockingOnCpu(spec))
     return std::nullopt;
   micro = fitMicroKernel(spec, micro);
   ContractionBlocking blocking = chooseBlocking(spec, micro);
