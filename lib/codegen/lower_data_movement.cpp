@@ -42,7 +42,18 @@ ExprRef reshapeRule(const RuleContext &ctx, int, const std::vector<ExprRef> &ind
   return ctx.input(0)(unravelIndex(ravelIndex(index, outDims), inDims));
 }
 
+/// Dropout at inference only: training_mode (input 2) must be absent or a constant false, or the
+/// ratio (input 1) a constant 0; random masks are not generated.
 ExprRef dropoutRule(const RuleContext &ctx, int output, const std::vector<ExprRef> &index) {
+  const Value *training = ctx.node().numInputs() > 2 ? ctx.node().input(2) : nullptr;
+  const Value *ratio = ctx.node().numInputs() > 1 ? ctx.node().input(1) : nullptr;
+  bool inference = !training || (training->isConstant() && training->constant().elementCount() == 1 &&
+                                 training->constant().getDouble(0) == 0);
+  bool noDrop = ratio && ratio->isConstant() && ratio->constant().elementCount() == 1 &&
+                ratio->constant().getDouble(0) == 0;
+  if (!inference && !noDrop)
+    userError(ctx.node().describe(), ": training-mode Dropout (training_mode not a constant false) "
+                                     "cannot be compiled");
   if (output == 1)
     return boolConstant(true); // inference: the mask keeps everything
   return reshapeRule(ctx, 0, index);

@@ -40,8 +40,11 @@ void poolRule(const RuleContext &ctx) {
   int64_t p = node.attrInt("p", 2);
   std::vector<StmtRef> update;
   if (isMax) {
-    update = {ifThen(binary(BinaryOp::LogicalOr, binary(BinaryOp::Gt, value, accumulator), unary(UnaryOp::IsNaN, value)),
-                     {assign(acc, value), assign(where, ravelIndex(inIndex, x))})};
+    // NaN wins for floats; integers (MaxPool takes i8 and u8) have no NaN to test for.
+    ExprRef better = binary(BinaryOp::Gt, value, accumulator);
+    if (isFloat(type))
+      better = binary(BinaryOp::LogicalOr, better, unary(UnaryOp::IsNaN, value));
+    update = {ifThen(better, {assign(acc, value), assign(where, ravelIndex(inIndex, x))})};
   } else if (isLp) {
     ExprRef magnitude = p == 1 ? unary(UnaryOp::Abs, value)
                                : binary(BinaryOp::Pow, unary(UnaryOp::Abs, value), typedConstant(type, double(p)));
@@ -50,7 +53,13 @@ void poolRule(const RuleContext &ctx) {
     update = {assign(acc, binary(BinaryOp::Add, accumulator, value)),
               assign(count, add(var(count, DType::Int64), 1))};
   }
-  b.emit(assign(acc, isMax ? constant(type, -std::numeric_limits<double>::infinity()) : typedConstant(type, 0)));
+  int bits = 8 * dtypeSize(type);
+  int64_t smallest = !isSigned(type) ? 0
+                     : bits == 64    ? std::numeric_limits<int64_t>::min()
+                                     : -(int64_t(1) << (bits - 1));
+  ExprRef lowest = isFloat(type) ? constant(type, -std::numeric_limits<double>::infinity())
+                                 : intConstant(smallest, type);
+  b.emit(assign(acc, isMax ? lowest : typedConstant(type, 0)));
   b.emit(assign(count, intConstant(0)));
   b.emit(assign(where, intConstant(0)));
   b.emit(forLoop(r, intConstant(productOf(kernel)), {ifThen(inside, update)}));

@@ -27,6 +27,7 @@ const InferTable &inferTable() {
     registerIndexingInference(table);
     registerCreationInference(table);
     registerQuantizationInference(table);
+    registerAttentionInference(table);
     for (int i = 0; i < kNumOps; ++i)
       SINTER_ASSERT(table.find(static_cast<OpKind>(i)), "no inference rule for ",
                     opName(static_cast<OpKind>(i)));

@@ -22,6 +22,8 @@ const RuleTable &rules() {
     registerResizeRules(table);
     registerCreationRules(table);
     registerQuantizationRules(table);
+    registerAttentionRules(table);
+    registerLossRules(table);
     return table;
   }();
   return table;

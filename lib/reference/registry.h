@@ -48,5 +48,7 @@ void registerGatherScatterRules(RuleTable &table); // gather_scatter.cpp: Gather
 void registerResizeRules(RuleTable &table);        // resize.cpp: Resize
 void registerCreationRules(RuleTable &table);      // creation.cpp: Shape, Size, ConstantOfShape, Range, EyeLike, OneHot, NonZero, Dropout, Identity
 void registerQuantizationRules(RuleTable &table);  // quantization.cpp: QuantizeLinear, DequantizeLinear
+void registerAttentionRules(RuleTable &table);     // attention.cpp: Attention
+void registerLossRules(RuleTable &table);          // loss.cpp: NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
 
 } // namespace sinter::reference

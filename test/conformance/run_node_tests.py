@@ -20,6 +20,9 @@ Categories, decided from the CLI's exit status and message (see `classify_failur
   unsupported-op   exit 1 and the importer's "unsupported op types: ..." list
   import-error     exit 1 while reading or importing the model (the importer starts its
                    messages with the model's file name)
+  compile-error    a compiled target only: `sinter compile` exits 1 after importing the model
+                   (no lowering for an op, a shape that depends on input data, an attribute the
+                   code generator refuses)
   runtime-error    exit 1 otherwise: loading the inputs, or running (bad data, a failed check)
   crash            killed by a signal, exit 2 (internal error) or any exit code but 0, 1, 2
   timeout          over --timeout seconds (the whole process group is killed)
@@ -52,8 +55,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import node_tests  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
-CATEGORIES = ["pass", "wrong-result", "unsupported-op", "import-error", "runtime-error", "crash",
-              "timeout", "unsupported-type", "harness-error"]
+CATEGORIES = ["pass", "wrong-result", "unsupported-op", "import-error", "compile-error",
+              "runtime-error", "crash", "timeout", "unsupported-type", "harness-error"]
 UNSUPPORTED_OPS = re.compile(r"unsupported op types?:\s*(.*)", re.IGNORECASE)
 UNSUPPORTED_ELEMENT_TYPE = re.compile(r"element type \w+, which sinter does not support")
 # One entry of the importer's list, "ai.onnx:Attention x3 (opset 23)": the op, domain-qualified
@@ -107,8 +110,9 @@ def error_message(text, test_dir):
     return first_line(message.replace(str(test_dir) + os.sep, ""))
 
 
-def classify_failure(code, text, model):
-    """(category, reason) for a command that did not succeed; None when it exited 0."""
+def classify_failure(code, text, model, compiling=False):
+    """(category, reason) for a command that did not succeed; None when it exited 0.
+    `compiling`: the command is `sinter compile`, whose other failures are compile errors."""
     if code is None:
         return "timeout", "timed out"
     if code == 0:
@@ -129,7 +133,7 @@ def classify_failure(code, text, model):
     # above); errors while loading the inputs or running name an input file, a node or a value.
     if message.startswith(Path(model).name + ":"):
         return "import-error", message
-    return "runtime-error", message
+    return ("compile-error" if compiling else "runtime-error"), message
 
 
 def read_outputs(out_dir, names):
@@ -175,7 +179,8 @@ def run_data_set(args, test_dir, info, data_set, scratch):
     model = test_dir / "model.onnx"
     for command in target_commands(args.target, args.sinter, model, inputs, out_dir, scratch):
         code, text = run_command(command, args.timeout, args.memory_limit_mb)
-        failure = classify_failure(code, text, model)
+        compiling = command[len(args.sinter)] == "compile"
+        failure = classify_failure(code, text, model, compiling)
         if failure:
             return failure
     try:

@@ -2,7 +2,7 @@
 """Turns conformance result files (from run_node_tests.py, one per target) into docs/op-coverage.md:
 totals per category and target, each op's pass count per target, and the reason each test that
 does not pass gives. With --ratchet it also records each target's pass count in ratchet.json,
-the floor test/python/test_conformance.py holds the reference target to.
+the floor test/python/test_conformance.py holds each target (reference, cpu) to.
 
     .venv/bin/python test/conformance/scoreboard.py build/conformance/results-*.json [--ratchet]
 """
@@ -65,6 +65,7 @@ def render(reports):
         "",
         "```sh",
         ".venv/bin/python test/conformance/run_node_tests.py --target reference   # -> build/conformance/results-reference.json",
+        ".venv/bin/python test/conformance/run_node_tests.py --target cpu         # -> build/conformance/results-cpu.json",
         ".venv/bin/python test/conformance/scoreboard.py build/conformance/results-*.json --ratchet",
         "```",
         "",
@@ -80,8 +81,12 @@ def render(reports):
     lines.append("| **all** | " + " | ".join(str(len(reports[t]["tests"])) for t in targets) + " |")
     lines += ["", "Categories: see `test/conformance/run_node_tests.py`. unsupported-type: an input "
               "or output is a sequence, optional, map or string, or a tensor of an element type "
-              "sinter lacks (float8, int4, ...). import-error includes the tests whose models "
-              "import an ai.onnx opset newer than sinter's 23.", "",
+              "sinter lacks (float8, int4, ...). compile-error (compiled targets only): `sinter "
+              "compile` refused the model after importing it, most often because the test feeds "
+              "an input that decides a shape (axes, pads, scales) which a compiled artifact needs "
+              "as a constant. Times: "
+              + ", ".join(f"{t} {reports[t]['seconds']} s with {reports[t]['jobs']} jobs"
+                          for t in targets) + ".", "",
               "## Per op", "", "✓ all tests pass, ◐ some, ✗ none.", "",
               "| op | " + " | ".join(targets) + " |",
               "| --- | " + " | ".join("---" for _ in targets) + " |"]

@@ -17,13 +17,13 @@ std::string Builder::freshName(const std::string &base) {
   auto taken = [&](const std::string &name) {
     return reserved_.count(name) || graph_.findValue(name) != nullptr;
   };
-  if (!taken(stem))
-    return stem;
-  for (int i = 1;; ++i) {
-    std::string candidate = stem + "." + std::to_string(i);
-    if (!taken(candidate))
-      return candidate;
-  }
+  // Each name handed out is reserved, so two fresh names asked for before either is defined
+  // (the unused outputs of one node) differ.
+  std::string name = stem;
+  for (int i = 1; taken(name); ++i)
+    name = stem + "." + std::to_string(i);
+  reserved_.insert(name);
+  return name;
 }
 
 Value *Builder::constant(const std::string &base, Tensor tensor) {
