@@ -107,7 +107,13 @@ def error_message(text, test_dir):
     folder's path left out so reasons read the same on every machine."""
     match = re.search(r"^sinter: error: (.*)$", text, re.MULTILINE)
     message = match.group(1) if match else first_line(text)
-    return first_line(message.replace(str(test_dir) + os.sep, ""))
+    if match and message.endswith(":"):  # the cause is on the next line ("linking failed:")
+        following = text[match.end():].strip().splitlines()
+        message += " " + following[0].strip() if following else ""
+    message = message.replace(str(test_dir) + os.sep, "")
+    # Scratch folders ("/tmp/sinter-node-1a2b/model.so") differ per run; keep the file name.
+    message = re.sub(r"[^\s'\"]*sinter-node-[^/\s]+/", "", message)
+    return first_line(message)
 
 
 def classify_failure(code, text, model, compiling=False):
