@@ -2,12 +2,15 @@
 """CPU latency of sinter's compiled artifacts against onnxruntime's CPU provider.
 
     /work/main/.venv/bin/python bench/cpu_vs_onnxruntime.py [--iterations 100] [--warmup 10]
-                                                             [--threads 2] [--models a.onnx ...]
+        [--threads 2] [--cpu x86-64-v2,x86-64-v4] [--baseline OLD_SINTER] [--repeats 5]
+        [--peak-gflops G] [--models a.onnx ...]
 
 For every models/*.onnx (symbolic dims bound to 1) it:
   1. compiles the model with `sinter compile --target cpu --shape NAME=DIMS ...` at its input
      shapes (the default --cpu x86-64-v2; see --cpu),
   2. runs `sinter bench --threads T --warmup W --iterations N --json` and takes the p50,
+     for each --cpu level (a column each) and, with --baseline, the same with another sinter
+     CLI (the code before a change) in the same rounds,
   3. times onnxruntime's CPUExecutionProvider (intra_op_num_threads=T, inter_op_num_threads=1,
      default graph optimisations, sequential execution) on inputs of the same shapes, dtypes and
      value distributions: W untimed runs, then the median of N timed runs.
@@ -24,7 +27,8 @@ match to `sinter bench`, which times only the plan (inputs staged before, outsid
 The ORT number still includes a little Python/binding overhead (a few microseconds per run).
 
 The machine is shared: other processes' load moves the absolute numbers (and the ratio less
-so, since both sides run back to back). The script prints `uptime`'s load averages before and
+so, since both sides run back to back; --repeats interleaves several rounds and takes the
+median of their p50s). The script prints `uptime`'s load averages before and
 after; read the table with them.
 """
 import argparse
@@ -72,22 +76,24 @@ def onnxruntime_inputs(model_path, int_high):
     return inputs
 
 
-def run_sinter(sinter, model_path, inputs, workdir, args):
-    """Compiles and benches one model; returns (p50 ms, the kernels' FLOPs from the manifest)."""
-    artifact = Path(workdir) / (model_path.stem + ".so")
+def compile_artifact(sinter, cpu, model_path, inputs, artifact):
+    """Compiles one model; returns the kernels' FLOPs from the manifest."""
     compile_cmd = [str(sinter), "-q", "compile", str(model_path), "--target", "cpu",
-                   "--cpu", args.cpu, "--force", "-o", str(artifact)] + shape_flags(inputs)
+                   "--cpu", cpu, "--force", "-o", str(artifact)] + shape_flags(inputs)
     subprocess.run(compile_cmd, check=True, capture_output=True, text=True)
+    inspect_cmd = [str(sinter), "-q", "inspect", str(artifact), "--json"]
+    manifest = json.loads(subprocess.run(inspect_cmd, check=True, capture_output=True,
+                                         text=True).stdout)
+    return sum(kernel.get("flops", 0) for kernel in manifest.get("kernels", []))
+
+
+def bench_artifact(sinter, artifact, args):
+    """p50 latency (ms) of `sinter bench` on a compiled artifact."""
     bench_cmd = [str(sinter), "-q", "bench", str(artifact), "--iterations", str(args.iterations),
                  "--warmup", str(args.warmup), "--threads", str(args.threads),
                  "--int-high", str(args.int_high), "--json"]
     result = subprocess.run(bench_cmd, check=True, capture_output=True, text=True)
-    report = json.loads(result.stdout)
-    inspect_cmd = [str(sinter), "-q", "inspect", str(artifact), "--json"]
-    manifest = json.loads(subprocess.run(inspect_cmd, check=True, capture_output=True,
-                                         text=True).stdout)
-    flops = sum(kernel.get("flops", 0) for kernel in manifest.get("kernels", []))
-    return report["latency_ms"]["p50"], flops
+    return json.loads(result.stdout)["latency_ms"]["p50"]
 
 
 def run_onnxruntime(model_path, inputs, args):
@@ -114,12 +120,34 @@ def run_onnxruntime(model_path, inputs, args):
     return statistics.median(times)
 
 
+def configurations(args):
+    """(label, sinter binary, --cpu level) for each column group: every --cpu level with
+    --sinter, then (labelled "before") every level with --baseline when it is given."""
+    levels = [level.strip() for level in args.cpu.split(",") if level.strip()]
+    short = lambda level: level.replace("x86-64-", "")
+    configs = [(short(level), args.sinter, level) for level in levels]
+    if args.baseline:
+        configs = [(f"before {short(level)}", args.baseline, level) for level in levels] + configs
+    return configs
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--iterations", type=int, default=100, help="timed runs (at least 50)")
     parser.add_argument("--warmup", type=int, default=10, help="untimed runs first")
     parser.add_argument("--threads", type=int, default=2, help="threads for both (default 2)")
-    parser.add_argument("--cpu", default="x86-64-v2", help="sinter compile --cpu (default x86-64-v2)")
+    parser.add_argument("--cpu", default="x86-64-v2",
+                        help="sinter compile --cpu; several comma-separated levels give a column "
+                             "each (default x86-64-v2)")
+    parser.add_argument("--baseline", type=Path,
+                        help="a second sinter CLI (the code before a change), benched in the same "
+                             "rounds for a before/after table")
+    parser.add_argument("--repeats", type=int, default=1,
+                        help="measure every configuration this many times, interleaved, and take "
+                             "the median of the p50s (default 1)")
+    parser.add_argument("--peak-gflops", type=float,
+                        help="the machine's peak f32 GFLOP/s at --threads (bench/peak_fma.c): "
+                             "adds the fraction of peak the fastest configuration reaches")
     parser.add_argument("--int-high", type=int, default=2,
                         help="integer inputs drawn from [0, N) on both sides (default 2)")
     parser.add_argument("--sinter", default=os.environ.get("SINTER_BIN", ROOT / "build/bin/sinter"))
@@ -127,49 +155,77 @@ def main():
     args = parser.parse_args()
     if args.iterations < 50:
         parser.error("--iterations must be at least 50")
+    if args.repeats < 1:
+        parser.error("--repeats must be at least 1")
 
     models = args.models or sorted(MODELS_DIR.glob("*.onnx"))
+    configs = configurations(args)
     uptime_before, load_before = load_average()
-    print(f"# sinter {Path(args.sinter)} (--target cpu --cpu {args.cpu}) vs onnxruntime "
-          f"{onnxruntime.__version__} CPUExecutionProvider")
+    print(f"# sinter {Path(args.sinter)} (--target cpu --cpu {args.cpu})"
+          + (f", baseline {args.baseline}" if args.baseline else "")
+          + f" vs onnxruntime {onnxruntime.__version__} CPUExecutionProvider")
     print(f"# threads {args.threads} (ORT intra_op {args.threads}, inter_op 1, default graph "
-          f"optimisations); warm-up {args.warmup}, median of {args.iterations} runs each")
+          f"optimisations); warm-up {args.warmup}, median of {args.iterations} runs each; "
+          f"{args.repeats} interleaved round(s), median of their p50s")
     print(f"# cores: {os.cpu_count()}; load before: {uptime_before}")
-    print("# MFLOP: the artifact's kernels' FLOP count (sinter inspect --json); GFLOP/s is "
-          "sinter's rate at its p50")
+    print("# MFLOP: the artifact's kernels' FLOP count (sinter inspect --json); GFLOP/s: the "
+          "fastest sinter column's rate at its p50")
     print("# the machine is shared: other load moves the absolute numbers; ratio > 1 means "
           "sinter is faster")
     print()
-    header = f"| {'model':<20} | {'sinter p50 ms':>13} | {'onnxruntime p50 ms':>18} | " \
-             f"{'ratio ort/sinter':>16} | {'MFLOP':>7} | {'sinter GFLOP/s':>14} |"
-    print(header)
-    print("|" + "|".join("-" * (len(c)) for c in header.split("|")[1:-1]) + "|")
+    columns = [("model", 20), ("onnxruntime ms", 14)]
+    for label, _, _ in configs:
+        columns += [(f"{label} ms", max(9, len(label) + 3)), (f"{label} ratio", max(9, len(label) + 6))]
+    columns += [("MFLOP", 7), ("GFLOP/s", 7)]
+    if args.peak_gflops:
+        columns.append(("% peak", 6))
+    print("| " + " | ".join(f"{name:>{width}}" if i else f"{name:<{width}}"
+                             for i, (name, width) in enumerate(columns)) + " |")
+    print("|" + "|".join("-" * (width + 2) for _, width in columns) + "|")
 
-    rows = []
+    ratios = {label: [] for label, _, _ in configs}
     with tempfile.TemporaryDirectory(prefix="sinter-bench-") as workdir:
         for model_path in models:
             inputs = onnxruntime_inputs(model_path, args.int_high)
-            try:
-                sinter_ms, flops = run_sinter(args.sinter, model_path, inputs, workdir, args)
-            except subprocess.CalledProcessError as error:
-                message = (error.stderr or "").strip().splitlines()
-                print(f"| {model_path.name:<20} | failed: {message[-1] if message else error}")
-                rows.append((model_path.name, None, None))
+            artifacts, flops, failure = [], 0, None
+            for index, (label, sinter, cpu) in enumerate(configs):
+                artifact = Path(workdir) / f"{model_path.stem}.{index}.so"
+                try:
+                    flops = compile_artifact(sinter, cpu, model_path, inputs, artifact)
+                except subprocess.CalledProcessError as error:
+                    message = (error.stderr or "").strip().splitlines()
+                    failure = f"{label}: {message[-1] if message else error}"
+                    break
+                artifacts.append(artifact)
+            if failure:
+                print(f"| {model_path.name:<20} | failed: {failure}")
                 continue
-            ort_ms = run_onnxruntime(model_path, inputs, args)
-            ratio = ort_ms / sinter_ms
-            rows.append((model_path.name, sinter_ms, ort_ms))
-            print(f"| {model_path.name:<20} | {sinter_ms:>13.4f} | {ort_ms:>18.4f} | "
-                  f"{ratio:>16.2f} | {flops / 1e6:>7.2f} | {flops / sinter_ms / 1e6:>14.2f} |",
-                  flush=True)
+            sinter_runs = [[] for _ in configs]
+            ort_runs = []
+            for _ in range(args.repeats):
+                ort_runs.append(run_onnxruntime(model_path, inputs, args))
+                for index, (_, sinter, _) in enumerate(configs):
+                    sinter_runs[index].append(bench_artifact(sinter, artifacts[index], args))
+            ort_ms = statistics.median(ort_runs)
+            sinter_ms = [statistics.median(runs) for runs in sinter_runs]
+            cells = [f"{model_path.name:<20}", f"{ort_ms:>14.4f}"]
+            for (label, _, _), ms in zip(configs, sinter_ms):
+                ratios[label].append(ort_ms / ms)
+                cells += [f"{ms:>{max(9, len(label) + 3)}.4f}", f"{ort_ms / ms:>{max(9, len(label) + 6)}.2f}"]
+            best = min(sinter_ms)
+            gflops = flops / best / 1e6
+            cells += [f"{flops / 1e6:>7.2f}", f"{gflops:>7.2f}"]
+            if args.peak_gflops:
+                cells.append(f"{100 * gflops / args.peak_gflops:>5.1f}%")
+            print("| " + " | ".join(cells) + " |", flush=True)
 
     uptime_after, load_after = load_average()
     print()
     print(f"# load after: {uptime_after}")
-    ratios = [o / s for _, s, o in rows if s]
-    if ratios:
-        geomean = float(np.exp(np.mean(np.log(ratios))))
-        print(f"# geometric mean of ratios: {geomean:.2f}")
+    for label, values in ratios.items():
+        if values:
+            geomean = float(np.exp(np.mean(np.log(values))))
+            print(f"# geometric mean of ratios ({label}): {geomean:.2f}")
     if max(load_before[0], load_after[0]) > 0.5 * (os.cpu_count() or 1):
         print(f"# warning: 1-minute load reached {max(load_before[0], load_after[0]):.2f} on "
               f"{os.cpu_count()} cores; the numbers are noisy, rerun on a quiet machine")

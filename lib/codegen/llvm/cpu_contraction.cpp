@@ -12,6 +12,9 @@
 // Packing and the epilogue are kernel IR, so the spec's expressions (im2col gathers, broadcast
 // batch indices, bias, alpha/beta) go through the one emitter every kernel uses. They read their
 // block's coordinates from a small i64 `params` buffer (an alloca SROA turns back into values).
+// A run-time rhs whose gather is index arithmetic over the loop variables (a convolution window)
+// reads a compile-time table of offsets instead (rhsGatherTable), so packing is a table load and
+// an indexed load per element.
 // Panels are zero-padded to MR rows / NR columns, so the micro-kernel never tests bounds; the
 // epilogue stores only the tile's real elements.
 #include "cpu_contraction.h"
@@ -27,6 +30,7 @@
 
 #include <cstring>
 #include <functional>
+#include <limits>
 
 namespace sinter::codegen::llvmgen {
 
@@ -116,15 +120,34 @@ bool readsOnlyConstants(const ExprRef &expr, const KernelGroup &group) {
   return true;
 }
 
+/// Whether `expr` reads variable `id`.
+bool usesVariable(const ExprRef &expr, int id) {
+  if (expr->kind == ExprKind::Var && expr->id == id)
+    return true;
+  for (const ExprRef &operand : expr->operands)
+    if (usesVariable(operand, id))
+      return true;
+  return false;
+}
+
+/// An operand packed at compile time.
+struct PackedOperand {
+  std::vector<uint8_t> bytes;
+  bool perBatch = true; ///< false: one copy serves every batch (weights broadcast over b)
+};
+
 /// The operand packed for the whole matrix at compile time: batch x panels x k x width floats,
 /// panel `p` holding rows (or columns) p * width ... + width - 1 interleaved per r, zero beyond
 /// `extent`. `lhs` selects which operand: lhs(b, i, r) with i across the panel, else rhs(b, r, j).
-std::optional<std::vector<uint8_t>> packConstantOperand(const KernelGroup &group, const Contraction &contraction,
-                                                        bool lhs, int64_t width) {
+/// An operand that does not depend on b is packed once.
+std::optional<PackedOperand> packConstantOperand(const KernelGroup &group, const Contraction &contraction,
+                                                 bool lhs, int64_t width) {
   const ContractionSpec &spec = contraction.spec;
   const ExprRef &operand = lhs ? spec.lhs : spec.rhs;
   if (!readsOnlyConstants(operand, group))
     return std::nullopt;
+  PackedOperand result;
+  result.perBatch = spec.batch > 1 && usesVariable(operand, spec.b);
   ExprEvaluator evaluator(contraction.kernel);
   for (size_t i = 0; i < group.inputs.size(); ++i)
     if (group.inputs[i]->isConstant())
@@ -133,9 +156,10 @@ std::optional<std::vector<uint8_t>> packConstantOperand(const KernelGroup &group
     return std::nullopt;
   int64_t extent = lhs ? spec.m : spec.n, panels = ceilDiv(extent, width);
   int across = lhs ? spec.i : spec.j;
-  std::vector<float> packed(size_t(spec.batch * panels * spec.k * width), 0.0f);
+  int64_t batches = result.perBatch ? spec.batch : 1;
+  std::vector<float> packed(size_t(batches * panels * spec.k * width), 0.0f);
   size_t at = 0;
-  for (int64_t b = 0; b < spec.batch; ++b) {
+  for (int64_t b = 0; b < batches; ++b) {
     evaluator.setVariable(spec.b, b);
     for (int64_t panel = 0; panel < panels; ++panel)
       for (int64_t r = 0; r < spec.k; ++r) {
@@ -149,9 +173,82 @@ std::optional<std::vector<uint8_t>> packConstantOperand(const KernelGroup &group
         }
       }
   }
-  std::vector<uint8_t> bytes(packed.size() * sizeof(float));
-  std::memcpy(bytes.data(), packed.data(), bytes.size());
-  return bytes;
+  result.bytes.resize(packed.size() * sizeof(float));
+  std::memcpy(result.bytes.data(), packed.data(), result.bytes.size());
+  return result;
+}
+
+/// A run-time operand whose element is `load(X, index(b, r, j))`, or that under `select(inside,
+/// ..., 0)` (a padded convolution window): index and condition depend on the loop variables
+/// only, so they are evaluated at compile time into a table of i32 offsets into X (-1 where the
+/// condition is false), laid out [batch][k][n]. Packing then reads the table and X, with none of
+/// the gather's divisions, clamps and bounds tests. Worth it only where that arithmetic exists,
+/// and only while the table stays small.
+struct GatherTable {
+  std::vector<uint8_t> bytes;
+  int source = -1; ///< the buffer X
+};
+
+bool readsNoBuffer(const ExprRef &expr) {
+  if (expr->kind == ExprKind::Load)
+    return false;
+  for (const ExprRef &operand : expr->operands)
+    if (!readsNoBuffer(operand))
+      return false;
+  return true;
+}
+
+bool hasIndexArithmetic(const ExprRef &expr) {
+  if (expr->kind == ExprKind::Binary && (expr->binary == BinaryOp::Div || expr->binary == BinaryOp::Rem ||
+                                         expr->binary == BinaryOp::Min || expr->binary == BinaryOp::Max))
+    return true;
+  for (const ExprRef &operand : expr->operands)
+    if (hasIndexArithmetic(operand))
+      return true;
+  return false;
+}
+
+constexpr int64_t kMaxGatherTableEntries = int64_t(1) << 22; // 16 MiB of offsets
+
+std::optional<GatherTable> rhsGatherTable(const Contraction &contraction) {
+  const ContractionSpec &spec = contraction.spec;
+  ExprRef value = spec.rhs, inside;
+  if (value->kind == ExprKind::Select) {
+    const ExprRef &otherwise = value->operands[2];
+    if (otherwise->kind != ExprKind::Constant || otherwise->floatValue != 0.0)
+      return std::nullopt;
+    inside = value->operands[0];
+    value = value->operands[1];
+  }
+  if (value->kind != ExprKind::Load || value->type != DType::Float32)
+    return std::nullopt;
+  const ExprRef &index = value->operands[0];
+  if (!readsNoBuffer(index) || (inside && !readsNoBuffer(inside)) || !(inside || hasIndexArithmetic(index)))
+    return std::nullopt;
+  const BufferParam &source = contraction.kernel.buffers.at(size_t(value->id));
+  int64_t entries = spec.batch * spec.k * spec.n;
+  if (entries > kMaxGatherTableEntries || source.elements > std::numeric_limits<int32_t>::max())
+    return std::nullopt;
+  ExprEvaluator evaluator(contraction.kernel);
+  if (!evaluator.canEvaluate(index) || (inside && !evaluator.canEvaluate(inside)))
+    return std::nullopt;
+  std::vector<int32_t> offsets(static_cast<size_t>(entries));
+  size_t at = 0;
+  for (int64_t b = 0; b < spec.batch; ++b) {
+    evaluator.setVariable(spec.b, b);
+    for (int64_t r = 0; r < spec.k; ++r) {
+      evaluator.setVariable(spec.r, r);
+      for (int64_t j = 0; j < spec.n; ++j, ++at) {
+        evaluator.setVariable(spec.j, j);
+        offsets[at] = inside && !evaluator.evaluate(inside).intValue ? -1 : int32_t(evaluator.evaluate(index).intValue);
+      }
+    }
+  }
+  GatherTable table;
+  table.source = value->id;
+  table.bytes.resize(offsets.size() * sizeof(int32_t));
+  std::memcpy(table.bytes.data(), offsets.data(), table.bytes.size());
+  return table;
 }
 
 /// sinter.microkernel.MRxNR: c[0..MR)[0..NR) (row stride ldc) = (accumulate ? c : 0) +
@@ -245,7 +342,7 @@ llvm::Function *microKernel(llvm::Module &module, const MicroKernelShape &shape)
 /// loop variables; each program is one body emitted where the tile loop needs it.
 struct TileProgram {
   Kernel kernel;
-  int params = 0, lhsPack = 0, rhsPack = 0, tile = 0; ///< buffer indices
+  int params = 0, lhsPack = 0, rhsPack = 0, tile = 0, gather = 0; ///< buffer indices
   int outer = 0, middle = 0, inner = 0;               ///< loop variables
 };
 
@@ -267,6 +364,8 @@ TileProgram tileProgram(const Contraction &contraction, const ContractionBlockin
   program.lhsPack = addBuffer("lhs_pack", DType::Float32, blocking.mc * blocking.kc, true);
   program.rhsPack = addBuffer("rhs_pack", DType::Float32, blocking.kc * blocking.nc, true);
   program.tile = addBuffer("tile", DType::Float32, blocking.mc * blocking.nc, true);
+  const ContractionSpec &spec = contraction.spec;
+  program.gather = addBuffer("rhs_gather", DType::Int32, spec.batch * spec.k * spec.n, false);
   program.outer = addVariable("panel");
   program.middle = addVariable("rr");
   program.inner = addVariable("lane");
@@ -280,12 +379,22 @@ ExprRef param(const TileProgram &program, Param which) {
 /// Packs one KC block of an operand for the tile: panels of `width` lanes (rows i for the lhs,
 /// columns j for the rhs), interleaved per r; lanes past the tile's edge are zero. Full panels
 /// carry no bounds test.
-std::vector<StmtRef> packOperand(const TileProgram &program, const ContractionSpec &spec, bool lhs, int64_t width) {
+std::vector<StmtRef> packOperand(const TileProgram &program, const ContractionSpec &spec, bool lhs, int64_t width,
+                                 int gatherSource = -1) {
   ExprRef kLen = param(program, ParamReductionLength);
   ExprRef extent = param(program, lhs ? ParamRows : ParamColumns);
   ExprRef origin = param(program, lhs ? ParamRow : ParamColumn);
   int across = lhs ? spec.i : spec.j, target = lhs ? program.lhsPack : program.rhsPack;
-  const ExprRef &value = lhs ? spec.lhs : spec.rhs;
+  ExprRef value = lhs ? spec.lhs : spec.rhs;
+  if (gatherSource >= 0) {
+    // rhs through the compile-time offset table: X[offset], or 0 where the offset is -1.
+    ExprRef entry = add(mul(add(mul(var(spec.b, DType::Int64), spec.k), var(spec.r, DType::Int64)), spec.n),
+                        var(spec.j, DType::Int64));
+    ExprRef offset = cast(load(program.gather, DType::Int32, entry), DType::Int64);
+    value = select(binary(BinaryOp::Ge, offset, intConstant(0)),
+                   load(gatherSource, DType::Float32, binary(BinaryOp::Max, offset, intConstant(0))),
+                   constant(DType::Float32, 0));
+  }
   ExprRef panel = var(program.outer, DType::Int64), rr = var(program.middle, DType::Int64),
           lane = var(program.inner, DType::Int64);
   auto panelLoops = [&](bool guarded) {
@@ -361,18 +470,19 @@ std::optional<Kernel> addBlockedContraction(const KernelGroup &group, const std:
   ContractionBlocking blocking = chooseBlocking(spec, micro);
   int64_t mr = micro.rows, nr = micro.columns();
 
-  std::optional<std::vector<uint8_t>> lhsPacked = packConstantOperand(group, *contraction, true, mr);
-  std::optional<std::vector<uint8_t>> rhsPacked = packConstantOperand(group, *contraction, false, nr);
+  std::optional<PackedOperand> lhsPacked = packConstantOperand(group, *contraction, true, mr);
+  std::optional<PackedOperand> rhsPacked = packConstantOperand(group, *contraction, false, nr);
   bool lhsAtRunTime = !lhsPacked, rhsAtRunTime = !rhsPacked;
+  std::optional<GatherTable> rhsGather = rhsAtRunTime ? rhsGatherTable(*contraction) : std::nullopt;
 
   llvm::LLVMContext &context = module.getContext();
   llvm::IRBuilder<> b(context);
   llvm::Type *ptr = llvm::PointerType::getUnqual(context);
   llvm::Type *i64 = b.getInt64Ty(), *f32 = b.getFloatTy();
-  size_t derivedCount = size_t(lhsPacked.has_value()) + size_t(rhsPacked.has_value());
+  size_t derivedCount = size_t(lhsPacked.has_value()) + size_t(rhsPacked.has_value()) + size_t(rhsGather.has_value());
   size_t bufferCount = kernel.buffers.size();
 
-  // NAME.body(buffers..., packed lhs?, packed rhs?, begin, end)
+  // NAME.body(buffers..., packed lhs?, packed rhs?, rhs gather table?, begin, end)
   std::vector<llvm::Type *> params(bufferCount + derivedCount, ptr);
   params.push_back(i64);
   params.push_back(i64);
@@ -389,6 +499,7 @@ std::optional<Kernel> addBlockedContraction(const KernelGroup &group, const std:
   }
   llvm::Value *lhsConstant = lhsPacked ? body->getArg(unsigned(bufferCount)) : nullptr;
   llvm::Value *rhsConstant = rhsPacked ? body->getArg(unsigned(bufferCount + (lhsPacked ? 1 : 0))) : nullptr;
+  llvm::Value *gatherTable = rhsGather ? body->getArg(unsigned(bufferCount + derivedCount - 1)) : nullptr;
   llvm::Value *begin = body->getArg(unsigned(bufferCount + derivedCount));
   llvm::Value *end = body->getArg(unsigned(bufferCount + derivedCount + 1));
 
@@ -407,10 +518,10 @@ std::optional<Kernel> addBlockedContraction(const KernelGroup &group, const std:
 
   TileProgram packLhs = tileProgram(*contraction, blocking), packRhs = packLhs, epilogue = packLhs;
   packLhs.kernel.body = packOperand(packLhs, spec, true, mr);
-  packRhs.kernel.body = packOperand(packRhs, spec, false, nr);
+  packRhs.kernel.body = packOperand(packRhs, spec, false, nr, rhsGather ? rhsGather->source : -1);
   epilogue.kernel.body = tileEpilogue(epilogue, spec, blocking.nc);
   std::vector<llvm::Value *> programBuffers(buffers.begin(), buffers.begin() + long(bufferCount));
-  programBuffers.insert(programBuffers.end(), {paramBuffer, lhsPack, rhsPack, tile});
+  programBuffers.insert(programBuffers.end(), {paramBuffer, lhsPack, rhsPack, tile, gatherTable ? gatherTable : tile});
   KernelEmitter lhsEmitter(packLhs.kernel, b, module, programBuffers);
   KernelEmitter rhsEmitter(packRhs.kernel, b, module, programBuffers);
   KernelEmitter epilogueEmitter(epilogue.kernel, b, module, programBuffers);
@@ -452,7 +563,7 @@ std::optional<Kernel> addBlockedContraction(const KernelGroup &group, const std:
         if (rhsAtRunTime) {
           rhsPanel = b.CreateInBoundsGEP(f32, rhsPack, b.CreateMul(b.CreateMul(q, kLen), constant(nr)));
         } else {
-          llvm::Value *panel = b.CreateAdd(b.CreateAdd(b.CreateMul(batch, constant(ceilDiv(spec.n, nr))),
+          llvm::Value *panel = b.CreateAdd(b.CreateAdd(b.CreateMul(batch, constant(rhsPacked->perBatch ? ceilDiv(spec.n, nr) : 0)),
                                                        b.CreateMul(nBlock, constant(blocking.nc / nr))), q);
           rhsPanel = b.CreateInBoundsGEP(f32, rhsConstant, b.CreateMul(b.CreateAdd(b.CreateMul(panel, constant(spec.k)), kc), constant(nr)));
         }
@@ -461,7 +572,7 @@ std::optional<Kernel> addBlockedContraction(const KernelGroup &group, const std:
           if (lhsAtRunTime) {
             lhsPanel = b.CreateInBoundsGEP(f32, lhsPack, b.CreateMul(b.CreateMul(p, kLen), constant(mr)));
           } else {
-            llvm::Value *panel = b.CreateAdd(b.CreateAdd(b.CreateMul(batch, constant(ceilDiv(spec.m, mr))),
+            llvm::Value *panel = b.CreateAdd(b.CreateAdd(b.CreateMul(batch, constant(lhsPacked->perBatch ? ceilDiv(spec.m, mr) : 0)),
                                                          b.CreateMul(mBlock, constant(blocking.mc / mr))), p);
             lhsPanel = b.CreateInBoundsGEP(f32, lhsConstant, b.CreateMul(b.CreateAdd(b.CreateMul(panel, constant(spec.k)), kc), constant(mr)));
           }
@@ -490,9 +601,11 @@ std::optional<Kernel> addBlockedContraction(const KernelGroup &group, const std:
 
   launch.parallelExtent = blocking.tiles;
   if (lhsPacked)
-    launch.derivedConstants.push_back(std::move(*lhsPacked));
+    launch.derivedConstants.push_back(std::move(lhsPacked->bytes));
   if (rhsPacked)
-    launch.derivedConstants.push_back(std::move(*rhsPacked));
+    launch.derivedConstants.push_back(std::move(rhsPacked->bytes));
+  if (rhsGather)
+    launch.derivedConstants.push_back(std::move(rhsGather->bytes));
   Kernel described = kernel;
   described.parallelExtent = blocking.tiles;
   return described;

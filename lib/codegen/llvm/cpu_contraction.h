@@ -14,7 +14,9 @@
 // the constants' data; the result goes to the weights as a derived constant
 // (LaunchShape::derivedConstants). The other operand is packed at run time, block by block, into
 // scratch on the calling thread's stack, reading through its expression: that is where a
-// convolution gathers its input window (im2col, one panel at a time).
+// convolution gathers its input window (im2col, one panel at a time). When that gather is pure
+// index arithmetic (divisions, clamps and a padding test over b, r, j), its offsets are
+// evaluated at compile time into a table, also a derived constant, and packing reads through it.
 #pragma once
 
 #include "sinter/codegen/backend.h"
