@@ -33,7 +33,17 @@ std::unique_ptr<Backend> createBackend(const TargetOptions &options) {
 #endif
   case package::Target::Cuda:
 #ifdef SINTER_HAVE_CUDA_BACKEND
-    return createCudaBackend(options);
+    if (options.gpuCodegen == "cuda-c")
+      return createCudaBackend(options);
+    if (options.gpuCodegen == "llvm") {
+#ifdef SINTER_HAVE_LLVM_BACKEND
+      return createNvptxBackend(options);
+#else
+      userError("this sinter was built without the LLVM backend, so --gpu-codegen llvm is "
+                "unavailable");
+#endif
+    }
+    userError("unknown GPU code generator '", options.gpuCodegen, "'; use cuda-c or llvm");
 #else
     userError("this sinter was built without the CUDA backend, so --target cuda is unavailable");
 #endif

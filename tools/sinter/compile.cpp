@@ -70,10 +70,8 @@ void runCompile(const CompileFlags &flags) {
     userError("unknown --target '", flags.target, "'; use cpu or cuda");
   options.target.cudaArchs = splitList(flags.archs);
   options.target.cpuLevel = flags.cpu;
-  if (flags.gpuCodegen == "llvm")
-    userError("--gpu-codegen llvm (the NVPTX route) is not built yet; use --gpu-codegen cuda-c");
-  if (flags.gpuCodegen != "cuda-c")
-    userError("unknown --gpu-codegen '", flags.gpuCodegen, "'; use cuda-c");
+  if (flags.gpuCodegen != "cuda-c" && flags.gpuCodegen != "llvm")
+    userError("unknown --gpu-codegen '", flags.gpuCodegen, "'; use cuda-c or llvm");
   options.target.gpuCodegen = flags.gpuCodegen;
   options.target.emitSourceDirectory = flags.emitSource;
   options.pipeline.disabled.insert(flags.disabledPasses.begin(), flags.disabledPasses.end());
@@ -109,7 +107,7 @@ Command addCompileCommand(CLI::App &parent) {
       ->capture_default_str();
   command->add_option("--cpu", flags->cpu, "CPU target: x86-64-v2 (default), x86-64-v3, x86-64-v4, native")
       ->capture_default_str();
-  command->add_option("--gpu-codegen", flags->gpuCodegen, "cuda-c (the default; the llvm NVPTX route is not built yet)")
+  command->add_option("--gpu-codegen", flags->gpuCodegen, "CUDA target: cuda-c (CUDA C through NVRTC, the default) or llvm (LLVM's NVPTX backend; groups it cannot lower yet use cuda-c)")
       ->capture_default_str();
   command->add_option("--emit-source", flags->emitSource, "Write the generated code, kernel by kernel, here")
       ->type_name("DIR");

@@ -4,6 +4,8 @@
 
 #include <llvm/IR/Intrinsics.h>
 
+#include <optional>
+
 namespace sinter::codegen::llvmgen {
 
 llvm::Type *storageType(llvm::LLVMContext &c, DType type) {
@@ -23,10 +25,123 @@ llvm::Type *valueType(llvm::LLVMContext &c, DType type) {
   return type == DType::Bool ? llvm::Type::getInt1Ty(c) : storageType(c, type);
 }
 
+namespace {
+
+class HostMathLibrary final : public MathLibrary {
+public:
+  llvm::Value *call(MathFunction function, llvm::ArrayRef<llvm::Value *> operands,
+                    llvm::IRBuilder<> &builder, llvm::Module &module) const override {
+    switch (function) {
+    case MathFunction::Exp: return intrinsic(llvm::Intrinsic::exp, operands, builder, module);
+    case MathFunction::Log: return intrinsic(llvm::Intrinsic::log, operands, builder, module);
+    case MathFunction::Sqrt: return intrinsic(llvm::Intrinsic::sqrt, operands, builder, module);
+    case MathFunction::Sin: return intrinsic(llvm::Intrinsic::sin, operands, builder, module);
+    case MathFunction::Cos: return intrinsic(llvm::Intrinsic::cos, operands, builder, module);
+    case MathFunction::Pow: return intrinsic(llvm::Intrinsic::pow, operands, builder, module);
+    case MathFunction::Fmod: return builder.CreateFRem(operands[0], operands[1]);
+    case MathFunction::Tan: return libm("tanf", "tan", operands[0], builder, module);
+    case MathFunction::Asin: return libm("asinf", "asin", operands[0], builder, module);
+    case MathFunction::Acos: return libm("acosf", "acos", operands[0], builder, module);
+    case MathFunction::Atan: return libm("atanf", "atan", operands[0], builder, module);
+    case MathFunction::Sinh: return libm("sinhf", "sinh", operands[0], builder, module);
+    case MathFunction::Cosh: return libm("coshf", "cosh", operands[0], builder, module);
+    case MathFunction::Tanh: return libm("tanhf", "tanh", operands[0], builder, module);
+    case MathFunction::Asinh: return libm("asinhf", "asinh", operands[0], builder, module);
+    case MathFunction::Acosh: return libm("acoshf", "acosh", operands[0], builder, module);
+    case MathFunction::Atanh: return libm("atanhf", "atanh", operands[0], builder, module);
+    case MathFunction::Erf: return libm("erff", "erf", operands[0], builder, module);
+    }
+    SINTER_ASSERT(false, "unhandled math function");
+  }
+
+private:
+  static llvm::Value *intrinsic(llvm::Intrinsic::ID id, llvm::ArrayRef<llvm::Value *> operands,
+                                llvm::IRBuilder<> &builder, llvm::Module &module) {
+    llvm::Function *fn = llvm::Intrinsic::getDeclaration(&module, id, {operands[0]->getType()});
+    return builder.CreateCall(fn, operands);
+  }
+
+  static llvm::Value *libm(const char *floatName, const char *doubleName, llvm::Value *a,
+                           llvm::IRBuilder<> &builder, llvm::Module &module) {
+    bool isDouble = a->getType()->isDoubleTy();
+    llvm::FunctionCallee fn = module.getOrInsertFunction(
+        isDouble ? doubleName : floatName,
+        llvm::FunctionType::get(a->getType(), {a->getType()}, false));
+    if (auto *f = llvm::dyn_cast<llvm::Function>(fn.getCallee())) {
+      f->setDoesNotThrow();
+      f->setOnlyAccessesInaccessibleMemory();
+    }
+    return builder.CreateCall(fn, {a});
+  }
+};
+
+std::optional<MathFunction> mathFunctionOf(const Expr &e) {
+  if (e.kind == ExprKind::Unary) {
+    switch (e.unary) {
+    case UnaryOp::Exp: case UnaryOp::Sigmoid: return MathFunction::Exp;
+    case UnaryOp::Log: return MathFunction::Log;
+    case UnaryOp::Sqrt: return MathFunction::Sqrt;
+    case UnaryOp::Sin: return MathFunction::Sin;
+    case UnaryOp::Cos: return MathFunction::Cos;
+    case UnaryOp::Tan: return MathFunction::Tan;
+    case UnaryOp::Asin: return MathFunction::Asin;
+    case UnaryOp::Acos: return MathFunction::Acos;
+    case UnaryOp::Atan: return MathFunction::Atan;
+    case UnaryOp::Sinh: return MathFunction::Sinh;
+    case UnaryOp::Cosh: return MathFunction::Cosh;
+    case UnaryOp::Tanh: return MathFunction::Tanh;
+    case UnaryOp::Asinh: return MathFunction::Asinh;
+    case UnaryOp::Acosh: return MathFunction::Acosh;
+    case UnaryOp::Atanh: return MathFunction::Atanh;
+    case UnaryOp::Erf: return MathFunction::Erf;
+    default: return std::nullopt;
+    }
+  }
+  if (e.kind == ExprKind::Binary && e.binary == BinaryOp::Pow)
+    return MathFunction::Pow;
+  if (e.kind == ExprKind::Binary && e.binary == BinaryOp::Rem && isFloat(e.operands[0]->type))
+    return MathFunction::Fmod;
+  return std::nullopt;
+}
+
+void collectMathFunctions(const ExprRef &e, std::set<const Expr *> &seen,
+                          std::set<MathFunction> &used) {
+  if (!e || !seen.insert(e.get()).second)
+    return;
+  if (std::optional<MathFunction> function = mathFunctionOf(*e))
+    used.insert(*function);
+  for (const ExprRef &operand : e->operands)
+    collectMathFunctions(operand, seen, used);
+}
+
+void collectMathFunctions(const std::vector<StmtRef> &list, std::set<const Expr *> &seen,
+                          std::set<MathFunction> &used) {
+  for (const StmtRef &s : list) {
+    collectMathFunctions(s->a, seen, used);
+    collectMathFunctions(s->b, seen, used);
+    collectMathFunctions(s->body, seen, used);
+    collectMathFunctions(s->orElse, seen, used);
+  }
+}
+
+} // namespace
+
+const MathLibrary &hostMathLibrary() {
+  static const HostMathLibrary library;
+  return library;
+}
+
+std::set<MathFunction> mathFunctionsUsed(const Kernel &kernel) {
+  std::set<const Expr *> seen;
+  std::set<MathFunction> used;
+  collectMathFunctions(kernel.body, seen, used);
+  return used;
+}
+
 KernelEmitter::KernelEmitter(const Kernel &kernel, llvm::IRBuilder<> &builder, llvm::Module &module,
-                             std::vector<llvm::Value *> buffers)
+                             std::vector<llvm::Value *> buffers, const MathLibrary &math)
     : kernel_(kernel), b_(builder), module_(module), ctx_(module.getContext()),
-      buffers_(std::move(buffers)) {
+      buffers_(std::move(buffers)), math_(math) {
   llvm::BasicBlock &entry = b_.GetInsertBlock()->getParent()->getEntryBlock();
   llvm::IRBuilder<> entryBuilder(&entry, entry.begin());
   variables_.push_back(nullptr); // gid is a value, not a variable
@@ -50,15 +165,8 @@ llvm::Value *KernelEmitter::intrinsic(llvm::Intrinsic::ID id, std::vector<llvm::
   return b_.CreateCall(fn, args);
 }
 
-llvm::Value *KernelEmitter::callMath(const char *floatName, const char *doubleName, llvm::Value *a) {
-  bool isDouble = a->getType()->isDoubleTy();
-  llvm::FunctionCallee fn = module_.getOrInsertFunction(
-      isDouble ? doubleName : floatName, llvm::FunctionType::get(a->getType(), {a->getType()}, false));
-  if (auto *f = llvm::dyn_cast<llvm::Function>(fn.getCallee())) {
-    f->setDoesNotThrow();
-    f->setOnlyAccessesInaccessibleMemory();
-  }
-  return b_.CreateCall(fn, {a});
+llvm::Value *KernelEmitter::math(MathFunction function, std::vector<llvm::Value *> operands) {
+  return math_.call(function, operands, b_, module_);
 }
 
 llvm::Value *KernelEmitter::expr(const ExprRef &e) {
@@ -123,29 +231,29 @@ llvm::Value *KernelEmitter::unaryExpr(const Expr &e) {
     llvm::Value *less = isSignedInt(type) ? b_.CreateZExt(b_.CreateICmpSLT(a, zero), a->getType()) : zero;
     return b_.CreateSub(greater, less);
   }
-  case UnaryOp::Exp: return intrinsic(llvm::Intrinsic::exp, {a});
-  case UnaryOp::Log: return intrinsic(llvm::Intrinsic::log, {a});
-  case UnaryOp::Sqrt: return intrinsic(llvm::Intrinsic::sqrt, {a});
-  case UnaryOp::Sin: return intrinsic(llvm::Intrinsic::sin, {a});
-  case UnaryOp::Cos: return intrinsic(llvm::Intrinsic::cos, {a});
+  case UnaryOp::Exp: return math(MathFunction::Exp, {a});
+  case UnaryOp::Log: return math(MathFunction::Log, {a});
+  case UnaryOp::Sqrt: return math(MathFunction::Sqrt, {a});
+  case UnaryOp::Sin: return math(MathFunction::Sin, {a});
+  case UnaryOp::Cos: return math(MathFunction::Cos, {a});
   case UnaryOp::Floor: return intrinsic(llvm::Intrinsic::floor, {a});
   case UnaryOp::Ceil: return intrinsic(llvm::Intrinsic::ceil, {a});
   case UnaryOp::RoundEven: return intrinsic(llvm::Intrinsic::roundeven, {a});
   case UnaryOp::Trunc: return intrinsic(llvm::Intrinsic::trunc, {a});
-  case UnaryOp::Erf: return callMath("erff", "erf", a);
-  case UnaryOp::Tanh: return callMath("tanhf", "tanh", a);
-  case UnaryOp::Tan: return callMath("tanf", "tan", a);
-  case UnaryOp::Asin: return callMath("asinf", "asin", a);
-  case UnaryOp::Acos: return callMath("acosf", "acos", a);
-  case UnaryOp::Atan: return callMath("atanf", "atan", a);
-  case UnaryOp::Sinh: return callMath("sinhf", "sinh", a);
-  case UnaryOp::Cosh: return callMath("coshf", "cosh", a);
-  case UnaryOp::Asinh: return callMath("asinhf", "asinh", a);
-  case UnaryOp::Acosh: return callMath("acoshf", "acosh", a);
-  case UnaryOp::Atanh: return callMath("atanhf", "atanh", a);
+  case UnaryOp::Erf: return math(MathFunction::Erf, {a});
+  case UnaryOp::Tanh: return math(MathFunction::Tanh, {a});
+  case UnaryOp::Tan: return math(MathFunction::Tan, {a});
+  case UnaryOp::Asin: return math(MathFunction::Asin, {a});
+  case UnaryOp::Acos: return math(MathFunction::Acos, {a});
+  case UnaryOp::Atan: return math(MathFunction::Atan, {a});
+  case UnaryOp::Sinh: return math(MathFunction::Sinh, {a});
+  case UnaryOp::Cosh: return math(MathFunction::Cosh, {a});
+  case UnaryOp::Asinh: return math(MathFunction::Asinh, {a});
+  case UnaryOp::Acosh: return math(MathFunction::Acosh, {a});
+  case UnaryOp::Atanh: return math(MathFunction::Atanh, {a});
   case UnaryOp::Sigmoid: {
     llvm::Value *one = llvm::ConstantFP::get(a->getType(), 1.0);
-    llvm::Value *e1 = intrinsic(llvm::Intrinsic::exp, {b_.CreateFNeg(a)});
+    llvm::Value *e1 = math(MathFunction::Exp, {b_.CreateFNeg(a)});
     return b_.CreateFDiv(one, b_.CreateFAdd(one, e1));
   }
   case UnaryOp::IsNaN: return b_.CreateFCmpUNO(a, a);
@@ -168,7 +276,7 @@ llvm::Value *KernelEmitter::binaryExpr(const Expr &e) {
   case BinaryOp::Sub: return floating ? b_.CreateFSub(a, c) : b_.CreateSub(a, c);
   case BinaryOp::Mul: return floating ? b_.CreateFMul(a, c) : b_.CreateMul(a, c);
   case BinaryOp::Div: return floating ? b_.CreateFDiv(a, c) : isSigned ? b_.CreateSDiv(a, c) : b_.CreateUDiv(a, c);
-  case BinaryOp::Rem: return floating ? b_.CreateFRem(a, c) : isSigned ? b_.CreateSRem(a, c) : b_.CreateURem(a, c);
+  case BinaryOp::Rem: return floating ? math(MathFunction::Fmod, {a, c}) : isSigned ? b_.CreateSRem(a, c) : b_.CreateURem(a, c);
   case BinaryOp::Min:
     if (floating) return intrinsic(llvm::Intrinsic::minimum, {a, c});
     return intrinsic(isSigned ? llvm::Intrinsic::smin : llvm::Intrinsic::umin, {a, c});
@@ -177,10 +285,10 @@ llvm::Value *KernelEmitter::binaryExpr(const Expr &e) {
     return intrinsic(isSigned ? llvm::Intrinsic::smax : llvm::Intrinsic::umax, {a, c});
   case BinaryOp::Pow:
     if (floating)
-      return intrinsic(llvm::Intrinsic::pow, {a, c});
+      return math(MathFunction::Pow, {a, c});
     // Integer power by repeated squaring is rare; go through double, exact up to 2^53.
-    return castValue(intrinsic(llvm::Intrinsic::pow, {castValue(a, type, DType::Float64),
-                                                      castValue(c, type, DType::Float64)}),
+    return castValue(math(MathFunction::Pow, {castValue(a, type, DType::Float64),
+                                              castValue(c, type, DType::Float64)}),
                      DType::Float64, type);
   case BinaryOp::BitAnd: return b_.CreateAnd(a, c);
   case BinaryOp::BitOr: return b_.CreateOr(a, c);

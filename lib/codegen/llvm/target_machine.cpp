@@ -2,7 +2,9 @@
 
 #include "sinter/support/error.h"
 
+#include <llvm/ADT/SmallString.h>
 #include <llvm/IR/LegacyPassManager.h>
+#include <llvm/MC/MCSubtargetInfo.h>
 #include <llvm/MC/TargetRegistry.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/FileSystem.h>
@@ -22,6 +24,34 @@ static void initializeX86() {
     LLVMInitializeX86TargetMC();
     LLVMInitializeX86AsmPrinter();
   });
+}
+
+static void initializeNvptx() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    LLVMInitializeNVPTXTargetInfo();
+    LLVMInitializeNVPTXTarget();
+    LLVMInitializeNVPTXTargetMC();
+    LLVMInitializeNVPTXAsmPrinter();
+  });
+}
+
+std::unique_ptr<llvm::TargetMachine> createNvptxTargetMachine(const std::string &arch) {
+  initializeNvptx();
+  const std::string triple = "nvptx64-nvidia-cuda";
+  std::string error;
+  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
+  SINTER_ASSERT(target, "LLVM has no NVPTX target: ", error);
+  std::unique_ptr<llvm::MCSubtargetInfo> subtarget(
+      target->createMCSubtargetInfo(triple, arch, ""));
+  if (!subtarget || !subtarget->isCPUStringValid(arch))
+    userError("LLVM's NVPTX backend does not know CUDA architecture ", arch);
+  llvm::TargetOptions options;
+  options.AllowFPOpFusion = llvm::FPOpFusion::Fast; // fma, as NVRTC's --fmad=true
+  std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
+      triple, arch, "", options, std::nullopt, std::nullopt, llvm::CodeGenOptLevel::Aggressive));
+  SINTER_ASSERT(machine, "LLVM could not create an NVPTX target machine for ", arch);
+  return machine;
 }
 
 std::unique_ptr<llvm::TargetMachine> createX86TargetMachine(const std::string &cpuLevel) {
@@ -76,6 +106,17 @@ void emitFile(llvm::Module &module, llvm::TargetMachine &machine, const std::str
       assembly ? llvm::CodeGenFileType::AssemblyFile : llvm::CodeGenFileType::ObjectFile);
   SINTER_ASSERT(!failed, "LLVM cannot emit this file type");
   passes.run(module);
+}
+
+std::string emitAssembly(llvm::Module &module, llvm::TargetMachine &machine) {
+  llvm::SmallString<0> text;
+  llvm::raw_svector_ostream out(text);
+  llvm::legacy::PassManager passes;
+  bool failed = machine.addPassesToEmitFile(passes, out, nullptr,
+                                            llvm::CodeGenFileType::AssemblyFile);
+  SINTER_ASSERT(!failed, "LLVM cannot emit assembly for ", machine.getTargetTriple().str());
+  passes.run(module);
+  return std::string(text.str());
 }
 
 } // namespace sinter::codegen::llvmgen
