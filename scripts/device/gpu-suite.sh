@@ -33,6 +33,17 @@ fi
 if ! command -v ptxas >/dev/null && [[ -x /usr/local/cuda/bin/ptxas ]]; then
   export PATH="/usr/local/cuda/bin:$PATH"
 fi
+# --gpu-codegen llvm links libdevice for math: the toolkit's, else a pip wheel's (docs/nvptx.md).
+if [[ -z "${SINTER_LIBDEVICE:-}" && ! -e /usr/local/cuda/nvvm/libdevice/libdevice.10.bc ]]; then
+  libdevice="$(python3 - <<'PY' 2>/dev/null
+import glob, site
+for base in site.getsitepackages():
+    for name in sorted(glob.glob(base + "/nvidia/*/nvvm/libdevice/libdevice.10.bc")):
+        print(name); raise SystemExit
+PY
+)"
+  [[ -n "$libdevice" ]] && export SINTER_LIBDEVICE="$libdevice"
+fi
 
 # The budget leaves room under the device tool's 10-minute limit; timeout is the hard stop.
 timeout --kill-after=10 570 python3 "$root/test/gpu/run_gpu_suite.py" --bin "$bin" --out "$out" \

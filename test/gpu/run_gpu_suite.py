@@ -10,14 +10,15 @@ it through the device tool (scripts/device/gpu-suite.sh unpacks the binaries and
 Steps, each failing soft (a failing model is a row of the table, never the end of the script):
   a. every models/*.onnx: `sinter compile --target cuda` (default archs), `sinter run`, compared
      with onnxruntime on the CPU (max|a-b|/max|b| <= 1e-4 for floats, integers exact), compile
-     time, and `sinter bench`;
+     time, and `sinter bench`; once per GPU code generator that --gpu-codegen names (cuda-c,
+     llvm or both: the NVPTX route's rows are "MODEL [llvm]" and say how many kernels it built);
   b. torchvision resnet50, mobilenet_v2, vit_b_16 and transformers' BertModel and GPT2Model
      (built from a config at random init, seed 0; batch 1, images 224x224, 128 tokens), exported
      with torch.onnx.export(dynamo=True, opset 20, weights external) in parallel worker
      processes, compiled with `--target cuda --arch sm_90`, run and compared with torch's own
      output on the GPU (fp32, TF32 off), then `sinter bench` against torch eager (median of 100
      runs timed with CUDA events after 10 warm-up runs), one after the other with nothing else
-     running;
+     running; with --gpu-codegen cuda-c or both these use CUDA C, with llvm the NVPTX route;
   c. the C++ example `run_model` (it links only libsinter_rt) on one compiled model;
   d. a log and a JSON of the results under --out, and last a table on stdout.
 
@@ -315,6 +316,9 @@ class Suite:
         env["ptxas"] = shutil.which("ptxas") or (
             "/usr/local/cuda/bin/ptxas" if Path("/usr/local/cuda/bin/ptxas").exists() else None)
         env["SINTER_NVRTC"] = os.environ.get("SINTER_NVRTC")
+        env["SINTER_LIBDEVICE"] = os.environ.get("SINTER_LIBDEVICE") or (
+            "/usr/local/cuda/nvvm/libdevice/libdevice.10.bc"
+            if Path("/usr/local/cuda/nvvm/libdevice/libdevice.10.bc").exists() else None)
         for module in ("numpy", "onnx", "onnxruntime"):
             try:
                 env[module] = __import__(module).__version__
@@ -342,6 +346,10 @@ class Suite:
             try:
                 info = json.loads(stdout)
                 result["kernels"] = info["kernel_count"]
+                generators = {}
+                for kernel in info["kernels"]:
+                    generators[kernel["generator"]] = generators.get(kernel["generator"], 0) + 1
+                result["generators"] = generators
                 result["source_nodes"] = info["source_node_count"]
                 result["arena_ratio"] = info["arena_ratio"]
                 result["binaries"] = sorted({f"{b['kind']} {b['arch']}" for m in info["cuda_modules"]
@@ -402,25 +410,39 @@ class Suite:
         models = sorted(MODELS_DIR.glob("*.onnx"))
         if self.args.only:
             models = [m for m in models if m.stem in self.args.only]
-        rows = []
+        codegens = ["cuda-c", "llvm"] if self.args.gpu_codegen == "both" else [self.args.gpu_codegen]
+        cases = []  # (model, GPU code generator, row)
         for model in models:
-            rows.append({"model": model.name, "source": "models", "status": "ok"})
-            self.results.append(rows[-1])
+            for codegen in codegens:
+                label = model.name + ("" if codegen == "cuda-c" else f" [{codegen}]")
+                row = {"model": label, "source": "models", "status": "ok", "gpu_codegen": codegen}
+                cases.append((model, codegen, row))
+                self.results.append(row)
 
         inputs = {}
 
-        def compile_one(pair):
-            model, row = pair
+        def artifact_name(codegen):
+            return "cuda.so" if codegen == "cuda-c" else f"cuda-{codegen}.so"
+
+        def compile_one(case):
+            model, codegen, row = case
             folder = self.work / "onnx" / model.stem
             folder.mkdir(parents=True, exist_ok=True)
+            artifact = folder / artifact_name(codegen)
             try:
                 # Symbolic dims are 1 (make_input's default); artifacts have static shapes.
-                inputs[model] = make_input.make_inputs(str(model))
-                shapes = [f for name, array in inputs[model].items()
+                model_inputs = make_input.make_inputs(str(model))
+                inputs[model] = model_inputs
+                shapes = [f for name, array in model_inputs.items()
                           for f in ("--shape", f"{name}={'x'.join(map(str, array.shape))}")]
-                if self.compile(row, model, folder / "cuda.so", ["--target", "cuda", *shapes], 240):
-                    self.inspect(row, folder / "cuda.so")
-                if self.args.no_gpu and row["status"] == "ok":
+                if self.compile(row, model, artifact,
+                                ["--target", "cuda", "--gpu-codegen", codegen, *shapes], 240):
+                    self.inspect(row, artifact)
+                    if codegen == "llvm":
+                        generators = row.get("generators", {})
+                        row["note"] = (f"llvm-nvptx {generators.get('llvm-nvptx', 0)} of "
+                                       f"{sum(generators.values())} kernels")
+                if self.args.no_gpu and row["status"] == "ok" and codegen == codegens[0]:
                     # The run/compare/bench logic, exercised on the CPU target.
                     cpu_row = {"status": "ok"}
                     if self.compile(cpu_row, model, folder / "cpu.so",
@@ -430,18 +452,22 @@ class Suite:
                         row.update(status="fail", stage="compile (cpu)", error=cpu_row["error"])
             except Exception:  # noqa: BLE001
                 row.update(status="fail", stage="compile", error=traceback.format_exc(limit=2))
-            self.log(f"{model.name}: compiled ({row.get('compile_s', '-')} s) {row['status']}"
-                     + (f": {row.get('error')}" if row["status"] != "ok" else ""))
+            self.log(f"{row['model']}: compiled ({row.get('compile_s', '-')} s) {row['status']}"
+                     + (f": {row.get('error')}" if row["status"] != "ok" else "")
+                     + (f" ({row['note']})" if row.get("note") else ""))
 
         with concurrent.futures.ThreadPoolExecutor(self.args.jobs) as pool:
-            list(pool.map(compile_one, zip(models, rows)))
+            list(pool.map(compile_one, cases))
         self.save()
 
-        for model, row in zip(models, rows):
+        for model, codegen, row in cases:
             if row["status"] != "ok":
                 continue
+            if self.args.no_gpu and codegen != codegens[0]:
+                row["note"] = (row.get("note", "") + "; not run: --no-gpu").lstrip("; ")
+                continue  # the CPU artifact stands in for the GPU one: check it once
             folder = self.work / "onnx" / model.stem
-            artifact = folder / ("cpu.so" if self.args.no_gpu else "cuda.so")
+            artifact = folder / ("cpu.so" if self.args.no_gpu else artifact_name(codegen))
             try:
                 expected = onnxruntime_outputs(model, inputs[model])
                 actual = self.run_artifact(row, artifact, inputs[model], folder)
@@ -449,7 +475,7 @@ class Suite:
                     self.bench(row, artifact)
             except Exception:  # noqa: BLE001
                 row.update(status="fail", stage="run", error=traceback.format_exc(limit=2))
-            self.log(f"{model.name}: {row['status']}, max rel err {fmt(row.get('max_rel_err'))}, "
+            self.log(f"{row['model']}: {row['status']}, max rel err {fmt(row.get('max_rel_err'))}, "
                      f"p50 {fmt(row.get('sinter_p50_ms'), '{:.4f}')} ms"
                      + (f" ({row.get('stage')}: {row.get('error')})" if row["status"] != "ok"
                         else ""))
@@ -459,10 +485,14 @@ class Suite:
 
     def example(self):
         """bin/run_model on the first compiled model that ran, through libsinter_rt alone."""
-        target = "cpu.so" if self.args.no_gpu else "cuda.so"
+        # The first GPU code generator's artifact (cuda.so for cuda-c, cuda-llvm.so for llvm).
+        codegen = "llvm" if self.args.gpu_codegen == "llvm" else "cuda-c"
+        target = "cpu.so" if self.args.no_gpu else \
+            ("cuda.so" if codegen == "cuda-c" else f"cuda-{codegen}.so")
         # run_model feeds integers 1..5, out of range for some token-id inputs: float models only.
         float_models = ["tiny_cnn.onnx", "tiny_mlp.onnx", "resnet_narrow.onnx", "vit_tiny.onnx"]
-        ok = {r["model"] for r in self.results if r["source"] == "models" and r["status"] == "ok"}
+        ok = {r["model"].split(" [")[0] for r in self.results if r["source"] == "models"
+              and r["status"] == "ok" and r.get("gpu_codegen", "cuda-c") == codegen}
         preferred = [{"model": name} for name in float_models if name in ok]
         if not preferred:
             self.run_model = {"status": "skipped", "error": "no model compiled"}
@@ -536,8 +566,10 @@ class Suite:
             row["exporter"] = info["exporter"]
             row["info"] = info
             self.log(f"{name}: exported in {row['export_s']} s ({info['exporter']})")
+            codegen = "llvm" if self.args.gpu_codegen == "llvm" else "cuda-c"
+            row["gpu_codegen"] = codegen
             if self.compile(row, info["onnx"], folder / "model.so",
-                            ["--target", "cuda", "--arch", "sm_90"], 420):
+                            ["--target", "cuda", "--arch", "sm_90", "--gpu-codegen", codegen], 420):
                 self.inspect(row, folder / "model.so")
             self.log(f"{name}: compiled ({row.get('compile_s', '-')} s) {row['status']}"
                      + (f": {row.get('error')}" if row["status"] != "ok" else ""))
@@ -676,6 +708,10 @@ def main():
     parser.add_argument("--export-python", default=sys.executable,
                         help="the Python that exports the torch models (default: this one)")
     parser.add_argument("--only", nargs="*", help="model names (stem) to run")
+    parser.add_argument("--gpu-codegen", choices=["cuda-c", "llvm", "both"], default="cuda-c",
+                        help="GPU code generator for the models/ suite: cuda-c (default), llvm "
+                             "(the NVPTX route) or both (each model twice); the torch models use "
+                             "llvm only when this is llvm")
     parser.add_argument("--export", help=argparse.SUPPRESS)  # worker mode
     args = parser.parse_args()
 
