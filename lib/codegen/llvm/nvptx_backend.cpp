@@ -40,6 +40,8 @@ void writeText(const fs::path &path, const std::string &text) {
 }
 
 /// "sm_90" -> 90, "sm_90a" -> 90 (the CUDA C backend has already refused other names).
+/// The PTX of "sm_90a" is labelled "compute_90a", as the CUDA C backend labels it: it only runs
+/// there.
 int archNumber(const std::string &arch) {
   return std::atoi(arch.c_str() + 3);
 }
@@ -118,7 +120,7 @@ public:
     for (size_t i = 0; i < results.size(); ++i)
       module.binaries.push_back({options_.cudaArchs[i], false, results[i].cubin});
     const std::string &ptx = results.back().module.ptx;
-    module.binaries.push_back({"compute_" + std::to_string(archNumber(newest)), true,
+    module.binaries.push_back({"compute_" + newest.substr(3), true,
                                std::vector<uint8_t>(ptx.begin(), ptx.end())});
     if (emit)
       writeSources(results.back().module, [&] {

@@ -42,10 +42,11 @@ std::unique_ptr<llvm::TargetMachine> createNvptxTargetMachine(const std::string 
   std::string error;
   const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
   SINTER_ASSERT(target, "LLVM has no NVPTX target: ", error);
-  std::unique_ptr<llvm::MCSubtargetInfo> subtarget(
-      target->createMCSubtargetInfo(triple, arch, ""));
+  // Asked of a generic subtarget: one made for an unknown CPU would warn on stderr.
+  std::unique_ptr<llvm::MCSubtargetInfo> subtarget(target->createMCSubtargetInfo(triple, "", ""));
   if (!subtarget || !subtarget->isCPUStringValid(arch))
-    userError("LLVM's NVPTX backend does not know CUDA architecture ", arch);
+    userError("LLVM's NVPTX backend does not know CUDA architecture ", arch,
+              "; use --gpu-codegen cuda-c for it");
   llvm::TargetOptions options;
   options.AllowFPOpFusion = llvm::FPOpFusion::Fast; // fma, as NVRTC's --fmad=true
   std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
