@@ -1,8 +1,8 @@
 """The NVPTX route (`--target cuda --gpu-codegen llvm`) on the model suite, without a GPU: every
 models/*.onnx compiles; the artifact carries SASS for each requested architecture in every CUDA
 module (cubin ELF headers read here) plus PTX for the newest; `sinter inspect` says which
-generator built each kernel, and the split follows the fallback rule (docs/nvptx.md): contraction,
-convolution and pooling groups go to CUDA C, the rest to LLVM's NVPTX backend.
+generator built each kernel, and the split follows the fallback rule (docs/nvptx.md): contraction
+and convolution groups go to CUDA C, the rest to LLVM's NVPTX backend.
 
 Correctness of what the kernels compute needs a GPU: test/gpu/run_gpu_suite.py --gpu-codegen
 both runs these artifacts there against onnxruntime.
@@ -21,9 +21,11 @@ import pytest
 import sinter_testing as st
 
 ARCHS = ["sm_80", "sm_90"]
-# Ops whose groups the NVPTX route leaves to CUDA C (fusion classes Gemm, Convolution, Opaque).
-CUDA_C_OPS = {"Einsum", "Gemm", "MatMul", "AveragePool", "Conv", "ConvTranspose", "LpPool",
-              "MaxPool", "TopK", "NonZero"}
+# Ops whose groups the NVPTX route leaves to CUDA C: contractions (fusion class Gemm),
+# convolutions and the opaque ops. Pooling goes through the NVPTX route.
+CUDA_C_OPS = {"Einsum", "Gemm", "MatMul", "Conv", "ConvTranspose", "TopK", "NonZero", "Attention",
+              "CausalConvWithState", "LinearAttention", "NegativeLogLikelihoodLoss",
+              "SoftmaxCrossEntropyLoss"}
 
 
 def sinter(*args, expect=0):

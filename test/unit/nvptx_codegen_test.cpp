@@ -130,7 +130,8 @@ TEST(NvptxCodegen, KernelsAssembleForEveryArchAndContractionsFallBackToCudaC) {
     EXPECT_EQ(compiled.launches[i].grid[0], 1u);
     EXPECT_EQ(compiled.launches[i].parallelExtent, 12);
   }
-  EXPECT_EQ(manifest.kernels[3].generator.rfind("cuda-c", 0), 0u); // MatMul: "cuda-c" or "cuda-c tiled"
+  // MatMul: the CUDA C backend's "cuda-c" or "cuda-c tiled".
+  EXPECT_EQ(manifest.kernels[3].generator.rfind("cuda-c", 0), 0u);
   EXPECT_EQ(manifest.kernels[3].cudaModule, 1u);
 
   ASSERT_EQ(manifest.cudaModules.size(), 2u);

@@ -5,8 +5,8 @@
 // artifact format as the CUDA C backend.
 //
 // Groups the route does not lower yet fall back to the CUDA C backend, group by group:
-//  * contractions, convolution and pooling, and opaque ops (fusion classes Gemm, Convolution,
-//    Opaque): the CUDA C backend owns the specialised kernels for those;
+//  * contractions and convolutions (fusion class Gemm; Conv, ConvTranspose) and opaque ops
+//    (TopK, NonZero, Attention, ...): the CUDA C backend owns the specialised (tiled) kernels;
 //  * a kernel that needs a math function (exp, log, tanh, erf, pow, fmod, ...) when libdevice is
 //    not found (findLibdevice).
 // Each route compiles its kernels as one CUDA module, so the manifest has up to two; each kernel
@@ -77,8 +77,8 @@ public:
   std::string fallbackReason(const KernelGroup &group, const Kernel &kernel) const {
     for (const Node *node : group.nodes) {
       FusionClass fusion = node->info().fusion;
-      if (fusion == FusionClass::Gemm || fusion == FusionClass::Convolution ||
-          fusion == FusionClass::Opaque)
+      bool convolution = node->kind() == OpKind::Conv || node->kind() == OpKind::ConvTranspose;
+      if (fusion == FusionClass::Gemm || convolution || fusion == FusionClass::Opaque)
         return std::string(node->opName()) + " (" + std::string(fusionClassName(fusion)) +
                "): not lowered by the NVPTX route yet";
     }
@@ -185,7 +185,8 @@ public:
     launch.parallelExtent = kernel.parallelExtent;
     if (!options_.emitSourceDirectory.empty()) {
       fs::create_directories(options_.emitSourceDirectory);
-      writeText(fs::path(options_.emitSourceDirectory) / (kernel.name + ".kir"), printKernel(kernel));
+      writeText(fs::path(options_.emitSourceDirectory) / (kernel.name + ".kir"),
+                printKernel(kernel));
     }
     return describeKernel(group, kernel, "llvm-nvptx");
   }

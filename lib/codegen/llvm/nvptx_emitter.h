@@ -1,10 +1,10 @@
-// Kernel IR as an NVPTX module: each kernel is a `ptx_kernel` entry whose body is a grid-stride
-// loop over gid in [0, parallelExtent), built by the shared KernelEmitter with libdevice for
-// math. The module is linked with libdevice when a kernel needs it, optimised at O3 with LLVM's
-// new pass manager (the NVPTX target adds NVVMReflect, which resolves libdevice's
+// Kernel IR as an NVPTX module: each kernel is an entry point (`.entry`) whose body is a
+// grid-stride loop over gid in [0, parallelExtent), built by the shared KernelEmitter with
+// libdevice for math. The module is linked with libdevice when a kernel needs it, optimised at
+// O3 with LLVM's new pass manager (the NVPTX target adds NVVMReflect, which resolves libdevice's
 // __nvvm_reflect("__CUDA_FTZ") to 0 and "__CUDA_ARCH" to the target's), then printed as PTX.
 //
-//   void NAME(ptr noalias [readonly] b0, ..., ptr noalias bN)   ; !nvvm.annotations kernel, maxntidx
+//   void NAME(ptr noalias [readonly] b0, ..., ptr noalias bN)  ; nvvm.annotations: kernel, maxntidx
 //     for (gid = ctaid.x * ntid.x + tid.x; gid < extent; gid += nctaid.x * ntid.x) BODY(gid)
 //
 // Buffers are generic pointers: NVPTX's argument lowering marks a kernel's pointer parameters
