@@ -151,6 +151,19 @@ ExprRef celuRule(const RuleContext &ctx, int, const std::vector<ExprRef> &index)
   return fadd(fmax(x, k(x, 0)), fmin(k(x, 0), negative));
 }
 
+/// x * sigmoid(alpha * x), as x / (1 + exp(-alpha * x)).
+ExprRef swishOf(ExprRef x, double alpha) {
+  return fdiv(x, fadd(k(x, 1), unary(UnaryOp::Exp, fmul(k(x, -alpha), x))));
+}
+
+ExprRef swishRule(const RuleContext &ctx, int, const std::vector<ExprRef> &index) {
+  return swishOf(operand(ctx, 0, index), ctx.node().attrFloat("alpha", 1.0f));
+}
+
+ExprRef swigluRule(const RuleContext &ctx, int, const std::vector<ExprRef> &index) {
+  return fmul(swishOf(operand(ctx, 0, index), ctx.node().attrFloat("alpha", 1.0f)), operand(ctx, 1, index));
+}
+
 ExprRef seluRule(const RuleContext &ctx, int, const std::vector<ExprRef> &index) {
   ExprRef x = operand(ctx, 0, index);
   ExprRef alpha = k(x, ctx.node().attrFloat("alpha", 1.67326319217681884765625f));
@@ -280,6 +293,8 @@ void registerElementwiseLowering(LoweringTable &table) {
   table.addInjective(OpKind::Softsign, softsignRule);
   table.addInjective(OpKind::Mish, mishRule);
   table.addInjective(OpKind::Celu, celuRule);
+  table.addInjective(OpKind::Swish, swishRule);
+  table.addInjective(OpKind::SwiGLU, swigluRule);
   table.addInjective(OpKind::Clip, clipRule);
   table.addInjective(OpKind::Elu, eluRule);
   table.addInjective(OpKind::Gelu, geluRule);

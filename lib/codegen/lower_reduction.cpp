@@ -229,7 +229,7 @@ void cumSumRule(const RuleContext &ctx) {
   std::vector<int64_t> dims = ctx.inputDims(0);
   const Value *axisInput = node.input(1);
   if (!axisInput->isConstant())
-    userError(node.describe(), ": CumSum's axis must be a constant to compile");
+    userError(node.describe(), ": ", opName(node.kind()), "'s axis must be a constant to compile");
   int64_t axis = normalizedAxis(node, axisInput->constant().getInt(0), int64_t(dims.size()));
   ReductionShape shape = reductionShape(dims, {axis});
   DType type = ctx.outputType(0);
@@ -237,17 +237,19 @@ void cumSumRule(const RuleContext &ctx) {
   int64_t length = dims[axis];
   b.setParallelExtent(productOf(shape.keptDims));
   std::vector<ExprRef> kept = unravelIndex(b.gid(), shape.keptDims);
+  bool product = node.kind() == OpKind::CumProd;
+  BinaryOp combineOp = product ? BinaryOp::Mul : BinaryOp::Add;
   int sum = b.addVariable("sum", type);
   ExprRef sumValue = var(sum, type);
-  b.emit(assign(sum, typedConstant(type, 0)));
+  b.emit(assign(sum, typedConstant(type, product ? 1 : 0)));
   b.emit(loopOver(b, shape.reducedDims, [&](const std::vector<ExprRef> &, ExprRef r) {
     ExprRef position = reverse ? sub(intConstant(length - 1), r) : r;
     std::vector<ExprRef> index = combine(shape, kept, {position});
     ExprRef x = ctx.input(0)(index);
     ExprRef out = ravelIndex(index, dims);
     if (exclusive)
-      return std::vector<StmtRef>{ctx.store(0, out, sumValue), assign(sum, binary(BinaryOp::Add, sumValue, x))};
-    return std::vector<StmtRef>{assign(sum, binary(BinaryOp::Add, sumValue, x)), ctx.store(0, out, sumValue)};
+      return std::vector<StmtRef>{ctx.store(0, out, sumValue), assign(sum, binary(combineOp, sumValue, x))};
+    return std::vector<StmtRef>{assign(sum, binary(combineOp, sumValue, x)), ctx.store(0, out, sumValue)};
   }));
 }
 
@@ -264,6 +266,7 @@ void registerReductionLowering(LoweringTable &table) {
   table.addKernel(OpKind::LogSoftmax, softmaxRule);
   table.addKernel(OpKind::Hardmax, softmaxRule);
   table.addKernel(OpKind::CumSum, cumSumRule);
+  table.addKernel(OpKind::CumProd, cumSumRule);
 }
 
 } // namespace sinter::codegen

@@ -174,8 +174,7 @@ void registerContractionInference(InferTable &table) {
   table.add(OpKind::MatMul, matMul);
   table.add(OpKind::Gemm, gemm);
   table.add(OpKind::Einsum, [](const InferContext &ctx) -> Types {
-    ctx.requireDType(0, [](DType t) { return isNumeric(t) && t != DType::BFloat16; },
-                     "a numeric type other than bool and bf16");
+    ctx.requireDType(0, isNumeric, "a numeric type other than bool"); // bf16 since opset 28
     for (int i = 0; i < ctx.numInputs(); ++i)
       ctx.type(i); // every operand must be present
     return einsum(ctx);

@@ -75,8 +75,8 @@ int64_t rangeLength(const InferContext &ctx, const Tensor &start, const Tensor &
 Types range(const InferContext &ctx) {
   ctx.requireDType(0, [](DType t) {
     return t == DType::Float32 || t == DType::Float64 || t == DType::Int16 || t == DType::Int32 ||
-           t == DType::Int64;
-  }, "f32, f64, i16, i32 or i64");
+           t == DType::Int64 || t == DType::Float16 || t == DType::BFloat16; // f16, bf16: opset 27
+  }, "f32, f64, f16, bf16, i16, i32 or i64");
   static const char *const kNames[] = {"start", "limit", "delta"};
   for (int i = 0; i < 3; ++i) {
     ctx.requireSameDType(0, i);

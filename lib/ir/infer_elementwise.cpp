@@ -130,12 +130,19 @@ void registerElementwiseInference(InferTable &table) {
         OpKind::Log, OpKind::Mish, OpKind::Reciprocal, OpKind::Round, OpKind::Sigmoid,
         OpKind::Sin, OpKind::Sinh, OpKind::Softplus, OpKind::Softsign, OpKind::Sqrt, OpKind::Tan,
         OpKind::Tanh, OpKind::Elu, OpKind::HardSigmoid, OpKind::HardSwish, OpKind::LeakyRelu,
-        OpKind::Selu, OpKind::ThresholdedRelu})
+        OpKind::Selu, OpKind::ThresholdedRelu, OpKind::Swish,
+        OpKind::Celu}) // Celu: f32 only before opset 28
     table.add(kind, floatUnary);
   table.add(OpKind::Gelu, gelu);
-  table.add(OpKind::Celu, [](const InferContext &ctx) -> Types {
-    ctx.requireDType(0, [](DType t) { return t == DType::Float32; }, "f32");
-    return {ctx.type(0)};
+  // SwiGLU (opset 28): A * sigmoid(alpha * A) * B with A and B of one shape, not broadcast.
+  table.add(OpKind::SwiGLU, [](const InferContext &ctx) -> Types {
+    ctx.requireDType(0, isFloatType, "a float type");
+    ctx.requireSameDType(0, 1);
+    ctx.requireRank(1, ctx.rank(0));
+    Shape shape = ctx.shape(0);
+    for (size_t d = 0; d < shape.size(); ++d)
+      shape[d] = mergeDims(ctx, shape[d], ctx.shape(1)[d], detail::concat("dim ", d, " of A and B"));
+    return {{ctx.dtype(0), shape}};
   });
   table.add(OpKind::Abs, numericUnary);
   table.add(OpKind::Sign, numericUnary);

@@ -161,6 +161,7 @@ void registerReductionInference(InferTable &table) {
   table.add(OpKind::LogSoftmax, softmaxLike);
   table.add(OpKind::Hardmax, softmaxLike);
   table.add(OpKind::CumSum, cumSum);
+  table.add(OpKind::CumProd, cumSum);
   table.add(OpKind::TopK, topK);
 }
 

@@ -124,7 +124,7 @@ void registerDataMovementInference(InferTable &table);  // infer_data_movement.c
 void registerIndexingInference(InferTable &table);      // infer_indexing.cpp: Slice, Pad, Resize, Gather*, Scatter*, Trilu
 void registerCreationInference(InferTable &table);      // infer_creation.cpp: Shape, Size, Range, ConstantOfShape, OneHot, ...
 void registerQuantizationInference(InferTable &table);  // infer_quantization.cpp: QuantizeLinear, DequantizeLinear
-void registerAttentionInference(InferTable &table);     // infer_attention.cpp: Attention, NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
+void registerAttentionInference(InferTable &table);     // infer_attention.cpp: Attention, LinearAttention, CausalConvWithState, losses
 
 // ---- Shared helpers (infer.cpp) -------------------------------------------------------------
 

@@ -236,6 +236,14 @@ void registerBinaryRules(RuleTable &table) {
   table.add(OpKind::Pow, [](const Node &node, const Inputs &inputs) -> Outputs {
     return {power(node, *inputs[0], *inputs[1])};
   });
+  // SwiGLU (opset 28): A * sigmoid(alpha * A) * B.
+  table.add(OpKind::SwiGLU, [](const Node &node, const Inputs &inputs) -> Outputs {
+    double alpha = node.attrFloat("alpha", 1.0f);
+    return {mapBinary<FloatDTypes>(node, inputs, [&](auto a, auto b) {
+      using T = decltype(a);
+      return a / (T(1) + std::exp(-T(alpha) * a)) * b;
+    })};
+  });
   table.add(OpKind::PRelu, [](const Node &node, const Inputs &inputs) -> Outputs {
     return {preluOf(node, inputs)};
   });

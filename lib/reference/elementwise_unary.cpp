@@ -125,6 +125,14 @@ void registerUnaryMathRules(RuleTable &table) {
 }
 
 void registerActivationRules(RuleTable &table) {
+  // Swish (opset 24): x * sigmoid(alpha * x).
+  table.add(OpKind::Swish, [](const Node &node, const Inputs &inputs) -> Outputs {
+    double alpha = node.attrFloat("alpha", 1.0f);
+    return {mapUnary<FloatDTypes>(node, *inputs[0], [&](auto x) {
+      using T = decltype(x);
+      return x / (T(1) + std::exp(-T(alpha) * x));
+    })};
+  });
   table.add(OpKind::Celu, [](const Node &node, const Inputs &inputs) -> Outputs {
     double alpha = node.attrFloat("alpha", 1.0f);
     return {mapUnary<FloatDTypes>(node, *inputs[0], [&](auto x) {

@@ -56,9 +56,10 @@ Tensor softmaxOf(const Node &node, const Tensor &x, SoftmaxKind kind) {
   });
 }
 
-/// CumSum along the axis given by input 1: inclusive or exclusive, forward or reverse. Integers
-/// add in wrapping integer arithmetic, floats in double.
+/// CumSum (or CumProd, opset 26) along the axis given by input 1: inclusive or exclusive, forward
+/// or reverse. Integers add or multiply in wrapping integer arithmetic, floats in double.
 Tensor cumulativeSum(const Node &node, const Inputs &inputs) {
+  bool product = node.kind() == OpKind::CumProd;
   const Tensor &x = *inputs[0];
   if (x.rank() == 0)
     userError(node.describe(), ": the input must have rank 1 or more");
@@ -73,15 +74,15 @@ Tensor cumulativeSum(const Node &node, const Inputs &inputs) {
     Tensor out(D, x.dims());
     for (int64_t o = 0; o < split.outer; ++o) {
       for (int64_t i = 0; i < split.inner; ++i) {
-        Accumulator sum = 0;
+        Accumulator sum = product ? 1 : 0;
         for (int64_t step = 0; step < split.size; ++step) {
           int64_t k = reverse ? split.size - 1 - step : step;
           Accumulator value = loadElement<D>(x, split.at(o, k, i));
           Accumulator before = sum;
           if constexpr (kIsFloat<D>)
-            sum += value;
+            sum = product ? sum * value : sum + value;
           else
-            sum = wrappingAdd<T>(sum, value);
+            sum = product ? wrappingMul<T>(sum, value) : wrappingAdd<T>(sum, value);
           storeElement<D>(out, split.at(o, k, i), convertValue<D>(exclusive ? before : sum));
         }
       }
@@ -154,9 +155,10 @@ void registerAxisRules(RuleTable &table) {
   table.add(OpKind::Hardmax, [](const Node &node, const Inputs &inputs) -> Outputs {
     return {softmaxOf(node, *inputs[0], SoftmaxKind::Hardmax)};
   });
-  table.add(OpKind::CumSum, [](const Node &node, const Inputs &inputs) -> Outputs {
-    return {cumulativeSum(node, inputs)};
-  });
+  for (OpKind kind : {OpKind::CumSum, OpKind::CumProd})
+    table.add(kind, [](const Node &node, const Inputs &inputs) -> Outputs {
+      return {cumulativeSum(node, inputs)};
+    });
   table.add(OpKind::TopK, [](const Node &node, const Inputs &inputs) -> Outputs {
     return topK(node, inputs);
   });

@@ -24,6 +24,7 @@ const RuleTable &rules() {
     registerQuantizationRules(table);
     registerAttentionRules(table);
     registerLossRules(table);
+    registerStatefulRules(table);
     return table;
   }();
   return table;

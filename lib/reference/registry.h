@@ -50,5 +50,6 @@ void registerCreationRules(RuleTable &table);      // creation.cpp: Shape, Size,
 void registerQuantizationRules(RuleTable &table);  // quantization.cpp: QuantizeLinear, DequantizeLinear
 void registerAttentionRules(RuleTable &table);     // attention.cpp: Attention
 void registerLossRules(RuleTable &table);          // loss.cpp: NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
+void registerStatefulRules(RuleTable &table);      // stateful.cpp: CausalConvWithState, LinearAttention
 
 } // namespace sinter::reference
