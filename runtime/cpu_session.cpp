@@ -40,11 +40,17 @@ struct PreparedStep {
   CpuKernelFunction kernel = nullptr;
   std::vector<void *> args;
   int64_t extent = 0;
+  bool onCallingThread = false; ///< too little work to pay for waking the pool
   // Copy
   const uint8_t *source = nullptr;
   uint8_t *destination = nullptr;
   size_t bytes = 0;
 };
+
+/// Kernels with less work than this (FLOPs plus bytes read and written, from the manifest) run
+/// on the calling thread: waking the pool's workers and waiting for them costs more, above all
+/// on a loaded machine where a worker may not be scheduled at once.
+constexpr double kInlineWork = 32768;
 
 void runKernelChunk(void *context, int64_t begin, int64_t end) {
   const PreparedStep &step = *static_cast<const PreparedStep *>(context);
@@ -67,6 +73,8 @@ public:
       if (const auto *launch = std::get_if<package::Launch>(&step)) {
         prepared.kernel = artifact_->cpuKernels[launch->kernel];
         prepared.extent = launch->parallelExtent;
+        const package::Kernel &kernel = manifest.kernels[launch->kernel];
+        prepared.onCallingThread = kernel.flops + kernel.bytesMoved < kInlineWork;
         for (const package::BufferRef &arg : launch->args)
           prepared.args.push_back(address(arg));
       } else {
@@ -117,7 +125,9 @@ private:
   /// The plan, on the arena as it stands.
   void runSteps() {
     for (PreparedStep &step : steps_) {
-      if (step.kernel)
+      if (step.kernel && step.onCallingThread)
+        step.kernel(step.args.data(), 0, step.extent);
+      else if (step.kernel)
         pool_.parallelFor(step.extent, runKernelChunk, &step);
       else if (step.bytes && step.destination != step.source)
         std::memcpy(step.destination, step.source, step.bytes);
