@@ -144,3 +144,21 @@ def test_blocked_contraction_matches_reference(case, cpu, tmp_path):
     reference = st.run_reference(path, inputs, tmp_path / "reference")
     st.assert_outputs_match(actual, reference, context=f"{case} ({cpu}) against the reference evaluator")
     st.assert_outputs_match(actual, st.run_onnxruntime(path, inputs), context=f"{case} ({cpu}) against onnxruntime")
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_thread_counts_give_the_reference_result(threads, tmp_path):
+    """`sinter run --threads N`: tiles spread over any number of threads, same result."""
+    model, inputs = CASES["conv_wide_output"]()
+    path = tmp_path / "model.onnx"
+    onnx.save(model, str(path))
+    library = tmp_path / "model.so"
+    st.run_cli(["compile", path, "--target", "cpu", *st.shape_flags(inputs), "-o", library])
+    np.save(tmp_path / "x.npy", inputs["x"])
+    out = tmp_path / "outputs.npz"
+    st.run_cli(["run", library, "--threads", threads, "--input", f"x={tmp_path / 'x.npy'}", "-o", out])
+    with np.load(out) as archive:
+        actual = {name: archive[name] for name in archive.files}
+    (tmp_path / "reference").mkdir()
+    st.assert_outputs_match(actual, st.run_reference(path, inputs, tmp_path / "reference"),
+                            context=f"--threads {threads}")
