@@ -161,9 +161,45 @@ Types linearAttention(const InferContext &ctx) {
   return out;
 }
 
+/// RotaryEmbedding: the input's type; 3-D input needs num_heads.
+Types rotaryEmbedding(const InferContext &ctx) {
+  ctx.requireDType(0, isFloatType, "a float type");
+  ctx.requireSameDType(0, 1);
+  ctx.requireSameDType(0, 2);
+  int rank = ctx.rank(0);
+  if (rank != 3 && rank != 4)
+    ctx.failInput(0, "must be 3-D or 4-D");
+  if (rank == 3) {
+    int64_t heads = ctx.node().attrInt("num_heads", 0);
+    if (heads <= 0)
+      ctx.fail("3-D input needs a positive num_heads attribute");
+    divideBy(ctx, ctx.shape(0)[2], heads, "the hidden size");
+  }
+  if (ctx.hasInput(3))
+    ctx.requireDType(3, isIndexType, "i32 or i64");
+  return {ctx.type(0)};
+}
+
+/// TensorScatter: the cache's type.
+Types tensorScatter(const InferContext &ctx) {
+  ctx.requireSameDType(0, 1);
+  ctx.requireRank(1, ctx.rank(0));
+  std::string mode = ctx.node().attrString("mode", "linear");
+  if (mode != "linear" && mode != "circular")
+    ctx.fail("attribute 'mode' must be linear or circular, not \"", mode, "\"");
+  int axis = ctx.normalizeAxis(ctx.node().attrInt("axis", -2), ctx.rank(0));
+  if (axis == 0)
+    ctx.fail("attribute 'axis' must not be the batch axis");
+  if (ctx.hasInput(2))
+    ctx.requireDType(2, isIndexType, "i32 or i64");
+  return {ctx.type(0)};
+}
+
 } // namespace
 
 void registerAttentionInference(InferTable &table) {
+  table.add(OpKind::RotaryEmbedding, rotaryEmbedding);
+  table.add(OpKind::TensorScatter, tensorScatter);
   table.add(OpKind::Attention, attention);
   table.add(OpKind::CausalConvWithState, causalConvWithState);
   table.add(OpKind::LinearAttention, linearAttention);

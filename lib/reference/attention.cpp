@@ -257,8 +257,112 @@ Outputs evalAttention(const Node &node, const Inputs &inputs) {
   return outputs;
 }
 
+// RotaryEmbedding (opset 23): X is [batch, heads, sequence, head_size] or [batch, sequence,
+// heads * head_size] (num_heads). The first rotary_embedding_dim (default head_size) values of each
+// head rotate in pairs by the angle whose cos and sin the caches hold for the position: the
+// caches are [batch, sequence, dim / 2], or [max_position, dim / 2] indexed by position_ids
+// [batch, sequence]. Pairs are (i, i + dim / 2), or (2i, 2i + 1) when interleaved:
+//   x1' = cos * x1 - sin * x2,   x2' = sin * x1 + cos * x2
+Outputs evalRotaryEmbedding(const Node &node, const Inputs &inputs) {
+  const Tensor &x = requiredInput(node, inputs, 0);
+  const Tensor &cosCache = requiredInput(node, inputs, 1);
+  const Tensor &sinCache = requiredInput(node, inputs, 2);
+  const Tensor *positions = optionalInput(inputs, 3);
+  if (x.rank() != 3 && x.rank() != 4)
+    userError(node.describe(), ": the input must be 3-D or 4-D");
+  int64_t heads = node.attrInt("num_heads", 0);
+  bool packed = x.rank() == 3;
+  if (packed && (heads <= 0 || x.dims()[2] % heads != 0))
+    userError(node.describe(), ": num_heads ", heads, " does not divide the hidden size ", x.dims()[2]);
+  HeadView view = headView(node, x, heads, "X");
+  int64_t dim = node.attrInt("rotary_embedding_dim", 0);
+  if (dim == 0)
+    dim = view.headSize;
+  if (dim % 2 != 0 || dim > view.headSize)
+    userError(node.describe(), ": rotary_embedding_dim ", dim, " must be even and at most the head size");
+  int64_t half = dim / 2;
+  if (cosCache.dims().back() != half || sinCache.dims() != cosCache.dims())
+    userError(node.describe(), ": the caches' last dim must be rotary_embedding_dim / 2 = ", half);
+  std::vector<double> cosValues = toDoubles(cosCache), sinValues = toDoubles(sinCache);
+  std::vector<double> out = view.values; // same layout as the input
+  auto flat = [&](int64_t b, int64_t h, int64_t s, int64_t d) {
+    return packed ? ((b * view.sequence + s) * view.heads + h) * view.headSize + d
+                  : ((b * view.heads + h) * view.sequence + s) * view.headSize + d;
+  };
+  bool interleaved = node.attrInt("interleaved", 0) != 0;
+  for (int64_t b = 0; b < view.batch; ++b)
+    for (int64_t s = 0; s < view.sequence; ++s) {
+      int64_t row = b * view.sequence + s;
+      if (positions) {
+        row = positions->getInt(b * view.sequence + s);
+        if (row < 0 || row >= cosCache.dims()[0])
+          userError(node.describe(), ": position id ", row, " is outside the caches");
+      }
+      for (int64_t h = 0; h < view.heads; ++h)
+        for (int64_t i = 0; i < half; ++i) {
+          int64_t first = interleaved ? 2 * i : i, second = interleaved ? 2 * i + 1 : i + half;
+          double c = cosValues[size_t(row * half + i)], sn = sinValues[size_t(row * half + i)];
+          double x1 = view.at(b, h, s, first), x2 = view.at(b, h, s, second);
+          out[size_t(flat(b, h, s, first))] = c * x1 - sn * x2;
+          out[size_t(flat(b, h, s, second))] = sn * x1 + c * x2;
+        }
+    }
+  return {fromDoubles(x.dtype(), x.dims(), out)};
+}
+
+// TensorScatter (opset 24): a copy of past_cache with update written along `axis` (default -2)
+// from write_indices[b] (0 when absent) for each batch b; mode "circular" wraps positions
+// modulo the cache length, "linear" (the default) must stay inside it.
+Outputs evalTensorScatter(const Node &node, const Inputs &inputs) {
+  const Tensor &cache = requiredInput(node, inputs, 0);
+  const Tensor &update = requiredInput(node, inputs, 1);
+  const Tensor *writeIndices = optionalInput(inputs, 2);
+  std::string mode = node.attrString("mode", "linear");
+  if (mode != "linear" && mode != "circular")
+    userError(node.describe(), ": mode '", mode, "' is not linear or circular");
+  int rank = cache.rank();
+  int64_t axis = node.attrInt("axis", -2);
+  if (axis < -rank || axis >= rank || rank < 1)
+    userError(node.describe(), ": axis ", axis, " is out of range for rank ", rank);
+  if (axis < 0)
+    axis += rank;
+  if (axis == 0)
+    userError(node.describe(), ": axis must not be the batch axis");
+  if (update.rank() != rank || update.dtype() != cache.dtype())
+    userError(node.describe(), ": update must have the cache's rank and type");
+  for (int d = 0; d < rank; ++d)
+    if (d == axis ? update.dims()[d] > cache.dims()[d] : update.dims()[d] != cache.dims()[d])
+      userError(node.describe(), ": update ", shapeStr(shapeOf(update.dims())), " does not fit cache ",
+                shapeStr(shapeOf(cache.dims())), " along axis ", axis);
+  Tensor out = cache;
+  int64_t length = cache.dims()[axis], steps = update.dims()[axis];
+  int64_t outer = 1, inner = 1;
+  for (int d = 0; d < axis; ++d)
+    outer *= cache.dims()[d];
+  for (int d = axis + 1; d < rank; ++d)
+    inner *= cache.dims()[d];
+  int64_t perBatch = outer / std::max<int64_t>(cache.dims()[0], 1);
+  for (int64_t o = 0; o < outer; ++o) {
+    int64_t batch = perBatch == 0 ? 0 : o / perBatch;
+    int64_t start = writeIndices ? writeIndices->getInt(batch) : 0;
+    for (int64_t step = 0; step < steps; ++step) {
+      int64_t position = start + step;
+      if (mode == "circular")
+        position = ((position % length) + length) % length;
+      if (position < 0 || position >= length)
+        userError(node.describe(), ": write position ", position, " is outside the cache of length ", length);
+      copyElements(update, (o * steps + step) * inner, out, (o * length + position) * inner, inner);
+    }
+  }
+  return {out};
+}
+
 } // namespace
 
-void registerAttentionRules(RuleTable &table) { table.add(OpKind::Attention, evalAttention); }
+void registerAttentionRules(RuleTable &table) {
+  table.add(OpKind::Attention, evalAttention);
+  table.add(OpKind::RotaryEmbedding, evalRotaryEmbedding);
+  table.add(OpKind::TensorScatter, evalTensorScatter);
+}
 
 } // namespace sinter::reference

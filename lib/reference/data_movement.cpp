@@ -208,6 +208,18 @@ Outputs evalSpaceToDepth(const Node &node, const Inputs &inputs) {
   return {withDims(moved, {n, c * b * b, h / b, w / b})};
 }
 
+// BitCast (opset 26): the same bytes read as `to`, a type of the same width.
+Outputs evalBitCast(const Node &node, const Inputs &inputs) {
+  const Tensor &x = requiredInput(node, inputs, 0);
+  std::optional<DType> to = dtypeFromOnnx(int(node.attrInt("to", 0)));
+  if (!to || dtypeSize(*to) != dtypeSize(x.dtype()))
+    userError(node.describe(), ": 'to' must name a type as wide as ", dtypeName(x.dtype()));
+  Tensor out(*to, x.dims());
+  if (out.byteSize() > 0)
+    std::memcpy(out.data(), x.data(), out.byteSize());
+  return {out};
+}
+
 // ---- Joining and splitting ------------------------------------------------------------------
 
 Outputs evalConcat(const Node &node, const Inputs &inputs) {
@@ -503,6 +515,7 @@ void registerDataMovementRules(RuleTable &table) {
   table.add(OpKind::Transpose, evalTranspose);
   table.add(OpKind::DepthToSpace, evalDepthToSpace);
   table.add(OpKind::SpaceToDepth, evalSpaceToDepth);
+  table.add(OpKind::BitCast, evalBitCast);
   table.add(OpKind::Concat, evalConcat);
   table.add(OpKind::Split, evalSplit);
   table.add(OpKind::Slice, evalSlice);

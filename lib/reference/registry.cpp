@@ -25,6 +25,7 @@ const RuleTable &rules() {
     registerAttentionRules(table);
     registerLossRules(table);
     registerStatefulRules(table);
+    registerSignalRules(table);
     return table;
   }();
   return table;

@@ -48,8 +48,9 @@ void registerGatherScatterRules(RuleTable &table); // gather_scatter.cpp: Gather
 void registerResizeRules(RuleTable &table);        // resize.cpp: Resize
 void registerCreationRules(RuleTable &table);      // creation.cpp: Shape, Size, ConstantOfShape, Range, EyeLike, OneHot, NonZero, Dropout, Identity
 void registerQuantizationRules(RuleTable &table);  // quantization.cpp: QuantizeLinear, DequantizeLinear
-void registerAttentionRules(RuleTable &table);     // attention.cpp: Attention
+void registerAttentionRules(RuleTable &table);     // attention.cpp: Attention, RotaryEmbedding, TensorScatter
 void registerLossRules(RuleTable &table);          // loss.cpp: NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
 void registerStatefulRules(RuleTable &table);      // stateful.cpp: CausalConvWithState, LinearAttention
+void registerSignalRules(RuleTable &table);        // signal.cpp: HannWindow, HammingWindow, BlackmanWindow
 
 } // namespace sinter::reference
