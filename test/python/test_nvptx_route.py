@@ -173,6 +173,14 @@ def test_emit_source_writes_ir_and_ptx_of_an_elementwise_kernel(tmp_path):
     assert "cuda-c" in (sources / "routes.txt").read_text()
 
 
+def test_artifacts_are_deterministic(tmp_path):
+    model = st.MODELS_DIR / "tiny_attention.onnx"
+    for name in ("a.so", "b.so"):
+        sinter("compile", model, "-o", tmp_path / name, "--target", "cuda", "--gpu-codegen", "llvm",
+               "--arch", ",".join(ARCHS))
+    assert (tmp_path / "a.so").read_bytes() == (tmp_path / "b.so").read_bytes()
+
+
 def test_unknown_gpu_codegen_is_refused(tmp_path):
     result = sinter("compile", st.MODELS_DIR / "tiny_mlp.onnx", "-o", tmp_path / "x.so",
                     "--target", "cuda", "--gpu-codegen", "spirv", expect=1)
