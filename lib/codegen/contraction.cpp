@@ -9,19 +9,24 @@ bool isContraction(const Node &node) {
 }
 
 std::optional<Contraction> lowerContraction(const KernelGroup &group) {
-  if (group.nodes.size() != 1 || !isContraction(*group.nodes[0]))
+  const Node *core = nullptr;
+  for (const Node *node : group.nodes) {
+    if (isContraction(*node)) {
+      if (core)
+        return std::nullopt;
+      core = node;
+    } else if (!loweringTable().injective(node->kind())) {
+      return std::nullopt;
+    }
+  }
+  if (!core)
     return std::nullopt;
-  const Node &node = *group.nodes[0];
   KernelBuilder builder(group.name);
   GroupBuffers buffers = declareGroupBuffers(group, builder);
-  std::vector<Accessor> inputs;
-  for (Value *input : node.inputs())
-    inputs.push_back(input ? buffers.accessors.at(input) : Accessor());
-  std::vector<int> outputs;
-  for (Value *output : node.outputs())
-    outputs.push_back(buffers.outputBuffers.count(output) ? buffers.outputBuffers.at(output) : -1);
-  RuleContext context(node, builder, inputs, outputs);
-  ContractionSpec spec = describeContraction(context);
+  ContractionSpec spec;
+  lowerGroupNodes(group, builder, buffers, [&](const RuleContext &context) {
+    spec = describeContraction(context);
+  });
   builder.kernel().flops = spec.flops();
   return Contraction{builder.take(), std::move(spec)};
 }

@@ -157,6 +157,12 @@ StmtRef store(int buffer, ExprRef index, ExprRef value) {
   return stmt;
 }
 
+StmtRef block(std::vector<StmtRef> body) {
+  auto stmt = makeStmt(StmtKind::Block);
+  stmt->body = std::move(body);
+  return stmt;
+}
+
 StmtRef assign(int variable, ExprRef value) {
   auto stmt = makeStmt(StmtKind::Assign);
   stmt->id = variable;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 namespace sinter::codegen {
 
@@ -27,6 +28,8 @@ DType RuleContext::inputType(int i) const { return computeType(node_.input(i)->d
 DType RuleContext::outputType(int i) const { return computeType(node_.output(i)->dtype()); }
 
 StmtRef RuleContext::store(int output, ExprRef flatIndex, ExprRef value) const {
+  if (storeHook_)
+    return storeHook_(output, std::move(flatIndex), std::move(value));
   DType storage = node_.output(output)->dtype();
   return codegen::store(outputBuffers_.at(output), std::move(flatIndex), cast(std::move(value), storage));
 }
@@ -194,40 +197,128 @@ GroupBuffers declareGroupBuffers(const KernelGroup &group, KernelBuilder &builde
   return buffers;
 }
 
-Kernel lowerGroup(const KernelGroup &group) {
+bool lowerGroupNodes(const KernelGroup &group, KernelBuilder &builder, GroupBuffers &buffers,
+                     const std::function<void(const RuleContext &)> &emitKernel) {
   const LoweringTable &table = loweringTable();
-  KernelBuilder builder(group.name);
-  GroupBuffers buffers = declareGroupBuffers(group, builder);
   std::map<const Value *, Accessor> &accessors = buffers.accessors;
-  std::map<const Value *, int> &outputBuffer = buffers.outputBuffers;
+  std::set<const Value *> produced;
+  const Node *kernelNode = nullptr;
+  for (const Node *node : group.nodes) {
+    if (!table.injective(node->kind())) {
+      if (!table.kernel(node->kind()))
+        userError(node->describe(), ": sinter cannot generate code for ", node->opName(), " yet");
+      SINTER_ASSERT(!kernelNode, "group ", group.name, " has two kernel nodes: ", kernelNode->describe(),
+                    " and ", node->describe());
+      kernelNode = node;
+    }
+    for (Value *output : node->outputs())
+      if (output)
+        produced.insert(output);
+  }
+  auto consumedInGroup = [&](const Value *value) {
+    for (const Use &use : value->uses())
+      if (std::find(group.nodes.begin(), group.nodes.end(), use.user) != group.nodes.end())
+        return true;
+    return false;
+  };
 
-  bool wroteKernel = false;
+  // The element of each kernel output that the kernel is storing now: its epilogue reads it
+  // at the index being stored (epilogue nodes are elementwise over the kernel output's shape).
+  auto storing = std::make_shared<std::map<const Value *, ExprRef>>();
   for (const Node *node : group.nodes) {
     std::vector<Accessor> inputs;
     for (Value *input : node->inputs())
       inputs.push_back(input ? accessors.at(input) : Accessor());
     std::vector<int> outputs;
     for (Value *output : node->outputs())
-      outputs.push_back(outputBuffer.count(output) ? outputBuffer[output] : -1);
-
-    if (InjectiveRule rule = table.injective(node->kind())) {
-      auto context = std::make_shared<RuleContext>(*node, builder, inputs, outputs);
-      for (int i = 0; i < node->numOutputs(); ++i)
-        accessors[node->output(i)] = [context, rule, i](const std::vector<ExprRef> &index) {
-          return rule(*context, i, index);
-        };
+      outputs.push_back(buffers.outputBuffers.count(output) ? buffers.outputBuffers.at(output) : -1);
+    if (node == kernelNode) {
+      for (Value *output : node->outputs())
+        if (output && consumedInGroup(output))
+          accessors[output] = [storing, output](const std::vector<ExprRef> &) {
+            auto it = storing->find(output);
+            SINTER_ASSERT(it != storing->end(), "'", output->name(), "' read outside its kernel's store");
+            return it->second;
+          };
       continue;
     }
-    KernelRule rule = table.kernel(node->kind());
-    if (!rule)
-      userError(node->describe(), ": sinter cannot generate code for ", node->opName(), " yet");
-    SINTER_ASSERT(!wroteKernel && group.nodes.size() == 1,
-                  "a kernel rule must be the only non-injective node of its group");
-    RuleContext context(*node, builder, inputs, outputs);
-    rule(context);
-    wroteKernel = true;
+    InjectiveRule rule = table.injective(node->kind());
+    auto context = std::make_shared<RuleContext>(*node, builder, inputs, outputs);
+    for (int i = 0; i < node->numOutputs(); ++i)
+      accessors[node->output(i)] = [context, rule, i](const std::vector<ExprRef> &index) {
+        return rule(*context, i, index);
+      };
   }
+  if (!kernelNode)
+    return false;
 
+  // For each kernel output, the group outputs computed from it after the kernel.
+  const Node &node = *kernelNode;
+  std::vector<std::vector<const Value *>> downstream(node.numOutputs());
+  std::vector<bool> consumed(node.numOutputs(), false);
+  size_t position = std::find(group.nodes.begin(), group.nodes.end(), kernelNode) - group.nodes.begin();
+  for (int o = 0; o < node.numOutputs(); ++o) {
+    if (!node.output(o))
+      continue;
+    consumed[o] = consumedInGroup(node.output(o));
+    std::set<const Value *> reach = {node.output(o)};
+    for (size_t n = position + 1; n < group.nodes.size(); ++n) {
+      const Node *later = group.nodes[n];
+      bool reads = std::any_of(later->inputs().begin(), later->inputs().end(),
+                               [&](Value *input) { return input && reach.count(input); });
+      if (!reads)
+        continue;
+      for (Value *output : later->outputs()) {
+        reach.insert(output);
+        if (buffers.outputBuffers.count(output)) {
+          SINTER_ASSERT(staticDims(output->shape()) == staticDims(node.output(o)->shape()),
+                        "epilogue output '", output->name(), "' has another shape than '",
+                        node.output(o)->name(), "'");
+          downstream[o].push_back(output);
+        }
+      }
+    }
+  }
+  std::vector<Accessor> inputs;
+  for (Value *input : node.inputs())
+    inputs.push_back(input ? accessors.at(input) : Accessor());
+  std::vector<int> outputs;
+  for (Value *output : node.outputs())
+    outputs.push_back(output && buffers.outputBuffers.count(output) ? buffers.outputBuffers.at(output) : -1);
+  bool hasEpilogue = std::any_of(consumed.begin(), consumed.end(), [](bool c) { return c; });
+  StoreHook hook;
+  if (hasEpilogue) {
+    hook = [&node, &builder, &buffers, &accessors, storing, downstream, outputs](
+               int o, ExprRef flat, ExprRef value) -> StmtRef {
+      const Value *result = node.output(o);
+      std::vector<StmtRef> statements;
+      // The value once, in a local, however many epilogue outputs read it.
+      int local = builder.addVariable("stored", value->type);
+      statements.push_back(assign(local, value));
+      ExprRef stored = var(local, value->type);
+      if (outputs[o] >= 0)
+        statements.push_back(codegen::store(outputs[o], flat, cast(stored, result->dtype())));
+      (*storing)[result] = stored;
+      std::vector<ExprRef> index = unravelIndex(flat, staticDims(result->shape()));
+      for (const Value *output : downstream[o])
+        statements.push_back(codegen::store(buffers.outputBuffers.at(output), flat,
+                                            cast(accessors.at(output)(index), output->dtype())));
+      storing->erase(result);
+      return block(std::move(statements));
+    };
+  }
+  RuleContext context(node, builder, inputs, outputs, hook, consumed);
+  emitKernel(context);
+  return true;
+}
+
+Kernel lowerGroup(const KernelGroup &group) {
+  const LoweringTable &table = loweringTable();
+  KernelBuilder builder(group.name);
+  GroupBuffers buffers = declareGroupBuffers(group, builder);
+  bool wroteKernel = lowerGroupNodes(group, builder, buffers, [&](const RuleContext &context) {
+    table.kernel(context.node().kind())(context);
+  });
   if (!wroteKernel) {
     // Every group output produced by injective rules: one parallel pass over the largest output,
     // each store guarded by its own size.
@@ -238,8 +329,8 @@ Kernel lowerGroup(const KernelGroup &group) {
     for (const Value *output : group.outputs) {
       int64_t count = *elementCount(output->shape());
       std::vector<int64_t> dims = staticDims(output->shape());
-      ExprRef value = accessors.at(output)(unravelIndex(builder.gid(), dims));
-      StmtRef write = store(outputBuffer.at(output), builder.gid(), cast(value, output->dtype()));
+      ExprRef value = buffers.accessors.at(output)(unravelIndex(builder.gid(), dims));
+      StmtRef write = store(buffers.outputBuffers.at(output), builder.gid(), cast(value, output->dtype()));
       if (count == extent)
         builder.emit(write);
       else

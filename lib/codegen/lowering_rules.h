@@ -19,6 +19,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <vector>
 
@@ -27,20 +28,30 @@ namespace sinter::codegen {
 /// The type a storage dtype computes in: f32 for f16/bf16, itself otherwise.
 DType computeType(DType storage);
 
+/// How a kernel rule's store of output i reaches memory when the group fuses an epilogue after
+/// the rule's node: the statements storing the value and whatever the group computes from it.
+using StoreHook = std::function<StmtRef(int output, ExprRef flatIndex, ExprRef value)>;
+
 class RuleContext {
 public:
   RuleContext(const Node &node, KernelBuilder &builder, std::vector<Accessor> inputs,
-              std::vector<int> outputBuffers)
+              std::vector<int> outputBuffers, StoreHook storeHook = nullptr,
+              std::vector<bool> consumedInGroup = {})
       : node_(node), builder_(builder), inputs_(std::move(inputs)),
-        outputBuffers_(std::move(outputBuffers)) {}
+        outputBuffers_(std::move(outputBuffers)), storeHook_(std::move(storeHook)),
+        consumedInGroup_(std::move(consumedInGroup)) {}
 
   const Node &node() const { return node_; }
   KernelBuilder &builder() const { return builder_; }
   /// Input i's accessor; an internal error for an absent input (check node().input(i) first).
   const Accessor &input(int i) const;
   bool hasInput(int i) const { return i < int(inputs_.size()) && inputs_[i] != nullptr; }
-  /// Whether output i is written (optional outputs nobody reads may have no buffer).
-  bool hasOutput(int i) const { return i < int(outputBuffers_.size()) && outputBuffers_[i] >= 0; }
+  /// Whether output i is wanted: written to memory or read by the group's epilogue (optional
+  /// outputs nobody reads are neither).
+  bool hasOutput(int i) const {
+    return (i < int(outputBuffers_.size()) && outputBuffers_[i] >= 0) ||
+           (i < int(consumedInGroup_.size()) && consumedInGroup_[i]);
+  }
   /// Static dims of input / output i.
   std::vector<int64_t> inputDims(int i) const;
   std::vector<int64_t> outputDims(int i) const;
@@ -54,6 +65,8 @@ private:
   KernelBuilder &builder_;
   std::vector<Accessor> inputs_;
   std::vector<int> outputBuffers_;
+  StoreHook storeHook_;
+  std::vector<bool> consumedInGroup_;
 };
 
 using InjectiveRule = ExprRef (*)(const RuleContext &ctx, int output, const std::vector<ExprRef> &index);
@@ -89,6 +102,12 @@ struct GroupBuffers {
   std::map<const Value *, int> outputBuffers;
 };
 GroupBuffers declareGroupBuffers(const KernelGroup &group, KernelBuilder &builder);
+
+/// Lowers a group's nodes into the builder: injective nodes become accessors; the group's one
+/// kernel node, if any, is handed to `emitKernel` with a context whose stores also compute and
+/// store the group's epilogue (the injective nodes after it). Returns whether there was one.
+bool lowerGroupNodes(const KernelGroup &group, KernelBuilder &builder, GroupBuffers &buffers,
+                     const std::function<void(const RuleContext &)> &emitKernel);
 
 /// The contraction a MatMul, Gemm or Conv node computes (lower_contraction.cpp), with its
 /// variables declared in ctx.builder().

@@ -1,5 +1,6 @@
 #include "sinter/compiler/compiler.h"
 
+#include "sinter/codegen/fusion.h"
 #include "sinter/codegen/lowering.h"
 #include "sinter/codegen/memory_plan.h"
 #include "sinter/ir/graph.h"
@@ -92,22 +93,14 @@ package::Manifest buildManifest(Graph &graph, const CompileOptions &options,
 
   auto passStart = Clock::now();
   requireStaticShapes(graph);
-  runPipeline(graph, options.pipeline);
+  // Kernel fusion is planned in code generation, not a graph pass, but is disabled the same way.
+  PipelineOptions pipeline = options.pipeline;
+  bool fuseKernels = pipeline.disabled.erase(std::string(kFuseKernels)) == 0;
+  runPipeline(graph, pipeline);
   stats.passSeconds = secondsSince(passStart);
 
-  // Kernel groups: one per node for now (fusion makes them larger).
-  std::vector<codegen::KernelGroup> groups;
-  for (const auto &node : graph.nodes()) {
-    codegen::KernelGroup group;
-    group.nodes = {node.get()};
-    for (Value *input : node->inputs())
-      if (input && std::find(group.inputs.begin(), group.inputs.end(), input) == group.inputs.end())
-        group.inputs.push_back(input);
-    for (Value *output : node->outputs())
-      group.outputs.push_back(output);
-    group.name = codegen::kernelName(group.nodes, int(groups.size()));
-    groups.push_back(std::move(group));
-  }
+  // Kernel groups (fusion.h), unless --disable-pass fuse-kernels asks for one kernel per node.
+  std::vector<codegen::KernelGroup> groups = codegen::formKernelGroups(graph, fuseKernels);
 
   // Memory: constants go to the weights blob; everything else lives in the arena.
   std::map<const Value *, package::BufferRef> location;

@@ -127,6 +127,8 @@ StmtRef store(int buffer, ExprRef index, ExprRef value);
 StmtRef assign(int variable, ExprRef value);
 StmtRef forLoop(int variable, ExprRef extent, std::vector<StmtRef> body);
 StmtRef ifThen(ExprRef condition, std::vector<StmtRef> then, std::vector<StmtRef> orElse = {});
+/// Statements in order, as one.
+StmtRef block(std::vector<StmtRef> body);
 
 /// Helps lowering code build one kernel: declares buffers and variables, collects statements.
 class KernelBuilder {

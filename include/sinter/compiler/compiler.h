@@ -12,10 +12,14 @@
 
 #include <functional>
 #include <string>
+#include <string_view>
 
 namespace sinter {
 
 class Graph;
+
+/// The name --disable-pass takes to compile one kernel per node (no fusion).
+inline constexpr std::string_view kFuseKernels = "fuse-kernels";
 
 struct CompileOptions {
   codegen::TargetOptions target;

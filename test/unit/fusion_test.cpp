@@ -1,0 +1,90 @@
+// Kernel fusion (codegen/fusion.h) on text IR: which nodes share a kernel, in what order, and
+// what each group reads and writes. End-to-end correctness of fused kernels is checked against
+// onnxruntime by the model tests on the CPU target and by the GPU suite.
+#include "sinter/codegen/fusion.h"
+#include "sinter/ir/parser.h"
+
+#include <gtest/gtest.h>
+
+using namespace sinter;
+using namespace sinter::codegen;
+
+namespace {
+
+/// "conv+batchnormalization+add+relu | gemm" : each group's ops joined by '+', groups by " | ".
+std::string describe(const std::vector<KernelGroup> &groups) {
+  std::string text;
+  for (const KernelGroup &group : groups) {
+    if (!text.empty())
+      text += " | ";
+    for (size_t i = 0; i < group.nodes.size(); ++i)
+      text += (i ? "+" : "") + std::string(group.nodes[i]->opName());
+  }
+  return text;
+}
+
+std::vector<std::string> names(const std::vector<const Value *> &values) {
+  std::vector<std::string> result;
+  for (const Value *value : values)
+    result.push_back(value->name());
+  return result;
+}
+
+} // namespace
+
+TEST(Fusion, ConvAbsorbsBatchNormResidualAddAndRelu) {
+  std::unique_ptr<Graph> graph = parseGraph(R"(graph @main(%x: f32[1,8,6,6]) -> (%out) {
+  %w = constant f32[8,8,1,1] dense<"0x00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000">
+  %s = constant f32[8] [1, 1, 1, 1, 1, 1, 1, 1]
+  %b = constant f32[8] [0, 0, 0, 0, 0, 0, 0, 0]
+  %c = Conv(%x, %w) : f32[1,8,6,6]
+  %n = BatchNormalization(%c, %s, %b, %b, %s) : f32[1,8,6,6]
+  %a = Add(%n, %x) : f32[1,8,6,6]
+  %out = Relu(%a) : f32[1,8,6,6]
+  return
+})");
+  std::vector<KernelGroup> groups = formKernelGroups(*graph, true);
+  EXPECT_EQ(describe(groups), "Conv+BatchNormalization+Add+Relu");
+  EXPECT_EQ(names(groups[0].inputs), (std::vector<std::string>{"x", "w", "s", "b"}));
+  EXPECT_EQ(names(groups[0].outputs), (std::vector<std::string>{"out"}));
+  EXPECT_EQ(describe(formKernelGroups(*graph, false)), "Conv | BatchNormalization | Add | Relu");
+}
+
+TEST(Fusion, ValuesReadTwiceEndTheEpilogue) {
+  // SiLU: the MatMul's result feeds Sigmoid and Mul, so it is written once and both read it.
+  std::unique_ptr<Graph> graph = parseGraph(R"(graph @main(%x: f32[4,8], %w: f32[8,8]) -> (%y) {
+  %m = MatMul(%x, %w) : f32[4,8]
+  %s = Sigmoid(%m) : f32[4,8]
+  %y = Mul(%m, %s) : f32[4,8]
+  return
+})");
+  std::vector<KernelGroup> groups = formKernelGroups(*graph, true);
+  EXPECT_EQ(describe(groups), "MatMul | Sigmoid+Mul");
+  EXPECT_EQ(names(groups[0].outputs), (std::vector<std::string>{"m"}));
+  EXPECT_EQ(names(groups[1].inputs), (std::vector<std::string>{"m"}));
+}
+
+TEST(Fusion, ElementwiseChainsBecomeOneKernelAndShapeOpsFoldIntoConsumers) {
+  std::unique_ptr<Graph> graph = parseGraph(R"(graph @main(%x: f32[2,3,4], %w: f32[12,5]) -> (%y, %z) {
+  %e = Exp(%x) : f32[2,3,4]
+  %t = Tanh(%e) : f32[2,3,4]
+  %shape = constant i64[2] [2, 12]
+  %r = Reshape(%t, %shape) : f32[2,12]
+  %y = MatMul(%r, %w) : f32[2,5]
+  %z = Neg(%e) : f32[2,3,4]
+  return
+})");
+  // %e has two users (Tanh and Neg), so it is written; Tanh is expensive to recompute per read
+  // of the MatMul, so it stays a kernel of its own; Reshape only renames indices, so it joins.
+  std::vector<KernelGroup> groups = formKernelGroups(*graph, true);
+  EXPECT_EQ(describe(groups), "Exp | Tanh | Reshape+MatMul | Neg");
+}
+
+TEST(Fusion, BroadcastingConsumersAreNotEpilogues) {
+  std::unique_ptr<Graph> graph = parseGraph(R"(graph @main(%x: f32[3,1], %w: f32[1,1], %big: f32[3,4]) -> (%y) {
+  %m = MatMul(%x, %w) : f32[3,1]
+  %y = Add(%m, %big) : f32[3,4]
+  return
+})");
+  EXPECT_EQ(describe(formKernelGroups(*graph, true)), "MatMul | Add");
+}
