@@ -41,6 +41,13 @@ std::string printTiledContraction(const Contraction &contraction, const TileShap
   const ContractionSpec &spec = contraction.spec;
   const Kernel &kernel = contraction.kernel;
   CudaPrinter printer;
+  // The loops below only evaluate lhs, rhs and the epilogue for b, i, j, r inside their extents.
+  IndexRanges ranges(kernel);
+  ranges.setVariable(spec.b, {0, spec.batch - 1});
+  ranges.setVariable(spec.i, {0, spec.m - 1});
+  ranges.setVariable(spec.j, {0, spec.n - 1});
+  ranges.setVariable(spec.r, {0, spec.k - 1});
+  printer.setRanges(&ranges);
   std::string type = cudaStorageType(spec.type);
   auto v = [](int id) { return "v" + std::to_string(id); };
   const int threads = tile.threads(), rowThreads = tile.bm / tile.tm, columnThreads = tile.bn / tile.tn;

@@ -3,6 +3,7 @@
 #include "sinter/support/error.h"
 
 #include <bit>
+#include <climits>
 #include <cstdio>
 #include <sstream>
 
@@ -130,7 +131,37 @@ const char *mathName(UnaryOp op, DType type) {
 } // namespace
 
 
+std::string CudaPrinter::narrow(const ExprRef &e) {
+  switch (e->kind) {
+  case ExprKind::Constant:
+    return e->intValue == INT32_MIN ? "(-2147483647 - 1)" : "(" + std::to_string(e->intValue) + ")";
+  case ExprKind::Var: return "(int)v" + std::to_string(e->id);
+  case ExprKind::Select:
+    return "(" + expr(e->operands[0]) + " ? " + narrow(e->operands[1]) + " : " + narrow(e->operands[2]) + ")";
+  case ExprKind::Binary: {
+    std::string a = narrow(e->operands[0]), b = narrow(e->operands[1]);
+    switch (e->binary) {
+    case BinaryOp::Add: return "(" + a + " + " + b + ")";
+    case BinaryOp::Sub: return "(" + a + " - " + b + ")";
+    case BinaryOp::Mul: return "(" + a + " * " + b + ")";
+    case BinaryOp::Div: return "(" + a + " / " + b + ")";
+    case BinaryOp::Rem: return "sn_rem(" + a + ", " + b + ")";
+    case BinaryOp::Min: return "sn_min(" + a + ", " + b + ")";
+    case BinaryOp::Max: return "sn_max(" + a + ", " + b + ")";
+    default: break;
+    }
+    break;
+  }
+  default: break;
+  }
+  SINTER_ASSERT(false, "no 32-bit form for this expression");
+  return "?";
+}
+
 std::string CudaPrinter::expr(const ExprRef &e) {
+  if ((e->kind == ExprKind::Binary && !isComparison(e->binary)) || e->kind == ExprKind::Select)
+    if (narrowable(e))
+      return "((long long)" + narrow(e) + ")";
   switch (e->kind) {
   case ExprKind::Constant:
     return isFloat(e->type) ? floatLiteral(e->floatValue, e->type) : intLiteral(e->intValue, e->type);
@@ -160,7 +191,12 @@ std::string CudaPrinter::unaryExpr(const ExprRef &e) {
 }
 
 std::string CudaPrinter::binaryExpr(const ExprRef &e) {
-  std::string a = expr(e->operands[0]), b = expr(e->operands[1]);
+  // Comparisons of indices that fit 32 bits compare in 32 bits.
+  bool narrowOperands = isComparison(e->binary) && e->binary != BinaryOp::LogicalAnd &&
+                        e->binary != BinaryOp::LogicalOr && narrowable(e->operands[0]) &&
+                        narrowable(e->operands[1]);
+  std::string a = narrowOperands ? narrow(e->operands[0]) : expr(e->operands[0]);
+  std::string b = narrowOperands ? narrow(e->operands[1]) : expr(e->operands[1]);
   auto infix = [&](const char *op) { return "(" + a + " " + op + " " + b + ")"; };
   auto call = [&](const char *fn) { return std::string(fn) + "(" + a + ", " + b + ")"; };
   switch (e->binary) {
@@ -274,12 +310,16 @@ std::string CudaPrinter::statements(const std::vector<StmtRef> &list, int depth)
 }
 
 std::string CudaPrinter::kernelFunction(const Kernel &kernel, int blockSize) {
+  IndexRanges ranges(kernel);
+  IndexRanges *previous = ranges_;
+  ranges_ = &ranges;
   std::string text = signature(kernel, blockSize);
   text += "  const long long extent = " + std::to_string(kernel.parallelExtent) + "LL;\n";
   text += "  for (long long v0 = blockIdx.x * (long long)blockDim.x + threadIdx.x; v0 < extent;"
           " v0 += (long long)gridDim.x * blockDim.x) {\n";
   text += locals(kernel, 2);
   text += statements(kernel.body, 2);
+  ranges_ = previous;
   return text + "  }\n}\n";
 }
 

@@ -3,6 +3,7 @@
 // math whose semantics must match the reference (NaN-propagating min/max, round-half-even, ...).
 #pragma once
 
+#include "sinter/codegen/index_ranges.h"
 #include "sinter/codegen/kernel_ir.h"
 
 #include <sstream>
@@ -19,6 +20,8 @@ const std::string &cudaPrelude();
 /// statements they take from lowering through this.
 class CudaPrinter {
 public:
+  /// With ranges, i64 index arithmetic whose every intermediate fits 32 bits is printed in int.
+  void setRanges(IndexRanges *ranges) { ranges_ = ranges; }
   std::string expr(const ExprRef &e);
   /// Statements at an indentation depth (two spaces per level), each line ending in a newline.
   std::string statements(const std::vector<StmtRef> &list, int depth);
@@ -37,7 +40,11 @@ private:
   static std::string fromFloat(const std::string &floatText, DType to);
   void stmts(const std::vector<StmtRef> &list, int depth);
   void stmt(const Stmt &s, int depth);
+  /// The 32-bit form of an expression for which ranges_->fits32 holds.
+  std::string narrow(const ExprRef &e);
+  bool narrowable(const ExprRef &e) { return ranges_ && ranges_->fits32(e); }
 
+  IndexRanges *ranges_ = nullptr;
   std::ostringstream out_;
 };
 

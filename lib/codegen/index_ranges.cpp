@@ -1,0 +1,186 @@
+#include "sinter/codegen/index_ranges.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace sinter::codegen {
+namespace {
+
+constexpr int64_t kMin32 = std::numeric_limits<int32_t>::min();
+constexpr int64_t kMax32 = std::numeric_limits<int32_t>::max();
+
+std::optional<IndexRange> checked(__int128 lo, __int128 hi) {
+  if (lo < std::numeric_limits<int64_t>::min() || hi > std::numeric_limits<int64_t>::max())
+    return std::nullopt;
+  return IndexRange{int64_t(lo), int64_t(hi)};
+}
+
+IndexRange unite(IndexRange a, IndexRange b) { return {std::min(a.lo, b.lo), std::max(a.hi, b.hi)}; }
+
+/// The values a narrow integer type can hold.
+std::optional<IndexRange> typeRange(DType type) {
+  switch (type) {
+  case DType::Bool: return IndexRange{0, 1};
+  case DType::Int8: return IndexRange{-128, 127};
+  case DType::Uint8: return IndexRange{0, 255};
+  case DType::Int16: return IndexRange{-32768, 32767};
+  case DType::Uint16: return IndexRange{0, 65535};
+  case DType::Int32: return IndexRange{kMin32, kMax32};
+  default: return std::nullopt;
+  }
+}
+
+} // namespace
+
+IndexRanges::IndexRanges(const Kernel &kernel) {
+  variables_[0] = IndexRange{0, std::max<int64_t>(kernel.parallelExtent - 1, 0)};
+  collect(kernel.body);
+}
+
+void IndexRanges::collect(const std::vector<StmtRef> &statements) {
+  for (const StmtRef &s : statements) {
+    if (s->kind == StmtKind::Assign)
+      assigned_[s->id].push_back(s->a);
+    if (s->kind == StmtKind::For)
+      loops_[s->id].push_back(s->a);
+    collect(s->body);
+    collect(s->orElse);
+  }
+}
+
+void IndexRanges::setVariable(int id, IndexRange range) {
+  variables_[id] = range;
+  memo_.clear();
+  fits_.clear();
+}
+
+std::optional<IndexRange> IndexRanges::variable(int id) {
+  if (auto it = variables_.find(id); it != variables_.end())
+    return it->second;
+  if (inProgress_.count(id))
+    return std::nullopt; // assigned from itself: an accumulator, not an index
+  inProgress_.insert(id);
+  std::optional<IndexRange> range;
+  bool unknown = !assigned_.count(id) && !loops_.count(id);
+  for (const ExprRef &extent : loops_[id]) {
+    std::optional<IndexRange> e = of(extent);
+    if (!e) {
+      unknown = true;
+      break;
+    }
+    IndexRange loop{0, std::max<int64_t>(e->hi - 1, 0)};
+    range = range ? unite(*range, loop) : loop;
+  }
+  for (const ExprRef &value : assigned_[id]) {
+    if (unknown)
+      break;
+    std::optional<IndexRange> v = of(value);
+    if (!v) {
+      unknown = true;
+      break;
+    }
+    range = range ? unite(*range, *v) : *v;
+  }
+  inProgress_.erase(id);
+  // Variables start at 0 (the backends zero-initialise them).
+  if (!unknown && range)
+    range = unite(*range, IndexRange{0, 0});
+  variables_[id] = unknown ? std::nullopt : range;
+  memo_.clear(); // results computed while this variable was in progress may be too pessimistic
+  return variables_[id];
+}
+
+std::optional<IndexRange> IndexRanges::of(const ExprRef &e) {
+  if (isFloat(e->type))
+    return std::nullopt;
+  if (auto it = memo_.find(e.get()); it != memo_.end())
+    return it->second;
+  std::optional<IndexRange> result;
+  switch (e->kind) {
+  case ExprKind::Constant: result = IndexRange{e->intValue, e->intValue}; break;
+  case ExprKind::Var: result = variable(e->id); break;
+  case ExprKind::Load: result = typeRange(e->type); break;
+  case ExprKind::Cast: {
+    std::optional<IndexRange> inner = isFloat(e->operands[0]->type) ? std::nullopt : of(e->operands[0]);
+    std::optional<IndexRange> target = typeRange(e->type);
+    if (e->type == DType::Int64 && inner)
+      result = inner;
+    else if (target && inner && inner->lo >= target->lo && inner->hi <= target->hi)
+      result = inner;
+    else
+      result = target;
+    break;
+  }
+  case ExprKind::Select: {
+    std::optional<IndexRange> a = of(e->operands[1]), b = of(e->operands[2]);
+    if (a && b)
+      result = unite(*a, *b);
+    break;
+  }
+  case ExprKind::Unary: result = typeRange(e->type); break;
+  case ExprKind::Binary: {
+    if (isComparison(e->binary)) {
+      result = IndexRange{0, 1};
+      break;
+    }
+    std::optional<IndexRange> a = of(e->operands[0]), b = of(e->operands[1]);
+    if (!a || !b)
+      break;
+    __int128 alo = a->lo, ahi = a->hi, blo = b->lo, bhi = b->hi;
+    switch (e->binary) {
+    case BinaryOp::Add: result = checked(alo + blo, ahi + bhi); break;
+    case BinaryOp::Sub: result = checked(alo - bhi, ahi - blo); break;
+    case BinaryOp::Mul: {
+      __int128 c[] = {alo * blo, alo * bhi, ahi * blo, ahi * bhi};
+      result = checked(*std::min_element(c, c + 4), *std::max_element(c, c + 4));
+      break;
+    }
+    case BinaryOp::Div:
+      // Truncating division by a positive constant is monotonic.
+      if (blo == bhi && blo > 0)
+        result = IndexRange{int64_t(alo / blo), int64_t(ahi / blo)};
+      break;
+    case BinaryOp::Rem:
+      if (blo == bhi && blo > 0) {
+        int64_t bound = int64_t(blo) - 1;
+        result = a->lo >= 0 ? IndexRange{0, std::min(a->hi, bound)} : IndexRange{-bound, bound};
+      }
+      break;
+    case BinaryOp::Min: result = IndexRange{std::min(a->lo, b->lo), std::min(a->hi, b->hi)}; break;
+    case BinaryOp::Max: result = IndexRange{std::max(a->lo, b->lo), std::max(a->hi, b->hi)}; break;
+    default: result = typeRange(e->type); break;
+    }
+    break;
+  }
+  }
+  memo_[e.get()] = result;
+  return result;
+}
+
+bool IndexRanges::fits32(const ExprRef &e) {
+  if (e->type != DType::Int64)
+    return false;
+  if (auto it = fits_.find(e.get()); it != fits_.end())
+    return it->second;
+  std::optional<IndexRange> range = of(e);
+  bool fits = range && range->lo >= kMin32 && range->hi <= kMax32;
+  if (fits) {
+    switch (e->kind) {
+    case ExprKind::Constant:
+    case ExprKind::Var: break;
+    case ExprKind::Binary:
+      fits = fits32(e->operands[0]) && fits32(e->operands[1]);
+      if (fits && e->binary != BinaryOp::Add && e->binary != BinaryOp::Sub && e->binary != BinaryOp::Mul &&
+          e->binary != BinaryOp::Div && e->binary != BinaryOp::Rem && e->binary != BinaryOp::Min &&
+          e->binary != BinaryOp::Max)
+        fits = false;
+      break;
+    case ExprKind::Select: fits = fits32(e->operands[1]) && fits32(e->operands[2]); break;
+    default: fits = false; break; // loads and casts keep their own arithmetic
+    }
+  }
+  fits_[e.get()] = fits;
+  return fits;
+}
+
+} // namespace sinter::codegen
