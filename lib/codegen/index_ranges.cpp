@@ -94,7 +94,7 @@ std::optional<IndexRange> IndexRanges::of(const ExprRef &e) {
   if (isFloat(e->type))
     return std::nullopt;
   if (auto it = memo_.find(e.get()); it != memo_.end())
-    return it->second;
+    return it->second.second;
   std::optional<IndexRange> result;
   switch (e->kind) {
   case ExprKind::Constant: result = IndexRange{e->intValue, e->intValue}; break;
@@ -153,7 +153,7 @@ std::optional<IndexRange> IndexRanges::of(const ExprRef &e) {
     break;
   }
   }
-  memo_[e.get()] = result;
+  memo_[e.get()] = {e, result};
   return result;
 }
 
@@ -161,7 +161,7 @@ bool IndexRanges::fits32(const ExprRef &e) {
   if (e->type != DType::Int64)
     return false;
   if (auto it = fits_.find(e.get()); it != fits_.end())
-    return it->second;
+    return it->second.second;
   std::optional<IndexRange> range = of(e);
   bool fits = range && range->lo >= kMin32 && range->hi <= kMax32;
   if (fits) {
@@ -179,7 +179,7 @@ bool IndexRanges::fits32(const ExprRef &e) {
     default: fits = false; break; // loads and casts keep their own arithmetic
     }
   }
-  fits_[e.get()] = fits;
+  fits_[e.get()] = {e, fits};
   return fits;
 }
 

@@ -41,8 +41,9 @@ private:
   std::map<int, std::vector<ExprRef>> loops_;    ///< variable -> extents of loops over it
   std::map<int, std::optional<IndexRange>> variables_;
   std::set<int> inProgress_;
-  std::map<const Expr *, std::optional<IndexRange>> memo_;
-  std::map<const Expr *, bool> fits_;
+  // Keyed by address; each entry holds its expression so the address cannot be reused.
+  std::map<const Expr *, std::pair<ExprRef, std::optional<IndexRange>>> memo_;
+  std::map<const Expr *, std::pair<ExprRef, bool>> fits_;
 };
 
 } // namespace sinter::codegen
