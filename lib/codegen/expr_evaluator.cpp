@@ -275,7 +275,12 @@ ScalarValue ExprEvaluator::evaluate(const ExprRef &expr) const {
     case BinaryOp::BitOr: z = x | y; break;
     case BinaryOp::BitXor: z = x ^ y; break;
     case BinaryOp::Shl: z = y >= 64 ? 0 : x << y; break;
-    case BinaryOp::Shr: z = y >= 64 ? (isSignedType && sx < 0 ? ~uint64_t(0) : 0) : isSignedType ? uint64_t(sx >> y) : x >> y; break;
+    case BinaryOp::Shr:
+      if (y >= 64)
+        z = isSignedType && sx < 0 ? ~uint64_t(0) : 0;
+      else
+        z = isSignedType ? uint64_t(sx >> y) : x >> y;
+      break;
     case BinaryOp::Lt: result.intValue = compare([](auto p, auto q) { return p < q; }); return result;
     case BinaryOp::Le: result.intValue = compare([](auto p, auto q) { return p <= q; }); return result;
     case BinaryOp::Gt: result.intValue = compare([](auto p, auto q) { return p > q; }); return result;

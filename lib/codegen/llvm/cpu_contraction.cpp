@@ -38,7 +38,9 @@ MicroKernelShape microKernelShapeFor(const std::string &cpuLevel) {
   std::string level = cpuLevel;
   if (cpuLevel == "native") {
     llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
-    level = features.lookup("avx512f") ? "x86-64-v4" : features.lookup("avx2") && features.lookup("fma") ? "x86-64-v3" : "x86-64-v2";
+    level = features.lookup("avx512f")                           ? "x86-64-v4"
+            : features.lookup("avx2") && features.lookup("fma") ? "x86-64-v3"
+                                                                : "x86-64-v2";
   }
   MicroKernelShape shape;
   if (level == "x86-64-v4") {
@@ -314,11 +316,13 @@ llvm::Function *microKernel(llvm::Module &module, const MicroKernelShape &shape)
   std::vector<llvm::Value *> columnsAt(static_cast<size_t>(vectors));
   llvm::Value *bRow = b.CreateInBoundsGEP(f32, bPanel, b.CreateMul(r, b.getInt64(columns)));
   for (int64_t v = 0; v < vectors; ++v)
-    columnsAt[size_t(v)] = b.CreateAlignedLoad(vector, b.CreateConstInBoundsGEP1_64(f32, bRow, uint64_t(v * shape.width)), llvm::Align(4));
+    columnsAt[size_t(v)] = b.CreateAlignedLoad(
+        vector, b.CreateConstInBoundsGEP1_64(f32, bRow, uint64_t(v * shape.width)), llvm::Align(4));
   llvm::Value *aRow = b.CreateInBoundsGEP(f32, a, b.CreateMul(r, b.getInt64(rows)));
   std::vector<llvm::Value *> next(sums.size());
   for (int64_t row = 0; row < rows; ++row) {
-    llvm::Value *scalar = b.CreateAlignedLoad(f32, b.CreateConstInBoundsGEP1_64(f32, aRow, uint64_t(row)), llvm::Align(4));
+    llvm::Value *scalar =
+        b.CreateAlignedLoad(f32, b.CreateConstInBoundsGEP1_64(f32, aRow, uint64_t(row)), llvm::Align(4));
     llvm::Value *broadcast = b.CreateVectorSplat(unsigned(shape.width), scalar);
     for (int64_t v = 0; v < vectors; ++v) {
       size_t x = size_t(row * vectors + v);
@@ -346,7 +350,12 @@ struct TileProgram {
   int outer = 0, middle = 0, inner = 0;               ///< loop variables
 };
 
-enum Param : int64_t { ParamBatch, ParamRow, ParamColumn, ParamReduction, ParamReductionLength, ParamRows, ParamColumns, ParamCount };
+/// The `params` buffer: the block's batch, first row and column, first r and its length, and the
+/// rows and columns of the tile that exist.
+enum Param : int64_t {
+  ParamBatch, ParamRow, ParamColumn, ParamReduction, ParamReductionLength, ParamRows, ParamColumns,
+  ParamCount
+};
 
 TileProgram tileProgram(const Contraction &contraction, const ContractionBlocking &blocking) {
   TileProgram program{contraction.kernel};
@@ -525,7 +534,7 @@ std::optional<Kernel> addBlockedContraction(const KernelGroup &group, const std:
   KernelEmitter lhsEmitter(packLhs.kernel, b, module, programBuffers);
   KernelEmitter rhsEmitter(packRhs.kernel, b, module, programBuffers);
   KernelEmitter epilogueEmitter(epilogue.kernel, b, module, programBuffers);
-  llvm::Function *micro_ = microKernel(module, micro);
+  llvm::Function *microKernelFunction = microKernel(module, micro);
 
   auto setParam = [&](Param which, llvm::Value *value) {
     b.CreateStore(value, b.CreateConstInBoundsGEP1_64(i64, paramBuffer, uint64_t(which)));
@@ -558,26 +567,28 @@ std::optional<Kernel> addBlockedContraction(const KernelGroup &group, const std:
       if (lhsAtRunTime)
         lhsEmitter.emitBody(t);
       llvm::Value *accumulate = b.CreateICmpNE(kc, constant(0));
+      // A panel's first element: in the run-time pack (panel `index` of this block), or in the
+      // compile-time pack (panel `block * blockPanels + index` of the batch's matrix, at kc).
+      auto panelAddress = [&](bool atRunTime, llvm::Value *pack, llvm::Value *packed, bool perBatch,
+                              int64_t width, int64_t totalPanels, llvm::Value *block, int64_t blockPanels,
+                              llvm::Value *index) -> llvm::Value * {
+        if (atRunTime)
+          return b.CreateInBoundsGEP(f32, pack, b.CreateMul(b.CreateMul(index, kLen), constant(width)));
+        llvm::Value *panel = b.CreateAdd(b.CreateMul(block, constant(blockPanels)), index);
+        if (perBatch)
+          panel = b.CreateAdd(panel, b.CreateMul(batch, constant(totalPanels)));
+        llvm::Value *first = b.CreateAdd(b.CreateMul(panel, constant(spec.k)), kc);
+        return b.CreateInBoundsGEP(f32, packed, b.CreateMul(first, constant(width)));
+      };
       emitLoop(b, constant(0), columnPanels, 1, [&](llvm::Value *q) {
-        llvm::Value *rhsPanel;
-        if (rhsAtRunTime) {
-          rhsPanel = b.CreateInBoundsGEP(f32, rhsPack, b.CreateMul(b.CreateMul(q, kLen), constant(nr)));
-        } else {
-          llvm::Value *panel = b.CreateAdd(b.CreateAdd(b.CreateMul(batch, constant(rhsPacked->perBatch ? ceilDiv(spec.n, nr) : 0)),
-                                                       b.CreateMul(nBlock, constant(blocking.nc / nr))), q);
-          rhsPanel = b.CreateInBoundsGEP(f32, rhsConstant, b.CreateMul(b.CreateAdd(b.CreateMul(panel, constant(spec.k)), kc), constant(nr)));
-        }
+        llvm::Value *rhsPanel = panelAddress(rhsAtRunTime, rhsPack, rhsConstant, rhsPacked && rhsPacked->perBatch,
+                                             nr, ceilDiv(spec.n, nr), nBlock, blocking.nc / nr, q);
         emitLoop(b, constant(0), rowPanels, 1, [&](llvm::Value *p) {
-          llvm::Value *lhsPanel;
-          if (lhsAtRunTime) {
-            lhsPanel = b.CreateInBoundsGEP(f32, lhsPack, b.CreateMul(b.CreateMul(p, kLen), constant(mr)));
-          } else {
-            llvm::Value *panel = b.CreateAdd(b.CreateAdd(b.CreateMul(batch, constant(lhsPacked->perBatch ? ceilDiv(spec.m, mr) : 0)),
-                                                         b.CreateMul(mBlock, constant(blocking.mc / mr))), p);
-            lhsPanel = b.CreateInBoundsGEP(f32, lhsConstant, b.CreateMul(b.CreateAdd(b.CreateMul(panel, constant(spec.k)), kc), constant(mr)));
-          }
-          llvm::Value *tileOffset = b.CreateAdd(b.CreateMul(p, constant(mr * blocking.nc)), b.CreateMul(q, constant(nr)));
-          b.CreateCall(micro_, {lhsPanel, rhsPanel, kLen, b.CreateInBoundsGEP(f32, tile, tileOffset),
+          llvm::Value *lhsPanel = panelAddress(lhsAtRunTime, lhsPack, lhsConstant, lhsPacked && lhsPacked->perBatch,
+                                               mr, ceilDiv(spec.m, mr), mBlock, blocking.mc / mr, p);
+          llvm::Value *tileOffset =
+              b.CreateAdd(b.CreateMul(p, constant(mr * blocking.nc)), b.CreateMul(q, constant(nr)));
+          b.CreateCall(microKernelFunction, {lhsPanel, rhsPanel, kLen, b.CreateInBoundsGEP(f32, tile, tileOffset),
                                 constant(blocking.nc), accumulate});
         }, "p");
       }, "q");
