@@ -358,12 +358,91 @@ Types trilu(const InferContext &ctx) {
   return {ctx.type(0)};
 }
 
+/// GridSample: X [N, C, D1..Dr] and grid [N, G1..Gr, r] give [N, C, G1..Gr].
+Types gridSample(const InferContext &ctx) {
+  ctx.requireDType(1, isFloatType, "a float type");
+  int rank = ctx.rank(0);
+  if (rank < 3)
+    ctx.failInput(0, "must be [N, C, D1, ...]");
+  ctx.requireRank(1, rank);
+  const Shape &x = ctx.shape(0), &grid = ctx.shape(1);
+  if (grid.back().isStatic() && grid.back().value() != rank - 2)
+    ctx.failInput(1, "(grid) must end in a dim of ", rank - 2, " coordinates");
+  std::string mode = ctx.node().attrString("mode", "linear");
+  if (mode != "nearest" && mode != "linear" && mode != "cubic" && mode != "bilinear" && mode != "bicubic")
+    ctx.fail("attribute 'mode' must be nearest, linear or cubic, not \"", mode, "\"");
+  Shape out{mergeDims(ctx, x[0], grid[0], "the batch dims of X and grid"), x[1]};
+  out.insert(out.end(), grid.begin() + 1, grid.end() - 1);
+  return {{ctx.dtype(0), out}};
+}
+
+/// AffineGrid: theta [N, r, r + 1] and size [N, C, D1..Dr] give [N, D1..Dr, r].
+Types affineGrid(const InferContext &ctx) {
+  ctx.requireDType(0, isFloatType, "a float type");
+  ctx.requireRank(0, 3);
+  ctx.requireDType(1, isIndexType, "i32 or i64");
+  const Shape &theta = ctx.shape(0);
+  int spatial = theta[1].isStatic() ? int(theta[1].value()) : -1;
+  if (spatial != 2 && spatial != 3)
+    ctx.failInput(0, "(theta) must be [N, 2, 3] or [N, 3, 4]");
+  Shape out{theta[0]};
+  if (auto size = ctx.constantInts(1); size && int(size->size()) == spatial + 2) {
+    for (int i = 0; i < spatial; ++i)
+      out.push_back(nonNegativeDim(ctx, (*size)[size_t(2 + i)], "size"));
+  } else {
+    for (int i = 0; i < spatial; ++i)
+      out.push_back(Dim::unknown());
+  }
+  out.push_back(Dim(spatial));
+  return {{ctx.dtype(0), out}};
+}
+
+/// Compress: the kept length depends on the condition's values, so that dim is unknown (the
+/// whole output, 1-D, without `axis`).
+Types compress(const InferContext &ctx) {
+  ctx.requireDType(1, isBool, "bool");
+  ctx.requireRank(1, 1);
+  if (!ctx.node().hasAttr("axis"))
+    return {{ctx.dtype(0), {Dim::unknown()}}};
+  Shape shape = ctx.shape(0);
+  shape[size_t(ctx.normalizeAxis(ctx.node().attrInt("axis", 0), ctx.rank(0)))] = Dim::unknown();
+  return {{ctx.dtype(0), shape}};
+}
+
+/// ReverseSequence: the input's type.
+Types reverseSequence(const InferContext &ctx) {
+  ctx.requireRankAtLeast(0, 2);
+  ctx.requireDType(1, [](DType t) { return t == DType::Int64; }, "i64");
+  return {ctx.type(0)};
+}
+
+/// CenterCropPad: the listed axes (all by default) take the sizes of `shape` when they are known.
+Types centerCropPad(const InferContext &ctx) {
+  ctx.requireDType(1, isIndexType, "i32 or i64");
+  Shape shape = ctx.shape(0);
+  std::vector<int64_t> axes = ctx.node().attrInts("axes");
+  if (axes.empty())
+    for (int d = 0; d < ctx.rank(0); ++d)
+      axes.push_back(d);
+  std::vector<int> normalized = ctx.normalizeAxes(axes, ctx.rank(0));
+  std::optional<std::vector<int64_t>> sizes = ctx.constantInts(1);
+  for (size_t k = 0; k < normalized.size(); ++k)
+    shape[size_t(normalized[k])] =
+        sizes && sizes->size() == normalized.size() ? nonNegativeDim(ctx, (*sizes)[k], "shape") : Dim::unknown();
+  return {{ctx.dtype(0), shape}};
+}
+
 } // namespace
 
 void registerIndexingInference(InferTable &table) {
   table.add(OpKind::Slice, slice);
   table.add(OpKind::Pad, pad);
   table.add(OpKind::Resize, resize);
+  table.add(OpKind::GridSample, gridSample);
+  table.add(OpKind::AffineGrid, affineGrid);
+  table.add(OpKind::Compress, compress);
+  table.add(OpKind::ReverseSequence, reverseSequence);
+  table.add(OpKind::CenterCropPad, centerCropPad);
   table.add(OpKind::Gather, gather);
   table.add(OpKind::GatherElements, gatherElements);
   table.add(OpKind::GatherND, gatherND);

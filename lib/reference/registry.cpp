@@ -26,6 +26,7 @@ const RuleTable &rules() {
     registerLossRules(table);
     registerStatefulRules(table);
     registerSignalRules(table);
+    registerSelectionRules(table);
     return table;
   }();
   return table;

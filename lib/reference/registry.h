@@ -45,12 +45,13 @@ void registerContractionRules(RuleTable &table);   // contraction.cpp: MatMul, G
 void registerConvolutionRules(RuleTable &table);   // convolution.cpp: Conv, ConvTranspose, pools
 void registerDataMovementRules(RuleTable &table);  // data_movement.cpp: Reshape .. Unsqueeze, Concat, Split, Slice, Tile, Pad, ...
 void registerGatherScatterRules(RuleTable &table); // gather_scatter.cpp: Gather, GatherElements, GatherND, ScatterElements, ScatterND
-void registerResizeRules(RuleTable &table);        // resize.cpp: Resize
+void registerResizeRules(RuleTable &table);        // resize.cpp: Resize, GridSample, AffineGrid
 void registerCreationRules(RuleTable &table);      // creation.cpp: Shape, Size, ConstantOfShape, Range, EyeLike, OneHot, NonZero, Dropout, Identity
 void registerQuantizationRules(RuleTable &table);  // quantization.cpp: QuantizeLinear, DequantizeLinear
 void registerAttentionRules(RuleTable &table);     // attention.cpp: Attention, RotaryEmbedding, TensorScatter
 void registerLossRules(RuleTable &table);          // loss.cpp: NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
 void registerStatefulRules(RuleTable &table);      // stateful.cpp: CausalConvWithState, LinearAttention
 void registerSignalRules(RuleTable &table);        // signal.cpp: HannWindow, HammingWindow, BlackmanWindow
+void registerSelectionRules(RuleTable &table);     // selection.cpp: Compress, ReverseSequence, CenterCropPad
 
 } // namespace sinter::reference

@@ -379,6 +379,223 @@ Outputs evalResize(const Node &node, const Inputs &inputs) {
 
 } // namespace
 
-void registerResizeRules(RuleTable &table) { table.add(OpKind::Resize, evalResize); }
+namespace {
+
+// ---- GridSample -------------------------------------------------------------------------------
+//
+// GridSample (opset 22): X [N, C, D1..Dr] sampled at the normalised coordinates of grid
+// [N, G1..Gr, r] (the last dim lists x first, so it is reversed to match D1..Dr). A coordinate
+// in [-1, 1] maps to the input as (g + 1) / 2 * (d - 1) with align_corners, else
+// ((g + 1) * d - 1) / 2. Coordinates outside [lo, hi] (0 .. d-1 with align_corners, else
+// -0.5 .. d-0.5) are clamped (padding "border") or reflected (padding "reflection") first; then
+// "nearest" rounds half to even, "linear" and "cubic" (Keys, a = -0.75) interpolate separably
+// over 2 or 4 neighbours per dim. A neighbour outside the input is 0 ("zeros"), the clamped
+// index ("border"), or the reflected one ("reflection").
+
+struct GridSampleOptions {
+  std::string mode, padding;
+  bool alignCorners = false;
+};
+
+double reflectInto(double x, double low, double high) {
+  double range = high - low;
+  if (range <= 0)
+    return low;
+  if (x < low) {
+    double distance = low - x;
+    auto folds = int64_t(distance / range);
+    double rest = distance - double(folds) * range;
+    return folds % 2 == 0 ? low + rest : high - rest;
+  }
+  if (x > high) {
+    double distance = x - high;
+    auto folds = int64_t(distance / range);
+    double rest = distance - double(folds) * range;
+    return folds % 2 == 0 ? high - rest : low + rest;
+  }
+  return x;
+}
+
+void cubicCoefficients(double t, double coefficients[4]) {
+  const double a = -0.75;
+  t = std::abs(t);
+  coefficients[0] = ((a * (t + 1) - 5 * a) * (t + 1) + 8 * a) * (t + 1) - 4 * a;
+  coefficients[1] = ((a + 2) * t - (a + 3)) * t * t + 1;
+  coefficients[2] = ((a + 2) * (1 - t) - (a + 3)) * (1 - t) * (1 - t) + 1;
+  coefficients[3] = ((a * (2 - t) - 5 * a) * (2 - t) + 8 * a) * (2 - t) - 4 * a;
+}
+
+Outputs evalGridSample(const Node &node, const Inputs &inputs) {
+  const Tensor &x = requiredInput(node, inputs, 0);
+  const Tensor &grid = requiredInput(node, inputs, 1);
+  GridSampleOptions options{node.attrString("mode", "linear"), node.attrString("padding_mode", "zeros"),
+                            node.attrInt("align_corners", 0) != 0};
+  if (options.mode == "bilinear")
+    options.mode = "linear";
+  if (options.mode == "bicubic")
+    options.mode = "cubic";
+  if (options.mode != "nearest" && options.mode != "linear" && options.mode != "cubic")
+    userError(node.describe(), ": mode '", options.mode, "' is not nearest, linear or cubic");
+  if (options.padding != "zeros" && options.padding != "border" && options.padding != "reflection")
+    userError(node.describe(), ": padding_mode '", options.padding, "' is not zeros, border or reflection");
+  int spatial = x.rank() - 2;
+  if (spatial < 1 || grid.rank() != x.rank() || grid.dims().back() != spatial || grid.dims()[0] != x.dims()[0])
+    userError(node.describe(), ": grid must be [N, G1..G", spatial, ", ", spatial, "] for input ",
+              shapeStr(shapeOf(x.dims())));
+  int64_t n = x.dims()[0], channels = x.dims()[1];
+  std::vector<int64_t> inDims(x.dims().begin() + 2, x.dims().end());
+  std::vector<int64_t> outSpatial(grid.dims().begin() + 1, grid.dims().end() - 1);
+  int64_t points = 1, pixels = 1;
+  for (int64_t d : outSpatial)
+    points *= d;
+  for (int64_t d : inDims)
+    pixels *= d;
+  std::vector<double> low(static_cast<size_t>(spatial)), high(static_cast<size_t>(spatial));
+  for (int i = 0; i < spatial; ++i) {
+    low[i] = options.alignCorners ? 0.0 : -0.5;
+    high[i] = options.alignCorners ? double(inDims[i] - 1) : double(inDims[i]) - 0.5;
+  }
+  std::vector<double> in = toDoubles(x), g = toDoubles(grid);
+  std::vector<int64_t> outDims{n, channels};
+  outDims.insert(outDims.end(), outSpatial.begin(), outSpatial.end());
+  std::vector<double> out(size_t(n * channels * points));
+  // The pixel index along dim i for an integer coordinate, or -1 for a zero (padding "zeros").
+  auto neighbour = [&](int i, int64_t c) -> int64_t {
+    if (c >= 0 && c < inDims[i])
+      return c;
+    if (options.padding == "zeros")
+      return -1;
+    if (options.padding == "border")
+      return std::clamp<int64_t>(c, 0, inDims[i] - 1);
+    return std::clamp<int64_t>(int64_t(reflectInto(double(c), low[i], high[i])), 0, inDims[i] - 1);
+  };
+  int taps = options.mode == "cubic" ? 4 : options.mode == "linear" ? 2 : 1;
+  std::vector<std::vector<int64_t>> index(static_cast<size_t>(spatial), std::vector<int64_t>(4));
+  std::vector<std::vector<double>> weight(static_cast<size_t>(spatial), std::vector<double>(4));
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t p = 0; p < points; ++p) {
+      for (int i = 0; i < spatial; ++i) {
+        double normalised = g[size_t((b * points + p) * spatial + (spatial - 1 - i))];
+        double c = options.alignCorners ? (normalised + 1) / 2 * double(inDims[i] - 1)
+                                        : ((normalised + 1) * double(inDims[i]) - 1) / 2;
+        if (options.mode == "nearest")
+          c = std::nearbyint(c);
+        if (c < low[i] || c > high[i]) {
+          if (options.padding == "border")
+            c = std::clamp(c, 0.0, double(inDims[i] - 1));
+          else if (options.padding == "reflection")
+            c = reflectInto(c, low[i], high[i]);
+        }
+        if (options.mode == "nearest") {
+          index[i][0] = neighbour(i, int64_t(c));
+          weight[i][0] = 1;
+          continue;
+        }
+        double base = std::floor(c);
+        double t = c - base;
+        if (options.mode == "linear") {
+          weight[i][0] = 1 - t;
+          weight[i][1] = t;
+          for (int k = 0; k < 2; ++k)
+            index[i][k] = neighbour(i, int64_t(base) + k);
+        } else {
+          double coefficients[4];
+          cubicCoefficients(t, coefficients);
+          for (int k = 0; k < 4; ++k) {
+            weight[i][k] = coefficients[k];
+            index[i][k] = neighbour(i, int64_t(base) - 1 + k);
+          }
+        }
+      }
+      int64_t combinations = 1;
+      for (int i = 0; i < spatial; ++i)
+        combinations *= taps;
+      for (int64_t c = 0; c < channels; ++c) {
+        const double *plane = &in[size_t((b * channels + c) * pixels)];
+        double sum = 0;
+        for (int64_t combination = 0; combination < combinations; ++combination) {
+          int64_t rest = combination, flat = 0;
+          double w = 1;
+          bool zero = false;
+          for (int i = spatial - 1; i >= 0; --i) {
+            int k = int(rest % taps);
+            rest /= taps;
+            w *= weight[i][k];
+            zero |= index[i][k] < 0;
+          }
+          if (zero || w == 0)
+            continue;
+          rest = combination;
+          int64_t stride = 1;
+          for (int i = spatial - 1; i >= 0; --i) {
+            int k = int(rest % taps);
+            rest /= taps;
+            flat += index[i][k] * stride;
+            stride *= inDims[i];
+          }
+          sum += w * plane[flat];
+        }
+        out[size_t((b * channels + c) * points + p)] = sum;
+      }
+    }
+  return {fromDoubles(x.dtype(), outDims, out)};
+}
+
+// AffineGrid (opset 20): theta [N, 2, 3] (or [N, 3, 4]) and size (N, C, H, W) (or (N, C, D, H,
+// W)) give the grid [N, H, W, 2] (or [N, D, H, W, 3]) of theta applied to the normalised
+// coordinates (x, y[, z], 1) of each output position; x runs along W. Position i of a dim of
+// size s sits at -1 + 2i / (s - 1) with align_corners, else -1 + (2i + 1) / s.
+Outputs evalAffineGrid(const Node &node, const Inputs &inputs) {
+  const Tensor &theta = requiredInput(node, inputs, 0);
+  std::vector<int64_t> size = requiredInput(node, inputs, 1).toInts();
+  bool alignCorners = node.attrInt("align_corners", 0) != 0;
+  if (size.size() != 4 && size.size() != 5)
+    userError(node.describe(), ": size must list N, C and 2 or 3 spatial dims");
+  int spatial = int(size.size()) - 2;
+  int64_t n = size[0];
+  if (theta.dims() != std::vector<int64_t>{n, spatial, spatial + 1})
+    userError(node.describe(), ": theta must be [", n, ", ", spatial, ", ", spatial + 1, "], got ",
+              shapeStr(shapeOf(theta.dims())));
+  std::vector<int64_t> dims(size.begin() + 2, size.end());
+  int64_t points = 1;
+  for (int64_t d : dims) {
+    if (d < 0)
+      userError(node.describe(), ": size has a negative dim");
+    points *= d;
+  }
+  std::vector<double> t = toDoubles(theta);
+  std::vector<double> out(static_cast<size_t>(n * points * spatial));
+  std::vector<double> homogeneous(static_cast<size_t>(spatial + 1), 1.0);
+  for (int64_t p = 0; p < points; ++p) {
+    int64_t rest = p;
+    for (int i = spatial - 1; i >= 0; --i) { // dims[i] is coordinate spatial - 1 - i (x is W)
+      int64_t position = rest % dims[i];
+      rest /= dims[i];
+      double s = double(dims[i]);
+      homogeneous[size_t(spatial - 1 - i)] =
+          alignCorners ? (dims[i] > 1 ? -1 + 2.0 * double(position) / (s - 1) : -1.0)
+                       : -1 + (2.0 * double(position) + 1) / s;
+    }
+    for (int64_t b = 0; b < n; ++b)
+      for (int k = 0; k < spatial; ++k) {
+        double sum = 0;
+        for (int j = 0; j <= spatial; ++j)
+          sum += t[size_t((b * spatial + k) * (spatial + 1) + j)] * homogeneous[size_t(j)];
+        out[size_t((b * points + p) * spatial + k)] = sum;
+      }
+  }
+  std::vector<int64_t> outDims{n};
+  outDims.insert(outDims.end(), dims.begin(), dims.end());
+  outDims.push_back(spatial);
+  return {fromDoubles(theta.dtype(), outDims, out)};
+}
+
+} // namespace
+
+void registerResizeRules(RuleTable &table) {
+  table.add(OpKind::Resize, evalResize);
+  table.add(OpKind::AffineGrid, evalAffineGrid);
+  table.add(OpKind::GridSample, evalGridSample);
+}
 
 } // namespace sinter::reference
