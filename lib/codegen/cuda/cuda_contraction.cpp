@@ -28,7 +28,15 @@ TileShape chooseTile(const ContractionSpec &spec) {
   for (const TileShape &tile : kTiles)
     if (blocksFor(spec, tile) >= kWaveBlocks)
       return tile;
-  return kTiles[std::size(kTiles) - 1];
+  TileShape tile = kTiles[std::size(kTiles) - 1];
+  // Too few blocks: more warps per block instead, each on a share of the reduction, when the
+  // reduction is deep enough to give each slice several stages.
+  for (int slices : {4, 2})
+    if (spec.k >= int64_t(slices) * tile.bk * 2) {
+      tile.slices = slices;
+      break;
+    }
+  return tile;
 }
 
 bool fitsGrid(const ContractionSpec &spec, const TileShape &tile) {
@@ -50,40 +58,44 @@ std::string printTiledContraction(const Contraction &contraction, const TileShap
   printer.setRanges(&ranges);
   std::string type = cudaStorageType(spec.type);
   auto v = [](int id) { return "v" + std::to_string(id); };
-  const int threads = tile.threads(), rowThreads = tile.bm / tile.tm, columnThreads = tile.bn / tile.tn;
+  const int threads = tile.threads(), sliceThreads = tile.sliceThreads();
+  const int rowThreads = tile.bm / tile.tm, columnThreads = tile.bn / tile.tn;
   // Four words of padding keep the transposing stores into shared memory free of bank conflicts
   // for BK = 8 and 2-way at worst for BK = 16.
   const int pad = 4;
 
+  const int slices = tile.slices, stageDepth = slices * tile.bk;
   std::ostringstream out;
   out << printer.signature(kernel, threads);
   out << "  // contraction: batch " << spec.batch << ", m " << spec.m << ", n " << spec.n << ", k "
       << spec.k << "; tile " << tile.bm << "x" << tile.bn << "x" << tile.bk << ", " << tile.tm << "x"
-      << tile.tn << " per thread\n";
-  out << "  __shared__ " << type << " sA[" << tile.bk << "][" << tile.bm + pad << "];\n";
-  out << "  __shared__ " << type << " sB[" << tile.bk << "][" << tile.bn + pad << "];\n";
+      << tile.tn << " per thread, " << slices << " reduction slice(s)\n";
+  out << "  __shared__ " << type << " sA[" << slices << "][" << tile.bk << "][" << tile.bm + pad << "];\n";
+  out << "  __shared__ " << type << " sB[" << slices << "][" << tile.bk << "][" << tile.bn + pad << "];\n";
   out << printer.locals(kernel, 1);
   out << "  const int tid = threadIdx.x;\n";
-  out << "  const int tx = tid % " << columnThreads << ", ty = tid / " << columnThreads << ";\n";
+  out << "  const int slice = tid / " << sliceThreads << ", local = tid % " << sliceThreads << ";\n";
+  out << "  const int tx = local % " << columnThreads << ", ty = local / " << columnThreads << ";\n";
   out << "  const long long rowBase = (long long)blockIdx.y * " << tile.bm
       << ", columnBase = (long long)blockIdx.x * " << tile.bn << ";\n";
   out << "  " << v(spec.b) << " = blockIdx.z;\n";
   out << "  " << type << " acc[" << tile.tm << "][" << tile.tn << "];\n";
   out << "#pragma unroll\n  for (int p = 0; p < " << tile.tm << "; ++p)\n"
       << "#pragma unroll\n    for (int q = 0; q < " << tile.tn << "; ++q) acc[p][q] = 0;\n";
-  out << "  for (long long k0 = 0; k0 < " << spec.k << "LL; k0 += " << tile.bk << ") {\n";
-  // Stage lhs[rowBase.., k0..] and rhs[k0.., columnBase..], consecutive threads walking the
-  // operand's unit-stride direction so global reads coalesce.
+  out << "  for (long long k0 = 0; k0 < " << spec.k << "LL; k0 += " << stageDepth << ") {\n";
+  // Stage lhs[rowBase.., k0..] and rhs[k0.., columnBase..] for every slice, consecutive threads
+  // walking the operand's unit-stride direction so global reads coalesce.
   auto stage = [&](const char *shared, int extent, bool unitStrideK, int indexVar, const char *base,
                    int64_t limit, const ExprRef &value) {
-    out << "    for (int e = tid; e < " << extent * tile.bk << "; e += " << threads << ") {\n";
+    out << "    for (int e = tid; e < " << extent * stageDepth << "; e += " << threads << ") {\n";
     if (unitStrideK)
-      out << "      const int rr = e % " << tile.bk << ", ii = e / " << tile.bk << ";\n";
+      out << "      const int kk = e % " << stageDepth << ", ii = e / " << stageDepth << ";\n";
     else
-      out << "      const int rr = e / " << extent << ", ii = e % " << extent << ";\n";
-    out << "      " << v(indexVar) << " = " << base << " + ii; " << v(spec.r) << " = k0 + rr;\n";
-    out << "      " << shared << "[rr][ii] = (" << v(indexVar) << " < " << limit << "LL && " << v(spec.r)
-        << " < " << spec.k << "LL) ? " << printer.expr(value) << " : (" << type << ")0;\n";
+      out << "      const int kk = e / " << extent << ", ii = e % " << extent << ";\n";
+    out << "      " << v(indexVar) << " = " << base << " + ii; " << v(spec.r) << " = k0 + kk;\n";
+    out << "      " << shared << "[kk / " << tile.bk << "][kk % " << tile.bk << "][ii] = (" << v(indexVar)
+        << " < " << limit << "LL && " << v(spec.r) << " < " << spec.k << "LL) ? " << printer.expr(value)
+        << " : (" << type << ")0;\n";
     out << "    }\n";
   };
   stage("sA", tile.bm, spec.lhsUnitStrideK, spec.i, "rowBase", spec.m, spec.lhs);
@@ -91,13 +103,27 @@ std::string printTiledContraction(const Contraction &contraction, const TileShap
   out << "    __syncthreads();\n";
   out << "#pragma unroll\n    for (int rr = 0; rr < " << tile.bk << "; ++rr) {\n";
   out << "      " << type << " a[" << tile.tm << "], b[" << tile.tn << "];\n";
-  out << "#pragma unroll\n      for (int p = 0; p < " << tile.tm << "; ++p) a[p] = sA[rr][ty + p * "
+  out << "#pragma unroll\n      for (int p = 0; p < " << tile.tm << "; ++p) a[p] = sA[slice][rr][ty + p * "
       << rowThreads << "];\n";
-  out << "#pragma unroll\n      for (int q = 0; q < " << tile.tn << "; ++q) b[q] = sB[rr][tx + q * "
+  out << "#pragma unroll\n      for (int q = 0; q < " << tile.tn << "; ++q) b[q] = sB[slice][rr][tx + q * "
       << columnThreads << "];\n";
   out << "#pragma unroll\n      for (int p = 0; p < " << tile.tm << "; ++p)\n"
       << "#pragma unroll\n        for (int q = 0; q < " << tile.tn << "; ++q) acc[p][q] += a[p] * b[q];\n";
   out << "    }\n    __syncthreads();\n  }\n";
+  if (slices > 1) {
+    // Slices 1.. hand their sums to slice 0 through shared memory; slice 0 adds them in order.
+    out << "  __shared__ " << type << " partial[" << slices - 1 << "][" << tile.tm * tile.tn << "]["
+        << sliceThreads << "];\n";
+    out << "  if (slice > 0) {\n";
+    out << "#pragma unroll\n    for (int p = 0; p < " << tile.tm << "; ++p)\n"
+        << "#pragma unroll\n      for (int q = 0; q < " << tile.tn << "; ++q) partial[slice - 1][p * "
+        << tile.tn << " + q][local] = acc[p][q];\n";
+    out << "  }\n  __syncthreads();\n  if (slice > 0) return;\n";
+    out << "  for (int s = 0; s < " << slices - 1 << "; ++s)\n";
+    out << "#pragma unroll\n    for (int p = 0; p < " << tile.tm << "; ++p)\n"
+        << "#pragma unroll\n      for (int q = 0; q < " << tile.tn << "; ++q) acc[p][q] += partial[s][p * "
+        << tile.tn << " + q][local];\n";
+  }
   // Each thread's rows are ty + p * rowThreads and columns tx + q * columnThreads: a warp's
   // stores cover consecutive columns.
   out << "#pragma unroll\n  for (int p = 0; p < " << tile.tm << "; ++p)\n"

@@ -14,11 +14,17 @@ namespace sinter::codegen::cuda {
 struct TileShape {
   int bm, bn, bk; ///< block tile: rows, columns, reduction depth per stage
   int tm, tn;     ///< accumulators per thread
-  int threads() const { return (bm / tm) * (bn / tn); }
+  /// Reduction slices: the block's threads form this many groups, each summing every
+  /// slices-th BK stage of the reduction into its own accumulators; the groups' sums are added
+  /// in shared memory at the end (in a fixed order, so results do not vary between runs).
+  int slices = 1;
+  int sliceThreads() const { return (bm / tm) * (bn / tn); }
+  int threads() const { return sliceThreads() * slices; }
 };
 
-/// The largest tile that still gives about one wave of blocks on a large GPU; the smallest
-/// tile when even that leaves SMs idle. Whether to tile at all is worthTiling's call.
+/// The largest tile that still gives about one wave of blocks on a large GPU; when even the
+/// smallest leaves SMs idle, the smallest with the reduction split across more threads.
+/// Whether to tile at all is worthTiling's call.
 TileShape chooseTile(const ContractionSpec &spec);
 
 /// Whether the launch fits the grid limits (batch in grid.z, row tiles in grid.y).
