@@ -5,8 +5,10 @@
  *   cc -O3 -pthread bench/peak_fma.c -o /tmp/peak_fma && /tmp/peak_fma [threads=2]
  *
  * Each thread runs 12 independent accumulator chains (enough to cover the FMA latency on two
- * ports) for a fixed number of steps; GFLOP/s counts a multiply-add as 2 FLOPs per lane. Levels
- * the CPU lacks are skipped. */
+ * ports) for a fixed number of steps; GFLOP/s counts a multiply-add as 2 FLOPs per lane; the best
+ * of 3 rounds is printed (on a shared machine, the least disturbed). Levels the CPU lacks are
+ * skipped. Two "cores" that are hyperthreads of one physical core share its FMA units, so the
+ * N-thread figure can equal the 1-thread one. */
 #include <immintrin.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -14,7 +16,8 @@
 #include <time.h>
 
 #define CHAINS 12
-#define STEPS 20000000L
+#define STEPS 50000000L
+#define ROUNDS 3
 
 typedef double (*kernel_fn)(float seed);
 
@@ -115,8 +118,13 @@ int main(int argc, char **argv) {
       printf("| %s | not supported | |\n", levels[i].name);
       continue;
     }
-    double one = measure(levels[i].kernel, levels[i].lanes, 1);
-    double many = measure(levels[i].kernel, levels[i].lanes, threads);
+    double one = 0, many = 0;
+    for (int round = 0; round < ROUNDS; ++round) {
+      double a = measure(levels[i].kernel, levels[i].lanes, 1);
+      double b = measure(levels[i].kernel, levels[i].lanes, threads);
+      one = a > one ? a : one;
+      many = b > many ? b : many;
+    }
     printf("| %s | %.1f | %.1f |\n", levels[i].name, one, many);
   }
   return 0;
