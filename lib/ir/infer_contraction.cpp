@@ -173,6 +173,14 @@ Types einsum(const InferContext &ctx) {
 void registerContractionInference(InferTable &table) {
   table.add(OpKind::MatMul, matMul);
   table.add(OpKind::Gemm, gemm);
+  // Det: [..., M, M] -> [...].
+  table.add(OpKind::Det, [](const InferContext &ctx) -> Types {
+    ctx.requireDType(0, isFloatType, "a float type");
+    ctx.requireRankAtLeast(0, 2);
+    const Shape &x = ctx.shape(0);
+    mergeDims(ctx, x[x.size() - 1], x[x.size() - 2], "the two matrix dims");
+    return {{ctx.dtype(0), Shape(x.begin(), x.end() - 2)}};
+  });
   table.add(OpKind::Einsum, [](const InferContext &ctx) -> Types {
     ctx.requireDType(0, isNumeric, "a numeric type other than bool"); // bf16 since opset 28
     for (int i = 0; i < ctx.numInputs(); ++i)

@@ -432,6 +432,18 @@ Types centerCropPad(const InferContext &ctx) {
   return {{ctx.dtype(0), shape}};
 }
 
+/// NonMaxSuppression: [selected, 3] int64, the count known only from the data.
+Types nonMaxSuppression(const InferContext &ctx) {
+  ctx.requireDType(0, isFloatType, "a float type");
+  ctx.requireSameDType(0, 1);
+  ctx.requireRank(0, 3);
+  ctx.requireRank(1, 3);
+  int64_t centered = ctx.node().attrInt("center_point_box", 0);
+  if (centered != 0 && centered != 1)
+    ctx.fail("attribute 'center_point_box' must be 0 or 1, not ", centered);
+  return {{DType::Int64, {Dim::unknown(), Dim(3)}}};
+}
+
 } // namespace
 
 void registerIndexingInference(InferTable &table) {
@@ -441,6 +453,7 @@ void registerIndexingInference(InferTable &table) {
   table.add(OpKind::GridSample, gridSample);
   table.add(OpKind::AffineGrid, affineGrid);
   table.add(OpKind::Compress, compress);
+  table.add(OpKind::NonMaxSuppression, nonMaxSuppression);
   table.add(OpKind::ReverseSequence, reverseSequence);
   table.add(OpKind::CenterCropPad, centerCropPad);
   table.add(OpKind::Gather, gather);

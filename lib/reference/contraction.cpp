@@ -333,7 +333,53 @@ Outputs evalEinsum(const Node &node, const Inputs &inputs) {
 
 } // namespace
 
+namespace {
+
+// Det: the determinant of each [M, M] matrix of [..., M, M], by LU decomposition with partial
+// pivoting in double.
+Outputs evalDet(const Node &node, const Inputs &inputs) {
+  const Tensor &x = requiredInput(node, inputs, 0);
+  if (x.rank() < 2 || x.dims()[x.rank() - 1] != x.dims()[x.rank() - 2])
+    userError(node.describe(), ": the input must be [..., M, M]");
+  int64_t m = x.dims().back();
+  std::vector<int64_t> outDims(x.dims().begin(), x.dims().end() - 2);
+  int64_t matrices = 1;
+  for (int64_t d : outDims)
+    matrices *= d;
+  std::vector<double> values = toDoubles(x), out(static_cast<size_t>(matrices));
+  for (int64_t k = 0; k < matrices; ++k) {
+    double *a = &values[size_t(k * m * m)];
+    double det = 1;
+    for (int64_t col = 0; col < m && det != 0; ++col) {
+      int64_t pivot = col;
+      for (int64_t row = col + 1; row < m; ++row)
+        if (std::abs(a[row * m + col]) > std::abs(a[pivot * m + col]))
+          pivot = row;
+      if (a[pivot * m + col] == 0) {
+        det = 0;
+        break;
+      }
+      if (pivot != col) {
+        for (int64_t j = 0; j < m; ++j)
+          std::swap(a[pivot * m + j], a[col * m + j]);
+        det = -det;
+      }
+      det *= a[col * m + col];
+      for (int64_t row = col + 1; row < m; ++row) {
+        double factor = a[row * m + col] / a[col * m + col];
+        for (int64_t j = col; j < m; ++j)
+          a[row * m + j] -= factor * a[col * m + j];
+      }
+    }
+    out[size_t(k)] = det;
+  }
+  return {fromDoubles(x.dtype(), outDims, out)};
+}
+
+} // namespace
+
 void registerContractionRules(RuleTable &table) {
+  table.add(OpKind::Det, evalDet);
   table.add(OpKind::MatMul, evalMatMul);
   table.add(OpKind::Gemm, evalGemm);
   table.add(OpKind::Einsum, evalEinsum);

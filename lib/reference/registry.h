@@ -41,7 +41,7 @@ const RuleTable &rules();
 void registerElementwiseRules(RuleTable &table);   // elementwise.cpp: unary, binary, variadic, activations, Cast, Where
 void registerReductionRules(RuleTable &table);     // reduction.cpp: Reduce*, ArgMax/Min, Softmax family, CumSum, TopK
 void registerNormalizationRules(RuleTable &table); // normalization.cpp: BatchNorm, LayerNorm, GroupNorm, InstanceNorm, LRN, ...
-void registerContractionRules(RuleTable &table);   // contraction.cpp: MatMul, Gemm, Einsum
+void registerContractionRules(RuleTable &table);   // contraction.cpp: MatMul, Gemm, Einsum, Det
 void registerConvolutionRules(RuleTable &table);   // convolution.cpp: Conv, ConvTranspose, pools
 void registerDataMovementRules(RuleTable &table);  // data_movement.cpp: Reshape .. Unsqueeze, Concat, Split, Slice, Tile, Pad, ...
 void registerGatherScatterRules(RuleTable &table); // gather_scatter.cpp: Gather, GatherElements, GatherND, ScatterElements, ScatterND
@@ -52,6 +52,6 @@ void registerAttentionRules(RuleTable &table);     // attention.cpp: Attention, 
 void registerLossRules(RuleTable &table);          // loss.cpp: NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
 void registerStatefulRules(RuleTable &table);      // stateful.cpp: CausalConvWithState, LinearAttention
 void registerSignalRules(RuleTable &table);        // signal.cpp: HannWindow, HammingWindow, BlackmanWindow
-void registerSelectionRules(RuleTable &table);     // selection.cpp: Compress, ReverseSequence, CenterCropPad
+void registerSelectionRules(RuleTable &table);     // selection.cpp: Compress, ReverseSequence, CenterCropPad, NonMaxSuppression
 
 } // namespace sinter::reference
