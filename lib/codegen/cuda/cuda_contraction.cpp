@@ -13,24 +13,24 @@ constexpr TileShape kTiles[] = {
     {64, 64, 16, 4, 4},  // 256 threads, 16 each
     {32, 32, 16, 4, 4},  // 64 threads, 16 each
 };
-/// About one wave on the GPUs sinter targets (an H100/H200 has 132 SMs, an A100 108).
-constexpr int64_t kWaveBlocks = 128;
+/// Enough warps to hide latency on the GPUs sinter targets: 8 per SM on an H100/H200's 132.
+constexpr int64_t kEnoughWarps = 1024;
 
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-int64_t blocksFor(const ContractionSpec &spec, const TileShape &tile) {
-  return ceilDiv(spec.m, tile.bm) * ceilDiv(spec.n, tile.bn) * spec.batch;
+int64_t warpsFor(const ContractionSpec &spec, const TileShape &tile) {
+  return ceilDiv(spec.m, tile.bm) * ceilDiv(spec.n, tile.bn) * spec.batch * tile.threads() / 32;
 }
 
 } // namespace
 
 TileShape chooseTile(const ContractionSpec &spec) {
   for (const TileShape &tile : kTiles)
-    if (blocksFor(spec, tile) >= kWaveBlocks)
+    if (warpsFor(spec, tile) >= kEnoughWarps)
       return tile;
+  // Too few warps even with the smallest tile: more warps per block, each group on a share of
+  // the reduction, when the reduction is deep enough to give each slice several stages.
   TileShape tile = kTiles[std::size(kTiles) - 1];
-  // Too few blocks: more warps per block instead, each on a share of the reduction, when the
-  // reduction is deep enough to give each slice several stages.
   for (int slices : {4, 2})
     if (spec.k >= int64_t(slices) * tile.bk * 2) {
       tile.slices = slices;

@@ -22,7 +22,7 @@ struct TileShape {
   int threads() const { return sliceThreads() * slices; }
 };
 
-/// The largest tile that still gives about one wave of blocks on a large GPU; when even the
+/// The largest tile that still gives enough warps to hide latency on a large GPU; when even the
 /// smallest leaves SMs idle, the smallest with the reduction split across more threads.
 /// Whether to tile at all is worthTiling's call.
 TileShape chooseTile(const ContractionSpec &spec);
