@@ -382,3 +382,21 @@ def test_inspect_rejects_a_corrupt_manifest(artifacts, tmp_path):
 def test_inspect_flags_that_do_not_fit_the_file(artifacts):
     assert "--plan" in error_line(sinter("inspect", MODEL, "--plan", expect=1))
     assert "--ir" in error_line(sinter("inspect", artifacts["cpu"], "--ir", expect=1))
+
+
+def test_cpu_native_names_the_host_level_and_runs(tmp_path):
+    """--cpu native compiles for the best x86-64 level of this machine and records that level,
+    so the runtime can check it (and load it here); the result still matches onnxruntime."""
+    model = st.MODELS_DIR / "tiny_cnn.onnx"
+    inputs = st.make_inputs(model, 1)
+    library = tmp_path / "native.so"
+    st.run_cli(["compile", model, "--target", "cpu", "--cpu", "native", *st.shape_flags(inputs), "-o", library])
+    level = inspect_json(library)["cpu_level"]
+    assert level in ("x86-64-v2", "x86-64-v3", "x86-64-v4")
+    flags = open("/proc/cpuinfo").read().split("flags")[1].split("\n")[0].split()
+    expected = ("x86-64-v4" if "avx512f" in flags and "avx512bw" in flags
+                else "x86-64-v3" if "avx2" in flags and "fma" in flags else "x86-64-v2")
+    assert level == expected
+    out = tmp_path / "out.npz"
+    st.run_cli(["run", library, *st._input_flags(inputs, tmp_path), "-o", out])
+    st.assert_outputs_match(st._load_npz(out), st.run_onnxruntime(model, inputs), context="native")

@@ -30,13 +30,19 @@ namespace fs = std::filesystem;
 class CpuBackend final : public Backend {
 public:
   explicit CpuBackend(const TargetOptions &options)
-      : options_(options), machine_(llvmgen::createX86TargetMachine(options.cpuLevel)),
+      : options_(resolved(options)), machine_(llvmgen::createX86TargetMachine(options_.cpuLevel)),
         module_(std::make_unique<llvm::Module>("sinter_kernels", context_)) {
     module_->setDataLayout(machine_->createDataLayout());
     module_->setTargetTriple(machine_->getTargetTriple().str());
   }
 
   std::string name() const override { return "LLVM x86-64 (" + options_.cpuLevel + ")"; }
+
+  /// --cpu native compiles for the host's highest x86-64 level, which the manifest then names.
+  static TargetOptions resolved(TargetOptions options) {
+    options.cpuLevel = llvmgen::resolveCpuLevel(options.cpuLevel);
+    return options;
+  }
 
   package::Kernel addKernel(const KernelGroup &group, const Kernel &kernel,
                             LaunchShape &launch) override {
@@ -63,6 +69,7 @@ public:
     std::string problems;
     llvm::raw_string_ostream stream(problems);
     SINTER_ASSERT(!llvm::verifyModule(*module_, &stream), "generated LLVM IR is invalid:\n", problems);
+    manifest.cpuLevel = options_.cpuLevel;
     bool emit = !options_.emitSourceDirectory.empty();
     if (emit)
       writeModule(fs::path(options_.emitSourceDirectory) / "module.unoptimized.ll");

@@ -55,6 +55,29 @@ std::unique_ptr<llvm::TargetMachine> createNvptxTargetMachine(const std::string 
   return machine;
 }
 
+std::string resolveCpuLevel(const std::string &cpuLevel) {
+  if (cpuLevel != "native")
+    return cpuLevel;
+  // The features each level adds (the x86-64 psABI's micro-architecture levels).
+  static const char *const kV2[] = {"cx16", "popcnt", "sse4.1", "sse4.2", "ssse3", "sahf"};
+  static const char *const kV3[] = {"avx", "avx2", "bmi", "bmi2", "f16c", "fma", "lzcnt", "movbe", "xsave"};
+  static const char *const kV4[] = {"avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"};
+  llvm::StringMap<bool> host = llvm::sys::getHostCPUFeatures();
+  auto has = [&](const auto &features) {
+    for (const char *feature : features) {
+      auto it = host.find(feature);
+      if (it == host.end() || !it->second)
+        return false;
+    }
+    return true;
+  };
+  if (!has(kV2))
+    userError("--cpu native: this machine lacks x86-64-v2, the oldest instruction set sinter targets");
+  if (!has(kV3))
+    return "x86-64-v2";
+  return has(kV4) ? "x86-64-v4" : "x86-64-v3";
+}
+
 std::unique_ptr<llvm::TargetMachine> createX86TargetMachine(const std::string &cpuLevel) {
   initializeX86();
   std::string cpu = cpuLevel, features;

@@ -13,6 +13,10 @@ namespace sinter::codegen::llvmgen {
 /// UserError for anything else.
 std::unique_ptr<llvm::TargetMachine> createX86TargetMachine(const std::string &cpuLevel);
 
+/// "native" becomes the highest x86-64 level (x86-64-v2/-v3/-v4) this machine supports, so the
+/// artifact names an instruction set a runtime elsewhere can check; other levels are unchanged.
+std::string resolveCpuLevel(const std::string &cpuLevel);
+
 /// An NVPTX (nvptx64-nvidia-cuda) TargetMachine for a real architecture ("sm_80", "sm_90a").
 /// Floating point as NVRTC's defaults: IEEE division and square root, no flush to zero, and
 /// multiply-add contracted to fma. UserError when LLVM does not know the architecture.
