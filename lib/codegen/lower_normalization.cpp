@@ -9,8 +9,6 @@
 
 namespace sinter::codegen {
 
-void registerAttentionLowering(LoweringTable &table); // lower_attention.cpp
-
 namespace {
 
 /// Statistics of `count` elements read by `element(r)` into mean and inverse standard deviation
@@ -200,9 +198,6 @@ void registerNormalizationLowering(LoweringTable &table) {
   table.addKernel(OpKind::LpNormalization, lpNormalizationRule);
   table.addKernel(OpKind::LRN, lrnRule);
   table.addKernel(OpKind::MeanVarianceNormalization, meanVarianceRule);
-  // Attention and the losses normalise rows with a softmax too; their rules live in
-  // lower_attention.cpp and register through this family, which keeps lowering.cpp's list as is.
-  registerAttentionLowering(table);
 }
 
 } // namespace sinter::codegen

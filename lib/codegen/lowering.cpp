@@ -52,6 +52,7 @@ const LoweringTable &loweringTable() {
     registerNormalizationLowering(table);
     registerContractionLowering(table);
     registerPoolingLowering(table);
+    registerAttentionLowering(table);
     return table;
   }();
   return table;

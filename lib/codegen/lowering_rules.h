@@ -94,6 +94,7 @@ void registerReductionLowering(LoweringTable &table);     // lower_reduction.cpp
 void registerNormalizationLowering(LoweringTable &table); // lower_normalization.cpp
 void registerContractionLowering(LoweringTable &table);   // lower_contraction.cpp (MatMul, Gemm, Conv, ConvTranspose)
 void registerPoolingLowering(LoweringTable &table);       // lower_pooling.cpp
+void registerAttentionLowering(LoweringTable &table);     // lower_attention.cpp (Attention, losses)
 
 /// A group's buffers declared in a builder (its inputs, then its outputs, as lowerGroup orders
 /// them): an accessor for each input and the buffer of each output.
