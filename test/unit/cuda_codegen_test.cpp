@@ -1,5 +1,6 @@
 // The CUDA C backend without a GPU: kernels are generated, compiled by NVRTC and assembled by
 // ptxas into cubins whose ELF headers say CUDA and the requested architecture.
+#include "codegen_test_util.h"
 #include "sinter/codegen/backend.h"
 #include "sinter/codegen/contraction.h"
 #include "sinter/codegen/lowering.h"
@@ -9,34 +10,13 @@
 
 #include <gtest/gtest.h>
 
-#include <cstring>
 #include <filesystem>
 
 using namespace sinter;
 using namespace sinter::codegen;
 
-namespace {
-
-/// e_machine of an ELF file (EM_CUDA is 190) and the SM number. CUDA 13's ptxas writes cubins
-/// with the newer CUDA ELF ABI (EI_OSABI 0x41), which keeps the SM in bits 8-15 of e_flags
-/// (sm_90: 0x06005a04).
-struct CubinHeader {
-  uint16_t machine = 0;
-  unsigned sm = 0;
-};
-
-CubinHeader readCubinHeader(const std::vector<uint8_t> &bytes) {
-  CubinHeader header;
-  if (bytes.size() < 64 || std::memcmp(bytes.data(), "\x7f" "ELF", 4) != 0)
-    return header;
-  std::memcpy(&header.machine, bytes.data() + 18, 2);
-  uint32_t flags = 0;
-  std::memcpy(&flags, bytes.data() + 48, 4);
-  header.sm = (flags >> 8) & 0xff;
-  return header;
-}
-
-} // namespace
+using sinter::testing::readCubinHeader;
+using sinter::testing::singleNodeGroup;
 
 TEST(CudaCodegen, ElementwiseKernelsAssembleForEveryArch) {
   Graph graph;
@@ -54,12 +34,7 @@ TEST(CudaCodegen, ElementwiseKernelsAssembleForEveryArch) {
   std::unique_ptr<Backend> backend = createBackend(options);
   package::Manifest manifest;
   for (const auto &node : graph.nodes()) {
-    KernelGroup group;
-    group.nodes = {node.get()};
-    for (Value *input : node->inputs())
-      group.inputs.push_back(input);
-    group.outputs.assign(node->outputs().begin(), node->outputs().end());
-    group.name = kernelName(group.nodes, int(manifest.kernels.size()));
+    KernelGroup group = singleNodeGroup(*node, int(manifest.kernels.size()));
     LaunchShape launch;
     manifest.kernels.push_back(backend->addKernel(group, lowerGroup(group), launch));
     EXPECT_GE(launch.grid[0], 1u);
@@ -83,21 +58,6 @@ TEST(CudaCodegen, ElementwiseKernelsAssembleForEveryArch) {
   EXPECT_NE(ptx.find(".entry fused_cast_1"), std::string::npos);
   std::filesystem::remove_all(work);
 }
-
-namespace {
-
-KernelGroup singleNodeGroup(const Node &node, int index) {
-  KernelGroup group;
-  group.nodes = {&node};
-  for (Value *input : node.inputs())
-    if (input)
-      group.inputs.push_back(input);
-  group.outputs.assign(node.outputs().begin(), node.outputs().end());
-  group.name = kernelName(group.nodes, index);
-  return group;
-}
-
-} // namespace
 
 // Contractions large enough in every direction get the tiled kernel, with a 3-D grid of tiles
 // that covers the output; the rest keep the grid-stride kernel. Both assemble.

@@ -2,6 +2,7 @@
 // by LLVM's NVPTX backend and assembled by ptxas into cubins whose ELF headers say CUDA and the
 // requested architecture; groups the route does not lower go to the CUDA C backend, as a second
 // module, and each kernel entry says which generator built it.
+#include "codegen_test_util.h"
 #include "sinter/codegen/backend.h"
 #include "sinter/codegen/lowering.h"
 #include "sinter/ir/graph.h"
@@ -11,7 +12,6 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -23,24 +23,8 @@ using namespace sinter::codegen;
 namespace {
 
 namespace fs = std::filesystem;
-
-/// EM_CUDA (190) and the SM from bits 8-15 of e_flags (CUDA 13's cubin ELF ABI; see
-/// cuda_codegen_test.cpp).
-struct CubinHeader {
-  uint16_t machine = 0;
-  unsigned sm = 0;
-};
-
-CubinHeader readCubinHeader(const std::vector<uint8_t> &bytes) {
-  CubinHeader header;
-  if (bytes.size() < 64 || std::memcmp(bytes.data(), "\x7f" "ELF", 4) != 0)
-    return header;
-  std::memcpy(&header.machine, bytes.data() + 18, 2);
-  uint32_t flags = 0;
-  std::memcpy(&flags, bytes.data() + 48, 4);
-  header.sm = (flags >> 8) & 0xff;
-  return header;
-}
+using sinter::testing::readCubinHeader;
+using sinter::testing::singleNodeGroup;
 
 std::string readText(const fs::path &path) {
   std::ifstream in(path, std::ios::binary);
@@ -92,12 +76,7 @@ Compiled compileSmallGraph(const TargetOptions &options, const fs::path &work) {
   compiled.manifest.cudaArchs = options.cudaArchs;
   std::unique_ptr<Backend> backend = createBackend(options);
   for (const auto &node : graph.nodes()) {
-    KernelGroup group;
-    group.nodes = {node.get()};
-    for (Value *input : node->inputs())
-      group.inputs.push_back(input);
-    group.outputs.assign(node->outputs().begin(), node->outputs().end());
-    group.name = kernelName(group.nodes, int(compiled.manifest.kernels.size()));
+    KernelGroup group = singleNodeGroup(*node, int(compiled.manifest.kernels.size()));
     LaunchShape launch;
     compiled.manifest.kernels.push_back(backend->addKernel(group, lowerGroup(group), launch));
     compiled.launches.push_back(launch);
