@@ -223,16 +223,24 @@ bool lowerGroupNodes(const KernelGroup &group, KernelBuilder &builder, GroupBuff
     return false;
   };
 
+  // A node's input accessors and its outputs' buffers (-1: not stored).
+  auto inputsOf = [&](const Node &node) {
+    std::vector<Accessor> inputs;
+    for (Value *input : node.inputs())
+      inputs.push_back(input ? accessors.at(input) : Accessor());
+    return inputs;
+  };
+  auto outputsOf = [&](const Node &node) {
+    std::vector<int> outputs;
+    for (Value *output : node.outputs())
+      outputs.push_back(output && buffers.outputBuffers.count(output) ? buffers.outputBuffers.at(output) : -1);
+    return outputs;
+  };
+
   // The element of each kernel output that the kernel is storing now: its epilogue reads it
   // at the index being stored (epilogue nodes are elementwise over the kernel output's shape).
   auto storing = std::make_shared<std::map<const Value *, ExprRef>>();
   for (const Node *node : group.nodes) {
-    std::vector<Accessor> inputs;
-    for (Value *input : node->inputs())
-      inputs.push_back(input ? accessors.at(input) : Accessor());
-    std::vector<int> outputs;
-    for (Value *output : node->outputs())
-      outputs.push_back(buffers.outputBuffers.count(output) ? buffers.outputBuffers.at(output) : -1);
     if (node == kernelNode) {
       for (Value *output : node->outputs())
         if (output && consumedInGroup(output))
@@ -244,7 +252,7 @@ bool lowerGroupNodes(const KernelGroup &group, KernelBuilder &builder, GroupBuff
       continue;
     }
     InjectiveRule rule = table.injective(node->kind());
-    auto context = std::make_shared<RuleContext>(*node, builder, inputs, outputs);
+    auto context = std::make_shared<RuleContext>(*node, builder, inputsOf(*node), outputsOf(*node));
     for (int i = 0; i < node->numOutputs(); ++i)
       accessors[node->output(i)] = [context, rule, i](const std::vector<ExprRef> &index) {
         return rule(*context, i, index);
@@ -280,12 +288,7 @@ bool lowerGroupNodes(const KernelGroup &group, KernelBuilder &builder, GroupBuff
       }
     }
   }
-  std::vector<Accessor> inputs;
-  for (Value *input : node.inputs())
-    inputs.push_back(input ? accessors.at(input) : Accessor());
-  std::vector<int> outputs;
-  for (Value *output : node.outputs())
-    outputs.push_back(output && buffers.outputBuffers.count(output) ? buffers.outputBuffers.at(output) : -1);
+  std::vector<int> outputs = outputsOf(node);
   bool hasEpilogue = std::any_of(consumed.begin(), consumed.end(), [](bool c) { return c; });
   StoreHook hook;
   if (hasEpilogue) {
@@ -308,7 +311,7 @@ bool lowerGroupNodes(const KernelGroup &group, KernelBuilder &builder, GroupBuff
       return block(std::move(statements));
     };
   }
-  RuleContext context(node, builder, inputs, outputs, hook, consumed);
+  RuleContext context(node, builder, inputsOf(node), outputs, hook, consumed);
   emitKernel(context);
   return true;
 }

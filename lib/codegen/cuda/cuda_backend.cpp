@@ -61,9 +61,11 @@ public:
     std::string source;
     std::string generator = "cuda-c";
     std::optional<Contraction> contraction = lowerContraction(group);
-    if (contraction && worthTiling(contraction->spec) &&
-        cuda::fitsGrid(contraction->spec, cuda::chooseTile(contraction->spec))) {
-      source = cuda::printTiledContraction(*contraction, cuda::chooseTile(contraction->spec), launch);
+    std::optional<cuda::TileShape> tile;
+    if (contraction && worthTiling(contraction->spec))
+      tile = cuda::chooseTile(contraction->spec);
+    if (tile && cuda::fitsGrid(contraction->spec, *tile)) {
+      source = cuda::printTiledContraction(*contraction, *tile, launch);
       generator = "cuda-c tiled";
     } else {
       source = cuda::printCudaKernel(kernel, kBlockSize);
