@@ -178,6 +178,53 @@ StmtRef forLoop(int variable, ExprRef extent, std::vector<StmtRef> body) {
   return stmt;
 }
 
+StmtRef parallelLoop(int variable, ExprRef extent, std::vector<StmtRef> body) {
+  auto stmt = makeStmt(StmtKind::For);
+  stmt->loop = LoopKind::Parallel;
+  stmt->id = variable;
+  stmt->a = std::move(extent);
+  stmt->body = std::move(body);
+  return stmt;
+}
+
+namespace {
+bool readsVariable(const ExprRef &e, int id) {
+  if (e->kind == ExprKind::Var && e->id == id)
+    return true;
+  for (const ExprRef &operand : e->operands)
+    if (readsVariable(operand, id))
+      return true;
+  return false;
+}
+} // namespace
+
+BinaryOp reductionOp(const Stmt &assignment) { return assignment.a->binary; }
+
+StmtRef reductionLoop(int variable, ExprRef extent, std::vector<StmtRef> body) {
+  std::vector<int> accumulators;
+  for (const StmtRef &s : body) {
+    SINTER_ASSERT(s->kind == StmtKind::Assign && s->a->kind == ExprKind::Binary,
+                  "a reduction loop's body must be `acc = op(acc, x)` assignments");
+    BinaryOp op = s->a->binary;
+    SINTER_ASSERT(op == BinaryOp::Add || op == BinaryOp::Mul || op == BinaryOp::Min ||
+                      op == BinaryOp::Max || op == BinaryOp::LogicalAnd || op == BinaryOp::LogicalOr,
+                  "reduction op ", binaryOpName(op), " is not associative and commutative");
+    const ExprRef &self = s->a->operands[0];
+    SINTER_ASSERT(self->kind == ExprKind::Var && self->id == s->id && s->id != variable,
+                  "a reduction statement must combine into the variable it assigns");
+    accumulators.push_back(s->id);
+  }
+  for (const StmtRef &s : body)
+    for (int acc : accumulators)
+      SINTER_ASSERT(!readsVariable(s->a->operands[1], acc), "a reduction term reads an accumulator");
+  auto stmt = makeStmt(StmtKind::For);
+  stmt->loop = LoopKind::Reduction;
+  stmt->id = variable;
+  stmt->a = std::move(extent);
+  stmt->body = std::move(body);
+  return stmt;
+}
+
 StmtRef ifThen(ExprRef condition, std::vector<StmtRef> then, std::vector<StmtRef> orElse) {
   SINTER_ASSERT(condition->type == DType::Bool, "if condition must be bool");
   auto stmt = makeStmt(StmtKind::If);
@@ -246,7 +293,10 @@ public:
     switch (s.kind) {
     case StmtKind::Block: stmts(s.body, depth); break;
     case StmtKind::For:
-      out_ << pad << "for " << kernel_.variables[s.id].name << " in 0.." << expr(s.a) << " {\n";
+      out_ << pad << (s.loop == LoopKind::Parallel    ? "parallel for "
+                      : s.loop == LoopKind::Reduction ? "reduce for "
+                                                      : "for ")
+           << kernel_.variables[s.id].name << " in 0.." << expr(s.a) << " {\n";
       stmts(s.body, depth + 1);
       out_ << pad << "}\n";
       break;

@@ -26,8 +26,8 @@ Statistics emitStatistics(KernelBuilder &b, int64_t count, float epsilon, bool c
   ExprRef n = constant(f32, double(count));
   b.emit(assign(sum, constant(f32, 0)));
   if (centered) {
-    b.emit(forLoop(r, intConstant(count),
-                   {assign(sum, binary(BinaryOp::Add, var(sum, f32), element(var(r, DType::Int64))))}));
+    b.emit(reductionLoop(r, intConstant(count),
+                         {assign(sum, binary(BinaryOp::Add, var(sum, f32), element(var(r, DType::Int64))))}));
     b.emit(assign(meanVar, binary(BinaryOp::Div, var(sum, f32), n)));
   } else {
     b.emit(assign(meanVar, constant(f32, 0)));
@@ -35,7 +35,7 @@ Statistics emitStatistics(KernelBuilder &b, int64_t count, float epsilon, bool c
   ExprRef mean = var(meanVar, f32);
   b.emit(assign(squares, constant(f32, 0)));
   ExprRef deviation = binary(BinaryOp::Sub, element(var(s, DType::Int64)), mean);
-  b.emit(forLoop(s, intConstant(count),
+  b.emit(reductionLoop(s, intConstant(count),
                  {assign(squares, binary(BinaryOp::Add, var(squares, f32), binary(BinaryOp::Mul, deviation, deviation)))}));
   int invVar = b.addVariable("inv_std", f32);
   ExprRef variance = binary(BinaryOp::Div, var(squares, f32), n);
@@ -71,7 +71,7 @@ void layerNormRule(const RuleContext &ctx) {
   y = binary(BinaryOp::Mul, y, cast(ctx.input(1)(broadcastIndex(innerIndex, ctx.inputDims(1))), DType::Float32));
   if (!rms && ctx.hasInput(2))
     y = binary(BinaryOp::Add, y, cast(ctx.input(2)(broadcastIndex(innerIndex, ctx.inputDims(2))), DType::Float32));
-  b.emit(forLoop(r, intConstant(count), {ctx.store(0, add(mul(b.gid(), count), rv), y)}));
+  b.emit(parallelLoop(r, intConstant(count), {ctx.store(0, add(mul(b.gid(), count), rv), y)}));
   if (!rms && ctx.hasOutput(1))
     b.emit(ctx.store(1, b.gid(), stats.mean));
   if (!rms && ctx.hasOutput(2))
@@ -103,7 +103,7 @@ void channelGroupNormRule(const RuleContext &ctx) {
   ExprRef y = binary(BinaryOp::Mul, binary(BinaryOp::Sub, element(rv), stats.mean), stats.invStd);
   y = binary(BinaryOp::Mul, y, cast(ctx.input(1)({channel}), DType::Float32));
   y = binary(BinaryOp::Add, y, cast(ctx.input(2)({channel}), DType::Float32));
-  b.emit(forLoop(r, intConstant(count), {ctx.store(0, add(base, rv), y)}));
+  b.emit(parallelLoop(r, intConstant(count), {ctx.store(0, add(base, rv), y)}));
 }
 
 void lpNormalizationRule(const RuleContext &ctx) {
@@ -122,10 +122,10 @@ void lpNormalizationRule(const RuleContext &ctx) {
   ExprRef x = element(var(r, DType::Int64));
   ExprRef term = p == 1 ? unary(UnaryOp::Abs, x) : binary(BinaryOp::Mul, x, x);
   b.emit(assign(norm, typedConstant(type, 0)));
-  b.emit(forLoop(r, intConstant(length), {assign(norm, binary(BinaryOp::Add, var(norm, type), term))}));
+  b.emit(reductionLoop(r, intConstant(length), {assign(norm, binary(BinaryOp::Add, var(norm, type), term))}));
   ExprRef divisor = p == 1 ? var(norm, type) : unary(UnaryOp::Sqrt, var(norm, type));
   ExprRef safe = select(binary(BinaryOp::Eq, divisor, typedConstant(type, 0)), typedConstant(type, 1), divisor);
-  b.emit(forLoop(s, intConstant(length),
+  b.emit(parallelLoop(s, intConstant(length),
                  {ctx.store(0, flat(var(s, DType::Int64)), binary(BinaryOp::Div, element(var(s, DType::Int64)), safe))}));
 }
 
@@ -185,7 +185,7 @@ void meanVarianceRule(const RuleContext &ctx) {
   int r = b.addVariable("r", DType::Int64);
   ExprRef rv = var(r, DType::Int64);
   ExprRef y = binary(BinaryOp::Mul, binary(BinaryOp::Sub, element(rv), stats.mean), stats.invStd);
-  b.emit(forLoop(r, intConstant(count), {ctx.store(0, ravelIndex(full(rv), dims), y)}));
+  b.emit(parallelLoop(r, intConstant(count), {ctx.store(0, ravelIndex(full(rv), dims), y)}));
 }
 
 } // namespace

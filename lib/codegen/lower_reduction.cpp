@@ -57,12 +57,21 @@ std::vector<ExprRef> combine(const ReductionShape &shape, const std::vector<Expr
   return index;
 }
 
-/// Emits `for r in 0..R: body(reducedIndex)` and returns the loop statement.
+/// Emits `for r in 0..R: body(reducedIndex)` and returns the loop statement, of the given kind
+/// (kernel_ir.h says what Parallel and Reduction loops promise).
 template <typename Body>
-StmtRef loopOver(KernelBuilder &builder, const std::vector<int64_t> &dims, Body body) {
+StmtRef loopOver(KernelBuilder &builder, const std::vector<int64_t> &dims, Body body,
+                 LoopKind kind = LoopKind::Serial) {
   int r = builder.addVariable("r", DType::Int64);
   ExprRef index = var(r, DType::Int64);
-  return forLoop(r, intConstant(productOf(dims)), body(unravelIndex(index, dims), index));
+  ExprRef extent = intConstant(productOf(dims));
+  std::vector<StmtRef> statements = body(unravelIndex(index, dims), index);
+  switch (kind) {
+  case LoopKind::Parallel: return parallelLoop(r, extent, std::move(statements));
+  case LoopKind::Reduction: return reductionLoop(r, extent, std::move(statements));
+  case LoopKind::Serial: break;
+  }
+  return forLoop(r, extent, std::move(statements));
 }
 
 std::vector<int64_t> reduceAxes(const RuleContext &ctx) {
@@ -109,12 +118,12 @@ void reduceRule(const RuleContext &ctx) {
     b.emit(assign(peak, lowest(type)));
     b.emit(loopOver(b, shape.reducedDims, [&](const std::vector<ExprRef> &reduced, ExprRef) {
       return std::vector<StmtRef>{assign(peak, binary(BinaryOp::Max, peakValue, element(reduced)))};
-    }));
+    }, LoopKind::Reduction));
     b.emit(assign(acc, typedConstant(type, 0)));
     b.emit(loopOver(b, shape.reducedDims, [&](const std::vector<ExprRef> &reduced, ExprRef) {
       ExprRef term = unary(UnaryOp::Exp, binary(BinaryOp::Sub, element(reduced), peakValue));
       return std::vector<StmtRef>{assign(acc, binary(BinaryOp::Add, accumulator, term))};
-    }));
+    }, LoopKind::Reduction));
     ExprRef finite = binary(BinaryOp::LogicalAnd, unary(UnaryOp::Not, unary(UnaryOp::IsInf, peakValue)),
                             unary(UnaryOp::Not, unary(UnaryOp::IsNaN, peakValue)));
     ExprRef result = binary(BinaryOp::Add, unary(UnaryOp::Log, accumulator), peakValue);
@@ -143,7 +152,7 @@ void reduceRule(const RuleContext &ctx) {
     default: next = binary(BinaryOp::Add, accumulator, x); break;
     }
     return std::vector<StmtRef>{assign(acc, next)};
-  }));
+  }, LoopKind::Reduction));
   ExprRef result = accumulator;
   if (kind == OpKind::ReduceMean)
     result = binary(BinaryOp::Div, accumulator, typedConstant(type, double(count)));
@@ -197,12 +206,17 @@ void softmaxRule(const RuleContext &ctx) {
   int where = b.addVariable("where", DType::Int64);
   ExprRef peakValue = var(peak, type), sumValue = var(sum, type);
   b.emit(assign(peak, lowest(type)));
-  b.emit(assign(where, intConstant(0)));
-  b.emit(loopOver(b, shape.reducedDims, [&](const std::vector<ExprRef> &, ExprRef r) {
-    ExprRef x = element(r);
-    return std::vector<StmtRef>{ifThen(binary(BinaryOp::Gt, x, peakValue), {assign(peak, x), assign(where, r)})};
-  }));
-  if (node.kind() == OpKind::Hardmax) {
+  if (node.kind() != OpKind::Hardmax) {
+    // A NaN in the row makes the peak NaN, and with it the whole row, as it would anyway.
+    b.emit(loopOver(b, shape.reducedDims, [&](const std::vector<ExprRef> &, ExprRef r) {
+      return std::vector<StmtRef>{assign(peak, binary(BinaryOp::Max, peakValue, element(r)))};
+    }, LoopKind::Reduction));
+  } else {
+    b.emit(assign(where, intConstant(0)));
+    b.emit(loopOver(b, shape.reducedDims, [&](const std::vector<ExprRef> &, ExprRef r) {
+      ExprRef x = element(r);
+      return std::vector<StmtRef>{ifThen(binary(BinaryOp::Gt, x, peakValue), {assign(peak, x), assign(where, r)})};
+    }));
     b.emit(loopOver(b, shape.reducedDims, [&](const std::vector<ExprRef> &, ExprRef r) {
       ExprRef hot = binary(BinaryOp::Eq, r, var(where, DType::Int64));
       return std::vector<StmtRef>{ctx.store(0, outIndex(r), select(hot, typedConstant(type, 1), typedConstant(type, 0)))};
@@ -213,14 +227,14 @@ void softmaxRule(const RuleContext &ctx) {
   b.emit(loopOver(b, shape.reducedDims, [&](const std::vector<ExprRef> &, ExprRef r) {
     ExprRef e = unary(UnaryOp::Exp, binary(BinaryOp::Sub, element(r), peakValue));
     return std::vector<StmtRef>{assign(sum, binary(BinaryOp::Add, sumValue, e))};
-  }));
+  }, LoopKind::Reduction));
   bool log = node.kind() == OpKind::LogSoftmax;
   b.emit(loopOver(b, shape.reducedDims, [&](const std::vector<ExprRef> &, ExprRef r) {
     ExprRef shifted = binary(BinaryOp::Sub, element(r), peakValue);
     ExprRef value = log ? binary(BinaryOp::Sub, shifted, unary(UnaryOp::Log, sumValue))
                         : binary(BinaryOp::Div, unary(UnaryOp::Exp, shifted), sumValue);
     return std::vector<StmtRef>{ctx.store(0, outIndex(r), value)};
-  }));
+  }, LoopKind::Parallel));
 }
 
 void cumSumRule(const RuleContext &ctx) {

@@ -7,6 +7,7 @@
 #include "sinter/ir/graph.h"
 #include "sinter/ir/infer.h"
 #include "sinter/support/error.h"
+#include "../../lib/codegen/cuda/cuda_source.h"
 
 #include <gtest/gtest.h>
 
@@ -119,6 +120,65 @@ TEST(CudaCodegen, LargeContractionsGetTiledKernels) {
   backend->finish(manifest, work.string());
   ASSERT_EQ(manifest.cudaModules.size(), 1u);
   EXPECT_EQ(readCubinHeader(manifest.cudaModules[0].binaries[0].bytes).sm, 80u);
+  std::filesystem::remove_all(work);
+}
+
+// Row reductions long enough to share give each row to a warp (32 threads per row in the launch,
+// shuffles in the PTX); short rows keep a thread each. Every accumulator type's identity and
+// exchange must compile, so the test reduces f32, i32, i8 and u8 rows.
+TEST(CudaCodegen, LongRowReductionsGetAWarpPerRow) {
+  Graph graph;
+  Value *x = graph.addInput("x", {DType::Float32, {8, 256}});
+  Value *scale = graph.addInput("scale", {DType::Float32, {256}});
+  Node *norm = graph.addNode(OpKind::LayerNormalization, {x, scale}, 1, "norm");
+  Node *softmax = graph.addNode(OpKind::Softmax, {x}, 1, "softmax");
+  Value *small = graph.addInput("small", {DType::Float32, {8, 4}});
+  Node *smallSoftmax = graph.addNode(OpKind::Softmax, {small}, 1, "small_softmax");
+  std::vector<Node *> reductions;
+  for (DType type : {DType::Int32, DType::Int8, DType::Uint8}) {
+    Value *ints = graph.addInput("ints_" + std::string(dtypeName(type)), {type, {3, 100}});
+    std::vector<OpKind> kinds = {OpKind::ReduceMax, OpKind::ReduceMin};
+    if (type == DType::Int32)
+      kinds.push_back(OpKind::ReduceSum);
+    for (OpKind kind : kinds) {
+      Node *reduce = graph.addNode(kind, {ints}, 1, std::string(opName(kind)) + "_" + std::string(dtypeName(type)));
+      reduce->setAttr("axes", std::vector<int64_t>{1});
+      reductions.push_back(reduce);
+    }
+  }
+  inferGraph(graph);
+
+  TargetOptions options;
+  options.target = package::Target::Cuda;
+  options.cudaArchs = {"sm_80"};
+  std::unique_ptr<Backend> backend = createBackend(options);
+  package::Manifest manifest;
+  auto add = [&](Node *node) {
+    KernelGroup group = singleNodeGroup(*node, int(manifest.kernels.size()));
+    Kernel kernel = lowerGroup(group);
+    LaunchShape launch;
+    manifest.kernels.push_back(backend->addKernel(group, kernel, launch));
+    return std::make_pair(kernel, launch);
+  };
+  auto [normKernel, normLaunch] = add(norm);
+  EXPECT_TRUE(cuda::warpPerPoint(normKernel));
+  EXPECT_EQ(uint64_t(normLaunch.grid[0]) * normLaunch.block[0], 8u * 32u);
+  EXPECT_NE(printKernel(normKernel).find("reduce for"), std::string::npos);
+  EXPECT_NE(printKernel(normKernel).find("parallel for"), std::string::npos);
+  auto [softmaxKernel, softmaxLaunch] = add(softmax);
+  EXPECT_TRUE(cuda::warpPerPoint(softmaxKernel));
+  auto [smallKernel, smallLaunch] = add(smallSoftmax);
+  EXPECT_FALSE(cuda::warpPerPoint(smallKernel));
+  EXPECT_EQ(smallLaunch.grid[0], 1u);
+  for (Node *reduce : reductions)
+    EXPECT_TRUE(cuda::warpPerPoint(add(reduce).first)) << reduce->describe();
+
+  auto work = std::filesystem::temp_directory_path() / "sinter-cuda-warp-test";
+  std::filesystem::create_directories(work);
+  backend->finish(manifest, work.string());
+  const auto &binaries = manifest.cudaModules[0].binaries;
+  std::string ptx(binaries.back().bytes.begin(), binaries.back().bytes.end());
+  EXPECT_NE(ptx.find("shfl.sync.bfly"), std::string::npos);
   std::filesystem::remove_all(work);
 }
 

@@ -58,11 +58,23 @@ struct Expr {
 
 enum class StmtKind : uint8_t { Block, For, Store, Assign, If };
 
+/// What a For loop promises about its iterations, so that a backend may run them at once (the
+/// CUDA backend spreads a kernel's top-level Parallel and Reduction loops over the lanes of a
+/// warp; the CPU backend runs every loop in order).
+///   Serial:    iterations run in order and may depend on each other.
+///   Parallel:  no iteration reads an element another writes, no two write the same element, and
+///              the body assigns no variable declared outside it.
+///   Reduction: the body is only `acc = op(acc, x)` assignments, one per accumulator, with op
+///              one of Add, Mul, Min, Max, LogicalAnd, LogicalOr and x reading no accumulator;
+///              the backend may combine the terms in any order (float sums may be reassociated).
+enum class LoopKind : uint8_t { Serial, Parallel, Reduction };
+
 struct Stmt;
 using StmtRef = std::shared_ptr<const Stmt>;
 
 struct Stmt {
   StmtKind kind;
+  LoopKind loop = LoopKind::Serial; ///< For only
   int id = 0;                ///< For: loop variable; Store: buffer; Assign: variable
   ExprRef a;                 ///< For: extent (loop runs 0..extent-1); Store: index; Assign: value; If: condition
   ExprRef b;                 ///< Store: value
@@ -126,6 +138,12 @@ ExprRef rem(ExprRef a, int64_t b);
 StmtRef store(int buffer, ExprRef index, ExprRef value);
 StmtRef assign(int variable, ExprRef value);
 StmtRef forLoop(int variable, ExprRef extent, std::vector<StmtRef> body);
+/// A loop whose iterations are independent (LoopKind::Parallel).
+StmtRef parallelLoop(int variable, ExprRef extent, std::vector<StmtRef> body);
+/// A loop that only folds terms into accumulators (LoopKind::Reduction); checks the body's form.
+StmtRef reductionLoop(int variable, ExprRef extent, std::vector<StmtRef> body);
+/// The combining op of a Reduction loop's statement `acc = op(acc, x)`.
+BinaryOp reductionOp(const Stmt &assignment);
 StmtRef ifThen(ExprRef condition, std::vector<StmtRef> then, std::vector<StmtRef> orElse = {});
 /// Statements in order, as one.
 StmtRef block(std::vector<StmtRef> body);

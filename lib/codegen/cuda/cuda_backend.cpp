@@ -69,8 +69,8 @@ public:
       generator = "cuda-c tiled";
     } else {
       source = cuda::printCudaKernel(kernel, kBlockSize);
-      int64_t blocks = std::clamp<int64_t>((kernel.parallelExtent + kBlockSize - 1) / kBlockSize, 1,
-                                           kMaxBlocks);
+      int64_t blocks = std::clamp<int64_t>((cuda::threadsNeeded(kernel) + kBlockSize - 1) / kBlockSize,
+                                           1, kMaxBlocks);
       launch.grid[0] = uint32_t(blocks);
       launch.block[0] = kBlockSize;
       launch.parallelExtent = kernel.parallelExtent;

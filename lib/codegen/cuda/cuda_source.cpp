@@ -67,6 +67,14 @@ __device__ __forceinline__ bool sn_isinf(float x) { return isinf(x); }
 __device__ __forceinline__ bool sn_isinf(double x) { return isinf(x); }
 __device__ __forceinline__ bool sn_isnan(float x) { return x != x; }
 __device__ __forceinline__ bool sn_isnan(double x) { return x != x; }
+// Warp exchanges for every variable type (the intrinsics take 32- and 64-bit values only).
+template <typename T> __device__ __forceinline__ T sn_shfl_xor(T v, int lanes) { return __shfl_xor_sync(0xffffffffu, v, lanes); }
+template <typename T> __device__ __forceinline__ T sn_shfl_first(T v) { return __shfl_sync(0xffffffffu, v, 0); }
+#define SN_SHFL_NARROW(T) \
+  __device__ __forceinline__ T sn_shfl_xor(T v, int lanes) { return (T)__shfl_xor_sync(0xffffffffu, (int)v, lanes); } \
+  __device__ __forceinline__ T sn_shfl_first(T v) { return (T)__shfl_sync(0xffffffffu, (int)v, 0); }
+SN_SHFL_NARROW(bool) SN_SHFL_NARROW(signed char) SN_SHFL_NARROW(unsigned char)
+SN_SHFL_NARROW(short) SN_SHFL_NARROW(unsigned short)
 template <typename T> __device__ __forceinline__ T sn_shl(T a, T b) { return b >= (T)(8 * sizeof(T)) ? (T)0 : (T)(a << b); }
 template <typename T> __device__ __forceinline__ T sn_shr(T a, T b) { return b >= (T)(8 * sizeof(T)) ? (T)0 : (T)(a >> b); }
 )CUDA";
@@ -250,6 +258,123 @@ std::string CudaPrinter::fromFloat(const std::string &floatText, DType to) {
   }
 }
 
+namespace {
+
+bool storesInside(const std::vector<StmtRef> &list) {
+  for (const StmtRef &s : list)
+    if (s->kind == StmtKind::Store || storesInside(s->body) || storesInside(s->orElse))
+      return true;
+  return false;
+}
+
+/// The identity of a reduction op, as CUDA C of the accumulator's type.
+std::string reductionIdentity(BinaryOp op, DType type) {
+  std::string name = cudaStorageType(type);
+  switch (op) {
+  case BinaryOp::Add: return "((" + name + ")0)";
+  case BinaryOp::Mul: return "((" + name + ")1)";
+  case BinaryOp::LogicalAnd: return "true";
+  case BinaryOp::LogicalOr: return "false";
+  case BinaryOp::Max:
+  case BinaryOp::Min: {
+    bool max = op == BinaryOp::Max;
+    if (isFloat(type))
+      return std::string(max ? "-" : "") + "(" + name + ")SN_INF";
+    if (type == DType::Bool)
+      return max ? "false" : "true";
+    // The smallest (for Max) or largest (for Min) value of the integer type.
+    bool isUnsigned = type == DType::Uint8 || type == DType::Uint16 || type == DType::Uint32 ||
+                      type == DType::Uint64;
+    if (isUnsigned)
+      return max ? "((" + name + ")0)" : "((" + name + ")~(" + name + ")0)";
+    std::string top = "((" + name + ")(~0ULL >> (65 - 8 * sizeof(" + name + "))))";
+    return max ? "((" + name + ")(-" + top + " - 1))" : top;
+  }
+  default: break;
+  }
+  SINTER_ASSERT(false, "no identity for reduction op ", binaryOpName(op));
+  return "?";
+}
+
+std::string combineText(BinaryOp op, const std::string &a, const std::string &b) {
+  switch (op) {
+  case BinaryOp::Add: return "(" + a + " + " + b + ")";
+  case BinaryOp::Mul: return "(" + a + " * " + b + ")";
+  case BinaryOp::LogicalAnd: return "(" + a + " && " + b + ")";
+  case BinaryOp::LogicalOr: return "(" + a + " || " + b + ")";
+  case BinaryOp::Max: return "sn_max(" + a + ", " + b + ")";
+  case BinaryOp::Min: return "sn_min(" + a + ", " + b + ")";
+  default: break;
+  }
+  SINTER_ASSERT(false, "no combine for reduction op ", binaryOpName(op));
+  return "?";
+}
+
+} // namespace
+
+bool warpPerPoint(const Kernel &kernel) {
+  bool worthSharing = false;
+  for (const StmtRef &s : kernel.body) {
+    if (s->kind == StmtKind::For && s->loop != LoopKind::Serial) {
+      bool constantExtent = s->a->kind == ExprKind::Constant;
+      worthSharing = worthSharing || !constantExtent || s->a->intValue >= 32;
+    } else if (s->kind != StmtKind::Store && s->kind != StmtKind::Assign && storesInside({s})) {
+      return false;
+    }
+  }
+  return worthSharing;
+}
+
+int64_t threadsNeeded(const Kernel &kernel) {
+  return warpPerPoint(kernel) ? kernel.parallelExtent * 32 : kernel.parallelExtent;
+}
+
+void CudaPrinter::warpStmt(const Stmt &s, int depth) {
+  std::string pad(depth * 2, ' ');
+  std::string loopVar = "v" + std::to_string(s.id);
+  if (s.kind == StmtKind::Store) {
+    // Every lane holds the same value; one writes it.
+    out_ << pad << "if (lane == 0) b" << s.id << "[" << expr(s.a) << "] = " << expr(s.b) << ";\n";
+    return;
+  }
+  if (s.kind != StmtKind::For || s.loop == LoopKind::Serial) {
+    stmt(s, depth); // runs on every lane alike
+    return;
+  }
+  std::string header = pad + "for (" + loopVar + " = lane; " + loopVar + " < " + expr(s.a) + "; " +
+                       loopVar + " += 32) {\n";
+  if (s.loop == LoopKind::Parallel) {
+    out_ << header;
+    stmts(s.body, depth + 1);
+    out_ << pad << "}\n";
+    return;
+  }
+  // Reduction: each lane folds its share into the accumulator from the op's identity, the lanes
+  // combine theirs by butterfly exchange, lane 0's total goes to all (so every lane continues
+  // with the same bits), and the value the accumulator had before the loop is folded in last.
+  out_ << pad << "{\n";
+  for (size_t i = 0; i < s.body.size(); ++i) {
+    const Stmt &term = *s.body[i];
+    std::string acc = "v" + std::to_string(term.id);
+    out_ << pad << "  const " << cudaStorageType(term.a->type) << " sn_before" << i << " = " << acc
+         << ";\n"
+         << pad << "  " << acc << " = " << reductionIdentity(reductionOp(term), term.a->type) << ";\n";
+  }
+  out_ << pad << "  " << header.substr(pad.size());
+  stmts(s.body, depth + 2);
+  out_ << pad << "  }\n";
+  for (size_t i = 0; i < s.body.size(); ++i) {
+    const Stmt &term = *s.body[i];
+    std::string acc = "v" + std::to_string(term.id);
+    BinaryOp op = reductionOp(term);
+    out_ << pad << "  for (int sn_lanes = 16; sn_lanes > 0; sn_lanes >>= 1) " << acc << " = "
+         << combineText(op, acc, "sn_shfl_xor(" + acc + ", sn_lanes)") << ";\n"
+         << pad << "  " << acc << " = " << combineText(op, "sn_before" + std::to_string(i), "sn_shfl_first(" + acc + ")")
+         << ";\n";
+  }
+  out_ << pad << "}\n";
+}
+
 void CudaPrinter::stmts(const std::vector<StmtRef> &list, int depth) {
   for (const StmtRef &s : list)
     stmt(*s, depth);
@@ -315,10 +440,23 @@ std::string CudaPrinter::kernelFunction(const Kernel &kernel, int blockSize) {
   ranges_ = &ranges;
   std::string text = signature(kernel, blockSize);
   text += "  const long long extent = " + std::to_string(kernel.parallelExtent) + "LL;\n";
-  text += "  for (long long v0 = blockIdx.x * (long long)blockDim.x + threadIdx.x; v0 < extent;"
-          " v0 += (long long)gridDim.x * blockDim.x) {\n";
-  text += locals(kernel, 2);
-  text += statements(kernel.body, 2);
+  if (!warpPerPoint(kernel)) {
+    text += "  for (long long v0 = blockIdx.x * (long long)blockDim.x + threadIdx.x; v0 < extent;"
+            " v0 += (long long)gridDim.x * blockDim.x) {\n";
+    text += locals(kernel, 2);
+    text += statements(kernel.body, 2);
+  } else {
+    // One warp per point: every lane of a warp has the same v0, so the loop and the exchanges
+    // inside it are warp-uniform.
+    text += "  const int lane = threadIdx.x & 31;\n";
+    text += "  for (long long v0 = (blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5; v0 < extent;"
+            " v0 += ((long long)gridDim.x * blockDim.x) >> 5) {\n";
+    text += locals(kernel, 2);
+    out_.str("");
+    for (const StmtRef &s : kernel.body)
+      warpStmt(*s, 2);
+    text += out_.str();
+  }
   ranges_ = previous;
   return text + "  }\n}\n";
 }

@@ -30,7 +30,9 @@ public:
   static std::string signature(const Kernel &kernel, int blockSize);
   /// Declarations of the kernel's variables except gid, zero-initialised.
   static std::string locals(const Kernel &kernel, int depth);
-  /// The whole kernel: a grid-stride loop over the parallel index around the body.
+  /// The whole kernel: a grid-stride loop over the parallel index around the body; with
+  /// warpPerPoint(kernel), each point of the index is a warp's, which shares out the top-level
+  /// Parallel and Reduction loops among its lanes.
   std::string kernelFunction(const Kernel &kernel, int blockSize);
 
 private:
@@ -40,6 +42,8 @@ private:
   static std::string fromFloat(const std::string &floatText, DType to);
   void stmts(const std::vector<StmtRef> &list, int depth);
   void stmt(const Stmt &s, int depth);
+  /// A top-level statement of a warp-per-point kernel.
+  void warpStmt(const Stmt &s, int depth);
   /// The 32-bit form of an expression for which ranges_->fits32 holds.
   std::string narrow(const ExprRef &e);
   bool narrowable(const ExprRef &e) { return ranges_ && ranges_->fits32(e); }
@@ -50,6 +54,13 @@ private:
 
 /// The CUDA C of one kernel; `blockSize` is its __launch_bounds__.
 std::string printCudaKernel(const Kernel &kernel, int blockSize);
+
+/// Whether a warp works on each point of the kernel's parallel index rather than a thread: when
+/// the body has a top-level Parallel or Reduction loop of at least a warp's length, and no other
+/// top-level statement stores inside a loop or branch (those would run once per lane).
+bool warpPerPoint(const Kernel &kernel);
+/// Threads the launch needs for the kernel: parallelExtent, times 32 when warpPerPoint.
+int64_t threadsNeeded(const Kernel &kernel);
 
 /// The C type a buffer of this dtype is declared with ("float", "unsigned short" for f16, ...).
 const char *cudaStorageType(DType type);
