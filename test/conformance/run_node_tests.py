@@ -64,15 +64,15 @@ UNSUPPORTED_ELEMENT_TYPE = re.compile(r"element type \w+, which sinter does not 
 UNSUPPORTED_OP_ENTRY = re.compile(r"(?:ai\.onnx:)?([\w.]+:)?(\w+) x\d+")
 
 
-def target_commands(target, sinter, model, inputs, out_dir, scratch):
+def target_commands(target, sinter, model, inputs, out_dir, scratch, compile_extra=()):
     """The CLI commands that run `model` on `inputs` (.pb files, in graph-input order) for a
-    target and leave one .pb per output in out_dir."""
+    target and leave one .pb per output in out_dir; compile_extra goes to `sinter compile`."""
     feeds = [str(path) for path in inputs]  # positional: the model's input order
     outputs = ["--output-dir", str(out_dir), "--output-format", "pb"]
     if target == "reference":
         return [[*sinter, "run", str(model), *feeds, "--reference", *outputs]]
     library = scratch / "model.so"
-    return [[*sinter, "compile", str(model), "--target", target, "-o", str(library)],
+    return [[*sinter, "compile", str(model), "--target", target, *compile_extra, "-o", str(library)],
             [*sinter, "run", str(library), *feeds, *outputs]]
 
 
@@ -183,7 +183,8 @@ def run_data_set(args, test_dir, info, data_set, scratch):
     out_dir = scratch / "outputs"
     out_dir.mkdir()
     model = test_dir / "model.onnx"
-    for command in target_commands(args.target, args.sinter, model, inputs, out_dir, scratch):
+    extra = ["--arch", args.arch] if args.target == "cuda" and args.arch else []
+    for command in target_commands(args.target, args.sinter, model, inputs, out_dir, scratch, extra):
         code, text = run_command(command, args.timeout, args.memory_limit_mb)
         compiling = command[len(args.sinter)] == "compile"
         failure = classify_failure(code, text, model, compiling)
@@ -254,6 +255,8 @@ def parse_args(argv=None):
     parser.add_argument("--target", default="reference", help="reference (default), cpu or cuda")
     parser.add_argument("--sinter", default=os.environ.get("SINTER_BIN"),
                         help="the CLI, as a command line (default: $SINTER_BIN, else BUILD/bin/sinter)")
+    parser.add_argument("--arch", help="cuda target: compile for this architecture only (e.g. sm_90) "
+                        "instead of sinter's default list")
     parser.add_argument("--jobs", type=int, default=2, help="tests run at once (default 2)")
     parser.add_argument("--timeout", type=float, default=60, help="seconds per command (default 60)")
     parser.add_argument("--memory-limit-mb", type=int, default=8192,
