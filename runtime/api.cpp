@@ -106,6 +106,27 @@ sinter_status sinter_model_output_info(const sinter_model *model, int32_t index,
   return tensorInfo(model, index, info, false);
 }
 
+int32_t sinter_model_step_count(const sinter_model *model) {
+  int32_t count = -1;
+  guardCall([&] { count = static_cast<int32_t>(checkedModel(model).manifest().steps.size()); });
+  return count;
+}
+
+const char *sinter_model_step_name(const sinter_model *model, int32_t index) {
+  const char *name = nullptr;
+  guardCall([&] {
+    const package::Manifest &manifest = checkedModel(model).manifest();
+    if (index < 0 || size_t(index) >= manifest.steps.size())
+      fail(SINTER_ERROR_INVALID_ARGUMENT, "step ", index, " is out of range: the plan has ",
+           manifest.steps.size(), " steps");
+    if (const auto *launch = std::get_if<package::Launch>(&manifest.steps[size_t(index)]))
+      name = manifest.kernels[launch->kernel].name.c_str();
+    else
+      name = "copy";
+  });
+  return name;
+}
+
 void sinter_session_options_init(sinter_session_options *options) {
   if (!options)
     return;

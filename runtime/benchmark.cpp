@@ -1,4 +1,4 @@
-// sinter_session_benchmark: times the plan alone. The inputs are staged once (on the device for
+// sinter_session_benchmark: times the plan alone (and sinter_session_profile, each step of it). The inputs are staged once (on the device for
 // CUDA), then every run puts them back into the arena and runs the plan, timed by the session
 // (session.h has the two hooks): warm-up runs first, then the timed ones.
 //
@@ -14,6 +14,9 @@
 #include "session.h"
 #include "status.h"
 
+#include <algorithm>
+#include <vector>
+
 using namespace sinter;
 using namespace sinter::rt;
 
@@ -21,27 +24,75 @@ namespace {
 
 /// The most timed iterations one call takes (the caller's array must hold them all).
 constexpr int32_t kMaxIterations = 100000000;
+/// The most timed runs one profile call takes.
+constexpr int32_t kMaxProfileIterations = 100000;
 
 } // namespace
+
+namespace {
+
+/// The checks sinter_session_benchmark and sinter_session_profile share.
+void checkTimingArguments(sinter_session *session, const sinter_tensor *hostInputs,
+                          int32_t inputCount, int32_t warmup, int32_t iterations) {
+  if (!session)
+    fail(SINTER_ERROR_INVALID_ARGUMENT, "the session handle is null");
+  if (session->magic != sinter_session::kMagic)
+    fail(SINTER_ERROR_INVALID_ARGUMENT, "the session handle is not a live sinter_session");
+  if (warmup < 0)
+    fail(SINTER_ERROR_INVALID_ARGUMENT, "warmup is ", warmup, "; it must be 0 or more");
+  if (iterations < 1 || iterations > kMaxIterations)
+    fail(SINTER_ERROR_INVALID_ARGUMENT, "iterations is ", iterations, "; it must be 1 to ",
+         kMaxIterations);
+  validateInputArguments(session->artifact().manifest(), hostInputs, inputCount);
+}
+
+} // namespace
+
+extern "C" sinter_status sinter_session_profile(sinter_session *session,
+                                                const sinter_tensor *host_inputs,
+                                                int32_t input_count, int32_t warmup,
+                                                int32_t iterations, double *step_ms,
+                                                int32_t step_capacity) {
+  return guardCall([&] {
+    checkTimingArguments(session, host_inputs, input_count, warmup, iterations);
+    if (iterations > kMaxProfileIterations)
+      fail(SINTER_ERROR_INVALID_ARGUMENT, "iterations is ", iterations,
+           "; a profile keeps every step's time of every run, so it takes at most ",
+           kMaxProfileIterations);
+    size_t steps = session->artifact().manifest().steps.size();
+    if (!step_ms || step_capacity < 0 || size_t(step_capacity) < steps)
+      fail(SINTER_ERROR_INVALID_ARGUMENT, "step_ms must hold ", steps, " doubles (capacity ",
+           step_capacity, step_ms ? ")" : ", and it is null)");
+    session->stageBenchmarkInputs(host_inputs);
+    std::vector<double> run(steps);
+    for (int32_t i = 0; i < warmup; ++i)
+      session->timeSteps(run.data());
+    std::vector<std::vector<double>> byStep(steps, std::vector<double>(size_t(iterations)));
+    for (int32_t i = 0; i < iterations; ++i) {
+      session->timeSteps(run.data());
+      for (size_t s = 0; s < steps; ++s)
+        byStep[s][size_t(i)] = run[s];
+    }
+    for (size_t s = 0; s < steps; ++s) {
+      std::vector<double> &times = byStep[s];
+      std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
+      double median = times[times.size() / 2];
+      if (times.size() % 2 == 0) // the mean of the two middle values, as numpy's median
+        median = (median + *std::max_element(times.begin(), times.begin() + times.size() / 2)) / 2;
+      step_ms[s] = median;
+    }
+  });
+}
 
 extern "C" sinter_status sinter_session_benchmark(sinter_session *session,
                                                   const sinter_tensor *host_inputs,
                                                   int32_t input_count, int32_t warmup,
                                                   int32_t iterations, double *latencies_ms) {
   return guardCall([&] {
-    if (!session)
-      fail(SINTER_ERROR_INVALID_ARGUMENT, "the session handle is null");
-    if (session->magic != sinter_session::kMagic)
-      fail(SINTER_ERROR_INVALID_ARGUMENT, "the session handle is not a live sinter_session");
-    if (warmup < 0)
-      fail(SINTER_ERROR_INVALID_ARGUMENT, "warmup is ", warmup, "; it must be 0 or more");
-    if (iterations < 1 || iterations > kMaxIterations)
-      fail(SINTER_ERROR_INVALID_ARGUMENT, "iterations is ", iterations, "; it must be 1 to ",
-           kMaxIterations);
+    checkTimingArguments(session, host_inputs, input_count, warmup, iterations);
     if (!latencies_ms)
       fail(SINTER_ERROR_INVALID_ARGUMENT, "latencies_ms is null; it must hold ", iterations,
            " doubles");
-    validateInputArguments(session->artifact().manifest(), host_inputs, input_count);
     session->stageBenchmarkInputs(host_inputs);
     for (int32_t run = 0; run < warmup; ++run)
       session->timePlanRun();

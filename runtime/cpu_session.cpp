@@ -111,27 +111,44 @@ public:
   }
 
   double timePlanRun() override {
-    const package::Manifest &manifest = artifact_->manifest();
-    for (size_t i = 0; i < manifest.inputs.size(); ++i)
-      if (size_t bytes = signatureBytes(manifest.inputs[i]))
-        std::memcpy(arena_.base() + manifest.inputs[i].arenaOffset, stagedInputs_[i].data, bytes);
+    restoreStagedInputs();
     auto start = std::chrono::steady_clock::now();
     runSteps();
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
         .count();
   }
 
+  void timeSteps(double *stepMs) override {
+    restoreStagedInputs();
+    for (size_t i = 0; i < steps_.size(); ++i) {
+      auto start = std::chrono::steady_clock::now();
+      runStep(steps_[i]);
+      stepMs[i] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                      .count();
+    }
+  }
+
 private:
+  void restoreStagedInputs() {
+    const package::Manifest &manifest = artifact_->manifest();
+    for (size_t i = 0; i < manifest.inputs.size(); ++i)
+      if (size_t bytes = signatureBytes(manifest.inputs[i]))
+        std::memcpy(arena_.base() + manifest.inputs[i].arenaOffset, stagedInputs_[i].data, bytes);
+  }
+
   /// The plan, on the arena as it stands.
   void runSteps() {
-    for (PreparedStep &step : steps_) {
-      if (step.kernel && step.onCallingThread)
-        step.kernel(step.args.data(), 0, step.extent);
-      else if (step.kernel)
-        pool_.parallelFor(step.extent, runKernelChunk, &step);
-      else if (step.bytes && step.destination != step.source)
-        std::memcpy(step.destination, step.source, step.bytes);
-    }
+    for (PreparedStep &step : steps_)
+      runStep(step);
+  }
+
+  void runStep(PreparedStep &step) {
+    if (step.kernel && step.onCallingThread)
+      step.kernel(step.args.data(), 0, step.extent);
+    else if (step.kernel)
+      pool_.parallelFor(step.extent, runKernelChunk, &step);
+    else if (step.bytes && step.destination != step.source)
+      std::memcpy(step.destination, step.source, step.bytes);
   }
 
   std::shared_ptr<const LoadedArtifact> artifact_;

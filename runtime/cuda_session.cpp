@@ -89,6 +89,7 @@ public:
   const LoadedArtifact &artifact() const override { return *artifact_; }
   void stageBenchmarkInputs(const sinter_tensor *hostInputs) override;
   double timePlanRun() override;
+  void timeSteps(double *stepMs) override;
 
 private:
   void openDevice(int ordinal);
@@ -96,6 +97,9 @@ private:
   const package::CudaBinary &chooseBinary(size_t moduleIndex) const;
   void prepareSteps();
   void enqueuePlan(CUstream stream);
+  void enqueueStep(PreparedStep &step, CUstream stream);
+  /// Puts the staged benchmark inputs back into the arena (queued on stream_).
+  void restoreStagedInputs();
   void launchPlan(CUstream stream);
   void captureGraph();
 
@@ -121,6 +125,8 @@ private:
   size_t stagedBytes_ = 0;
   std::vector<size_t> stagedOffsets_; ///< by input index
   CUevent timingStart_ = nullptr, timingStop_ = nullptr;
+  std::vector<CUevent> stepEvents_; ///< sinter_session_profile: one before each step and one after
+
 };
 
 CudaSession::~CudaSession() {
@@ -136,6 +142,8 @@ CudaSession::~CudaSession() {
   for (CUevent event : {inputsReady_, planDone_, runDone_, timingStart_, timingStop_})
     if (event)
       d_.cuEventDestroy(event);
+  for (CUevent event : stepEvents_)
+    d_.cuEventDestroy(event);
   if (stream_)
     d_.cuStreamDestroy(stream_);
   if (arena_)
@@ -313,19 +321,22 @@ void CudaSession::initialize(const sinter_session_options &options) {
 }
 
 void CudaSession::enqueuePlan(CUstream stream) {
-  for (PreparedStep &step : steps_) {
-    if (step.function) {
-      const package::Launch &launch = *step.launch;
-      CUresult result = d_.cuLaunchKernel(
-          step.function, launch.grid[0], launch.grid[1], launch.grid[2], launch.block[0],
-          launch.block[1], launch.block[2], launch.sharedBytes, stream, step.params.data(), nullptr);
-      if (result != CUDA_SUCCESS)
-        fail(SINTER_ERROR_DEVICE, "kernel '", step.kernelName, "': ",
-             describeError("cuLaunchKernel", result));
-    } else if (step.bytes && step.destination != step.source) {
-      check(d_.cuMemcpyDtoDAsync(step.destination, step.source, step.bytes, stream),
-            "cuMemcpyDtoDAsync (plan copy)");
-    }
+  for (PreparedStep &step : steps_)
+    enqueueStep(step, stream);
+}
+
+void CudaSession::enqueueStep(PreparedStep &step, CUstream stream) {
+  if (step.function) {
+    const package::Launch &launch = *step.launch;
+    CUresult result = d_.cuLaunchKernel(
+        step.function, launch.grid[0], launch.grid[1], launch.grid[2], launch.block[0],
+        launch.block[1], launch.block[2], launch.sharedBytes, stream, step.params.data(), nullptr);
+    if (result != CUDA_SUCCESS)
+      fail(SINTER_ERROR_DEVICE, "kernel '", step.kernelName, "': ",
+           describeError("cuLaunchKernel", result));
+  } else if (step.bytes && step.destination != step.source) {
+    check(d_.cuMemcpyDtoDAsync(step.destination, step.source, step.bytes, stream),
+          "cuMemcpyDtoDAsync (plan copy)");
   }
 }
 
@@ -435,17 +446,43 @@ void CudaSession::stageBenchmarkInputs(const sinter_tensor *hostInputs) {
   check(d_.cuStreamSynchronize(stream_), "cuStreamSynchronize");
 }
 
-double CudaSession::timePlanRun() {
+void CudaSession::restoreStagedInputs() {
   const package::Manifest &manifest = artifact_->manifest();
-  ContextScope scope(d_, context_);
-  // Capture (once) outside the timed span, before any work of this run is queued.
-  if (useGraphs_ && planRuns_ > 0 && !graph_ && !steps_.empty())
-    captureGraph();
   for (size_t i = 0; i < manifest.inputs.size(); ++i)
     if (size_t bytes = signatureBytes(manifest.inputs[i]))
       check(d_.cuMemcpyDtoDAsync(arena_ + manifest.inputs[i].arenaOffset,
                                  stagedInputs_ + stagedOffsets_[i], bytes, stream_),
             "cuMemcpyDtoDAsync (benchmark input)");
+}
+
+void CudaSession::timeSteps(double *stepMs) {
+  ContextScope scope(d_, context_);
+  while (stepEvents_.size() < steps_.size() + 1) {
+    CUevent event = nullptr;
+    check(d_.cuEventCreate(&event, 0), "cuEventCreate (profile)");
+    stepEvents_.push_back(event);
+  }
+  restoreStagedInputs();
+  check(d_.cuEventRecord(stepEvents_[0], stream_), "cuEventRecord");
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    enqueueStep(steps_[i], stream_);
+    check(d_.cuEventRecord(stepEvents_[i + 1], stream_), "cuEventRecord");
+  }
+  check(d_.cuEventSynchronize(stepEvents_[steps_.size()]), "cuEventSynchronize");
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    float milliseconds = 0;
+    check(d_.cuEventElapsedTime(&milliseconds, stepEvents_[i], stepEvents_[i + 1]),
+          "cuEventElapsedTime");
+    stepMs[i] = milliseconds;
+  }
+}
+
+double CudaSession::timePlanRun() {
+  ContextScope scope(d_, context_);
+  // Capture (once) outside the timed span, before any work of this run is queued.
+  if (useGraphs_ && planRuns_ > 0 && !graph_ && !steps_.empty())
+    captureGraph();
+  restoreStagedInputs();
   check(d_.cuEventRecord(timingStart_, stream_), "cuEventRecord");
   launchPlan(stream_);
   check(d_.cuEventRecord(timingStop_, stream_), "cuEventRecord");

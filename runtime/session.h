@@ -55,4 +55,8 @@ struct sinter_session {
   /// it on the CPU; CUDA events on the session's stream around the plan (the graph replay from
   /// the second plan run on; capture happens before the first event).
   virtual double timePlanRun() = 0;
+  /// sinter_session_profile's hook: restores the staged inputs, then runs the plan one step at a
+  /// time and writes each step's milliseconds to stepMs[0 .. steps): CUDA events between
+  /// consecutive steps on the session's stream (never the graph); a steady clock on the CPU.
+  virtual void timeSteps(double *stepMs) = 0;
 };

@@ -123,6 +123,22 @@ sinter_status sinter_session_benchmark(sinter_session *session, const sinter_ten
                                        int32_t input_count, int32_t warmup, int32_t iterations,
                                        double *latencies_ms);
 
+/* The plan's steps (kernel launches and copies), in the order they run: how many, and each one's
+ * name (the kernel's, "fused_matmul_add_3", or "copy"; null with the last error set for an index
+ * out of range). The string lives as long as the model. */
+int32_t sinter_model_step_count(const sinter_model *model);
+const char *sinter_model_step_name(const sinter_model *model, int32_t index);
+
+/* Where the time goes: like sinter_session_benchmark, but each run executes the plan one step at
+ * a time (no CUDA graph) with a timestamp between consecutive steps (CUDA events on the session's
+ * stream; a steady clock on the CPU), and writes the median over the `iterations` timed runs of
+ * each step's milliseconds to step_ms[0 .. sinter_model_step_count). step_capacity must be at
+ * least that count. Launch overheads that a graph replay hides are part of these numbers, so their
+ * sum exceeds sinter_session_benchmark's latency. */
+sinter_status sinter_session_profile(sinter_session *session, const sinter_tensor *host_inputs,
+                                     int32_t input_count, int32_t warmup, int32_t iterations,
+                                     double *step_ms, int32_t step_capacity);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -80,6 +80,15 @@ public:
   Model &operator=(const Model &) = delete;
 
   sinter_model *get() const { return model_; }
+  /// The plan's step names, in order (sinter_model_step_name).
+  std::vector<std::string> stepNames() const {
+    std::vector<std::string> names;
+    for (int32_t i = 0, n = sinter_model_step_count(model_); i < n; ++i) {
+      const char *name = sinter_model_step_name(model_, i);
+      names.push_back(name ? name : "?");
+    }
+    return names;
+  }
   sinter_target target() const { return sinter_model_target(model_); }
 
   std::vector<sinter_tensor_info> inputs() const {
@@ -140,6 +149,15 @@ public:
                                    static_cast<int32_t>(hostInputs.size()), warmup, iterations,
                                    latencies.data()));
     return latencies;
+  }
+  /// sinter_session_profile: the median milliseconds of each step of the plan, in plan order.
+  std::vector<double> profile(const sinter_model *model, const std::vector<sinter_tensor> &hostInputs,
+                              int32_t warmup, int32_t iterations) {
+    int32_t steps = sinter_model_step_count(model);
+    std::vector<double> milliseconds(steps > 0 ? static_cast<size_t>(steps) : 0);
+    check(sinter_session_profile(session_, hostInputs.data(), static_cast<int32_t>(hostInputs.size()),
+                                 warmup, iterations, milliseconds.data(), steps));
+    return milliseconds;
   }
 
 private:

@@ -1,4 +1,4 @@
-// sinter_session_benchmark through the C ABI on a CPU artifact whose kernels are C compiled by the
+// sinter_session_benchmark and sinter_session_profile through the C ABI on a CPU artifact whose kernels are C compiled by the
 // system compiler: argument checks, one latency per timed run, and that every run sees its
 // inputs although the plan overwrites the input's arena slot (as a memory plan may once an input
 // is dead). The kernels count what they see in globals of the artifact, read back through a third
@@ -163,4 +163,64 @@ TEST_F(RuntimeBenchmarkTest, BadArgumentsAreNamed) {
   expectInvalid(sinter_session_benchmark(f.session, &wrongType, 1, 0, 4, latencies), "dtype");
   for (double latency : latencies)
     EXPECT_EQ(latency, 0.0) << "nothing is written when the arguments are bad";
+}
+
+// sinter_session_profile: one median per step, every step of every run executed once with its
+// inputs restored first (the counters say so), step names from the manifest, and bad arguments
+// named before anything runs.
+TEST_F(RuntimeBenchmarkTest, ProfileTimesEveryStepOfEveryRun) {
+  std::string object = compileC(folder_.string(), "kernels", kSource);
+  if (object.empty())
+    GTEST_SKIP() << "no C compiler on this machine";
+  std::string path = this->path("clobber.so");
+  writeArtifact(clobberingManifest(), path, {object});
+  Fixture f;
+  ASSERT_EQ(sinter_model_load(path.c_str(), &f.model), SINTER_OK) << sinter_last_error();
+  sinter_session_options options;
+  sinter_session_options_init(&options);
+  options.threads = 1;
+  ASSERT_EQ(sinter_session_create(f.model, &options, &f.session), SINTER_OK) << sinter_last_error();
+  for (int64_t i = 0; i < kElements; ++i)
+    f.x[i] = float(i + 1);
+  f.input = tensorOf(f.x.data(), f.x.size() * 4, SINTER_FLOAT32, {kElements});
+
+  ASSERT_EQ(sinter_model_step_count(f.model), 2);
+  EXPECT_STREQ(sinter_model_step_name(f.model, 0), "check_input");
+  EXPECT_STREQ(sinter_model_step_name(f.model, 1), "clobber");
+  EXPECT_EQ(sinter_model_step_name(f.model, 2), nullptr);
+  EXPECT_TRUE(contains(sinter_last_error(), "out of range")) << sinter_last_error();
+
+  double stepMs[3] = {-1, -1, -7};
+  ASSERT_EQ(sinter_session_profile(f.session, &f.input, 1, 2, 4, stepMs, 3), SINTER_OK)
+      << sinter_last_error();
+  EXPECT_GE(stepMs[0], 0.0);
+  EXPECT_GE(stepMs[1], 0.0);
+  EXPECT_EQ(stepMs[2], -7.0) << "only the plan's steps are written";
+
+  void *library = dlopen(path.c_str(), RTLD_NOW | RTLD_NOLOAD);
+  ASSERT_NE(library, nullptr) << dlerror();
+  auto readCounts =
+      reinterpret_cast<void (*)(void *const *, int64_t, int64_t)>(dlsym(library, "read_counts"));
+  ASSERT_NE(readCounts, nullptr);
+  int64_t counts[2] = {-1, -1};
+  void *args[] = {counts};
+  readCounts(args, 0, 1);
+  dlclose(library);
+  EXPECT_EQ(counts[1], 6 * kElements) << "2 warm-up and 4 timed runs, each step once";
+  EXPECT_EQ(counts[0], 0) << "a profiled run saw the previous run's clobbered input";
+
+  double tooSmall[1] = {};
+  EXPECT_EQ(sinter_session_profile(f.session, &f.input, 1, 0, 4, tooSmall, 1),
+            SINTER_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(sinter_last_error(), "must hold 2")) << sinter_last_error();
+  EXPECT_EQ(sinter_session_profile(f.session, &f.input, 1, 0, 4, nullptr, 2),
+            SINTER_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(sinter_session_profile(f.session, &f.input, 1, 0, 0, stepMs, 2),
+            SINTER_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(sinter_last_error(), "iterations")) << sinter_last_error();
+
+  sinter::rt::Model model(path);
+  sinter::rt::Session session(model, &options);
+  EXPECT_EQ(model.stepNames(), (std::vector<std::string>{"check_input", "clobber"}));
+  EXPECT_EQ(session.profile(model.get(), {f.input}, 0, 3).size(), 2u);
 }

@@ -36,7 +36,11 @@ struct BenchFlags {
   bool noGraphs = false;
   int64_t intHigh = 2;
   bool json = false;
+  bool perStep = false;
 };
+
+/// How many of the slowest steps the text report lists.
+constexpr size_t kStepsListed = 25;
 
 /// Seed of input k's generator: the same inputs on every run and machine.
 constexpr uint64_t kSeed = 0x51E7E5BE7C4ull;
@@ -176,6 +180,23 @@ LatencyStats summarize(std::vector<double> latencies) {
   userError(error.what());
 }
 
+/// The slowest steps first, with their share of the steps' total.
+void printSteps(const std::vector<std::string> &names, const std::vector<double> &ms, bool cuda) {
+  double total = std::accumulate(ms.begin(), ms.end(), 0.0);
+  std::vector<size_t> order(ms.size());
+  std::iota(order.begin(), order.end(), size_t(0));
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return ms[a] > ms[b]; });
+  std::printf("steps run one at a time (%s): %zu steps, %.4f ms in all; the slowest:\n",
+              cuda ? "no graph, CUDA events between steps" : "a steady clock around each", ms.size(),
+              total);
+  std::printf("  %5s  %10s  %6s  %s\n", "step", "median ms", "share", "kernel");
+  for (size_t k = 0; k < std::min(order.size(), kStepsListed); ++k) {
+    size_t i = order[k];
+    std::printf("  %5zu  %10.4f  %5.1f%%  %s\n", i, ms[i], total > 0 ? 100.0 * ms[i] / total : 0.0,
+                names[i].c_str());
+  }
+}
+
 void runBench(const BenchFlags &flags) {
   if (classifyModelFile(flags.model) != ModelKind::Artifact)
     userError("'", flags.model,
@@ -191,6 +212,8 @@ void runBench(const BenchFlags &flags) {
     userError("--int-high must be 1 or more, not ", flags.intHigh);
 
   std::vector<double> latencies;
+  std::vector<double> stepMs;
+  std::vector<std::string> stepNames;
   std::vector<sinter_tensor_info> infos;
   sinter_target target = SINTER_TARGET_CPU;
   try {
@@ -212,6 +235,10 @@ void runBench(const BenchFlags &flags) {
     spdlog::debug("benchmarking {}: {} warm-up and {} timed runs", flags.model, flags.warmup,
                   flags.iterations);
     latencies = session.benchmark(inputs, flags.warmup, flags.iterations);
+    if (flags.perStep) {
+      stepNames = model.stepNames();
+      stepMs = session.profile(model.get(), inputs, flags.warmup, flags.iterations);
+    }
   } catch (const rt::Error &error) {
     rethrow(error);
   }
@@ -247,6 +274,12 @@ void runBench(const BenchFlags &flags) {
     for (double latency : latencies)
       json.value(latency);
     json.endArray();
+    if (flags.perStep) {
+      json.key("steps").beginArray(); // plan order; median ms of each step run alone
+      for (size_t i = 0; i < stepMs.size(); ++i)
+        json.beginObject().key("name").value(stepNames[i]).key("ms").value(stepMs[i]).endObject();
+      json.endArray();
+    }
     json.endObject();
     std::printf("%s\n", json.str().c_str());
     return;
@@ -262,6 +295,8 @@ void runBench(const BenchFlags &flags) {
               stats.p50, stats.p90, stats.p99, stats.mean, stats.min, stats.max);
   std::printf("throughput: %.1f inferences/s (batch %lld / mean latency)\n", throughput,
               static_cast<long long>(batch));
+  if (flags.perStep)
+    printSteps(stepNames, stepMs, cuda);
 }
 
 } // namespace
@@ -283,6 +318,9 @@ Command addBenchCommand(CLI::App &parent) {
                    "Integer inputs are drawn from [0, N) (token ids, masks, indices)")
       ->capture_default_str();
   command->add_flag("--json", flags->json, "Print one JSON object (with every latency)");
+  command->add_flag("--per-step", flags->perStep,
+                    "Also time every step of the plan run alone (sinter_session_profile) and list "
+                    "the slowest kernels");
   return {command, [flags] { runBench(*flags); }};
 }
 
