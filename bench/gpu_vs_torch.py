@@ -15,7 +15,7 @@ docs/performance.md has the last table). For each row (model, batch, precision):
      compile time (the first call), peak GPU memory (torch.cuda.max_memory_allocated);
   3. runs the sinter artifact on the same input and checks it against torch eager's output
      (max |a-b| / max |b| <= 1e-4 at fp32) before timing it with `sinter bench` (CUDA graph
-     replay, the same event method);
+     replay, the same event method), then `sinter bench --per-step` for the slowest kernels;
   4. computes the hardware floor of the row: max(FLOP / measured matmul rate, bytes / measured
      copy bandwidth), FLOP counted by torch's FlopCounterMode, bytes the weights plus the input
      and output (the least any system must move); the rates are measured at the start (an 8192^3
@@ -253,6 +253,12 @@ class Bench:
                                      str(self.args.warmup), "--iterations",
                                      str(self.args.iterations), "--json"], 300)
         row["sinter_ms"] = json.loads(stdout)["latency_ms"]["p50"]
+        # Where sinter's time goes: each kernel run alone (no graph), the ten slowest.
+        stdout, _ = self.run_sinter([self.sinter, "bench", str(artifact), "--warmup", "3",
+                                     "--iterations", "20", "--per-step", "--json"], 300)
+        steps = json.loads(stdout)["steps"]
+        row["sinter_steps_ms"] = sum(step["ms"] for step in steps)
+        row["sinter_slowest_steps"] = sorted(steps, key=lambda step: -step["ms"])[:10]
         stdout, _ = self.run_sinter([self.sinter, "inspect", str(artifact), "--json"], 60)
         info = json.loads(stdout)
         row["sinter_device_mib"] = (info["arena_bytes"] + info["weight_bytes"]) / 2 ** 20
