@@ -53,6 +53,10 @@ const LoweringTable &loweringTable() {
     registerContractionLowering(table);
     registerPoolingLowering(table);
     registerAttentionLowering(table);
+    registerScatterLowering(table);
+    registerQuantizationLowering(table);
+    registerSequenceModelLowering(table);
+    registerSamplingLowering(table);
     return table;
   }();
   return table;
