@@ -57,6 +57,7 @@ const LoweringTable &loweringTable() {
     registerQuantizationLowering(table);
     registerSequenceModelLowering(table);
     registerSamplingLowering(table);
+    registerLinearAlgebraLowering(table);
     return table;
   }();
   return table;
