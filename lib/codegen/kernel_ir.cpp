@@ -244,6 +244,11 @@ int KernelBuilder::addBuffer(const std::string &name, DType dtype, int64_t eleme
   return int(kernel_.buffers.size()) - 1;
 }
 
+int KernelBuilder::addScratch(const std::string &name, DType dtype, int64_t elements) {
+  kernel_.buffers.push_back({name, dtype, elements, true, true});
+  return int(kernel_.buffers.size()) - 1;
+}
+
 int KernelBuilder::addVariable(const std::string &hint, DType type) {
   kernel_.variables.push_back({hint + std::to_string(kernel_.variables.size()), type});
   return int(kernel_.variables.size()) - 1;
@@ -322,7 +327,7 @@ public:
     out_ << "kernel " << kernel_.name << " parallel " << kernel_.parallelExtent << "\n";
     for (const BufferParam &buffer : kernel_.buffers)
       out_ << "  buffer " << buffer.name << ": " << dtypeName(buffer.dtype) << "[" << buffer.elements
-           << "]" << (buffer.written ? " written" : "") << "\n";
+           << "]" << (buffer.scratch ? " scratch" : buffer.written ? " written" : "") << "\n";
     stmts(kernel_.body, 1);
     return out_.str();
   }

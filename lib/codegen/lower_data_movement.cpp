@@ -1,7 +1,7 @@
 // Lowering of data movement: every op here is an index remapping (an injective rule), so it
 // fuses into its consumers and producers without a copy of its own. Indices that come from data
-// (Gather, GatherElements) are wrapped for negative values and clamped into range, so a bad index
-// can never read out of bounds.
+// (Gather, GatherElements, GatherND; ReverseSequence's lengths) are wrapped for negative values
+// and clamped into range, so a bad index can never read out of bounds.
 #include "lowering_rules.h"
 
 #include "sinter/support/error.h"
@@ -170,6 +170,52 @@ ExprRef gatherElementsRule(const RuleContext &ctx, int, const std::vector<ExprRe
   std::vector<ExprRef> inIndex = index;
   inIndex[axis] = dataIndex(ctx.input(1)(index), dataDims[axis]);
   return ctx.input(0)(inIndex);
+}
+
+/// GatherND: out[tuple..., slice...] = data[batch..., indices[tuple..., :]..., slice...], the first
+/// batch_dims coordinates of the tuple shared with the data.
+ExprRef gatherNDRule(const RuleContext &ctx, int, const std::vector<ExprRef> &index) {
+  std::vector<int64_t> dataDims = ctx.inputDims(0), indexDims = ctx.inputDims(1);
+  int64_t batchDims = ctx.node().attrInt("batch_dims", 0);
+  int64_t indexRank = int64_t(indexDims.size()), dataRank = int64_t(dataDims.size());
+  int64_t depth = indexRank > 0 ? indexDims.back() : 0;
+  if (indexRank < 1 || batchDims < 0 || batchDims >= std::min(dataRank, indexRank) || depth < 1 ||
+      depth > dataRank - batchDims)
+    userError(ctx.node().describe(), ": indices ", indexRank, "-D with tuples of ", depth,
+              " do not fit data of rank ", dataRank, " with batch_dims ", batchDims);
+  std::vector<ExprRef> tuple(index.begin(), index.begin() + (indexRank - 1));
+  std::vector<ExprRef> inIndex(index.begin(), index.begin() + batchDims);
+  for (int64_t j = 0; j < depth; ++j) {
+    std::vector<ExprRef> at = tuple;
+    at.push_back(intConstant(j));
+    inIndex.push_back(dataIndex(ctx.input(1)(at), dataDims[batchDims + j]));
+  }
+  inIndex.insert(inIndex.end(), index.begin() + (indexRank - 1), index.end());
+  return ctx.input(0)(inIndex);
+}
+
+/// ReverseSequence: along time_axis, the first sequence_lens[batch] elements reversed.
+ExprRef reverseSequenceRule(const RuleContext &ctx, int, const std::vector<ExprRef> &index) {
+  int64_t batchAxis = ctx.node().attrInt("batch_axis", 1), timeAxis = ctx.node().attrInt("time_axis", 0);
+  if ((batchAxis != 0 && batchAxis != 1) || (timeAxis != 0 && timeAxis != 1) || batchAxis == timeAxis ||
+      index.size() < 2)
+    userError(ctx.node().describe(), ": batch_axis and time_axis must be 0 and 1 in some order");
+  int64_t time = ctx.inputDims(0)[timeAxis];
+  ExprRef length = cast(ctx.input(1)({index[batchAxis]}), DType::Int64);
+  ExprRef t = index[timeAxis];
+  std::vector<ExprRef> from = index;
+  from[timeAxis] = clampIndex(sub(sub(length, intConstant(1)), t), time);
+  ExprRef reversed = binary(BinaryOp::Lt, t, length);
+  return select(reversed, ctx.input(0)(from), ctx.input(0)(index));
+}
+
+/// EyeLike: ones where column = row + k, zeros elsewhere, in the output's type.
+ExprRef eyeLikeRule(const RuleContext &ctx, int, const std::vector<ExprRef> &index) {
+  if (index.size() != 2)
+    userError(ctx.node().describe(), ": the input must be 2-D");
+  DType type = ctx.outputType(0);
+  ExprRef diagonal = binary(BinaryOp::Eq, index[1], add(index[0], ctx.node().attrInt("k", 0)));
+  return select(diagonal, typedConstant(type, 1), typedConstant(type, 0));
 }
 
 ExprRef tileRule(const RuleContext &ctx, int, const std::vector<ExprRef> &index) {
@@ -412,6 +458,9 @@ void registerDataMovementLowering(LoweringTable &table) {
   table.addInjective(OpKind::Split, splitRule);
   table.addInjective(OpKind::Gather, gatherRule);
   table.addInjective(OpKind::GatherElements, gatherElementsRule);
+  table.addInjective(OpKind::GatherND, gatherNDRule);
+  table.addInjective(OpKind::ReverseSequence, reverseSequenceRule);
+  table.addInjective(OpKind::EyeLike, eyeLikeRule);
   table.addInjective(OpKind::Tile, tileRule);
   table.addInjective(OpKind::Pad, padRule);
   table.addInjective(OpKind::DepthToSpace, depthToSpaceRule);

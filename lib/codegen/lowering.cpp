@@ -53,6 +53,11 @@ const LoweringTable &loweringTable() {
     registerContractionLowering(table);
     registerPoolingLowering(table);
     registerAttentionLowering(table);
+    registerScatterLowering(table);
+    registerQuantizationLowering(table);
+    registerSequenceModelLowering(table);
+    registerSamplingLowering(table);
+    registerLinearAlgebraLowering(table);
     return table;
   }();
   return table;

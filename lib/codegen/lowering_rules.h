@@ -95,6 +95,11 @@ void registerNormalizationLowering(LoweringTable &table); // lower_normalization
 void registerContractionLowering(LoweringTable &table);   // lower_contraction.cpp (MatMul, Gemm, Conv, ConvTranspose)
 void registerPoolingLowering(LoweringTable &table);       // lower_pooling.cpp
 void registerAttentionLowering(LoweringTable &table);     // lower_attention.cpp (Attention, losses)
+void registerScatterLowering(LoweringTable &table);       // lower_scatter.cpp (ScatterElements, ScatterND, TensorScatter)
+void registerQuantizationLowering(LoweringTable &table);  // lower_quantization.cpp
+void registerSequenceModelLowering(LoweringTable &table); // lower_sequence_models.cpp (RotaryEmbedding, CausalConvWithState, LinearAttention)
+void registerSamplingLowering(LoweringTable &table);      // lower_sampling.cpp (GridSample)
+void registerLinearAlgebraLowering(LoweringTable &table); // lower_linear_algebra.cpp (Einsum, Det)
 
 /// A group's buffers declared in a builder (its inputs, then its outputs, as lowerGroup orders
 /// them): an accessor for each input and the buffer of each output.

@@ -92,6 +92,10 @@ struct BufferParam {
   DType dtype;
   int64_t elements;
   bool written;
+  /// Scratch memory the kernel alone uses (state it updates in place, a matrix it factorises):
+  /// the compiler places it in the arena for the kernel's own step and passes it after the
+  /// group's outputs. Its contents are undefined when the kernel starts.
+  bool scratch = false;
 };
 
 struct Kernel {
@@ -153,6 +157,8 @@ class KernelBuilder {
 public:
   explicit KernelBuilder(std::string name);
   int addBuffer(const std::string &name, DType dtype, int64_t elements, bool written);
+  /// A scratch buffer (BufferParam::scratch). Declare scratch after every input and output.
+  int addScratch(const std::string &name, DType dtype, int64_t elements);
   /// A new local variable (unique name derived from `hint`).
   int addVariable(const std::string &hint, DType type);
   ExprRef gid() const { return var(0, DType::Int64); }
