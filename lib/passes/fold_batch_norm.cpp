@@ -150,8 +150,11 @@ Tensor scaleAlong(const Tensor &weights, int axis, const std::vector<double> &sc
   return result;
 }
 
-Value *addFolded(Graph &graph, const Value *original, Tensor tensor) {
-  return graph.addConstant(graph.uniqueName(original->name() + ".folded"), std::move(tensor));
+/// A new constant named after the one it replaces ("w" -> "w.folded", "w.folded" -> "w.folded.1").
+Value *addFolded(Graph &graph, const std::string &original, Tensor tensor) {
+  size_t at = original.find(".folded");
+  std::string base = at == std::string::npos ? original + ".folded" : original.substr(0, at + 7);
+  return graph.addConstant(graph.uniqueName(base), std::move(tensor));
 }
 
 /// Rewrites `contraction` so its output is affine(old output). Returns false, changing nothing,
@@ -166,13 +169,14 @@ bool foldInto(Graph &graph, Node &contraction, const ChannelAffine &affine,
   case OpKind::Conv: {
     if (bias && (!bias->isConstant() || bias->constant().elementCount() != channels))
       return false;
-    contraction.setInput(1, addFolded(graph, weights, scaleAlong(weights->constant(), 0, affine.scale)));
+    if (affine.scalesAnything())
+      contraction.setInput(1, addFolded(graph, weights->name(), scaleAlong(weights->constant(), 0, affine.scale)));
     if (bias || affine.shiftsAnything()) {
       Tensor folded(bias ? bias->dtype() : dtype, {channels});
       for (int64_t c = 0; c < channels; ++c)
         folded.setDouble(c, (bias ? bias->constant().getDouble(c) : 0.0) * affine.scale[size_t(c)] +
                                 affine.shift[size_t(c)]);
-      contraction.setInput(2, addFolded(graph, bias ? bias : weights, std::move(folded)));
+      contraction.setInput(2, addFolded(graph, bias ? bias->name() : contraction.output(0)->name() + ".bias", std::move(folded)));
     }
     return true;
   }
@@ -184,8 +188,9 @@ bool foldInto(Graph &graph, Node &contraction, const ChannelAffine &affine,
     double beta = contraction.attrFloat("beta", 1.0f);
     // C broadcast to [rows, N]: per row only when it has rows of its own.
     bool perRow = bias && bias->rank() == 2 && bias->constant().dims()[0] != 1;
-    contraction.setInput(1, addFolded(graph, weights,
-                                      scaleAlong(weights->constant(), transB ? 0 : 1, affine.scale)));
+    if (affine.scalesAnything())
+      contraction.setInput(1, addFolded(graph, weights->name(),
+                                        scaleAlong(weights->constant(), transB ? 0 : 1, affine.scale)));
     if (bias || affine.shiftsAnything()) {
       int64_t biasRows = perRow ? rows : 1;
       Tensor folded(bias ? bias->dtype() : dtype,
@@ -202,7 +207,7 @@ bool foldInto(Graph &graph, Node &contraction, const ChannelAffine &affine,
           }
           folded.setDouble(row * channels + c, beta * old * affine.scale[size_t(c)] + affine.shift[size_t(c)]);
         }
-      contraction.setInput(2, addFolded(graph, bias ? bias : weights, std::move(folded)));
+      contraction.setInput(2, addFolded(graph, bias ? bias->name() : contraction.output(0)->name() + ".bias", std::move(folded)));
       contraction.removeAttr("beta");
     }
     return true;
@@ -210,7 +215,7 @@ bool foldInto(Graph &graph, Node &contraction, const ChannelAffine &affine,
   case OpKind::MatMul:
     if (!affine.scalesAnything())
       return false; // only a shift: nothing to fold, the Add is an epilogue already
-    contraction.setInput(1, addFolded(graph, weights, scaleAlong(weights->constant(), 1, affine.scale)));
+    contraction.setInput(1, addFolded(graph, weights->name(), scaleAlong(weights->constant(), 1, affine.scale)));
     if (affine.shiftsAnything())
       remainingShift = affine.shift;
     return true;

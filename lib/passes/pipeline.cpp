@@ -44,6 +44,13 @@ const std::vector<PipelineEntry> &defaultPipeline() {
   return kPipeline;
 }
 
+std::unique_ptr<Pass> createPass(std::string_view name) {
+  for (const PipelineEntry &entry : defaultPipeline())
+    if (entry.name == name)
+      return entry.create();
+  return nullptr;
+}
+
 std::string describePipeline() {
   std::ostringstream out;
   int index = 1;
