@@ -1,6 +1,9 @@
 #include "sinter/passes/pipeline.h"
 
+#include "canonicalize.h"
+#include "eliminate_common_subexpressions.h"
 #include "eliminate_dead_code.h"
+#include "fold_batch_norm.h"
 #include "fold_constants.h"
 #include "sinter/ir/graph.h"
 #include "sinter/ir/printer.h"
@@ -21,10 +24,31 @@ const std::vector<PipelineEntry> &defaultPipeline() {
       {"fold-constants",
        "shapes are static after import, so shape arithmetic and weight transforms run once, here",
        make<FoldConstants>(), /*untilFixedPoint=*/true},
-      {"eliminate-dead-code", "folding leaves the nodes and constants it replaced unused",
+      {"canonicalize",
+       "removes no-op nodes and collapses view and transpose chains, so the passes after it "
+       "match one form of each pattern",
+       make<Canonicalize>(), /*untilFixedPoint=*/true},
+      {"eliminate-common-subexpressions",
+       "after canonicalisation, equal computations (the same Shape of the same value, duplicated "
+       "constants) have identical inputs and merge",
+       make<EliminateCommonSubexpressions>(), /*untilFixedPoint=*/true},
+      {"fold-batch-norm",
+       "folds per-channel affine maps into the weights of the contraction before them; the new "
+       "weights are constants, so it runs after folding and needs no folding after",
+       make<FoldBatchNorm>(), /*untilFixedPoint=*/true},
+      {"eliminate-dead-code",
+       "folding leaves the nodes and constants it replaced unused (weights before folding, merged "
+       "constants)",
        make<EliminateDeadCode>()},
   };
   return kPipeline;
+}
+
+std::unique_ptr<Pass> createPass(std::string_view name) {
+  for (const PipelineEntry &entry : defaultPipeline())
+    if (entry.name == name)
+      return entry.create();
+  return nullptr;
 }
 
 std::string describePipeline() {

@@ -9,6 +9,7 @@
 #include <iosfwd>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace sinter {
@@ -33,6 +34,9 @@ struct PipelineOptions {
 
 /// Runs the pipeline. Unknown names in disabled/dumpAfter are UserErrors listing the passes.
 void runPipeline(Graph &graph, const PipelineOptions &options = {});
+
+/// A new instance of the pipeline's pass of that name (for tests and tools); null if none.
+std::unique_ptr<Pass> createPass(std::string_view name);
 
 /// "1. fold-constants: evaluate nodes whose inputs are all constants ..." one per line.
 std::string describePipeline();

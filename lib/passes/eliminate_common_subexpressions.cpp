@@ -1,0 +1,126 @@
+#include "eliminate_common_subexpressions.h"
+
+#include "rewrite.h"
+
+#include <map>
+#include <tuple>
+
+namespace sinter {
+namespace {
+
+/// Binary ops whose result does not depend on the order of their inputs (IEEE-754 addition
+/// and multiplication are commutative; Max/Min are left out for their NaN conventions).
+bool isCommutative(OpKind kind) {
+  switch (kind) {
+  case OpKind::Add:
+  case OpKind::Mul:
+  case OpKind::And:
+  case OpKind::Or:
+  case OpKind::Xor:
+  case OpKind::Equal:
+  case OpKind::BitwiseAnd:
+  case OpKind::BitwiseOr:
+  case OpKind::BitwiseXor:
+    return true;
+  default:
+    return false;
+  }
+}
+
+bool sameInputs(const Node &a, const Node &b) {
+  if (a.inputs() == b.inputs())
+    return true;
+  return isCommutative(a.kind()) && a.numInputs() == 2 && b.numInputs() == 2 &&
+         a.input(0) == b.input(1) && a.input(1) == b.input(0);
+}
+
+bool sameComputation(const Node &a, const Node &b) {
+  if (a.kind() != b.kind() || a.numOutputs() != b.numOutputs() || !sameInputs(a, b) ||
+      a.attributes().size() != b.attributes().size())
+    return false;
+  for (const auto &[name, attribute] : a.attributes()) {
+    auto it = b.attributes().find(name);
+    if (it == b.attributes().end() || !attributesEqual(attribute, it->second))
+      return false;
+  }
+  for (int i = 0; i < a.numOutputs(); ++i)
+    if ((a.output(i) == nullptr) != (b.output(i) == nullptr) ||
+        (a.output(i) && a.output(i)->type() != b.output(i)->type()))
+      return false;
+  return true;
+}
+
+/// Replaces every output of `duplicate` by the same output of `original`, if every graph
+/// output among them can keep its name.
+bool replaceOutputs(Graph &graph, Node &duplicate, Node &original) {
+  for (int i = 0; i < duplicate.numOutputs(); ++i)
+    if (graph.isOutput(duplicate.output(i)) && graph.isOutput(original.output(i)))
+      return false;
+  bool changed = false;
+  for (int i = 0; i < duplicate.numOutputs(); ++i) {
+    Value *from = duplicate.output(i);
+    if (from->hasUses() || graph.isOutput(from))
+      changed |= passes::replaceValue(graph, from, original.output(i));
+  }
+  return changed;
+}
+
+/// A cheap content key for a constant; equal keys are then compared byte for byte.
+uint64_t contentHash(const Tensor &tensor) {
+  uint64_t hash = 1469598103934665603ull; // FNV-1a
+  const auto *bytes = reinterpret_cast<const unsigned char *>(tensor.data());
+  for (size_t i = 0; i < tensor.byteSize(); ++i)
+    hash = (hash ^ bytes[i]) * 1099511628211ull;
+  return hash;
+}
+
+bool mergeConstants(Graph &graph) {
+  bool changed = false;
+  // Keyed by content; each bucket in graph order, so the first of equal constants is kept.
+  std::map<std::tuple<int, std::vector<int64_t>, uint64_t>, std::vector<Value *>> buckets;
+  std::vector<Value *> constants = graph.constants();
+  for (Value *constant : constants) {
+    const Tensor &tensor = constant->constant();
+    auto &bucket = buckets[{int(tensor.dtype()), tensor.dims(), contentHash(tensor)}];
+    Value *same = nullptr;
+    for (Value *earlier : bucket)
+      if (earlier->constant().identical(tensor))
+        same = earlier;
+    if (same && constant->hasUses() && !graph.isOutput(constant)) {
+      graph.replaceAllUsesWith(constant, same);
+      changed = true;
+    } else if (!same) {
+      bucket.push_back(constant);
+    }
+  }
+  return changed;
+}
+
+} // namespace
+
+bool EliminateCommonSubexpressions::run(Graph &graph) {
+  bool changed = mergeConstants(graph);
+  // Candidates by op and first input; looked up, never iterated, so pointer keys are fine.
+  std::map<std::pair<OpKind, const Value *>, std::vector<Node *>> seen;
+  for (const auto &owned : graph.nodes()) {
+    Node *node = owned.get();
+    const Value *first = node->input(0);
+    // A commutative node may match one whose inputs are swapped: file both orders.
+    std::vector<const Value *> keys = {first};
+    if (isCommutative(node->kind()) && node->numInputs() == 2 && node->input(1) != first)
+      keys.push_back(node->input(1));
+    Node *original = nullptr;
+    for (Node *candidate : seen[{node->kind(), first}])
+      if (!original && sameComputation(*node, *candidate))
+        original = candidate;
+    if (original && replaceOutputs(graph, *node, *original)) {
+      changed = true;
+      continue;
+    }
+    for (const Value *key : keys)
+      seen[{node->kind(), key}].push_back(node);
+  }
+  return passes::eraseDeadNodes(graph) || changed;
+}
+
+} // namespace sinter
