@@ -82,25 +82,61 @@ std::string printTiledContraction(const Contraction &contraction, const TileShap
   out << "  " << type << " acc[" << tile.tm << "][" << tile.tn << "];\n";
   out << "#pragma unroll\n  for (int p = 0; p < " << tile.tm << "; ++p)\n"
       << "#pragma unroll\n    for (int q = 0; q < " << tile.tn << "; ++q) acc[p][q] = 0;\n";
-  out << "  for (long long k0 = 0; k0 < " << spec.k << "LL; k0 += " << stageDepth << ") {\n";
-  // Stage lhs[rowBase.., k0..] and rhs[k0.., columnBase..] for every slice, consecutive threads
-  // walking the operand's unit-stride direction so global reads coalesce.
-  auto stage = [&](const char *shared, int extent, bool unitStrideK, int indexVar, const char *base,
-                   int64_t limit, const ExprRef &value) {
-    out << "    for (int e = tid; e < " << extent * stageDepth << "; e += " << threads << ") {\n";
-    if (unitStrideK)
-      out << "      const int kk = e % " << stageDepth << ", ii = e / " << stageDepth << ";\n";
-    else
-      out << "      const int kk = e / " << extent << ", ii = e % " << extent << ";\n";
-    out << "      " << v(indexVar) << " = " << base << " + ii; " << v(spec.r) << " = k0 + kk;\n";
-    out << "      " << shared << "[kk / " << tile.bk << "][kk % " << tile.bk << "][ii] = (" << v(indexVar)
-        << " < " << limit << "LL && " << v(spec.r) << " < " << spec.k << "LL) ? " << printer.expr(value)
-        << " : (" << type << ")0;\n";
-    out << "    }\n";
+  // Global loads for the next stage go to registers while this stage's products run from shared
+  // memory, so their latency hides behind the arithmetic; the registers go to shared memory at
+  // the top of the next iteration. Consecutive threads walk the operand's unit-stride direction
+  // so the global reads coalesce.
+  struct Operand {
+    const char *shared, *registers, *base;
+    int extent, indexVar;
+    bool unitStrideK;
+    int64_t limit;
+    ExprRef value;
   };
-  stage("sA", tile.bm, spec.lhsUnitStrideK, spec.i, "rowBase", spec.m, spec.lhs);
-  stage("sB", tile.bn, spec.rhsUnitStrideK, spec.j, "columnBase", spec.n, spec.rhs);
+  const Operand operands[] = {
+      {"sA", "ra", "rowBase", tile.bm, spec.i, spec.lhsUnitStrideK, spec.m, spec.lhs},
+      {"sB", "rb", "columnBase", tile.bn, spec.j, spec.rhsUnitStrideK, spec.n, spec.rhs}};
+  auto perThread = [&](const Operand &o) { return (o.extent * stageDepth + threads - 1) / threads; };
+  auto element = [&](const Operand &o, const std::string &indent) {
+    int total = o.extent * stageDepth;
+    out << indent << "const int e = tid + u * " << threads << ";\n";
+    if (total % threads != 0)
+      out << indent << "if (e >= " << total << ") continue;\n";
+    if (o.unitStrideK)
+      out << indent << "const int kk = e % " << stageDepth << ", ii = e / " << stageDepth << ";\n";
+    else
+      out << indent << "const int kk = e / " << o.extent << ", ii = e % " << o.extent << ";\n";
+  };
+  auto load = [&](const Operand &o, const char *k) {
+    out << "#pragma unroll\n    for (int u = 0; u < " << perThread(o) << "; ++u) {\n";
+    element(o, "      ");
+    out << "      " << v(o.indexVar) << " = " << o.base << " + ii; " << v(spec.r) << " = " << k
+        << " + kk;\n";
+    out << "      " << o.registers << "[u] = (" << v(o.indexVar) << " < " << o.limit << "LL && "
+        << v(spec.r) << " < " << spec.k << "LL) ? " << printer.expr(o.value) << " : (" << type
+        << ")0;\n    }\n";
+  };
+  auto store = [&](const Operand &o) {
+    out << "#pragma unroll\n    for (int u = 0; u < " << perThread(o) << "; ++u) {\n";
+    element(o, "      ");
+    out << "      " << o.shared << "[kk / " << tile.bk << "][kk % " << tile.bk << "][ii] = "
+        << o.registers << "[u];\n    }\n";
+  };
+  for (const Operand &o : operands)
+    out << "  " << type << " " << o.registers << "[" << perThread(o) << "];\n";
+  out << "  {\n    const long long k0 = 0;\n";
+  for (const Operand &o : operands)
+    load(o, "k0");
+  out << "  }\n";
+  out << "  for (long long k0 = 0; k0 < " << spec.k << "LL; k0 += " << stageDepth << ") {\n";
+  for (const Operand &o : operands)
+    store(o);
   out << "    __syncthreads();\n";
+  out << "    if (k0 + " << stageDepth << " < " << spec.k << "LL) {\n";
+  out << "      const long long next = k0 + " << stageDepth << ";\n";
+  for (const Operand &o : operands)
+    load(o, "next");
+  out << "    }\n";
   out << "#pragma unroll\n    for (int rr = 0; rr < " << tile.bk << "; ++rr) {\n";
   out << "      " << type << " a[" << tile.tm << "], b[" << tile.tn << "];\n";
   out << "#pragma unroll\n      for (int p = 0; p < " << tile.tm << "; ++p) a[p] = sA[slice][rr][ty + p * "
