@@ -4,6 +4,7 @@
 // and clamped into range, so a bad index can never read out of bounds.
 #include "lowering_rules.h"
 
+#include "sinter/ir/data_dependence.h"
 #include "sinter/support/error.h"
 
 #include <algorithm>
@@ -18,7 +19,8 @@ std::vector<int64_t> constantInts(const RuleContext &ctx, int i, const char *wha
   if (!value)
     return {};
   if (!value->isConstant())
-    userError(ctx.node().describe(), ": ", what, " must be a constant to compile");
+    userError(ctx.node().describe(), ": ", what, " must be a constant to compile",
+              bindInputHint(graphInputsFeeding(*value)));
   return value->constant().toInts();
 }
 
@@ -53,7 +55,8 @@ ExprRef dropoutRule(const RuleContext &ctx, int output, const std::vector<ExprRe
                 ratio->constant().getDouble(0) == 0;
   if (!inference && !noDrop)
     userError(ctx.node().describe(), ": training-mode Dropout (training_mode not a constant false) "
-                                     "cannot be compiled");
+                                     "cannot be compiled",
+              bindInputHint(graphInputsFeeding({training, ratio})));
   if (output == 1)
     return boolConstant(true); // inference: the mask keeps everything
   return reshapeRule(ctx, 0, index);

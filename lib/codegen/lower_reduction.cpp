@@ -2,6 +2,7 @@
 // kept elements and whose body loops over the reduced ones. Accumulation is in the compute type.
 #include "lowering_rules.h"
 
+#include "sinter/ir/data_dependence.h"
 #include "sinter/support/error.h"
 
 #include <algorithm>
@@ -80,7 +81,8 @@ std::vector<int64_t> reduceAxes(const RuleContext &ctx) {
   std::vector<int64_t> axes;
   if (const Value *axesInput = node.input(1)) {
     if (!axesInput->isConstant())
-      userError(node.describe(), ": the reduction axes must be a constant to compile");
+      userError(node.describe(), ": the reduction axes must be a constant to compile",
+                bindInputHint(graphInputsFeeding(*axesInput)));
     axes = axesInput->constant().toInts();
   }
   if (axes.empty()) {
@@ -243,7 +245,8 @@ void cumSumRule(const RuleContext &ctx) {
   std::vector<int64_t> dims = ctx.inputDims(0);
   const Value *axisInput = node.input(1);
   if (!axisInput->isConstant())
-    userError(node.describe(), ": ", opName(node.kind()), "'s axis must be a constant to compile");
+    userError(node.describe(), ": ", opName(node.kind()), "'s axis must be a constant to compile",
+              bindInputHint(graphInputsFeeding(*axisInput)));
   int64_t axis = normalizedAxis(node, axisInput->constant().getInt(0), int64_t(dims.size()));
   ReductionShape shape = reductionShape(dims, {axis});
   DType type = ctx.outputType(0);

@@ -3,7 +3,10 @@
 #include "sinter/codegen/fusion.h"
 #include "sinter/codegen/lowering.h"
 #include "sinter/codegen/memory_plan.h"
+#include "sinter/ir/data_dependence.h"
 #include "sinter/ir/graph.h"
+#include "sinter/ir/infer.h"
+#include "sinter/package/format.h"
 #include "sinter/package/writer.h"
 #include "sinter/support/error.h"
 
@@ -35,10 +38,17 @@ void requireStaticShapes(const Graph &graph) {
               symbolic, "\nfix them with --dim SYMBOL=N or --shape NAME=AxBxC");
   for (const auto &node : graph.nodes())
     for (Value *output : node->outputs())
-      if (!isStatic(output->shape()))
+      if (!isStatic(output->shape())) {
+        // Name the graph inputs whose data the shape needs, so the user (or a test runner) can
+        // bind exactly those.
+        std::vector<const Value *> needed;
+        for (int i : unresolvedValueInputs(*node))
+          needed.push_back(node->input(i));
         userError(node->describe(), " produces '", output->name(), "' of type ",
                   output->type().str(),
-                  " whose shape depends on data; sinter compiles static shapes only");
+                  " whose shape depends on data; sinter compiles static shapes only",
+                  bindInputHint(graphInputsFeeding(needed)));
+      }
 }
 
 uint64_t byteSizeOf(const Value *value) {
@@ -81,6 +91,14 @@ package::Manifest buildManifest(Graph &graph, const CompileOptions &options,
   manifest.producer = "sinter 0.1.0";
   manifest.sourceNodeCount = graph.numNodes();
   stats.sourceNodeCount = graph.numNodes();
+  for (const auto &[name, value] : options.boundInputs) {
+    package::BoundInput bound{name, value.dtype(), value.dims(), 0, {}};
+    std::span<const uint8_t> bytes(reinterpret_cast<const uint8_t *>(value.data()), value.byteSize());
+    bound.valueHash = package::hashBytes(bytes);
+    if (bytes.size() <= package::kMaxRecordedBoundBytes)
+      bound.value.assign(bytes.begin(), bytes.end());
+    manifest.boundInputs.push_back(std::move(bound));
+  }
   if (manifest.target == package::Target::Cpu)
     manifest.cpuLevel = options.target.cpuLevel;
   else

@@ -47,7 +47,10 @@ const TensorType &InferContext::type(int i) const {
 
 const Tensor *InferContext::constant(int i) const {
   const Value *value = node_.input(i);
-  return value && value->isConstant() ? &value->constant() : nullptr;
+  if (value && value->isConstant())
+    return &value->constant();
+  noteUnresolved(i);
+  return nullptr;
 }
 
 std::string InferContext::describeInput(int i) const {
@@ -320,6 +323,18 @@ void inferNode(Node &node) {
 void inferGraph(Graph &graph) {
   for (const auto &node : graph.nodes())
     inferNode(*node);
+}
+
+std::vector<int> unresolvedValueInputs(const Node &node) {
+  using namespace infer;
+  std::set<int> unresolved;
+  InferContext ctx(node, &unresolved);
+  try {
+    inferTable().find(node.kind())(ctx);
+  } catch (const UserError &) {
+    // What the rule asked for before it gave up still names the inputs it needed.
+  }
+  return {unresolved.begin(), unresolved.end()};
 }
 
 } // namespace sinter

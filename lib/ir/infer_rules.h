@@ -20,6 +20,7 @@
 
 #include <array>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,9 @@ struct SymInt {
 class InferContext {
 public:
   explicit InferContext(const Node &node) : node_(node) {}
+  /// `unresolved` collects the inputs whose data the rule asked for and did not get (not
+  /// constant, or not traceable): what a data-dependent output shape depends on.
+  InferContext(const Node &node, std::set<int> *unresolved) : node_(node), unresolved_(unresolved) {}
 
   const Node &node() const { return node_; }
   OpKind kind() const { return node_.kind(); }
@@ -97,7 +101,12 @@ public:
   std::optional<std::vector<int64_t>> constantInts(int i) const;
 
 private:
+  void noteUnresolved(int i) const {
+    if (unresolved_ && node_.input(i))
+      unresolved_->insert(i);
+  }
   const Node &node_;
+  std::set<int> *unresolved_ = nullptr;
 };
 
 using InferFn = Types (*)(const InferContext &ctx);

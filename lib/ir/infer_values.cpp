@@ -329,7 +329,11 @@ std::optional<std::vector<SymInt>> InferContext::integerValues(int i) const {
   const Value *value = node().input(i);
   if (!value)
     return std::nullopt;
-  return trace(value, 0);
+  std::optional<std::vector<SymInt>> values = trace(value, 0);
+  if (!values || std::any_of(values->begin(), values->end(),
+                             [](const SymInt &element) { return !element.isConstant(); }))
+    noteUnresolved(i);
+  return values;
 }
 
 } // namespace sinter::infer

@@ -120,6 +120,16 @@ void encodeStep(Encoder &encoder, const Step &step) {
   encoder.u64(copy.bytes);
 }
 
+void encodeBoundInput(Encoder &encoder, const BoundInput &bound) {
+  encoder.string(bound.name);
+  encoder.u32(static_cast<uint32_t>(dtypeToOnnx(bound.dtype)));
+  encoder.count(bound.dims.size());
+  for (int64_t dim : bound.dims)
+    encoder.i64(dim);
+  encoder.u64(bound.valueHash);
+  encoder.bytes(bound.value);
+}
+
 void encodeMetadata(Encoder &encoder, const Manifest &manifest) {
   encoder.string(manifest.producer);
   encoder.string(manifest.cpuLevel);
@@ -155,6 +165,12 @@ void encodeMetadata(Encoder &encoder, const Manifest &manifest) {
   encoder.count(manifest.steps.size());
   for (const Step &step : manifest.steps)
     encodeStep(encoder, step);
+  // Optional trailing field: absent when no input is bound, so such artifacts are unchanged.
+  if (!manifest.boundInputs.empty()) {
+    encoder.count(manifest.boundInputs.size());
+    for (const BoundInput &bound : manifest.boundInputs)
+      encodeBoundInput(encoder, bound);
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -225,6 +241,7 @@ constexpr uint64_t kMinWeightEntry = kMinString + 16;
 constexpr uint64_t kMinKernel = kMinString * 3 + 4 + 16;
 constexpr uint64_t kMinBinary = kMinString + 1 + 8;
 constexpr uint64_t kMinStep = 1 + 2 * kMinBufferRef + 8; // a copy; a launch is longer
+constexpr uint64_t kMinBoundInput = kMinString + 4 + 4 + 8 + 8;
 
 BufferRef decodeBufferRef(Decoder &decoder) {
   uint32_t region = decoder.u32("buffer region");
@@ -257,6 +274,25 @@ TensorSignature decodeSignature(Decoder &decoder) {
     tensor.dimSymbols.push_back(decoder.string("dim symbol"));
   tensor.arenaOffset = decoder.u64("tensor arena offset");
   return tensor;
+}
+
+BoundInput decodeBoundInput(Decoder &decoder) {
+  BoundInput bound;
+  bound.name = decoder.string("bound input name");
+  uint32_t onnxType = decoder.u32("bound input dtype");
+  std::optional<DType> dtype = dtypeFromOnnx(static_cast<int>(onnxType));
+  if (!dtype)
+    userError("corrupt artifact: bound input '", bound.name, "' has unknown dtype ", onnxType);
+  bound.dtype = *dtype;
+  uint32_t rank = decoder.count(8, "bound input rank");
+  if (rank > SINTER_MAX_RANK)
+    userError("corrupt artifact: bound input '", bound.name, "' has rank ", rank, " (at most ",
+              SINTER_MAX_RANK, ")");
+  for (uint32_t i = 0; i < rank; ++i)
+    bound.dims.push_back(decoder.i64("bound input dim"));
+  bound.valueHash = decoder.u64("bound input hash");
+  bound.value = decoder.bytes("bound input value");
+  return bound;
 }
 
 Kernel decodeKernel(Decoder &decoder) {
@@ -343,6 +379,13 @@ Manifest decodeMetadata(Decoder &decoder, Target target) {
   manifest.steps.reserve(steps);
   for (uint32_t i = 0; i < steps; ++i)
     manifest.steps.push_back(decodeStep(decoder));
+  if (decoder.remaining() != 0) {
+    uint32_t bound = decoder.count(kMinBoundInput, "bound inputs");
+    if (bound == 0)
+      userError("corrupt artifact: an empty bound-input list (it is left out when empty)");
+    for (uint32_t i = 0; i < bound; ++i)
+      manifest.boundInputs.push_back(decodeBoundInput(decoder));
+  }
   if (decoder.remaining() != 0)
     userError("corrupt artifact: ", decoder.remaining(),
               " unexpected bytes after the metadata's last field");

@@ -120,6 +120,22 @@ std::string findManifestProblem(const Manifest &manifest, uint64_t weightsBytes)
                               ") lies outside the ", manifest.arenaBytes, "-byte arena");
     }
   }
+  for (const BoundInput &bound : manifest.boundInputs) {
+    std::string where = "bound input '" + bound.name + "'";
+    if (bound.name.empty())
+      return "a bound input has no name";
+    if (static_cast<int>(bound.dtype) >= kNumDTypes)
+      return where + " has an unknown dtype";
+    if (bound.dims.size() > SINTER_MAX_RANK)
+      return detail::concat(where, " has rank ", bound.dims.size(), " (at most ", SINTER_MAX_RANK,
+                            ")");
+    uint64_t bytes = tensorByteSize(bound.dtype, bound.dims);
+    if (bytes == UINT64_MAX)
+      return where + " has a negative dim or a size that overflows";
+    if (!bound.value.empty() && bound.value.size() != bytes)
+      return detail::concat(where, " records ", bound.value.size(), " value bytes for a ", bytes,
+                            "-byte tensor");
+  }
   for (const WeightEntry &entry : manifest.weightTable) {
     if (entry.offset % kWeightAlignment != 0)
       return detail::concat("weight '", entry.name, "' is not aligned to ", kWeightAlignment);

@@ -129,7 +129,7 @@ def _tested_op(name, graph, root):
 
 def describe(test_dir):
     """{'name', 'op', 'type_problem' (None when all inputs and outputs are plain tensors),
-    'data_sets': [folders]} for one node-test folder."""
+    'output_names', 'input_names', 'data_sets': [folders]} for one node-test folder."""
     test_dir = Path(test_dir)
     model = onnx.load(str(test_dir / "model.onnx"))
     problems = [p for p in map(_type_problem, [*model.graph.input, *model.graph.output]) if p]
@@ -138,6 +138,8 @@ def describe(test_dir):
         "op": _tested_op(test_dir.name, model.graph, test_dir.parent),
         "type_problem": "; ".join(problems) or None,
         "output_names": [o.name for o in model.graph.output],
+        # The graph inputs in order: test_data_set_N/input_K.pb feeds input_names[K].
+        "input_names": [i.name for i in model.graph.input],
         "data_sets": sorted(p for p in test_dir.glob("test_data_set_*") if p.is_dir()),
     }
 

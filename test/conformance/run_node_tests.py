@@ -62,18 +62,54 @@ UNSUPPORTED_ELEMENT_TYPE = re.compile(r"element type \w+, which sinter does not 
 # One entry of the importer's list, "ai.onnx:Attention x3 (opset 23)": the op, domain-qualified
 # unless it is ai.onnx.
 UNSUPPORTED_OP_ENTRY = re.compile(r"(?:ai\.onnx:)?([\w.]+:)?(\w+) x\d+")
+# sinter's hint when a compile needs an input's data: "... with --bind-input k=FILE".
+BIND_HINT = re.compile(r"--bind-input (\S+?)=FILE")
 
 
-def target_commands(target, sinter, model, inputs, out_dir, scratch, compile_extra=()):
-    """The CLI commands that run `model` on `inputs` (.pb files, in graph-input order) for a
-    target and leave one .pb per output in out_dir; compile_extra goes to `sinter compile`."""
-    feeds = [str(path) for path in inputs]  # positional: the model's input order
+def run_commands(target, sinter, model, inputs, out_dir, scratch, bound=()):
+    """The CLI commands that run `model` on `inputs` ({graph input name: .pb file}, in graph-input
+    order) for a target and leave one .pb per output in out_dir: `sinter run` on the ONNX model
+    for the reference target, else on scratch/model.so that compile_command wrote. The inputs in
+    `bound` were bound when compiling, so they are not fed."""
     outputs = ["--output-dir", str(out_dir), "--output-format", "pb"]
     if target == "reference":
+        feeds = [str(path) for path in inputs.values()]  # positional: the model's input order
         return [[*sinter, "run", str(model), *feeds, "--reference", *outputs]]
-    library = scratch / "model.so"
-    return [[*sinter, "compile", str(model), "--target", target, *compile_extra, "-o", str(library)],
-            [*sinter, "run", str(library), *feeds, *outputs]]
+    if not bound:
+        feeds = [str(path) for path in inputs.values()]
+    else:
+        feeds = [f"--input={name}={path}" for name, path in inputs.items() if name not in bound]
+    return [[*sinter, "run", str(scratch / "model.so"), *feeds, *outputs]]
+
+
+def compile_command(target, sinter, model, inputs, scratch, bound=(), arch=None):
+    """`sinter compile` of `model` to scratch/model.so, with the inputs in `bound` bound to their
+    data-set values (and, for cuda, for one architecture when `arch` is given)."""
+    binds = [f"--bind-input={name}={inputs[name]}" for name in bound]
+    archs = ["--arch", arch] if target == "cuda" and arch else []
+    return [*sinter, "compile", str(model), "--target", target, *archs, "-o",
+            str(scratch / "model.so"), *binds]
+
+
+def compile_binding_inputs(args, model, inputs, scratch):
+    """Compiles for a compiled target: ((category, reason) or None on success, bound input names).
+
+    An ahead-of-time compile needs some inputs' data (a Reshape's shape, Trilu's k, a reduction's
+    axes); many node tests feed those as graph inputs. When sinter says which inputs a shape or
+    an operand depends on ("... --bind-input k=FILE"), the compile is retried with exactly those
+    bound to this data set's values, until it succeeds or names nothing new."""
+    bound = []
+    while True:
+        code, text = run_command(compile_command(args.target, args.sinter, model, inputs, scratch,
+                                                 bound, args.arch), args.timeout, args.memory_limit_mb)
+        failure = classify_failure(code, text, model, compiling=True)
+        if failure is None:
+            return None, bound
+        named = [name for name in dict.fromkeys(BIND_HINT.findall(text))
+                 if name in inputs and name not in bound]
+        if failure[0] != "compile-error" or not named:
+            return failure, bound
+        bound += named
 
 
 def run_command(command, timeout, memory_limit_mb):
@@ -178,29 +214,33 @@ def read_expected(data_set):
 
 
 def run_data_set(args, test_dir, info, data_set, scratch):
-    """(category, reason) for one data set."""
-    inputs, expected = read_expected(data_set)
+    """(category, reason, bound input names) for one data set."""
+    files, expected = read_expected(data_set)
+    inputs = {name: path for name, path in zip(info["input_names"], files)}
     out_dir = scratch / "outputs"
     out_dir.mkdir()
     model = test_dir / "model.onnx"
-    extra = ["--arch", args.arch] if args.target == "cuda" and args.arch else []
-    for command in target_commands(args.target, args.sinter, model, inputs, out_dir, scratch, extra):
-        code, text = run_command(command, args.timeout, args.memory_limit_mb)
-        compiling = command[len(args.sinter)] == "compile"
-        failure = classify_failure(code, text, model, compiling)
+    bound = []
+    if args.target != "reference":
+        failure, bound = compile_binding_inputs(args, model, inputs, scratch)
         if failure:
-            return failure
+            return (*failure, bound)
+    for command in run_commands(args.target, args.sinter, model, inputs, out_dir, scratch, bound):
+        code, text = run_command(command, args.timeout, args.memory_limit_mb)
+        failure = classify_failure(code, text, model)
+        if failure:
+            return (*failure, bound)
     try:
         actual = read_outputs(out_dir, info["output_names"])
     except Exception as error:  # noqa: BLE001  (missing or unreadable output: a wrong result)
-        return "wrong-result", first_line(str(error))
+        return "wrong-result", first_line(str(error)), bound
     rtol, atol = node_tests.tolerances(test_dir)
     try:
         Runner.assert_similar_outputs(expected, actual, rtol=rtol, atol=atol)
     except (AssertionError, TypeError, ValueError) as error:
         details = [line.strip() for line in str(error).splitlines() if line.strip()]
-        return "wrong-result", "; ".join(details[:4])[:400]
-    return "pass", ""
+        return "wrong-result", "; ".join(details[:4])[:400], bound
+    return "pass", "", bound
 
 
 def run_test(args, test_dir):
@@ -214,12 +254,17 @@ def run_test(args, test_dir):
         elif not info["data_sets"]:
             result.update(reason="no test_data_set_* folder")
         else:
+            bound = {}
             for data_set in info["data_sets"]:
                 with tempfile.TemporaryDirectory(prefix="sinter-node-") as scratch:
-                    category, reason = run_data_set(args, test_dir, info, data_set, Path(scratch))
+                    category, reason, names = run_data_set(args, test_dir, info, data_set,
+                                                           Path(scratch))
+                bound.update(dict.fromkeys(names))
                 result.update(category=category, reason=reason)
                 if category != "pass":
                     break
+            if bound:  # compiled with these inputs' data-set values as constants
+                result["bound"] = list(bound)
     except Exception as error:  # noqa: BLE001  (one test's harness failure stays with that test)
         result.update(category="harness-error", reason=f"{type(error).__name__}: {error}")
     result["seconds"] = round(time.monotonic() - started, 3)
@@ -230,6 +275,10 @@ def summarize(results):
     """Lines with the totals per category and the most frequent unsupported ops and reasons."""
     totals = Counter(r["category"] for r in results.values())
     lines = [f"{len(results)} tests: " + ", ".join(f"{c} {totals[c]}" for c in CATEGORIES if totals[c])]
+    bound = sum(r["category"] == "pass" and bool(r.get("bound")) for r in results.values())
+    if bound:
+        lines.append(f"{bound} of the passes compiled with inputs bound to their test values "
+                     "(--bind-input)")
     unsupported = Counter()
     for r in results.values():
         if r["category"] == "unsupported-op":
@@ -300,6 +349,8 @@ def main(argv=None):
         "timeout_s": args.timeout,
         "seconds": round(elapsed, 1),
         "totals": {c: sum(r["category"] == c for r in results.values()) for c in CATEGORIES},
+        "passed_with_bound_inputs": sum(r["category"] == "pass" and bool(r.get("bound"))
+                                        for r in results.values()),
         "tests": results,
     }
     args.json.parent.mkdir(parents=True, exist_ok=True)

@@ -32,6 +32,7 @@ struct CompileFlags {
   bool printPipeline = false;
   bool force = false;
   ShapeFlags shapes;
+  BindFlags bindings;
 };
 
 std::vector<std::string> splitList(const std::string &text) {
@@ -80,7 +81,11 @@ void runCompile(const CompileFlags &flags) {
   options.progress = [](const std::string &message) { spdlog::info("{}", message); };
 
   auto start = Clock::now();
-  std::unique_ptr<Graph> graph = onnx::importModel(flags.model, parseShapeFlags(flags.shapes));
+  onnx::ImportOptions importOptions = parseShapeFlags(flags.shapes);
+  parseBindFlags(flags.bindings, importOptions);
+  for (const auto &[name, bound] : importOptions.boundInputs)
+    options.boundInputs.emplace(name, bound.value);
+  std::unique_ptr<Graph> graph = onnx::importModel(flags.model, importOptions);
   double importSeconds = std::chrono::duration<double>(Clock::now() - start).count();
   spdlog::info("imported {}: {} nodes, {} constants ({:.2f} s)", flags.model, graph->numNodes(),
                graph->constants().size(), importSeconds);
@@ -117,6 +122,7 @@ Command addCompileCommand(CLI::App &parent) {
   command->add_flag("--print-pipeline", flags->printPipeline, "Print the pass pipeline and its reasons");
   command->add_flag("--force", flags->force, "Replace an existing output file");
   addShapeFlags(*command, flags->shapes);
+  addBindFlags(*command, flags->bindings);
   return {command, [flags] { runCompile(*flags); }};
 }
 

@@ -29,6 +29,7 @@ struct InspectFlags {
   bool fullConstants = false;
   bool plan = false;
   ShapeFlags shapes;
+  BindFlags bindings;
 };
 
 /// Constants above this many bytes print as "dense<elided N bytes>" unless --full-constants.
@@ -50,7 +51,9 @@ int64_t total(const std::map<std::string, int64_t> &counts) {
 }
 
 std::string importedIr(const InspectFlags &flags) {
-  std::unique_ptr<Graph> graph = onnx::importModel(flags.model, parseShapeFlags(flags.shapes));
+  onnx::ImportOptions importOptions = parseShapeFlags(flags.shapes);
+  parseBindFlags(flags.bindings, importOptions);
+  std::unique_ptr<Graph> graph = onnx::importModel(flags.model, importOptions);
   PrintOptions options;
   options.elideConstantsAbove = flags.fullConstants ? 0 : kElideConstantsAbove;
   return printGraph(*graph, options);
@@ -173,8 +176,9 @@ void runInspect(const InspectFlags &flags) {
     return;
   case ModelKind::Artifact:
     if (flags.ir || flags.fullConstants || !flags.shapes.shapes.empty() ||
-        !flags.shapes.dims.empty())
-      userError("--ir, --full-constants, --shape and --dim apply to ONNX models; '", flags.model,
+        !flags.shapes.dims.empty() || !flags.bindings.empty())
+      userError("--ir, --full-constants, --shape, --dim and --bind-input apply to ONNX models; '",
+                flags.model,
                 "' is a compiled artifact (its shapes were fixed when it was compiled)");
     inspectArtifact(flags.model, flags.json, flags.plan);
     return;
@@ -198,6 +202,7 @@ Command addInspectCommand(CLI::App &parent) {
                     "With --ir, print every constant in full (by default constants over 64 "
                     "bytes are elided)");
   addShapeFlags(*command, flags->shapes);
+  addBindFlags(*command, flags->bindings);
   return {command, [flags] { runInspect(*flags); }};
 }
 

@@ -8,15 +8,19 @@
 
 #include "sinter/io/json.h"
 #include "sinter/ir/dtype.h"
+#include "sinter/ir/tensor.h"
+#include "sinter/package/format.h"
 
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
+#include <optional>
 
 namespace sinter::cli {
 namespace {
 
 using package::Manifest;
+using package::tensorByteSize;
 
 const char *targetName(package::Target target) {
   return target == package::Target::Cuda ? "cuda" : "cpu";
@@ -85,6 +89,57 @@ void printSignature(const char *title, const std::vector<package::TensorSignatur
                 typeText(tensor).c_str());
 }
 
+/// A bound input's value when the artifact recorded it (small values only).
+std::optional<Tensor> boundValue(const package::BoundInput &bound) {
+  if (bound.value.size() != tensorByteSize(bound.dtype, bound.dims))
+    return std::nullopt;
+  Tensor tensor(bound.dtype, bound.dims);
+  std::copy(bound.value.begin(), bound.value.end(), reinterpret_cast<uint8_t *>(tensor.data()));
+  return tensor;
+}
+
+std::string elementText(const Tensor &tensor, int64_t i) {
+  char buffer[48];
+  if (isFloat(tensor.dtype()))
+    std::snprintf(buffer, sizeof buffer, "%.9g", tensor.getDouble(i));
+  else if (tensor.dtype() == DType::Uint64)
+    std::snprintf(buffer, sizeof buffer, "%llu", static_cast<unsigned long long>(tensor.getInt(i)));
+  else
+    std::snprintf(buffer, sizeof buffer, "%lld", static_cast<long long>(tensor.getInt(i)));
+  return buffer;
+}
+
+std::string hashText(uint64_t hash) {
+  char buffer[24];
+  std::snprintf(buffer, sizeof buffer, "%016" PRIx64, hash);
+  return buffer;
+}
+
+/// "k  i64[1] = [2]  hash 0123456789abcdef" per bound input; nothing when there are none.
+void printBoundInputs(const Manifest &manifest) {
+  if (manifest.boundInputs.empty())
+    return;
+  std::printf("bound inputs (constants since compile time):\n");
+  size_t width = 0;
+  for (const auto &bound : manifest.boundInputs)
+    width = std::max(width, std::min<size_t>(bound.name.size(), 40));
+  for (const auto &bound : manifest.boundInputs) {
+    std::string type = std::string(dtypeName(bound.dtype)) + shapeStr(shapeOf(bound.dims));
+    std::string text;
+    if (std::optional<Tensor> value = boundValue(bound)) {
+      constexpr int64_t kShown = 8;
+      std::vector<std::string> shown;
+      for (int64_t i = 0; i < std::min(value->elementCount(), kShown); ++i)
+        shown.push_back(elementText(*value, i));
+      text = "[" + joined(shown) + (value->elementCount() > kShown ? ", ..." : "") + "]";
+    } else {
+      text = "(" + humanBytes(int64_t(tensorByteSize(bound.dtype, bound.dims))) + ", not recorded)";
+    }
+    std::printf("  %-*s  %s = %s  hash %s\n", static_cast<int>(width), bound.name.c_str(),
+                type.c_str(), text.c_str(), hashText(bound.valueHash).c_str());
+  }
+}
+
 void printPlan(const Manifest &manifest) {
   double flops = 0, bytes = 0;
   for (const package::Kernel &kernel : manifest.kernels) {
@@ -136,6 +191,7 @@ void printText(const std::string &path, const ArtifactFile &file, bool plan) {
   std::printf("abi version: %u\n", file.view().header.abiVersion);
   printSignature("inputs", manifest.inputs);
   printSignature("outputs", manifest.outputs);
+  printBoundInputs(manifest);
   std::printf("arena: %s for %s of activations (ratio %.3f)\n",
               humanBytes(static_cast<int64_t>(manifest.arenaBytes)).c_str(),
               humanBytes(static_cast<int64_t>(manifest.activationBytes)).c_str(),
@@ -293,6 +349,32 @@ void printJson(const std::string &path, const ArtifactFile &file, bool plan) {
   writeSignature(json, manifest.inputs);
   json.key("outputs");
   writeSignature(json, manifest.outputs);
+  json.key("bound_inputs").beginArray();
+  for (const package::BoundInput &bound : manifest.boundInputs) {
+    json.beginObject();
+    json.key("name").value(bound.name);
+    json.key("dtype").value(std::string(dtypeName(bound.dtype)));
+    json.key("dims").beginArray();
+    for (int64_t dim : bound.dims)
+      json.value(dim);
+    json.endArray();
+    json.key("hash").value(hashText(bound.valueHash));
+    json.key("values");
+    if (std::optional<Tensor> value = boundValue(bound)) {
+      json.beginArray();
+      for (int64_t i = 0; i < value->elementCount(); ++i) {
+        if (isFloat(value->dtype()))
+          json.value(value->getDouble(i));
+        else
+          json.value(value->getInt(i));
+      }
+      json.endArray();
+    } else {
+      json.null();
+    }
+    json.endObject();
+  }
+  json.endArray();
   json.key("arena_bytes").value(static_cast<int64_t>(manifest.arenaBytes));
   json.key("activation_bytes").value(static_cast<int64_t>(manifest.activationBytes));
   json.key("arena_ratio").value(arenaRatio(manifest));

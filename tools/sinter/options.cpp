@@ -47,6 +47,48 @@ void addShapeFlags(CLI::App &command, ShapeFlags &flags) {
                       "Bind a symbolic dim everywhere: SYMBOL=N (repeatable)", "SYMBOL=N");
 }
 
+void addBindFlags(CLI::App &command, BindFlags &flags) {
+  addRepeatableOption(command, "--bind-input", flags,
+                      "Give a graph input its value at compile time: NAME=FILE (.npy or "
+                      "TensorProto .pb); it becomes a constant and leaves the signature "
+                      "(repeatable)",
+                      "NAME=FILE");
+}
+
+void parseBindFlags(const BindFlags &flags, onnx::ImportOptions &options) {
+  for (const std::string &entry : flags) {
+    auto [name, path] = splitAssignment(entry, "--bind-input", "NAME=FILE", /*atLast=*/false);
+    std::string origin = "--bind-input " + entry;
+    if (options.boundInputs.count(name))
+      userError("input '", name, "' is bound twice: ", options.boundInputs[name].origin, " and ",
+                origin);
+    Tensor value;
+    try {
+      value = loadTensorFile(path);
+    } catch (const UserError &error) {
+      userError(origin, ": ", error.what());
+    }
+    options.boundInputs[name] = {std::move(value), origin};
+  }
+}
+
+std::vector<onnx::ModelSummary::Port> unboundPorts(const std::vector<onnx::ModelSummary::Port> &ports,
+                                                   const onnx::ImportOptions &options) {
+  for (const auto &[name, bound] : options.boundInputs) {
+    bool found = false;
+    for (const auto &port : ports)
+      found |= port.name == name;
+    if (!found)
+      userError(bound.origin, ": the model has no graph input named '", name, "'; ",
+                describeExpectedInputs(ports));
+  }
+  std::vector<onnx::ModelSummary::Port> unbound;
+  for (const auto &port : ports)
+    if (!options.boundInputs.count(port.name))
+      unbound.push_back(port);
+  return unbound;
+}
+
 CLI::Option *addRepeatableOption(CLI::App &command, const std::string &name,
                                  std::vector<std::string> &values, const std::string &help,
                                  const std::string &typeName) {

@@ -22,6 +22,9 @@ struct ShapeFlags {
   std::vector<std::string> dims;
 };
 
+/// --bind-input NAME=FILE, as given on the command line (repeatable).
+using BindFlags = std::vector<std::string>;
+
 /// Adds an option that takes one value per occurrence and may be repeated.
 CLI::Option *addRepeatableOption(CLI::App &command, const std::string &name,
                                  std::vector<std::string> &values, const std::string &help,
@@ -30,6 +33,15 @@ CLI::Option *addRepeatableOption(CLI::App &command, const std::string &name,
 void addShapeFlags(CLI::App &command, ShapeFlags &flags);
 /// Parses the flags into importer options; malformed or repeated entries are UserErrors.
 onnx::ImportOptions parseShapeFlags(const ShapeFlags &flags);
+/// Adds --bind-input to a subcommand.
+void addBindFlags(CLI::App &command, BindFlags &flags);
+/// Reads each --bind-input file into `options.boundInputs`; a malformed entry, a name given twice
+/// and an unreadable file are UserErrors naming the entry. The importer checks names and types.
+void parseBindFlags(const BindFlags &flags, onnx::ImportOptions &options);
+/// The model's inputs less the bound ones (what is left to feed); a bound name that is not an
+/// input is a UserError.
+std::vector<onnx::ModelSummary::Port> unboundPorts(const std::vector<onnx::ModelSummary::Port> &ports,
+                                                   const onnx::ImportOptions &options);
 /// "1x3x224x224" (or "1,3,224,224"; "" is a scalar) -> {1, 3, 224, 224}.
 std::vector<int64_t> parseDims(const std::string &text, const std::string &context);
 

@@ -40,6 +40,7 @@ struct RunFlags {
   bool force = false;
   int threads = 0; ///< CPU artifacts: worker threads, 0 = one per core
   ShapeFlags shapes;
+  BindFlags bindings;
 };
 
 /// Where the outputs go: one archive, or one file per output, or nowhere (print a summary).
@@ -204,7 +205,10 @@ void printSummary(const std::string &name, const Tensor &tensor) {
 
 void runReference(const RunFlags &flags) {
   onnx::ImportOptions options = parseShapeFlags(flags.shapes);
+  parseBindFlags(flags.bindings, options);
   onnx::ModelSummary summary = onnx::summarizeModel(flags.model);
+  // Bound inputs are constants of the imported model; the files feed the others, in order.
+  summary.inputs = unboundPorts(summary.inputs, options);
   std::vector<InputFile> files =
       pairInputFiles(summary.inputs, flags.namedInputs, flags.positionalInputs);
 
@@ -287,6 +291,9 @@ void runArtifact(const RunFlags &flags) {
     userError("--reference runs ONNX models; '", flags.model, "' is a compiled artifact");
   if (!flags.shapes.shapes.empty() || !flags.shapes.dims.empty())
     userError("--shape and --dim are fixed when compiling; the artifact's shapes are static");
+  if (!flags.bindings.empty())
+    userError("--bind-input binds an input when compiling (sinter compile --bind-input); '",
+              flags.model, "' is compiled already: feed its inputs with --input NAME=FILE");
   rt::Model model = [&] {
     try {
       return rt::Model(flags.model);
@@ -397,6 +404,7 @@ Command addRunCommand(CLI::App &parent) {
   command->add_option("--threads", flags->threads, "CPU artifacts: worker threads (0: one per core)")
       ->check(CLI::NonNegativeNumber);
   addShapeFlags(*command, flags->shapes);
+  addBindFlags(*command, flags->bindings);
   return {command, [flags] { runModel(*flags); }};
 }
 

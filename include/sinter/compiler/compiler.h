@@ -10,7 +10,10 @@
 #include "sinter/package/manifest.h"
 #include "sinter/passes/pipeline.h"
 
+#include "sinter/ir/tensor.h"
+
 #include <functional>
+#include <map>
 #include <string>
 #include <string_view>
 
@@ -24,6 +27,9 @@ inline constexpr std::string_view kFuseKernels = "fuse-kernels";
 struct CompileOptions {
   codegen::TargetOptions target;
   PipelineOptions pipeline;
+  /// Graph inputs the frontend bound to values (--bind-input), by name: already constants of the
+  /// graph; recorded in the manifest so the artifact says what it was specialised to.
+  std::map<std::string, Tensor> boundInputs;
   /// Progress messages ("lowering 12/160 kernels"); may be null.
   std::function<void(const std::string &)> progress;
 };

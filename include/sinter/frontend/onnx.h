@@ -14,11 +14,22 @@
 
 namespace sinter::onnx {
 
+/// A graph input given a value at compile time (--bind-input NAME=FILE): it is imported as a
+/// constant, so shapes that depend on it resolve and it leaves the model's signature.
+struct BoundInput {
+  Tensor value;
+  std::string origin; ///< how it was given, for messages: "--bind-input k=k.npy"
+};
+
 struct ImportOptions {
   /// --shape NAME=1x3x224x224: fixes a graph input's whole shape.
   std::map<std::string, std::vector<int64_t>> inputShapes;
   /// --dim SYMBOL=N: binds a symbolic dim (dim_param) everywhere it appears.
   std::map<std::string, int64_t> dimBindings;
+  /// --bind-input NAME=FILE: graph inputs that become constants with these values. Each value
+  /// must have the input's declared dtype and rank and match its static dims; its size binds the
+  /// symbols of the input's declared shape everywhere they appear (as --dim would).
+  std::map<std::string, BoundInput> boundInputs;
   /// Fold nodes whose inputs are all constant when the result has at most this many elements.
   int64_t foldLimitElements = 1 << 16;
 };

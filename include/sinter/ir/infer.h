@@ -25,5 +25,9 @@ std::vector<TensorType> inferOutputTypes(const Node &node);
 void inferNode(Node &node);
 /// Infers every node in order.
 void inferGraph(Graph &graph);
+/// The inputs of `node` whose data its rule needed to know an output shape but could not (they
+/// are not constants, nor traceable shape arithmetic), in input order. Where an output's shape is
+/// unknown, these are what it depends on; binding them to values makes it static.
+std::vector<int> unresolvedValueInputs(const Node &node);
 
 } // namespace sinter

@@ -86,6 +86,18 @@ struct WeightEntry {
   uint64_t bytes = 0;
 };
 
+/// A graph input given a value at compile time (`sinter compile --bind-input NAME=FILE`): it is a
+/// constant of the compiled graph, not part of the signature. Recorded so `sinter inspect` can
+/// say what the artifact was specialised to; the runtime does not read it.
+struct BoundInput {
+  std::string name;
+  DType dtype = DType::Float32;
+  std::vector<int64_t> dims;
+  uint64_t valueHash = 0;     ///< hashBytes() of the value's bytes
+  std::vector<uint8_t> value; ///< the bytes, when at most kMaxRecordedBoundBytes; else empty
+};
+inline constexpr uint64_t kMaxRecordedBoundBytes = 1024;
+
 inline constexpr uint64_t kWeightAlignment = 256;
 inline constexpr uint64_t kArenaAlignment = 256;
 
@@ -105,6 +117,8 @@ struct Manifest {
   std::vector<Step> steps;
   /// Number of nodes in the source model (for the fusion summary).
   int64_t sourceNodeCount = 0;
+  /// Inputs bound at compile time, in name order (empty for most artifacts).
+  std::vector<BoundInput> boundInputs;
 };
 
 } // namespace sinter::package

@@ -16,6 +16,7 @@
 #include "sinter/support/error.h"
 
 #include <llvm/IR/Verifier.h>
+#include <llvm/MC/MCSubtargetInfo.h>
 #include <llvm/Support/raw_ostream.h>
 
 #include <filesystem>
@@ -34,6 +35,8 @@ public:
         module_(std::make_unique<llvm::Module>("sinter_kernels", context_)) {
     module_->setDataLayout(machine_->createDataLayout());
     module_->setTargetTriple(machine_->getTargetTriple().str());
+    // x86-64-v3 and up convert f16 in hardware; v2 gets the emitter's integer conversions.
+    hasF16c_ = machine_->getMCSubtargetInfo()->checkFeatures("+f16c");
   }
 
   std::string name() const override { return "LLVM x86-64 (" + options_.cpuLevel + ")"; }
@@ -121,7 +124,8 @@ private:
     auto *loopBody = llvm::BasicBlock::Create(context_, "gid.body", body);
     auto *exit = llvm::BasicBlock::Create(context_, "exit", body);
     b.SetInsertPoint(entry);
-    llvmgen::KernelEmitter emitter(kernel, b, *module_, buffers);
+    llvmgen::KernelEmitter emitter(kernel, b, *module_, buffers, llvmgen::hostMathLibrary(),
+                                   hasF16c_);
     b.CreateBr(header);
     b.SetInsertPoint(header);
     llvm::PHINode *gid = b.CreatePHI(i64, 2, "gid");
@@ -154,6 +158,7 @@ private:
   llvm::LLVMContext context_;
   std::unique_ptr<llvm::TargetMachine> machine_;
   std::unique_ptr<llvm::Module> module_;
+  bool hasF16c_ = false;
 };
 
 } // namespace

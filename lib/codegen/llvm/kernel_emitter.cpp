@@ -139,9 +139,10 @@ std::set<MathFunction> mathFunctionsUsed(const Kernel &kernel) {
 }
 
 KernelEmitter::KernelEmitter(const Kernel &kernel, llvm::IRBuilder<> &builder, llvm::Module &module,
-                             std::vector<llvm::Value *> buffers, const MathLibrary &math)
+                             std::vector<llvm::Value *> buffers, const MathLibrary &math,
+                             bool nativeHalfConversions)
     : kernel_(kernel), b_(builder), module_(module), ctx_(module.getContext()),
-      buffers_(std::move(buffers)), math_(math) {
+      buffers_(std::move(buffers)), math_(math), nativeHalfConversions_(nativeHalfConversions) {
   llvm::BasicBlock &entry = b_.GetInsertBlock()->getParent()->getEntryBlock();
   llvm::IRBuilder<> entryBuilder(&entry, entry.begin());
   variables_.push_back(nullptr); // gid is a value, not a variable
@@ -318,15 +319,24 @@ llvm::Value *KernelEmitter::castValue(llvm::Value *value, DType from, DType to) 
   llvm::Type *f32 = llvm::Type::getFloatTy(ctx_);
   // 16-bit floats: bit patterns, converted through float.
   if (from == DType::Float16) {
-    llvm::Value *half = b_.CreateBitCast(value, llvm::Type::getHalfTy(ctx_));
-    return castValue(b_.CreateFPExt(half, f32), DType::Float32, to);
+    llvm::Value *asFloat =
+        nativeHalfConversions_
+            ? b_.CreateFPExt(b_.CreateBitCast(value, llvm::Type::getHalfTy(ctx_)), f32)
+            : halfBitsToFloat(value);
+    return castValue(asFloat, DType::Float32, to);
   }
   if (from == DType::BFloat16) {
     llvm::Value *bits = b_.CreateShl(b_.CreateZExt(value, b_.getInt32Ty()), 16);
     return castValue(b_.CreateBitCast(bits, f32), DType::Float32, to);
   }
   if (to == DType::Float16) {
+    // f64 rounds to f16 directly (through f32 it could round twice), and no x86 level before
+    // AVX512-FP16 has an instruction for it.
+    if (from == DType::Float64)
+      return floatToHalfBits(value);
     llvm::Value *asFloat = castValue(value, from, DType::Float32);
+    if (!nativeHalfConversions_)
+      return floatToHalfBits(asFloat);
     return b_.CreateBitCast(b_.CreateFPTrunc(asFloat, llvm::Type::getHalfTy(ctx_)), b_.getInt16Ty());
   }
   if (to == DType::BFloat16) {
@@ -359,6 +369,69 @@ llvm::Value *KernelEmitter::castValue(llvm::Value *value, DType from, DType to) 
   if (isFloat(to))
     return isSignedInt(from) ? b_.CreateSIToFP(value, target) : b_.CreateUIToFP(value, target);
   return b_.CreateIntCast(value, target, isSignedInt(from));
+}
+
+llvm::Value *KernelEmitter::halfBitsToFloat(llvm::Value *bits) {
+  llvm::Type *f32 = llvm::Type::getFloatTy(ctx_);
+  llvm::Value *h = b_.CreateZExt(bits, b_.getInt32Ty());
+  llvm::Value *sign = b_.CreateShl(b_.CreateAnd(h, 0x8000), 16);
+  llvm::Value *exponent = b_.CreateAnd(b_.CreateLShr(h, 10), 0x1f);
+  llvm::Value *mantissa = b_.CreateAnd(h, 0x3ff);
+  llvm::Value *fraction = b_.CreateShl(mantissa, 13);
+  // Normal: rebias the exponent (15 -> 127). Inf and NaN: the f32 all-ones exponent, same
+  // fraction (a NaN stays a NaN with its payload). Subnormal and zero: mantissa * 2^-24, exact.
+  llvm::Value *normal = b_.CreateOr(b_.CreateShl(b_.CreateAdd(exponent, b_.getInt32(112)), 23), fraction);
+  llvm::Value *infOrNaN = b_.CreateOr(fraction, 0x7f800000);
+  llvm::Value *subnormal = b_.CreateBitCast(
+      b_.CreateFMul(b_.CreateUIToFP(mantissa, f32), llvm::ConstantFP::get(f32, 0x1p-24)),
+      b_.getInt32Ty());
+  llvm::Value *magnitude =
+      b_.CreateSelect(b_.CreateICmpEQ(exponent, b_.getInt32(0)), subnormal,
+                      b_.CreateSelect(b_.CreateICmpEQ(exponent, b_.getInt32(31)), infOrNaN, normal));
+  return b_.CreateBitCast(b_.CreateOr(magnitude, sign), f32);
+}
+
+llvm::Value *KernelEmitter::floatToHalfBits(llvm::Value *value) {
+  // The source format: f32 (8-bit exponent, 23-bit fraction) or f64 (11, 52).
+  bool isDouble = value->getType()->isDoubleTy();
+  unsigned width = isDouble ? 64 : 32;
+  int64_t fractionBits = isDouble ? 52 : 23, bias = isDouble ? 1023 : 127;
+  llvm::IntegerType *word = b_.getIntNTy(width);
+  auto constant = [&](int64_t v) { return llvm::ConstantInt::get(word, uint64_t(v), true); };
+  auto smax = [&](llvm::Value *a, llvm::Value *c) { return b_.CreateSelect(b_.CreateICmpSGT(a, c), a, c); };
+  auto umin = [&](llvm::Value *a, llvm::Value *c) { return b_.CreateSelect(b_.CreateICmpULT(a, c), a, c); };
+
+  llvm::Value *bits = b_.CreateBitCast(value, word);
+  llvm::Value *sign = b_.CreateAnd(b_.CreateLShr(bits, width - 16), constant(0x8000));
+  llvm::Value *magnitude = b_.CreateAnd(bits, constant(int64_t(~(uint64_t(1) << (width - 1)))));
+  llvm::Value *biased = b_.CreateLShr(magnitude, uint64_t(fractionBits));
+  llvm::Value *fraction = b_.CreateAnd(magnitude, constant((int64_t(1) << fractionBits) - 1));
+  llvm::Value *exponent = b_.CreateSub(biased, constant(bias)); // unbiased
+
+  // |value| = significand * 2^(exponent - fractionBits). An f16 keeps 10 fraction bits at
+  // exponents >= -14 and fewer below (subnormals, unit 2^-24): drop `shift` bits of the
+  // significand, then round to nearest even on what was dropped. The shift is capped where the
+  // result is 0 anyway (a source subnormal, whose missing implicit bit then does not matter).
+  llvm::Value *significand = b_.CreateOr(fraction, constant(int64_t(1) << fractionBits));
+  llvm::Value *belowNormal = smax(b_.CreateSub(constant(-14), exponent), constant(0));
+  llvm::Value *shift = umin(b_.CreateAdd(belowNormal, constant(fractionBits - 10)), constant(fractionBits + 2));
+  llvm::Value *base = b_.CreateShl(b_.CreateAdd(smax(exponent, constant(-14)), constant(14)), 10);
+  llvm::Value *half = b_.CreateAdd(base, b_.CreateLShr(significand, shift));
+  llvm::Value *one = constant(1);
+  llvm::Value *dropped = b_.CreateAnd(significand, b_.CreateSub(b_.CreateShl(one, shift), one));
+  llvm::Value *halfway = b_.CreateShl(one, b_.CreateSub(shift, one));
+  llvm::Value *odd = b_.CreateICmpNE(b_.CreateAnd(half, one), constant(0));
+  llvm::Value *roundUp = b_.CreateOr(b_.CreateICmpUGT(dropped, halfway),
+                                     b_.CreateAnd(b_.CreateICmpEQ(dropped, halfway), odd));
+  // A carry out of the fraction moves to the next exponent, and past 65504 to infinity (0x7c00).
+  half = b_.CreateAdd(half, b_.CreateZExt(roundUp, word));
+
+  llvm::Value *infinityBits = constant(((int64_t(1) << (width - 1 - fractionBits)) - 1) << fractionBits);
+  llvm::Value *isNaN = b_.CreateICmpUGT(magnitude, infinityBits);
+  llvm::Value *tooLarge = b_.CreateICmpSGT(exponent, constant(15)); // and infinity itself
+  llvm::Value *quietNaN = b_.CreateOr(b_.CreateLShr(fraction, uint64_t(fractionBits - 10)), constant(0x7e00));
+  half = b_.CreateSelect(isNaN, quietNaN, b_.CreateSelect(tooLarge, constant(0x7c00), half));
+  return b_.CreateTrunc(b_.CreateOr(half, sign), b_.getInt16Ty());
 }
 
 void KernelEmitter::stmts(const std::vector<StmtRef> &list) {

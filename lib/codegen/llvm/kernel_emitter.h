@@ -46,8 +46,13 @@ std::set<MathFunction> mathFunctionsUsed(const Kernel &kernel);
 class KernelEmitter {
 public:
   /// `buffers[i]` points at buffer i; variables become allocas in the function's entry block.
+  /// `nativeHalfConversions`: the target converts f16 <-> f32 in hardware (x86 F16C, NVPTX), so
+  /// `fpext`/`fptrunc` of `half` are instructions. Without it they would be calls into
+  /// compiler-rt (__extendhfsf2, __truncsfhf2), which an artifact cannot link, so the emitter
+  /// writes the conversions as integer arithmetic on the bit patterns instead.
   KernelEmitter(const Kernel &kernel, llvm::IRBuilder<> &builder, llvm::Module &module,
-                std::vector<llvm::Value *> buffers, const MathLibrary &math = hostMathLibrary());
+                std::vector<llvm::Value *> buffers, const MathLibrary &math = hostMathLibrary(),
+                bool nativeHalfConversions = false);
 
   /// Emits the statements of the kernel body for one value of gid at the builder's position.
   void emitBody(llvm::Value *gid);
@@ -57,6 +62,10 @@ private:
   llvm::Value *unaryExpr(const Expr &e);
   llvm::Value *binaryExpr(const Expr &e);
   llvm::Value *castValue(llvm::Value *value, DType from, DType to);
+  /// f16 bits (i16) -> f32, exactly, in integer arithmetic.
+  llvm::Value *halfBitsToFloat(llvm::Value *bits);
+  /// f32 or f64 -> f16 bits (i16), rounded to nearest even, in integer arithmetic.
+  llvm::Value *floatToHalfBits(llvm::Value *value);
   llvm::Value *math(MathFunction function, std::vector<llvm::Value *> operands);
   llvm::Value *intrinsic(llvm::Intrinsic::ID id, std::vector<llvm::Value *> args);
   void stmts(const std::vector<StmtRef> &list);
@@ -68,6 +77,7 @@ private:
   llvm::LLVMContext &ctx_;
   std::vector<llvm::Value *> buffers_;
   const MathLibrary &math_;
+  bool nativeHalfConversions_;
   std::vector<llvm::AllocaInst *> variables_;
   /// Per-statement cache so shared subexpressions are built once.
   std::map<const Expr *, llvm::Value *> cache_;

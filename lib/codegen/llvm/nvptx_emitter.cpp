@@ -125,7 +125,7 @@ void addKernel(const Kernel &kernel, int blockSize, llvm::Module &module,
   auto *body = llvm::BasicBlock::Create(context, "gid.body", function);
   auto *exit = llvm::BasicBlock::Create(context, "exit", function);
   b.SetInsertPoint(entry);
-  KernelEmitter emitter(kernel, b, module, buffers, math);
+  KernelEmitter emitter(kernel, b, module, buffers, math, /*nativeHalfConversions=*/true);
   auto special = [&](llvm::Intrinsic::ID id, const char *name) {
     llvm::Function *read = llvm::Intrinsic::getDeclaration(&module, id);
     return b.CreateZExt(b.CreateCall(read, {}), i64, name);

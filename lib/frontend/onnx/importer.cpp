@@ -1,5 +1,5 @@
 // The ONNX graph walk: checks the model (opset, supported ops, SSA), makes graph inputs from
-// value_info with the user's shape options applied, initializers and Constant nodes into
+// value_info with the user's shape options applied (bound inputs become constants), initializers and Constant nodes into
 // constants, and every other node through the opset adapters in topological order, so each node
 // is inferred (and folded) with its inputs' types known. Every UserError is prefixed with the
 // model's file name, and those about one node name it, its op and the opset.
@@ -165,6 +165,19 @@ void Importer::importInputs() {
     if (std::find(inputNames.begin(), inputNames.end(), name) == inputNames.end())
       userError("--shape names '", name, "', which is not a graph input; the inputs are ",
                 joinNames(inputNames));
+  for (const auto &[name, bound] : options_.boundInputs) {
+    if (std::find(inputNames.begin(), inputNames.end(), name) != inputNames.end()) {
+      if (options_.inputShapes.count(name))
+        userError(bound.origin, ": --shape also gives input '", name,
+                  "'; a bound input's shape is its value's, so leave out the --shape");
+      continue;
+    }
+    if (initializerNames_.count(name))
+      userError(bound.origin, ": '", name, "' has a value in the model already (an initializer), ",
+                "so it is not an input to bind; the inputs are ", joinNames(inputNames));
+    userError(bound.origin, ": the model has no graph input named '", name, "'; the inputs are ",
+              joinNames(inputNames));
+  }
   std::map<std::string, int64_t> bindings;
   for (const auto &[symbol, value] : options_.dimBindings) {
     if (!symbols.count(symbol))
@@ -173,6 +186,40 @@ void Importer::importInputs() {
     if (value < 0)
       userError("--dim ", symbol, "=", value, ": a dim cannot be negative");
     bindings[symbol] = value;
+  }
+
+  // A bound value must fit the declared type; its dims bind the symbols of the declared shape.
+  for (Pending &input : inputs) {
+    auto bound = options_.boundInputs.find(input.name);
+    if (bound == options_.boundInputs.end())
+      continue;
+    const Tensor &value = bound->second.value;
+    std::string declared = std::string(dtypeName(input.type.dtype)) +
+                           (input.type.shape ? shapeStr(*input.type.shape) : "[*]");
+    std::string given = value.type().str();
+    std::string where = bound->second.origin + ": graph input '" + input.name + "' is " + declared;
+    if (value.dtype() != input.type.dtype)
+      userError(where, " but the value is ", given, "; convert the file to ",
+                dtypeName(input.type.dtype));
+    if (input.type.shape) {
+      const Shape &shape = *input.type.shape;
+      if (int(shape.size()) != value.rank())
+        userError(where, " (rank ", shape.size(), ") but the value is ", given, " (rank ",
+                  value.rank(), ")");
+      for (size_t i = 0; i < shape.size(); ++i) {
+        int64_t size = value.dims()[i];
+        if (shape[i].isStatic() && shape[i].value() != size)
+          userError(where, " but the value is ", given, " (dim ", i, " must be ", shape[i].value(),
+                    ")");
+        if (shape[i].isSymbol()) {
+          auto [it, inserted] = bindings.emplace(shape[i].symbolName(), size);
+          if (!inserted && it->second != size)
+            userError(where, " but the value is ", given, ", which makes '", shape[i].symbolName(),
+                      "' ", size, " where it is ", it->second, " elsewhere");
+        }
+      }
+    }
+    input.type.shape = shapeOf(value.dims());
   }
 
   // --shape fixes whole shapes; the symbols they cover are bound everywhere they appear.
@@ -216,7 +263,11 @@ void Importer::importInputs() {
     if (isStatic(*input.type.shape) && !elementCount(*input.type.shape))
       userError("graph input '", input.name, "' of shape ", shapeStr(*input.type.shape),
                 " has too many elements");
-    define(input.name, graph_->addInput(input.name, {input.type.dtype, *input.type.shape}));
+    auto bound = options_.boundInputs.find(input.name);
+    if (bound != options_.boundInputs.end())
+      define(input.name, graph_->addConstant(input.name, bound->second.value));
+    else
+      define(input.name, graph_->addInput(input.name, {input.type.dtype, *input.type.shape}));
   }
 }
 
