@@ -132,6 +132,18 @@ ExprRef cast(ExprRef a, DType type) {
   return expr;
 }
 
+ExprRef bitcast(ExprRef a, DType type) {
+  auto reinterpretable = [](DType from, DType to) {
+    return (from == DType::Float32 && (to == DType::Int32 || to == DType::Uint32)) ||
+           (from == DType::Float64 && (to == DType::Int64 || to == DType::Uint64));
+  };
+  SINTER_ASSERT(reinterpretable(a->type, type) || reinterpretable(type, a->type), "bitcast from ",
+                dtypeName(a->type), " to ", dtypeName(type));
+  auto expr = make(ExprKind::BitCast, type);
+  expr->operands = {std::move(a)};
+  return expr;
+}
+
 ExprRef add(ExprRef a, ExprRef b) { return binary(BinaryOp::Add, std::move(a), std::move(b)); }
 ExprRef sub(ExprRef a, ExprRef b) { return binary(BinaryOp::Sub, std::move(a), std::move(b)); }
 ExprRef mul(ExprRef a, ExprRef b) { return binary(BinaryOp::Mul, std::move(a), std::move(b)); }
@@ -284,6 +296,8 @@ public:
              expr(e->operands[2]) + ")";
     case ExprKind::Cast:
       return "cast<" + std::string(dtypeName(e->type)) + ">(" + expr(e->operands[0]) + ")";
+    case ExprKind::BitCast:
+      return "bitcast<" + std::string(dtypeName(e->type)) + ">(" + expr(e->operands[0]) + ")";
     }
     return "?";
   }

@@ -240,6 +240,28 @@ ExprRef castRule(const RuleContext &ctx, int, const std::vector<ExprRef> &index)
   return cast(cast(operand(ctx, 0, index), to), computeType(to));
 }
 
+/// BitCast: the same bits in another type of the same width. Integers and bools reinterpret by a
+/// wrapping cast; f32 and f64 through a BitCast expression. 16-bit floats (computed as f32) are
+/// not lowered yet.
+ExprRef bitCastRule(const RuleContext &ctx, int, const std::vector<ExprRef> &index) {
+  DType from = ctx.node().input(0)->dtype(), to = ctx.node().output(0)->dtype();
+  if (dtypeSize(from) != dtypeSize(to))
+    userError(ctx.node().describe(), ": BitCast from ", dtypeName(from), " to ", dtypeName(to),
+              " changes the element width");
+  ExprRef x = operand(ctx, 0, index);
+  if (from == to)
+    return x;
+  auto half = [](DType type) { return type == DType::Float16 || type == DType::BFloat16; };
+  if (half(from) || half(to))
+    userError(ctx.node().describe(), ": sinter cannot generate code for BitCast from ", dtypeName(from),
+              " to ", dtypeName(to), " yet");
+  if (!isFloat(from) && !isFloat(to))
+    return cast(x, to);
+  if (isFloat(from) && isFloat(to))
+    userError(ctx.node().describe(), ": BitCast between two float types of one width");
+  return bitcast(x, to);
+}
+
 ExprRef isInfRule(const RuleContext &ctx, int, const std::vector<ExprRef> &index) {
   ExprRef x = operand(ctx, 0, index);
   bool negative = ctx.node().attrInt("detect_negative", 1) != 0;
@@ -331,6 +353,7 @@ void registerElementwiseLowering(LoweringTable &table) {
   table.addInjective(OpKind::Where, whereRule);
   table.addInjective(OpKind::Cast, castRule);
   table.addInjective(OpKind::CastLike, castRule);
+  table.addInjective(OpKind::BitCast, bitCastRule);
 }
 
 } // namespace sinter::codegen

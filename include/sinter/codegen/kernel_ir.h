@@ -8,7 +8,8 @@
 // scalar expressions over buffers (flat, row-major, element-indexed with i64 indices), local
 // variables, sequential loops, ifs and stores.
 //
-// Semantics: Min and Max propagate NaN (as numpy does). Integer arithmetic wraps; Div and Rem on integers truncate toward zero (C); Div and
+// Semantics: Min and Max propagate NaN (as numpy does). BitCast reinterprets a float's bits as an
+// integer of the same width or back. Integer arithmetic wraps; Div and Rem on integers truncate toward zero (C); Div and
 // Rem by zero are undefined (lowering guards where ONNX defines a result). Float math is IEEE
 // single/double as the expression's type says; f16/bf16 buffers are loaded and stored through
 // Cast to/from f32 (lowering inserts the casts). Loads and stores are in bounds by construction.
@@ -40,7 +41,7 @@ const char *unaryOpName(UnaryOp op);
 const char *binaryOpName(BinaryOp op);
 bool isComparison(BinaryOp op);
 
-enum class ExprKind : uint8_t { Constant, Var, Load, Unary, Binary, Select, Cast };
+enum class ExprKind : uint8_t { Constant, Var, Load, Unary, Binary, Select, Cast, BitCast };
 
 struct Expr;
 using ExprRef = std::shared_ptr<const Expr>;
@@ -53,7 +54,7 @@ struct Expr {
   int id = 0;            ///< Var: variable id; Load: buffer index
   UnaryOp unary{};
   BinaryOp binary{};
-  std::vector<ExprRef> operands; ///< Load: {index}; Unary: {a}; Binary: {a, b}; Select: {c, a, b}; Cast: {a}
+  std::vector<ExprRef> operands; ///< Load: {index}; Unary: {a}; Binary: {a, b}; Select: {c, a, b}; Cast, BitCast: {a}
 };
 
 enum class StmtKind : uint8_t { Block, For, Store, Assign, If };
@@ -127,6 +128,9 @@ ExprRef unary(UnaryOp op, ExprRef a);
 ExprRef binary(BinaryOp op, ExprRef a, ExprRef b);
 ExprRef select(ExprRef condition, ExprRef ifTrue, ExprRef ifFalse);
 ExprRef cast(ExprRef a, DType type);
+/// The bits of `a` read as `type`: f32 <-> i32/u32 or f64 <-> i64/u64 (same width; other pairs
+/// are plain casts or not allowed).
+ExprRef bitcast(ExprRef a, DType type);
 
 /// Convenience for index arithmetic on i64.
 ExprRef add(ExprRef a, ExprRef b);

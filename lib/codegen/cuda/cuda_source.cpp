@@ -180,6 +180,7 @@ std::string CudaPrinter::expr(const ExprRef &e) {
   case ExprKind::Select:
     return "(" + expr(e->operands[0]) + " ? " + expr(e->operands[1]) + " : " + expr(e->operands[2]) + ")";
   case ExprKind::Cast: return castExpr(e);
+  case ExprKind::BitCast: return bitcastExpr(e);
   }
   return "?";
 }
@@ -246,6 +247,22 @@ std::string CudaPrinter::castExpr(const ExprRef &e) {
   if (to == DType::Bool)
     return "(" + inner + " != 0)";
   return "((" + std::string(cudaStorageType(to)) + ")(" + inner + "))";
+}
+
+std::string CudaPrinter::bitcastExpr(const ExprRef &e) {
+  DType from = e->operands[0]->type, to = e->type;
+  std::string inner = expr(e->operands[0]);
+  switch (to) {
+  case DType::Int32: return "__float_as_int(" + inner + ")";
+  case DType::Uint32: return "__float_as_uint(" + inner + ")";
+  case DType::Int64: return "__double_as_longlong(" + inner + ")";
+  case DType::Uint64: return "((unsigned long long)__double_as_longlong(" + inner + "))";
+  case DType::Float32: return (from == DType::Int32 ? "__int_as_float(" : "__uint_as_float(") + inner + ")";
+  case DType::Float64: return "__longlong_as_double((long long)(" + inner + "))";
+  default: break;
+  }
+  SINTER_ASSERT(false, "no CUDA bitcast to ", dtypeName(to));
+  return "?";
 }
 
 std::string CudaPrinter::fromFloat(const std::string &floatText, DType to) {

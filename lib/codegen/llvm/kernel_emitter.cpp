@@ -202,6 +202,7 @@ llvm::Value *KernelEmitter::expr(const ExprRef &e) {
     result = b_.CreateSelect(expr(e->operands[0]), expr(e->operands[1]), expr(e->operands[2]));
     break;
   case ExprKind::Cast: result = castValue(expr(e->operands[0]), e->operands[0]->type, e->type); break;
+  case ExprKind::BitCast: result = b_.CreateBitCast(expr(e->operands[0]), valueType(ctx_, e->type)); break;
   }
   cache_[e.get()] = result;
   return result;
