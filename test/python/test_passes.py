@@ -129,3 +129,30 @@ def test_rewritten_model_matches_onnxruntime(make, gone, present, tmp_path):
     ops_before, kernels_before = kernel_ops(unrewritten)
     assert kernels <= kernels_before
     assert len(ops) < len(ops_before)
+
+
+def views_model(path, with_compute):
+    """x -> Reshape -> r (an output); with_compute adds Neg(r) -> n, so r is read twice."""
+    shape = helper.make_tensor("shape", TensorProto.INT64, [2], [3, 4])
+    nodes = [helper.make_node("Reshape", ["x", "shape"], ["r"])]
+    outputs = [helper.make_tensor_value_info("r", TensorProto.FLOAT, [3, 4])]
+    if with_compute:
+        nodes += [helper.make_node("Flatten", ["r"], ["f"], axis=0), helper.make_node("Neg", ["f"], ["n"])]
+        outputs.append(helper.make_tensor_value_info("n", TensorProto.FLOAT, [1, 12]))
+    graph = helper.make_graph(nodes, "views", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 6])],
+                              outputs, [shape])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=9), path)
+    return {"x": np.arange(12, dtype=np.float32).reshape(2, 6) - 5.5}
+
+
+@pytest.mark.parametrize("with_compute", [False, True])
+def test_views_are_not_kernels(with_compute, tmp_path):
+    """A Reshape whose value is an output (so no consumer absorbs it) shares its source's arena
+    slot instead of copying it: no kernel reads only views, and the outputs are still right."""
+    model = tmp_path / "views.onnx"
+    inputs = views_model(model, with_compute)
+    st.assert_outputs_match(st.run_cpu(model, inputs, tmp_path), st.run_onnxruntime(model, inputs))
+    manifest = json.loads(st.run_cli(["inspect", tmp_path / "model.so", "--json"]).stdout)
+    assert manifest["kernel_count"] == (1 if with_compute else 0)
+    views = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity"}
+    assert not [k["name"] for k in manifest["kernels"] if set(k["ops"]) <= views]
