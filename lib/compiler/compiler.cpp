@@ -55,6 +55,34 @@ uint64_t byteSizeOf(const Value *value) {
   return uint64_t(*elementCount(value->shape())) * dtypeSize(value->dtype());
 }
 
+bool isView(OpKind kind) {
+  return kind == OpKind::Reshape || kind == OpKind::Flatten || kind == OpKind::Squeeze ||
+         kind == OpKind::Unsqueeze || kind == OpKind::Identity;
+}
+
+/// The value a group of views only reinterprets (the same bytes under another shape), or null
+/// when the group computes something. Such a group needs no kernel: its output shares the
+/// source's arena slot (DESIGN.md: views never copy).
+const Value *viewSource(const codegen::KernelGroup &group) {
+  if (group.outputs.size() != 1)
+    return nullptr;
+  for (const Node *node : group.nodes)
+    if (!isView(node->kind()))
+      return nullptr;
+  const Value *source = nullptr;
+  for (const Value *input : group.inputs) {
+    if (input->isConstant())
+      continue; // a Reshape's shape
+    if (source)
+      return nullptr;
+    source = input;
+  }
+  const Value *output = group.outputs[0];
+  if (!source || source->dtype() != output->dtype() || byteSizeOf(source) != byteSizeOf(output))
+    return nullptr;
+  return source;
+}
+
 package::TensorSignature signatureOf(const Value *value, const Shape &declared) {
   package::TensorSignature signature;
   signature.name = value->name();
@@ -120,14 +148,31 @@ package::Manifest buildManifest(Graph &graph, const CompileOptions &options,
   // Kernel groups (fusion.h), unless --disable-pass fuse-kernels asks for one kernel per node.
   std::vector<codegen::KernelGroup> groups = codegen::formKernelGroups(graph, fuseKernels);
 
+  // Views share their source's slot: `storage` maps each aliasing value to the value that owns
+  // the bytes, whose lifetime then covers every alias's.
+  std::map<const Value *, const Value *> storage;
+  std::vector<bool> viewGroup(groups.size(), false);
+  auto storageOf = [&](const Value *value) {
+    auto it = storage.find(value);
+    return it == storage.end() ? value : it->second;
+  };
+  for (size_t i = 0; i < groups.size(); ++i) {
+    if (const Value *source = viewSource(groups[i])) {
+      storage[groups[i].outputs[0]] = storageOf(source);
+      viewGroup[i] = true;
+    }
+  }
+
   // Lowering comes before memory planning: a kernel may ask for scratch buffers, which live in
   // the arena for its own step only.
   auto codegenStart = Clock::now();
-  std::vector<codegen::Kernel> kernels;
+  std::vector<codegen::Kernel> kernels(groups.size());
   for (size_t i = 0; i < groups.size(); ++i) {
+    if (viewGroup[i])
+      continue; // no kernel: its output is its source's bytes
     if (i % 50 == 0)
       report("generating kernel " + std::to_string(i + 1) + "/" + std::to_string(groups.size()));
-    kernels.push_back(codegen::lowerGroup(groups[i]));
+    kernels[i] = codegen::lowerGroup(groups[i]);
   }
   double loweringSeconds = secondsSince(codegenStart);
 
@@ -144,7 +189,8 @@ package::Manifest buildManifest(Graph &graph, const CompileOptions &options,
   std::vector<const Value *> arenaValues;
   std::map<const Value *, size_t> arenaIndex;
   std::vector<codegen::BufferLifetime> lifetimes;
-  auto touch = [&](const Value *value, int64_t step) {
+  auto touch = [&](const Value *aliasOrOwner, int64_t step) {
+    const Value *value = storageOf(aliasOrOwner);
     auto [it, inserted] = arenaIndex.try_emplace(value, arenaValues.size());
     if (inserted) {
       arenaValues.push_back(value);
@@ -178,6 +224,8 @@ package::Manifest buildManifest(Graph &graph, const CompileOptions &options,
   for (size_t i = 0; i < arenaValues.size(); ++i)
     if (!arenaValues[i]->isConstant())
       location[arenaValues[i]] = {package::Region::Arena, arena.offsets[i]};
+  for (const auto &[alias, owner] : storage)
+    location[alias] = location.at(owner);
   manifest.arenaBytes = arena.arenaBytes;
   manifest.activationBytes = arena.totalBytes;
   stats.arenaBytes = arena.arenaBytes;
@@ -194,6 +242,8 @@ package::Manifest buildManifest(Graph &graph, const CompileOptions &options,
   std::unique_ptr<codegen::Backend> backend = codegen::createBackend(options.target);
   for (size_t i = 0; i < groups.size(); ++i) {
     const codegen::KernelGroup &group = groups[i];
+    if (viewGroup[i])
+      continue; // no kernel: its output is its source's bytes
     const codegen::Kernel &kernel = kernels[i];
     codegen::LaunchShape shape;
     package::Kernel entry = backend->addKernel(group, kernel, shape);
@@ -222,7 +272,7 @@ package::Manifest buildManifest(Graph &graph, const CompileOptions &options,
   // Graph outputs: a constant output is copied into its arena slot after the plan.
   for (Value *output : graph.outputs()) {
     package::TensorSignature signature = signatureOf(output, output->shape());
-    uint64_t slot = arena.offsets[arenaIndex.at(output)];
+    uint64_t slot = arena.offsets[arenaIndex.at(storageOf(output))];
     signature.arenaOffset = output->isConstant() ? slot : location.at(output).offset;
     if (output->isConstant())
       manifest.steps.push_back(package::Copy{location.at(output),

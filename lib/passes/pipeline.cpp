@@ -5,6 +5,8 @@
 #include "eliminate_dead_code.h"
 #include "fold_batch_norm.h"
 #include "fold_constants.h"
+#include "recognise_gelu.h"
+#include "recognise_layer_normalization.h"
 #include "sinter/ir/graph.h"
 #include "sinter/ir/printer.h"
 #include "sinter/ir/verifier.h"
@@ -36,6 +38,14 @@ const std::vector<PipelineEntry> &defaultPipeline() {
        "folds per-channel affine maps into the weights of the contraction before them; the new "
        "weights are constants, so it runs after folding and needs no folding after",
        make<FoldBatchNorm>(), /*untilFixedPoint=*/true},
+      {"recognise-layer-normalization",
+       "a decomposed layer norm is two reductions and five elementwise kernels; as one op it is "
+       "one kernel. After canonicalisation and CSE, so Identity hops and duplicated means are gone",
+       make<RecogniseLayerNormalization>()},
+      {"recognise-gelu",
+       "an exported GELU is up to eight elementwise nodes that fusion would split where x is read "
+       "twice; as one op it is one accessor and fuses as an epilogue",
+       make<RecogniseGelu>()},
       {"eliminate-dead-code",
        "folding leaves the nodes and constants it replaced unused (weights before folding, merged "
        "constants)",
