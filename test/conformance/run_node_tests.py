@@ -8,6 +8,15 @@ The reference target runs `sinter run model.onnx input_0.pb ... --reference --ou
 --output-format pb` (inputs positionally, outputs as D/output_K.pb); a compiled target first
 runs `sinter compile model.onnx --target T -o model.so`, then `sinter run model.so ...`.
 
+Bound inputs (compiled targets): many node tests feed, as a graph input, a tensor that decides a
+shape (Reshape's shape, a reduction's axes, Trilu's k). An ahead-of-time compile needs it as a
+constant, and sinter's compile error then names those inputs ("--bind-input k=FILE"). The runner
+compiles again with exactly those inputs bound to the data set's values (`--bind-input
+k=input_1.pb`), repeating while the error names new ones, and runs the artifact on the other
+inputs. Such a test is specialised to its data set's values, as a user's artifact would be: it
+counts as a pass when the outputs match, and its result carries `"bound": [names]` so the
+scoreboard can say how many passed that way.
+
 For each test folder (model.onnx, test_data_set_N/input_K.pb and output_K.pb; see node_tests.py
 for where they come from) and each of its data sets, the target's commands run in a scratch
 folder, and the outputs they write are compared with the expected ones by ONNX's own backend
