@@ -89,15 +89,21 @@ def render(reports):
     if any(bound.values()):
         lines.append("| passes with bound inputs (included in pass) | "
                      + " | ".join(str(len(bound[t])) for t in targets) + " |")
+        lines.append("| ... of which every input was bound | "
+                     + " | ".join(str(sum(bool(r.get("all_inputs_bound")) for r in bound[t].values()))
+                                  for t in targets) + " |")
     lines += ["", "Categories: see `test/conformance/run_node_tests.py`. unsupported-type: an input "
               "or output is a sequence, optional, map or string, or a tensor of an element type "
               "sinter lacks (float8, int4, ...). compile-error (compiled targets only): `sinter "
-              "compile` refused the model after importing it, most often because the test feeds "
-              "an input that decides a shape (axes, pads, scales) which a compiled artifact needs "
-              "as a constant. The runner then compiles again with exactly the inputs sinter's "
-              "error names bound to the test's values (`--bind-input`): such a pass shows that "
-              "the artifact specialised to those values computes the right outputs, not that the "
-              "model compiles with those inputs left free. Times: "
+              "compile` refused the model after importing it (an op without code generation, a "
+              "shape that depends on the data itself, a training-mode op). Many tests feed an "
+              "input that decides a shape (axes, pads, scales) which a compiled artifact needs as "
+              "a constant; the runner then compiles again with exactly the inputs sinter's error "
+              "names bound to the test's values (`--bind-input`). Such a pass shows that the "
+              "artifact specialised to those values computes the right outputs, not that the "
+              "model compiles with those inputs left free; where every input was bound the "
+              "artifact takes no inputs and constant folding may have computed its outputs while "
+              "compiling. Times: "
               + ", ".join(f"{t} {reports[t]['seconds']} s with {reports[t]['jobs']} jobs"
                           for t in targets) + ".", "",
               "## Per op", "", "✓ all tests pass, ◐ some, ✗ none.", "",
@@ -110,9 +116,11 @@ def render(reports):
         bound = passed_with_bound_inputs(report)
         if bound:
             lines += ["", f"## Tests that pass with bound inputs: {target} ({len(bound)})", "",
-                      "Compiled with these graph inputs bound to the test's values.", "",
+                      "Compiled with these graph inputs bound to the test's values (every input: "
+                      "the artifact takes none).", "",
                       "| test | op | bound inputs |", "| --- | --- | --- |"]
-            lines += [f"| {name} | {cell(r['op'])} | {cell(', '.join(r['bound']))} |"
+            lines += [f"| {name} | {cell(r['op'])} | {cell(', '.join(r['bound']))}"
+                      + (" (every input)" if r.get("all_inputs_bound") else "") + " |"
                       for name, r in bound.items()]
     for target, report in reports.items():
         failing = {n: r for n, r in sorted(report["tests"].items()) if r["category"] != "pass"}
