@@ -380,12 +380,15 @@ ExprRef resizeRule(const RuleContext &ctx, int, const std::vector<ExprRef> &inde
       source[i] = x;
       continue;
     }
+    // The fractional output width, as ONNX's reference (lib/reference/resize.cpp) uses it: with
+    // scales that do not give whole elements it differs from the output dim.
+    double outputWidth = scale * double(inDims[i]);
     if (transform == "asymmetric")
       source[i] = fop(BinaryOp::Div, x, f32(scale));
     else if (transform == "align_corners")
-      source[i] = outDims[i] == 1 ? f32(0)
-                                  : fop(BinaryOp::Mul, x, f32(double(inDims[i] - 1) / double(outDims[i] - 1)));
-    else if (transform == "pytorch_half_pixel" && outDims[i] == 1)
+      source[i] = outputWidth == 1 ? f32(0)
+                                   : fop(BinaryOp::Mul, x, f32(double(inDims[i] - 1) / (outputWidth - 1)));
+    else if (transform == "pytorch_half_pixel" && outputWidth == 1)
       source[i] = f32(0);
     else if (transform == "half_pixel_symmetric") {
       double adjustment = double(outDims[i]) / (scale * double(inDims[i]));

@@ -47,6 +47,12 @@ def per_op(reports):
     return dict(sorted(table.items(), key=lambda item: (":" in item[0], item[0].lower())))
 
 
+def passed_with_bound_inputs(report):
+    """{test: result} of the passes that needed inputs bound at compile time, sorted by name."""
+    return {name: result for name, result in sorted(report["tests"].items())
+            if result["category"] == "pass" and result.get("bound")}
+
+
 def status(passed, total):
     mark = "✓" if passed == total else ("✗" if passed == 0 else "◐")
     return f"{mark} {passed}/{total}"
@@ -79,12 +85,25 @@ def render(reports):
         if any(counts):
             lines.append(f"| {category} | " + " | ".join(map(str, counts)) + " |")
     lines.append("| **all** | " + " | ".join(str(len(reports[t]["tests"])) for t in targets) + " |")
+    bound = {t: passed_with_bound_inputs(reports[t]) for t in targets}
+    if any(bound.values()):
+        lines.append("| passes with bound inputs (included in pass) | "
+                     + " | ".join(str(len(bound[t])) for t in targets) + " |")
+        lines.append("| ... of which every input was bound | "
+                     + " | ".join(str(sum(bool(r.get("all_inputs_bound")) for r in bound[t].values()))
+                                  for t in targets) + " |")
     lines += ["", "Categories: see `test/conformance/run_node_tests.py`. unsupported-type: an input "
               "or output is a sequence, optional, map or string, or a tensor of an element type "
               "sinter lacks (float8, int4, ...). compile-error (compiled targets only): `sinter "
-              "compile` refused the model after importing it, most often because the test feeds "
-              "an input that decides a shape (axes, pads, scales) which a compiled artifact needs "
-              "as a constant. Times: "
+              "compile` refused the model after importing it (an op without code generation, a "
+              "shape that depends on the data itself, a training-mode op). Many tests feed an "
+              "input that decides a shape (axes, pads, scales) which a compiled artifact needs as "
+              "a constant; the runner then compiles again with exactly the inputs sinter's error "
+              "names bound to the test's values (`--bind-input`). Such a pass shows that the "
+              "artifact specialised to those values computes the right outputs, not that the "
+              "model compiles with those inputs left free; where every input was bound the "
+              "artifact takes no inputs and constant folding may have computed its outputs while "
+              "compiling. Times: "
               + ", ".join(f"{t} {reports[t]['seconds']} s with {reports[t]['jobs']} jobs"
                           for t in targets) + ".", "",
               "## Per op", "", "✓ all tests pass, ◐ some, ✗ none.", "",
@@ -94,11 +113,22 @@ def render(reports):
         cells = [status(*by_target[t]) if t in by_target else "" for t in targets]
         lines.append(f"| {cell(op)} | " + " | ".join(cells) + " |")
     for target, report in reports.items():
+        bound = passed_with_bound_inputs(report)
+        if bound:
+            lines += ["", f"## Tests that pass with bound inputs: {target} ({len(bound)})", "",
+                      "Compiled with these graph inputs bound to the test's values (every input: "
+                      "the artifact takes none).", "",
+                      "| test | op | bound inputs |", "| --- | --- | --- |"]
+            lines += [f"| {name} | {cell(r['op'])} | {cell(', '.join(r['bound']))}"
+                      + (" (every input)" if r.get("all_inputs_bound") else "") + " |"
+                      for name, r in bound.items()]
+    for target, report in reports.items():
         failing = {n: r for n, r in sorted(report["tests"].items()) if r["category"] != "pass"}
         lines += ["", f"## Tests that do not pass: {target} ({len(failing)})", "",
                   "| test | op | category | reason |", "| --- | --- | --- | --- |"]
-        lines += [f"| {name} | {cell(r['op'])} | {r['category']} | {cell(r['reason'])} |"
-                  for name, r in failing.items()]
+        lines += [f"| {name} | {cell(r['op'])} | {r['category']} | {cell(r['reason'])}"
+                  + (f" (with {cell(', '.join(r['bound']))} bound)" if r.get("bound") else "")
+                  + " |" for name, r in failing.items()]
     return "\n".join(lines) + "\n"
 
 

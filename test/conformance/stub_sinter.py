@@ -2,13 +2,17 @@
 """A stand-in for the sinter CLI, for testing the conformance runner and the model tests
 without sinter: `run MODEL [INPUT...] [--input NAME=FILE...] --reference (--output-dir D
 --output-format pb | -o OUT.npz)` evaluates the model with onnx's own reference evaluator.
+`compile MODEL --target T -o OUT.so [--bind-input NAME=FILE...]` writes OUT.so as a small JSON
+file naming the model and its bound inputs, which `run OUT.so ...` then evaluates the same way.
 
 SINTER_STUB_FAULTS injects the failures the runner must classify: `REGEX=FAULT;...`, where the
 first REGEX found in the model's path picks FAULT, one of: unsupported (exit 1, "unsupported op
 types: ..."), import (exit 1, a parse error), runtime (exit 1, an evaluation error), internal
 (exit 2), abort (SIGABRT), exit3 (exit 3), hang (sleeps), wrong (perturbs every output),
-missing (writes no outputs).
+missing (writes no outputs), bind:A+B (compile fails, as sinter does for a shape that depends on
+data, until inputs A and B are bound, naming one missing input per attempt).
 """
+import json
 import argparse
 import os
 import re
@@ -42,8 +46,28 @@ def read_input(path):
     return np.load(path)
 
 
+def compile_model(args):
+    fault = fault_for(args.model) or ""
+    bound = dict(spec.split("=", 1) for spec in args.bind_input)
+    if fault.startswith("bind:"):
+        missing = [name for name in fault[len("bind:"):].split("+") if name not in bound]
+        if missing:
+            fail(f"Reshape producing 'y' produces 'y' of type f32[?,?] whose shape depends on "
+                 f"data; sinter compiles static shapes only; it depends on graph input "
+                 f"'{missing[0]}': give its value at compile time with --bind-input "
+                 f"{missing[0]}=FILE")
+    Path(args.output).write_text(json.dumps({"model": str(Path(args.model).resolve()),
+                                             "bound": bound}))
+
+
 def run(args):
+    bound = {}
+    if args.model.endswith(".so"):  # written by compile_model
+        artifact = json.loads(Path(args.model).read_text())
+        args.model, bound = artifact["model"], artifact["bound"]
     fault = fault_for(args.model)
+    if fault and fault.startswith("bind:"):
+        fault = None
     model = onnx.load(args.model)
     if fault == "unsupported":
         ops = sorted({n.op_type for n in model.graph.node})
@@ -63,8 +87,9 @@ def run(args):
     from onnx.reference import ReferenceEvaluator
 
     initializers = {t.name for t in model.graph.initializer}
-    graph_inputs = [i.name for i in model.graph.input if i.name not in initializers]
-    feeds = {}
+    graph_inputs = [i.name for i in model.graph.input
+                    if i.name not in initializers and i.name not in bound]
+    feeds = {name: read_input(path) for name, path in bound.items()}
     for position, path in enumerate(args.inputs):
         feeds[graph_inputs[position]] = read_input(path)
     for spec in args.input:
@@ -99,8 +124,13 @@ def main():
     run_parser.add_argument("-o", "--output")
     run_parser.add_argument("--output-dir")
     run_parser.add_argument("--output-format", default="npz")
+    compile_parser = commands.add_parser("compile")
+    compile_parser.add_argument("model")
+    compile_parser.add_argument("--target", required=True)
+    compile_parser.add_argument("-o", "--output", required=True)
+    compile_parser.add_argument("--bind-input", action="append", default=[])
     args = parser.parse_args()
-    run(args)
+    compile_model(args) if args.command == "compile" else run(args)
 
 
 if __name__ == "__main__":

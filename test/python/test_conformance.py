@@ -65,3 +65,32 @@ def test_runner_classifies_failures(tmp_path, monkeypatch):
     assert got == {name: category for name, (_, category) in STUB_FAULTS.items()}
     assert "Abs" in tests["test_abs"]["reason"]
     assert "SIGABRT" in tests["test_add_bcast"]["reason"]
+
+
+BIND_CASES = {  # test name -> (fault for stub_sinter.py, category, inputs the runner must bind)
+    "test_reshape_reduced_dims": ("bind:shape", "pass", ["shape"]),
+    "test_range_float_type_positive_delta": ("bind:limit+delta", "pass", ["limit", "delta"]),
+    "test_reshape_extended_dims": ("bind:nothing", "compile-error", None),
+    "test_abs": (None, "pass", None),
+}
+
+
+def test_runner_binds_exactly_the_inputs_compile_errors_name(tmp_path, monkeypatch):
+    """A compiled target: when `sinter compile` names inputs a shape depends on, the runner binds
+    exactly those (one more per attempt here), marks the pass with them, and stops when the error
+    names nothing it can bind."""
+    faults = ";".join(f"/{name}/={fault}" for name, (fault, _, _) in BIND_CASES.items() if fault)
+    monkeypatch.setenv("SINTER_STUB_FAULTS", faults)
+    results = tmp_path / "results.json"
+    stub = f"{sys.executable} {CONFORMANCE / 'stub_sinter.py'}"
+    run_node_tests.main(["--sinter", stub, "--target", "cpu", "--filter",
+                         f"^({'|'.join(BIND_CASES)})$", "--timeout", "20",
+                         "--jobs", str(min(4, os.cpu_count() or 1)), "--json", str(results)])
+    report = json.loads(results.read_text())
+    got = {name: (report["tests"][name]["category"], report["tests"][name].get("bound"))
+           for name in BIND_CASES}
+    assert got == {name: (category, bound) for name, (_, category, bound) in BIND_CASES.items()}
+    assert "--bind-input nothing=FILE" in report["tests"]["test_reshape_extended_dims"]["reason"]
+    assert report["passed_with_bound_inputs"] == 2
+    # Range's start stays an input of the artifact.
+    assert report["tests"]["test_range_float_type_positive_delta"]["all_inputs_bound"] is False

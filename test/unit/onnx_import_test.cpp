@@ -587,3 +587,66 @@ TEST(OnnxImport, ReadsOnnxTestDataFiles) {
     EXPECT_NEAR(output.getDouble(i), std::exp(input.getDouble(i)),
                 1e-5 * std::exp(input.getDouble(i)));
 }
+
+// ---- bound inputs (--bind-input) ----------------------------------------------------------------
+
+TEST(OnnxImport, BoundInputsBecomeConstantsAndResolveShapes) {
+  ModelBuilder m;
+  m.inputF32("x", {std::string("n"), 6});
+  m.input("shape", ::onnx::TensorProto::INT64, {2});
+  m.node("Reshape", {"x", "shape"}, {"y"});
+  m.output("y");
+  sinter::onnx::ImportOptions options;
+  options.dimBindings["n"] = 2;
+  EXPECT_EQ(m.import(options)->outputs()[0]->type().str(), "f32[?,?]");
+  options.boundInputs["shape"] = {Tensor::fromInts({3, 4}), "--bind-input shape=s.npy"};
+  auto graph = m.import(options);
+  ASSERT_EQ(graph->inputs().size(), 1u);
+  EXPECT_EQ(graph->inputs()[0]->name(), "x");
+  EXPECT_EQ(graph->outputs()[0]->type().str(), "f32[3,4]");
+  Value *shape = graph->findValue("shape");
+  ASSERT_NE(shape, nullptr);
+  ASSERT_TRUE(shape->isConstant());
+  EXPECT_EQ(shape->constant().toInts(), (std::vector<int64_t>{3, 4}));
+}
+
+TEST(OnnxImport, ABoundValueBindsTheSymbolsOfItsDeclaredShape) {
+  ModelBuilder m;
+  m.inputF32("x", {std::string("n"), 4});
+  m.inputF32("b", {std::string("n")});
+  m.output("x");
+  m.output("b");
+  sinter::onnx::ImportOptions options;
+  options.boundInputs["b"] = {Tensor(DType::Float32, {3}), "--bind-input b=b.npy"};
+  EXPECT_EQ(m.import(options)->inputs()[0]->type().str(), "f32[3,4]");
+  options.dimBindings["n"] = 5;
+  EXPECT_CONTAINS(userErrorOf([&] { m.import(options); }),
+                  "--bind-input b=b.npy: graph input 'b' is f32[n] but the value is f32[3], which "
+                  "makes 'n' 3 where it is 5 elsewhere");
+}
+
+TEST(OnnxImport, BadBindingsAreUserErrorsNamingTheFlag) {
+  ModelBuilder m(9);
+  m.model.set_ir_version(3);
+  m.inputF32("x", {2, 3});
+  m.inputF32("w", {2}); // IR version < 4: an initializer listed as an input has a default
+  m.initializerF32("w", {2}, {1, 2});
+  m.output("x");
+  m.output("w");
+  auto message = [&](const std::string &name, Tensor value, bool withShape = false) {
+    sinter::onnx::ImportOptions options;
+    options.boundInputs[name] = {std::move(value), "--bind-input " + name + "=v.npy"};
+    if (withShape)
+      options.inputShapes[name] = {2, 3};
+    return userErrorOf([&] { m.import(options); });
+  };
+  EXPECT_CONTAINS(message("y", Tensor(DType::Float32, {2, 3})),
+                  "--bind-input y=v.npy: the model has no graph input named 'y'; the inputs are 'x'");
+  EXPECT_CONTAINS(message("w", Tensor(DType::Float32, {2})),
+                  "'w' has a value in the model already (an initializer)");
+  EXPECT_CONTAINS(message("x", Tensor(DType::Float64, {2, 3})),
+                  "graph input 'x' is f32[2,3] but the value is f64[2,3]");
+  EXPECT_CONTAINS(message("x", Tensor(DType::Float32, {6})), "(rank 2) but the value is f32[6] (rank 1)");
+  EXPECT_CONTAINS(message("x", Tensor(DType::Float32, {2, 4})), "(dim 1 must be 3)");
+  EXPECT_CONTAINS(message("x", Tensor(DType::Float32, {2, 3}), true), "--shape also gives input 'x'");
+}

@@ -436,3 +436,91 @@ TEST(ArtifactFormat, TensorByteSizeRejectsNegativeAndOverflowingDims) {
   EXPECT_EQ(tensorByteSize(DType::Float32, {-1}), UINT64_MAX);
   EXPECT_EQ(tensorByteSize(DType::Float32, {int64_t(1) << 62, 4}), UINT64_MAX);
 }
+
+// ---- bound inputs: an optional trailing field ---------------------------------------------------
+
+namespace {
+
+Manifest withBoundInputs() {
+  Manifest manifest = fullManifest(Target::Cpu);
+  BoundInput shape{"shape", DType::Int64, {3}, 0, {}};
+  std::vector<int64_t> values = {4, -1, 3};
+  shape.value.resize(24);
+  std::memcpy(shape.value.data(), values.data(), 24);
+  shape.valueHash = hashBytes(shape.value);
+  BoundInput large{"w", DType::Float32, {1024}, 0x0123456789abcdefull, {}}; // hash only
+  manifest.boundInputs = {shape, large};
+  return manifest;
+}
+
+} // namespace
+
+TEST(ArtifactFormat, BoundInputsRoundTripAfterTheFieldsBeforeThem) {
+  Manifest manifest = withBoundInputs();
+  std::vector<uint8_t> bytes = serializeManifest(manifest);
+  Manifest parsed = parseManifest(bytes);
+  expectSameManifest(manifest, parsed);
+  ASSERT_EQ(parsed.boundInputs.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(parsed.boundInputs[i].name, manifest.boundInputs[i].name);
+    EXPECT_EQ(parsed.boundInputs[i].dtype, manifest.boundInputs[i].dtype);
+    EXPECT_EQ(parsed.boundInputs[i].dims, manifest.boundInputs[i].dims);
+    EXPECT_EQ(parsed.boundInputs[i].valueHash, manifest.boundInputs[i].valueHash);
+    EXPECT_EQ(parsed.boundInputs[i].value, manifest.boundInputs[i].value);
+  }
+  // Without bound inputs the metadata is what it was before the field existed: the same bytes
+  // up to where the list starts, so older artifacts read the same.
+  Manifest plain = manifest;
+  plain.boundInputs.clear();
+  std::vector<uint8_t> plainBytes = serializeManifest(plain);
+  uint64_t plainMetadata = load64(plainBytes, kMetadataBytesAt);
+  ASSERT_GT(load64(bytes, kMetadataBytesAt), plainMetadata);
+  EXPECT_TRUE(std::equal(plainBytes.begin() + kArtifactHeaderBytes,
+                         plainBytes.begin() + std::ptrdiff_t(kArtifactHeaderBytes + plainMetadata),
+                         bytes.begin() + kArtifactHeaderBytes));
+  EXPECT_TRUE(parseManifest(plainBytes).boundInputs.empty());
+}
+
+TEST(ArtifactFormat, EveryTruncationOfTheBoundInputsIsACleanError) {
+  Manifest plain = withBoundInputs();
+  plain.boundInputs.clear();
+  uint64_t listStart = load64(serializeManifest(plain), kMetadataBytesAt);
+  std::vector<uint8_t> bytes = serializeManifest(withBoundInputs());
+  uint64_t metadataBytes = load64(bytes, kMetadataBytesAt);
+  // Cut exactly where the list starts, the metadata is a valid artifact without bound inputs
+  // (the field is optional); any cut inside the list is an error.
+  for (uint64_t length = listStart + 1; length < metadataBytes; ++length) {
+    std::vector<uint8_t> edited = bytes;
+    store64(edited, kMetadataBytesAt, length);
+    resealMetadata(edited);
+    EXPECT_NE(parseProblem(edited), "") << "metadata cut to " << length << " bytes parsed";
+  }
+}
+
+TEST(ArtifactFormat, AnEmptyBoundInputListIsRejected) {
+  // The writer leaves an empty list out; one written anyway (a zero count, here the zero
+  // padding after the metadata taken into it) is corrupt.
+  std::vector<uint8_t> bytes = serializeManifest(fullManifest(Target::Cpu));
+  uint64_t metadataBytes = load64(bytes, kMetadataBytesAt);
+  ASSERT_GE(load64(bytes, kWeightsOffsetAt) - kArtifactHeaderBytes - metadataBytes, 4u);
+  store64(bytes, kMetadataBytesAt, metadataBytes + 4);
+  resealMetadata(bytes);
+  EXPECT_NE(parseProblem(bytes).find("empty bound-input list"), std::string::npos);
+}
+
+TEST(ArtifactFormat, BoundInputValidationNamesWhatIsWrong) {
+  auto problem = [](auto edit) {
+    Manifest manifest = withBoundInputs();
+    edit(manifest);
+    return findManifestProblem(manifest, manifest.weights.size());
+  };
+  EXPECT_EQ(problem([](Manifest &) {}), "");
+  EXPECT_NE(problem([](Manifest &m) { m.boundInputs[0].value.pop_back(); }).find("records 23 value bytes"),
+            std::string::npos);
+  EXPECT_NE(problem([](Manifest &m) { m.boundInputs[1].dims.assign(9, 1); }).find("rank 9"),
+            std::string::npos);
+  EXPECT_NE(problem([](Manifest &m) { m.boundInputs[1].dims = {-2}; }).find("negative dim"),
+            std::string::npos);
+  EXPECT_NE(problem([](Manifest &m) { m.boundInputs[0].name.clear(); }).find("no name"),
+            std::string::npos);
+}
