@@ -36,6 +36,8 @@ Reduction reductionOf(const Node &node) {
 
 /// `current` combined with `update` by the reduction (bool: add and max are or, mul and min and).
 ExprRef reduce(Reduction reduction, ExprRef current, ExprRef update) {
+  if (reduction == Reduction::None)
+    return update;
   if (current->type == DType::Bool) {
     bool either = reduction == Reduction::Add || reduction == Reduction::Max;
     return binary(either ? BinaryOp::LogicalOr : BinaryOp::LogicalAnd, current, update);
