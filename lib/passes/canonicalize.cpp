@@ -117,14 +117,14 @@ bool foldGemmScales(Graph &graph, Node &gemm) {
   float alpha = gemm.attrFloat("alpha", 1.0f), beta = gemm.attrFloat("beta", 1.0f);
   Value *b = gemm.input(1), *c = gemm.input(2);
   if (alpha != 1.0f && b->isConstant() && isFloat(b->dtype())) {
-    gemm.setInput(1, graph.addConstant(graph.uniqueName(b->name() + ".alpha"),
-                                       scaled(b->constant(), alpha)));
+    gemm.setInput(
+        1, graph.addConstant(graph.uniqueName(b->name() + ".alpha"), scaled(b->constant(), alpha)));
     gemm.removeAttr("alpha");
     changed = true;
   }
   if (beta != 1.0f && c && c->isConstant() && isFloat(c->dtype())) {
-    gemm.setInput(2, graph.addConstant(graph.uniqueName(c->name() + ".beta"),
-                                       scaled(c->constant(), beta)));
+    gemm.setInput(
+        2, graph.addConstant(graph.uniqueName(c->name() + ".beta"), scaled(c->constant(), beta)));
     gemm.removeAttr("beta");
     changed = true;
   }

@@ -75,10 +75,13 @@ std::optional<std::vector<double>> perChannel(const Value *value, int outputRank
 }
 
 /// What `node` does to `x` (its contraction's output), as a per-channel affine map.
-std::optional<ChannelAffine> affineOf(const Node &node, const Value *x, int axis, int64_t channels) {
+std::optional<ChannelAffine> affineOf(const Node &node, const Value *x, int axis,
+                                      int64_t channels) {
   int rank = x->rank();
   const std::vector<double> ones(size_t(channels), 1.0), zeros(size_t(channels), 0.0);
-  auto constantOperand = [&]() { return perChannel(passes::otherInput(node, x), rank, axis, channels); };
+  auto constantOperand = [&]() {
+    return perChannel(passes::otherInput(node, x), rank, axis, channels);
+  };
   switch (node.kind()) {
   case OpKind::BatchNormalization: {
     if (node.input(0) != x || axis != 1 || node.attrInt("training_mode", 0) != 0)
@@ -170,13 +173,16 @@ bool foldInto(Graph &graph, Node &contraction, const ChannelAffine &affine,
     if (bias && (!bias->isConstant() || bias->constant().elementCount() != channels))
       return false;
     if (affine.scalesAnything())
-      contraction.setInput(1, addFolded(graph, weights->name(), scaleAlong(weights->constant(), 0, affine.scale)));
+      contraction.setInput(
+          1, addFolded(graph, weights->name(), scaleAlong(weights->constant(), 0, affine.scale)));
     if (bias || affine.shiftsAnything()) {
       Tensor folded(bias ? bias->dtype() : dtype, {channels});
       for (int64_t c = 0; c < channels; ++c)
         folded.setDouble(c, (bias ? bias->constant().getDouble(c) : 0.0) * affine.scale[size_t(c)] +
                                 affine.shift[size_t(c)]);
-      contraction.setInput(2, addFolded(graph, bias ? bias->name() : contraction.output(0)->name() + ".bias", std::move(folded)));
+      contraction.setInput(
+          2, addFolded(graph, bias ? bias->name() : contraction.output(0)->name() + ".bias",
+                       std::move(folded)));
     }
     return true;
   }
@@ -189,8 +195,9 @@ bool foldInto(Graph &graph, Node &contraction, const ChannelAffine &affine,
     // C broadcast to [rows, N]: per row only when it has rows of its own.
     bool perRow = bias && bias->rank() == 2 && bias->constant().dims()[0] != 1;
     if (affine.scalesAnything())
-      contraction.setInput(1, addFolded(graph, weights->name(),
-                                        scaleAlong(weights->constant(), transB ? 0 : 1, affine.scale)));
+      contraction.setInput(
+          1, addFolded(graph, weights->name(),
+                       scaleAlong(weights->constant(), transB ? 0 : 1, affine.scale)));
     if (bias || affine.shiftsAnything()) {
       int64_t biasRows = perRow ? rows : 1;
       Tensor folded(bias ? bias->dtype() : dtype,
@@ -205,9 +212,12 @@ bool foldInto(Graph &graph, Node &contraction, const ChannelAffine &affine,
             int64_t r = t.rank() == 2 && t.dims()[0] != 1 ? row : 0;
             old = t.getDouble(r * columns + (columns == 1 ? 0 : c));
           }
-          folded.setDouble(row * channels + c, beta * old * affine.scale[size_t(c)] + affine.shift[size_t(c)]);
+          folded.setDouble(row * channels + c,
+                           beta * old * affine.scale[size_t(c)] + affine.shift[size_t(c)]);
         }
-      contraction.setInput(2, addFolded(graph, bias ? bias->name() : contraction.output(0)->name() + ".bias", std::move(folded)));
+      contraction.setInput(
+          2, addFolded(graph, bias ? bias->name() : contraction.output(0)->name() + ".bias",
+                       std::move(folded)));
       contraction.removeAttr("beta");
     }
     return true;
@@ -215,7 +225,8 @@ bool foldInto(Graph &graph, Node &contraction, const ChannelAffine &affine,
   case OpKind::MatMul:
     if (!affine.scalesAnything())
       return false; // only a shift: nothing to fold, the Add is an epilogue already
-    contraction.setInput(1, addFolded(graph, weights->name(), scaleAlong(weights->constant(), 1, affine.scale)));
+    contraction.setInput(
+        1, addFolded(graph, weights->name(), scaleAlong(weights->constant(), 1, affine.scale)));
     if (affine.shiftsAnything())
       remainingShift = affine.shift;
     return true;
@@ -251,8 +262,8 @@ bool foldAfter(Graph &graph, Node &node) {
     Tensor shift(input->dtype(), {channels});
     for (int64_t c = 0; c < channels; ++c)
       shift.setDouble(c, remainingShift[size_t(c)]);
-    Value *shiftValue = graph.addConstant(graph.uniqueName(node.output(0)->name() + ".shift"),
-                                          std::move(shift));
+    Value *shiftValue =
+        graph.addConstant(graph.uniqueName(node.output(0)->name() + ".shift"), std::move(shift));
     passes::replaceWithNode(graph, node.output(0), OpKind::Add, {input, shiftValue}, &node);
     return true;
   }

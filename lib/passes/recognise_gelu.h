@@ -1,8 +1,10 @@
 // recognise-gelu: the exported forms of GELU become one Gelu node (ops.def: Gelu, opset 20,
 // attribute approximate = "none" | "tanh").
 //
-//   erf form:   0.5 * x * (1 + erf(x / sqrt(2)))                          -> Gelu(x)
-//   tanh form:  0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3)))  -> Gelu(x) {approximate = "tanh"}
+//   erf form:   0.5 * x * (1 + erf(x / sqrt(2)))
+//                 -> Gelu(x) {approximate = "none"}
+//   tanh form:  0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3)))
+//                 -> Gelu(x) {approximate = "tanh"}
 //
 // Products may be associated and ordered any way (x * 0.5 * (...), (0.5 * x) * (...)), scalings
 // may be Mul or Div by a constant, and x^3 may be Pow(x, 3) or x * x * x. Every constant must be

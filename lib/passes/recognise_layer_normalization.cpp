@@ -13,12 +13,14 @@ using passes::soleUser;
 
 /// The first normalised axis of a keepdims ReduceMean over trailing axes of `data`.
 std::optional<int> trailingMeanAxis(const Node &mean, const Value *data) {
-  if (mean.kind() != OpKind::ReduceMean || mean.input(0) != data || mean.attrInt("keepdims", 1) != 1)
+  if (mean.kind() != OpKind::ReduceMean || mean.input(0) != data ||
+      mean.attrInt("keepdims", 1) != 1)
     return std::nullopt;
   int rank = data->rank();
   const Value *axesValue = mean.input(1);
   if (!axesValue)
-    return mean.attrInt("noop_with_empty_axes", 0) == 0 && rank > 0 ? std::optional<int>(0) : std::nullopt;
+    return mean.attrInt("noop_with_empty_axes", 0) == 0 && rank > 0 ? std::optional<int>(0)
+                                                                    : std::nullopt;
   if (!axesValue->isConstant())
     return std::nullopt;
   std::vector<int64_t> axes = axesValue->constant().toInts();
@@ -45,7 +47,8 @@ Node *producedBy(const Value *value, OpKind kind) {
 
 /// A constant that broadcasts within the normalised dims only, materialised to exactly those
 /// dims; nullopt when it would broadcast into the leading dims.
-std::optional<Tensor> materialise(const Value *value, const std::vector<int64_t> &normalised, int rank) {
+std::optional<Tensor> materialise(const Value *value, const std::vector<int64_t> &normalised,
+                                  int rank) {
   if (!value->isConstant() || value->dtype() != DType::Float32 || value->rank() > rank)
     return std::nullopt;
   const Tensor &tensor = value->constant();
@@ -89,8 +92,8 @@ bool onlyUsedBy(const Graph &graph, const Value *value, std::initializer_list<co
 bool recognise(Graph &graph, Node &sub) {
   Value *x = sub.input(0), *deviation = sub.output(0);
   Node *mean = producedBy(sub.input(1), OpKind::ReduceMean);
-  if (!mean || x->dtype() != DType::Float32 || !isStatic(x->shape()) || deviation->type() != x->type() ||
-      !soleUser(graph, mean->output(0)))
+  if (!mean || x->dtype() != DType::Float32 || !isStatic(x->shape()) ||
+      deviation->type() != x->type() || !soleUser(graph, mean->output(0)))
     return false;
   std::optional<int> axis = trailingMeanAxis(*mean, x);
   if (!axis)
@@ -99,7 +102,8 @@ bool recognise(Graph &graph, Node &sub) {
   Node *square = nullptr, *divide = nullptr;
   for (const Use &use : deviation->uses()) {
     Node *user = use.user;
-    if ((user->kind() == OpKind::Pow && use.index == 0 && passes::scalarConstant(user->input(1)) == 2.0) ||
+    if ((user->kind() == OpKind::Pow && use.index == 0 &&
+         passes::scalarConstant(user->input(1)) == 2.0) ||
         (user->kind() == OpKind::Mul && user->input(0) == deviation && user->input(1) == deviation))
       square = user;
     else if ((user->kind() == OpKind::Div && use.index == 0) || user->kind() == OpKind::Mul)
@@ -113,7 +117,8 @@ bool recognise(Graph &graph, Node &sub) {
   Node *addEpsilon = soleUser(graph, variance->output(0));
   if (!addEpsilon || addEpsilon->kind() != OpKind::Add)
     return false;
-  std::optional<double> epsilon = passes::scalarConstant(passes::otherInput(*addEpsilon, variance->output(0)));
+  std::optional<double> epsilon =
+      passes::scalarConstant(passes::otherInput(*addEpsilon, variance->output(0)));
   if (!epsilon || !(*epsilon >= 0) || !std::isfinite(*epsilon) ||
       addEpsilon->output(0)->type() != variance->output(0)->type())
     return false;
@@ -128,7 +133,8 @@ bool recognise(Graph &graph, Node &sub) {
       return false;
     deviationOver = reciprocal->output(0);
   }
-  Value *divisor = divide->kind() == OpKind::Div ? divide->input(1) : passes::otherInput(*divide, deviation);
+  Value *divisor =
+      divide->kind() == OpKind::Div ? divide->input(1) : passes::otherInput(*divide, deviation);
   if (divisor != deviationOver || !soleUser(graph, deviationOver) ||
       divide->output(0)->type() != x->type())
     return false;
@@ -138,15 +144,15 @@ bool recognise(Graph &graph, Node &sub) {
   int rank = x->rank();
   Value *result = divide->output(0);
   std::optional<Tensor> gamma, beta;
-  if (Node *scale = soleUser(graph, result); scale && scale->kind() == OpKind::Mul &&
-                                             scale->output(0)->type() == x->type()) {
+  if (Node *scale = soleUser(graph, result);
+      scale && scale->kind() == OpKind::Mul && scale->output(0)->type() == x->type()) {
     if (Value *operand = passes::otherInput(*scale, result); operand && operand != result)
       if ((gamma = materialise(operand, normalised, rank)))
         result = scale->output(0);
   }
   if (gamma) {
-    if (Node *shift = soleUser(graph, result); shift && shift->kind() == OpKind::Add &&
-                                               shift->output(0)->type() == x->type()) {
+    if (Node *shift = soleUser(graph, result);
+        shift && shift->kind() == OpKind::Add && shift->output(0)->type() == x->type()) {
       if (Value *operand = passes::otherInput(*shift, result); operand && operand != result)
         if ((beta = materialise(operand, normalised, rank)))
           result = shift->output(0);
@@ -158,7 +164,8 @@ bool recognise(Graph &graph, Node &sub) {
       gamma->setDouble(i, 1.0);
   }
   std::string stem = result->name();
-  std::vector<Value *> inputs = {x, graph.addConstant(graph.uniqueName(stem + ".scale"), std::move(*gamma))};
+  std::vector<Value *> inputs = {
+      x, graph.addConstant(graph.uniqueName(stem + ".scale"), std::move(*gamma))};
   if (beta)
     inputs.push_back(graph.addConstant(graph.uniqueName(stem + ".bias"), std::move(*beta)));
   Node *layerNorm = passes::replaceWithNode(graph, result, OpKind::LayerNormalization, inputs,
@@ -176,7 +183,8 @@ bool RecogniseLayerNormalization::run(Graph &graph) {
   for (const auto &node : graph.nodes())
     nodes.push_back(node.get());
   for (Node *node : nodes)
-    if (node->kind() == OpKind::Sub && (node->output(0)->hasUses() || graph.isOutput(node->output(0))))
+    if (node->kind() == OpKind::Sub &&
+        (node->output(0)->hasUses() || graph.isOutput(node->output(0))))
       changed |= recognise(graph, *node);
   return passes::eraseDeadNodes(graph) || changed;
 }

@@ -54,8 +54,8 @@ bool replaceValue(Graph &graph, Value *from, Value *to) {
   return true;
 }
 
-Node *replaceWithNode(Graph &graph, Value *replaced, OpKind kind, const std::vector<Value *> &inputs,
-                      Node *before) {
+Node *replaceWithNode(Graph &graph, Value *replaced, OpKind kind,
+                      const std::vector<Value *> &inputs, Node *before) {
   std::string name = replaced->name();
   graph.renameValue(replaced, name + ".replaced");
   std::string nodeName = replaced->producer() ? replaced->producer()->name() : "";

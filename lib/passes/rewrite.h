@@ -34,8 +34,8 @@ bool replaceValue(Graph &graph, Value *from, Value *to);
 /// Adds a node before `before` producing one output with `replaced`'s type, and replaces
 /// `replaced` by it (keeping a graph output's name). The old producers are left for
 /// eliminate-dead-code. Returns the new node.
-Node *replaceWithNode(Graph &graph, Value *replaced, OpKind kind, const std::vector<Value *> &inputs,
-                      Node *before);
+Node *replaceWithNode(Graph &graph, Value *replaced, OpKind kind,
+                      const std::vector<Value *> &inputs, Node *before);
 
 /// A product of factors: the value of a tree of Mul nodes (and Div and Pow by constants) as
 /// constant * factors[0] * factors[1] * ... . The root's producer is expanded whatever its uses;

@@ -156,3 +156,20 @@ def test_views_are_not_kernels(with_compute, tmp_path):
     assert manifest["kernel_count"] == (1 if with_compute else 0)
     views = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity"}
     assert not [k["name"] for k in manifest["kernels"] if set(k["ops"]) <= views]
+
+
+def test_inspect_plan_summarises_fusion_and_memory(tmp_path):
+    """`inspect --plan` ends with what the passes and fusion did and what memory reuse saved,
+    in numbers that agree with the manifest."""
+    model = tmp_path / "model.onnx"
+    inputs = transformer_model(model)
+    library = tmp_path / "model.so"
+    st.run_cli(["compile", model, "--target", "cpu", *st.shape_flags(inputs), "-o", library])
+    info = json.loads(st.run_cli(["inspect", library, "--json"]).stdout)
+    text = st.run_cli(["inspect", library, "--plan"]).stdout
+    ops = sum(len(kernel["ops"]) for kernel in info["kernels"])
+    assert (f"fusion: {info['source_node_count']} source nodes -> {ops} ops in kernels after the "
+            f"graph passes -> {info['kernel_count']} kernels") in text
+    assert ops < info["source_node_count"]  # the recognisers replaced 19 nodes by 2
+    assert f"(ratio {info['arena_ratio']:.3f})" in text.split("memory: ")[1]
+    assert "FLOP/B" in text.split("work: ")[1]

@@ -108,3 +108,15 @@ TEST(RecogniseLayerNormalization, LeavesAScaleThatVariesOverRowsAsAMul) {
   EXPECT_NE(result.find("%n = LayerNormalization(%x, %n.scale)"), std::string::npos) << result;
   EXPECT_NE(result.find("%y = Mul(%n, %rows)"), std::string::npos) << result;
 }
+
+TEST(RecogniseLayerNormalization, MultiplyByReciprocalStandardDeviation) {
+  std::string text = decomposed("-1", kPow, kAffine);
+  const std::string divide = "  %n = Div(%d, %s) : f32[2,3,4]";
+  text.replace(text.find(divide), divide.size(),
+               "  %inv = Reciprocal(%s) : f32[2,3,1]\n  %n = Mul(%inv, %d) : f32[2,3,4]");
+  std::string result = rewrite("recognise-layer-normalization", text);
+  EXPECT_NE(result.find("%y = LayerNormalization(%x, %y.scale, %y.bias) {axis = 2, epsilon = 1e-05}"),
+            std::string::npos)
+      << result;
+  EXPECT_EQ(result.find("Reciprocal"), std::string::npos) << result;
+}

@@ -77,6 +77,16 @@ std::string flopsText(double flops) { return humanCount(static_cast<int64_t>(flo
 
 std::string bytesText(double bytes) { return humanBytes(static_cast<int64_t>(bytes)); }
 
+/// " (2.5 FLOP/B)": arithmetic intensity, which says whether a kernel is bound by memory or by
+/// arithmetic; empty when there is nothing to divide.
+std::string intensityText(double flops, double bytes) {
+  if (flops <= 0 || bytes <= 0)
+    return "";
+  char text[48];
+  std::snprintf(text, sizeof text, " (%.2f FLOP/B)", flops / bytes);
+  return text;
+}
+
 void printSignature(const char *title, const std::vector<package::TensorSignature> &tensors) {
   std::printf("%s:\n", title);
   if (tensors.empty())
@@ -159,9 +169,9 @@ void printPlan(const Manifest &manifest) {
               ? "grid " + dims3(launch->grid) + " x block " + dims3(launch->block) +
                     (launch->sharedBytes ? ", shared " + humanBytes(launch->sharedBytes) : "")
               : "extent " + std::to_string(launch->parallelExtent);
-      std::printf("  [%zu] %s (%s): %s; %s moved, %s\n", index, kernel.name.c_str(),
+      std::printf("  [%zu] %s (%s): %s; %s moved, %s%s\n", index, kernel.name.c_str(),
                   joined(kernel.ops).c_str(), shape.c_str(), bytesText(kernel.bytesMoved).c_str(),
-                  flopsText(kernel.flops).c_str());
+                  flopsText(kernel.flops).c_str(), intensityText(kernel.flops, kernel.bytesMoved).c_str());
     } else {
       const auto &copy = std::get<package::Copy>(step);
       std::printf("  [%zu] copy %s+%" PRIu64 " -> %s+%" PRIu64 ", %s\n", index,
@@ -170,6 +180,29 @@ void printPlan(const Manifest &manifest) {
                   humanBytes(static_cast<int64_t>(copy.bytes)).c_str());
     }
   }
+}
+
+/// What fusion and the graph passes did, and what memory reuse saved, after the steps.
+void printPlanSummary(const Manifest &manifest) {
+  size_t ops = 0;
+  double flops = 0, bytes = 0;
+  for (const package::Kernel &kernel : manifest.kernels) {
+    ops += kernel.ops.size();
+    flops += kernel.flops;
+    bytes += kernel.bytesMoved;
+  }
+  size_t kernels = manifest.kernels.size();
+  std::printf("fusion: %" PRId64 " source nodes -> %zu ops in kernels after the graph passes -> "
+              "%zu kernels",
+              manifest.sourceNodeCount, ops, kernels);
+  if (kernels)
+    std::printf(" (%.1f ops per kernel)", static_cast<double>(ops) / static_cast<double>(kernels));
+  std::printf("\nmemory: arena %s for %s of activations (ratio %.3f); views share their source's "
+              "bytes\n",
+              humanBytes(static_cast<int64_t>(manifest.arenaBytes)).c_str(),
+              humanBytes(static_cast<int64_t>(manifest.activationBytes)).c_str(), arenaRatio(manifest));
+  std::printf("work: %s over %s moved by kernels%s\n", flopsText(flops).c_str(), bytesText(bytes).c_str(),
+              intensityText(flops, bytes).c_str());
 }
 
 void printText(const std::string &path, const ArtifactFile &file, bool plan) {
@@ -225,8 +258,10 @@ void printText(const std::string &path, const ArtifactFile &file, bool plan) {
       std::printf("  module %u", kernel.cudaModule);
     std::printf("\n");
   }
-  if (plan)
+  if (plan) {
     printPlan(manifest);
+    printPlanSummary(manifest);
+  }
 }
 
 void writeSignature(io::JsonWriter &json, const std::vector<package::TensorSignature> &tensors) {
