@@ -197,6 +197,11 @@ int KernelBuilder::addBuffer(const std::string &name, DType dtype, int64_t eleme
   return int(kernel_.buffers.size()) - 1;
 }
 
+int KernelBuilder::addScratch(const std::string &name, DType dtype, int64_t elements) {
+  kernel_.buffers.push_back({name, dtype, elements, true, true});
+  return int(kernel_.buffers.size()) - 1;
+}
+
 int KernelBuilder::addVariable(const std::string &hint, DType type) {
   kernel_.variables.push_back({hint + std::to_string(kernel_.variables.size()), type});
   return int(kernel_.variables.size()) - 1;

@@ -53,6 +53,7 @@ const LoweringTable &loweringTable() {
     registerContractionLowering(table);
     registerPoolingLowering(table);
     registerAttentionLowering(table);
+    registerRecurrentLowering(table);
     return table;
   }();
   return table;

@@ -95,6 +95,7 @@ void registerNormalizationLowering(LoweringTable &table); // lower_normalization
 void registerContractionLowering(LoweringTable &table);   // lower_contraction.cpp (MatMul, Gemm, Conv, ConvTranspose)
 void registerPoolingLowering(LoweringTable &table);       // lower_pooling.cpp
 void registerAttentionLowering(LoweringTable &table);     // lower_attention.cpp (Attention, losses)
+void registerRecurrentLowering(LoweringTable &table);     // lower_recurrent.cpp (RNN, GRU, LSTM)
 
 /// A group's buffers declared in a builder (its inputs, then its outputs, as lowerGroup orders
 /// them): an accessor for each input and the buffer of each output.

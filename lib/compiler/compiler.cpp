@@ -137,6 +137,26 @@ package::Manifest buildManifest(Graph &graph, const CompileOptions &options,
   }
   for (Value *output : graph.outputs())
     touch(output, endStep); // constant outputs get an arena slot too: copied there at the end
+
+  // Lowering, before the arena is planned: a kernel's scratch buffers live in the arena for the
+  // one step that launches it.
+  auto codegenStart = Clock::now();
+  std::vector<codegen::Kernel> kernels;
+  std::vector<std::vector<size_t>> scratchSlots(groups.size());
+  for (size_t i = 0; i < groups.size(); ++i) {
+    if (i % 50 == 0)
+      report("lowering kernel " + std::to_string(i + 1) + "/" + std::to_string(groups.size()));
+    kernels.push_back(codegen::lowerGroup(groups[i]));
+    size_t declared = groups[i].inputs.size() + groups[i].outputs.size();
+    for (size_t b = declared; b < kernels.back().buffers.size(); ++b) {
+      const codegen::BufferParam &buffer = kernels.back().buffers[b];
+      SINTER_ASSERT(buffer.scratch, "kernel ", kernels.back().name, " buffer ", b,
+                    " is neither a group input, a group output nor scratch");
+      scratchSlots[i].push_back(lifetimes.size());
+      lifetimes.push_back({uint64_t(buffer.elements) * dtypeSize(buffer.dtype), int64_t(i), int64_t(i)});
+    }
+  }
+  double loweringSeconds = secondsSince(codegenStart);
   codegen::ArenaPlan arena = codegen::planArena(lifetimes, package::kArenaAlignment);
   for (size_t i = 0; i < arenaValues.size(); ++i)
     if (!arenaValues[i]->isConstant())
@@ -153,13 +173,13 @@ package::Manifest buildManifest(Graph &graph, const CompileOptions &options,
   }
 
   // Code generation.
-  auto codegenStart = Clock::now();
+  codegenStart = Clock::now();
   std::unique_ptr<codegen::Backend> backend = codegen::createBackend(options.target);
   for (size_t i = 0; i < groups.size(); ++i) {
     const codegen::KernelGroup &group = groups[i];
     if (i % 50 == 0)
       report("generating kernel " + std::to_string(i + 1) + "/" + std::to_string(groups.size()));
-    codegen::Kernel kernel = codegen::lowerGroup(group);
+    codegen::Kernel kernel = std::move(kernels[i]);
     codegen::LaunchShape shape;
     package::Kernel entry = backend->addKernel(group, kernel, shape);
     package::Launch launch;
@@ -172,13 +192,15 @@ package::Manifest buildManifest(Graph &graph, const CompileOptions &options,
       launch.args.push_back(location.at(input));
     for (const Value *output : group.outputs)
       launch.args.push_back(location.at(output));
+    for (size_t slot : scratchSlots[i])
+      launch.args.push_back({package::Region::Arena, arena.offsets[slot]});
     for (const std::vector<uint8_t> &data : shape.derivedConstants)
       launch.args.push_back({package::Region::Weights, appendWeights(manifest, data.data(), data.size(),
                                                                      kernel.name + ".derived")});
     manifest.kernels.push_back(std::move(entry));
     manifest.steps.push_back(std::move(launch));
   }
-  stats.codegenSeconds = secondsSince(codegenStart);
+  stats.codegenSeconds = loweringSeconds + secondsSince(codegenStart);
   stats.weightBytes = manifest.weights.size(); // with the constants backends derived
   stats.kernelCount = int(manifest.kernels.size());
 

@@ -80,11 +80,14 @@ struct BufferParam {
   DType dtype;
   int64_t elements;
   bool written;
+  /// Per-launch working memory the kernel keeps state in (a recurrent network's hidden state):
+  /// the compiler gives it its own arena region for the launch; its contents start undefined.
+  bool scratch = false;
 };
 
 struct Kernel {
   std::string name;
-  /// Argument i of the launch is buffer i.
+  /// Argument i of the launch is buffer i: the group's inputs, its outputs, then any scratch.
   std::vector<BufferParam> buffers;
   /// Variable 0 is `gid`, the parallel index (i64).
   std::vector<Variable> variables;
@@ -135,6 +138,8 @@ class KernelBuilder {
 public:
   explicit KernelBuilder(std::string name);
   int addBuffer(const std::string &name, DType dtype, int64_t elements, bool written);
+  /// A scratch buffer (BufferParam::scratch), declared after the group's inputs and outputs.
+  int addScratch(const std::string &name, DType dtype, int64_t elements);
   /// A new local variable (unique name derived from `hint`).
   int addVariable(const std::string &hint, DType type);
   ExprRef gid() const { return var(0, DType::Int64); }
