@@ -58,6 +58,7 @@ const LoweringTable &loweringTable() {
     registerSequenceModelLowering(table);
     registerSamplingLowering(table);
     registerLinearAlgebraLowering(table);
+    registerRecurrentLowering(table);
     return table;
   }();
   return table;

@@ -100,6 +100,7 @@ void registerQuantizationLowering(LoweringTable &table);  // lower_quantization.
 void registerSequenceModelLowering(LoweringTable &table); // lower_sequence_models.cpp (RotaryEmbedding, CausalConvWithState, LinearAttention)
 void registerSamplingLowering(LoweringTable &table);      // lower_sampling.cpp (GridSample)
 void registerLinearAlgebraLowering(LoweringTable &table); // lower_linear_algebra.cpp (Einsum, Det)
+void registerRecurrentLowering(LoweringTable &table);     // lower_recurrent.cpp (RNN, GRU, LSTM)
 
 /// A group's buffers declared in a builder (its inputs, then its outputs, as lowerGroup orders
 /// them): an accessor for each input and the buffer of each output.

@@ -28,6 +28,7 @@ const InferTable &inferTable() {
     registerCreationInference(table);
     registerQuantizationInference(table);
     registerAttentionInference(table);
+    registerRecurrentInference(table);
     for (int i = 0; i < kNumOps; ++i)
       SINTER_ASSERT(table.find(static_cast<OpKind>(i)), "no inference rule for ",
                     opName(static_cast<OpKind>(i)));

@@ -134,6 +134,7 @@ void registerIndexingInference(InferTable &table);      // infer_indexing.cpp: S
 void registerCreationInference(InferTable &table);      // infer_creation.cpp: Shape, Size, Range, ConstantOfShape, OneHot, ...
 void registerQuantizationInference(InferTable &table);  // infer_quantization.cpp: QuantizeLinear, DequantizeLinear
 void registerAttentionInference(InferTable &table);     // infer_attention.cpp: Attention, LinearAttention, CausalConvWithState, losses
+void registerRecurrentInference(InferTable &table);     // infer_recurrent.cpp: RNN, GRU, LSTM
 
 // ---- Shared helpers (infer.cpp) -------------------------------------------------------------
 

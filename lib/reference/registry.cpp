@@ -27,6 +27,7 @@ const RuleTable &rules() {
     registerStatefulRules(table);
     registerSignalRules(table);
     registerSelectionRules(table);
+    registerRecurrentRules(table);
     return table;
   }();
   return table;

@@ -53,5 +53,6 @@ void registerLossRules(RuleTable &table);          // loss.cpp: NegativeLogLikel
 void registerStatefulRules(RuleTable &table);      // stateful.cpp: CausalConvWithState, LinearAttention
 void registerSignalRules(RuleTable &table);        // signal.cpp: HannWindow, HammingWindow, BlackmanWindow
 void registerSelectionRules(RuleTable &table);     // selection.cpp: Compress, ReverseSequence, CenterCropPad, NonMaxSuppression
+void registerRecurrentRules(RuleTable &table);     // recurrent.cpp: RNN, GRU, LSTM
 
 } // namespace sinter::reference

@@ -101,7 +101,7 @@ struct BufferParam {
 
 struct Kernel {
   std::string name;
-  /// Argument i of the launch is buffer i.
+  /// Argument i of the launch is buffer i: the group's inputs, its outputs, then any scratch.
   std::vector<BufferParam> buffers;
   /// Variable 0 is `gid`, the parallel index (i64).
   std::vector<Variable> variables;
