@@ -140,3 +140,17 @@ TEST(Canonicalize, CastLikeBecomesCastAndTwoInputSumBecomesAdd) {
   return
 })");
 }
+
+TEST(Canonicalize, ADropoutWhoseMaskIsUsedStaysForTheMask) {
+  EXPECT_EQ(rewrite("canonicalize", R"(graph @main(%x: f32[2,3]) -> (%z, %m) {
+  %y, %m = Dropout(%x) : f32[2,3], bool[2,3]
+  %z = Neg(%y) : f32[2,3]
+  return
+})"),
+            R"(graph @main(%x: f32[2,3]) -> (%z, %m) {
+  %y, %m = Dropout(%x) : f32[2,3], bool[2,3]
+  %z = Neg(%x) : f32[2,3]
+  return
+}
+)");
+}
