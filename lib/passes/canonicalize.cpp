@@ -34,7 +34,7 @@ bool isView(OpKind kind) {
          kind == OpKind::Unsqueeze;
 }
 
-/// The node's single output is its first input, unchanged.
+/// The node's (first) output is its first input, unchanged.
 bool passesInputThrough(const Node &node) {
   const Value *input = node.input(0);
   if (!input || node.numOutputs() < 1 || node.output(0)->type() != input->type())
@@ -43,12 +43,11 @@ bool passesInputThrough(const Node &node) {
   case OpKind::Identity:
     return true;
   case OpKind::Dropout: {
-    // Inference: absent or constant-false training_mode; the mask output unused.
+    // Inference (training_mode absent or constant false): the output is the input. A used mask
+    // output keeps the node alive for the mask alone.
     const Value *training = node.input(2);
-    if (training && !(training->isConstant() && training->constant().elementCount() == 1 &&
-                      training->constant().getDouble(0) == 0))
-      return false;
-    return node.numOutputs() == 1 || (!node.output(1)->hasUses());
+    return !training || (training->isConstant() && training->constant().elementCount() == 1 &&
+                         training->constant().getDouble(0) == 0);
   }
   case OpKind::Cast:
   case OpKind::Reshape:
@@ -111,6 +110,25 @@ Tensor scaled(const Tensor &tensor, double factor) {
   return result;
 }
 
+/// CastLike(a, b) -> Cast(a) {to = dtype(b)}: the result depends on b's dtype only, and the
+/// Cast's input may then be a constant that folding evaluates. (The same dtype is removed by
+/// passesInputThrough's Cast rule on the next round.)
+bool castLikeToCast(Graph &graph, Node &castLike) {
+  Node *cast = passes::replaceWithNode(graph, castLike.output(0), OpKind::Cast, {castLike.input(0)},
+                                       &castLike);
+  cast->setAttr("to", int64_t(dtypeToOnnx(castLike.input(1)->dtype())));
+  for (const char *attribute : {"saturate", "round_mode"})
+    if (castLike.hasAttr(attribute))
+      cast->setAttr(attribute, castLike.attributes().at(attribute));
+  return true;
+}
+
+/// Sum of two inputs -> Add: one binary op for the recognisers and fusion to match.
+bool sumToAdd(Graph &graph, Node &sum) {
+  passes::replaceWithNode(graph, sum.output(0), OpKind::Add, {sum.input(0), sum.input(1)}, &sum);
+  return true;
+}
+
 /// Gemm's alpha into a constant B and beta into a constant C.
 bool foldGemmScales(Graph &graph, Node &gemm) {
   bool changed = false;
@@ -147,6 +165,10 @@ bool rewrite(Graph &graph, Node &node) {
     return collapseViews(graph, node);
   case OpKind::Gemm:
     return foldGemmScales(graph, node);
+  case OpKind::CastLike:
+    return castLikeToCast(graph, node);
+  case OpKind::Sum:
+    return node.numInputs() == 2 && sumToAdd(graph, node);
   default:
     return false;
   }

@@ -11,7 +11,8 @@
 // Min/Mean, and Reshape/Flatten/Squeeze/Unsqueeze/Expand whose output type is the input's are
 // removed; a Transpose of a Transpose becomes one Transpose (or nothing when the composed
 // permutation is the identity); a view (Reshape, Flatten, Squeeze, Unsqueeze) of a view becomes
-// one Reshape of the original value; Gemm's alpha and beta fold into constant operands.
+// one Reshape of the original value; CastLike becomes Cast, a two-input Sum becomes Add; Gemm's
+// alpha and beta fold into constant operands.
 // Graph output names never change. Nodes a rewrite leaves unused are removed.
 #pragma once
 

@@ -59,7 +59,7 @@ bool replaceOutputs(Graph &graph, Node &duplicate, Node &original) {
   bool changed = false;
   for (int i = 0; i < duplicate.numOutputs(); ++i) {
     Value *from = duplicate.output(i);
-    if (from->hasUses() || graph.isOutput(from))
+    if (from && (from->hasUses() || graph.isOutput(from)))
       changed |= passes::replaceValue(graph, from, original.output(i));
   }
   return changed;

@@ -23,13 +23,13 @@ template <typename P> static std::function<std::unique_ptr<Pass>()> make() {
 
 const std::vector<PipelineEntry> &defaultPipeline() {
   static const std::vector<PipelineEntry> kPipeline = {
+      {"canonicalize",
+       "removes no-op nodes, collapses view and transpose chains and turns CastLike into Cast, so "
+       "folding sees the constants behind them and the passes after it one form of each pattern",
+       make<Canonicalize>(), /*untilFixedPoint=*/true},
       {"fold-constants",
        "shapes are static after import, so shape arithmetic and weight transforms run once, here",
        make<FoldConstants>(), /*untilFixedPoint=*/true},
-      {"canonicalize",
-       "removes no-op nodes and collapses view and transpose chains, so the passes after it "
-       "match one form of each pattern",
-       make<Canonicalize>(), /*untilFixedPoint=*/true},
       {"eliminate-common-subexpressions",
        "after canonicalisation, equal computations (the same Shape of the same value, duplicated "
        "constants) have identical inputs and merge",

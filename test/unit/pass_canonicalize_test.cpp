@@ -116,3 +116,41 @@ TEST(Canonicalize, LeavesNearMissesAlone) {
   return
 })");
 }
+
+TEST(Canonicalize, CastLikeBecomesCastAndTwoInputSumBecomesAdd) {
+  // ONNX function bodies (the expanded GELU) write their constants as CastLike(c, x): with x's
+  // dtype that is c itself, which folding can then see; another dtype is a Cast.
+  EXPECT_EQ(rewrite("canonicalize", R"(graph @main(%x: f32[3], %i: i32[3]) -> (%y, %z) {
+  %c = constant f32[] [0.5]
+  %h = CastLike(%c, %x) : f32[]
+  %y = Sum(%x, %h) : f32[3]
+  %z = CastLike(%x, %i) : i32[3]
+  return
+})"),
+            R"(graph @main(%x: f32[3], %i: i32[3]) -> (%y, %z) {
+  %c = constant f32[] [0.5]
+  %y = Add(%x, %c) : f32[3]
+  %z = Cast(%x) {to = 6} : i32[3]
+  return
+}
+)");
+  // Sum of three stays a Sum.
+  expectUnchanged("canonicalize", R"(graph @main(%x: f32[3]) -> (%y) {
+  %y = Sum(%x, %x, %x) : f32[3]
+  return
+})");
+}
+
+TEST(Canonicalize, ADropoutWhoseMaskIsUsedStaysForTheMask) {
+  EXPECT_EQ(rewrite("canonicalize", R"(graph @main(%x: f32[2,3]) -> (%z, %m) {
+  %y, %m = Dropout(%x) : f32[2,3], bool[2,3]
+  %z = Neg(%y) : f32[2,3]
+  return
+})"),
+            R"(graph @main(%x: f32[2,3]) -> (%z, %m) {
+  %y, %m = Dropout(%x) : f32[2,3], bool[2,3]
+  %z = Neg(%x) : f32[2,3]
+  return
+}
+)");
+}
