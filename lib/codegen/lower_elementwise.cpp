@@ -1,4 +1,5 @@
 // Lowering of elementwise ops: each is an injective rule over its broadcast inputs.
+#include "low_precision_cast.h"
 #include "lowering_rules.h"
 
 #include "sinter/support/error.h"
@@ -235,9 +236,38 @@ ExprRef whereRule(const RuleContext &ctx, int, const std::vector<ExprRef> &index
 }
 
 ExprRef castRule(const RuleContext &ctx, int, const std::vector<ExprRef> &index) {
-  // Through the storage type, so f32 -> f16 rounds even though both compute as f32.
   DType to = ctx.node().output(0)->dtype();
-  return cast(cast(operand(ctx, 0, index), to), computeType(to));
+  ExprRef x = operand(ctx, 0, index);
+  if (isLowPrecision(to) || isLowPrecision(x->type)) {
+    // Cast's saturate and round_mode choose how a value narrows into a low-precision float.
+    LowPrecisionRounding rounding;
+    rounding.saturate = ctx.node().attrInt("saturate", 1) != 0;
+    std::optional<E8M0Rounding> e8m0 = e8m0RoundingFromName(ctx.node().attrString("round_mode", "up"));
+    if (!e8m0)
+      userError(ctx.node().describe(), ": round_mode '", ctx.node().attrString("round_mode", ""),
+                "' is not one of up, down, nearest");
+    rounding.e8m0 = *e8m0;
+    return cast(castLowPrecision(x, to, rounding), computeType(to));
+  }
+  // Through the storage type, so f32 -> f16 rounds even though both compute as f32.
+  return cast(cast(x, to), computeType(to));
+}
+
+/// BitCast (opset 26): the input's bits as `to` (a type of the same width); a bool is its byte.
+ExprRef bitCastRule(const RuleContext &ctx, int, const std::vector<ExprRef> &index) {
+  DType from = ctx.node().input(0)->dtype(), to = ctx.node().output(0)->dtype();
+  ExprRef x = cast(operand(ctx, 0, index), from); // the stored form (f16 from its f32 value)
+  if (from == DType::Bool || to == DType::Bool)
+    return cast(cast(x, DType::Uint8), computeType(to)); // a bool's byte is 0 or 1
+  if (dtypeBits(to) < 8) { // the same low bits, in `to`'s canonical byte (i4 sign-extends)
+    int bits = dtypeBits(to);
+    ExprRef low = binary(BinaryOp::BitAnd, bitcast(x, DType::Uint8), intConstant((1 << bits) - 1, DType::Uint8));
+    if (isSigned(to))
+      low = binary(BinaryOp::Sub, binary(BinaryOp::BitXor, low, intConstant(1 << (bits - 1), DType::Uint8)),
+                   intConstant(1 << (bits - 1), DType::Uint8));
+    return bitcast(low, to);
+  }
+  return cast(bitcast(x, to), computeType(to));
 }
 
 ExprRef isInfRule(const RuleContext &ctx, int, const std::vector<ExprRef> &index) {
@@ -331,6 +361,7 @@ void registerElementwiseLowering(LoweringTable &table) {
   table.addInjective(OpKind::Where, whereRule);
   table.addInjective(OpKind::Cast, castRule);
   table.addInjective(OpKind::CastLike, castRule);
+  table.addInjective(OpKind::BitCast, bitCastRule);
 }
 
 } // namespace sinter::codegen

@@ -25,7 +25,8 @@
 
 namespace sinter::codegen {
 
-/// The type a storage dtype computes in: f32 for f16/bf16, itself otherwise.
+/// The type a storage dtype computes in: f32 for f16/bf16, itself otherwise (the low-precision
+/// types included: their accessors give the element's byte).
 DType computeType(DType storage);
 
 /// How a kernel rule's store of output i reaches memory when the group fuses an epilogue after
@@ -95,6 +96,7 @@ void registerNormalizationLowering(LoweringTable &table); // lower_normalization
 void registerContractionLowering(LoweringTable &table);   // lower_contraction.cpp (MatMul, Gemm, Conv, ConvTranspose)
 void registerPoolingLowering(LoweringTable &table);       // lower_pooling.cpp
 void registerAttentionLowering(LoweringTable &table);     // lower_attention.cpp (Attention, losses)
+void registerQuantizationLowering(LoweringTable &table);  // lower_quantization.cpp
 
 /// A group's buffers declared in a builder (its inputs, then its outputs, as lowerGroup orders
 /// them): an accessor for each input and the buffer of each output.

@@ -24,6 +24,11 @@ const char *cudaStorageType(DType type) {
   case DType::Int64: return "long long";
   case DType::Uint64: return "unsigned long long";
   case DType::Bool: return "bool";
+  // Low-precision types are their byte (kernel_ir.h).
+  case DType::Int4: case DType::Int2: return "signed char";
+  case DType::Float8E4M3FN: case DType::Float8E4M3FNUZ: case DType::Float8E5M2:
+  case DType::Float8E5M2FNUZ: case DType::Float8E8M0: case DType::Float4E2M1:
+  case DType::Uint4: case DType::Uint2: return "unsigned char";
   }
   return "?";
 }
@@ -172,6 +177,7 @@ std::string CudaPrinter::expr(const ExprRef &e) {
   case ExprKind::Select:
     return "(" + expr(e->operands[0]) + " ? " + expr(e->operands[1]) + " : " + expr(e->operands[2]) + ")";
   case ExprKind::Cast: return castExpr(e);
+  case ExprKind::BitCast: return bitcastExpr(e);
   }
   return "?";
 }
@@ -238,6 +244,22 @@ std::string CudaPrinter::castExpr(const ExprRef &e) {
   if (to == DType::Bool)
     return "(" + inner + " != 0)";
   return "((" + std::string(cudaStorageType(to)) + ")(" + inner + "))";
+}
+
+std::string CudaPrinter::bitcastExpr(const ExprRef &e) {
+  DType from = e->operands[0]->type, to = e->type;
+  std::string inner = expr(e->operands[0]);
+  std::string target = cudaStorageType(to);
+  if (from == DType::Float32)
+    return "((" + target + ")__float_as_uint(" + inner + "))";
+  if (to == DType::Float32)
+    return "__uint_as_float((unsigned int)(" + inner + "))";
+  if (from == DType::Float64)
+    return "((" + target + ")__double_as_longlong(" + inner + "))";
+  if (to == DType::Float64)
+    return "__longlong_as_double((long long)(" + inner + "))";
+  // Integers and bytes of one width: a C conversion keeps the bits.
+  return "((" + target + ")(" + inner + "))";
 }
 
 std::string CudaPrinter::fromFloat(const std::string &floatText, DType to) {

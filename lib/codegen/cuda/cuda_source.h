@@ -37,6 +37,7 @@ private:
   std::string unaryExpr(const ExprRef &e);
   std::string binaryExpr(const ExprRef &e);
   std::string castExpr(const ExprRef &e);
+  std::string bitcastExpr(const ExprRef &e);
   static std::string fromFloat(const std::string &floatText, DType to);
   void stmts(const std::vector<StmtRef> &list, int depth);
   void stmt(const Stmt &s, int depth);
