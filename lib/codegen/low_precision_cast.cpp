@@ -77,16 +77,17 @@ ExprRef decodeFloat(const ExprRef &a) {
                              constant(f32, std::ldexp(1.0, 1 - format.bias - format.mantissaBits)));
   ExprRef magnitude = select(equals(exponent, 0), subnormal, bitcast(normalBits, f32));
   ExprRef value = select(negative, unary(UnaryOp::Neg, magnitude), magnitude);
+  ExprRef signedNan = select(negative, constant(f32, -nan), constant(f32, nan));
   switch (format.specials) {
   case MiniFloatFormat::Specials::IeeeLike: {
     ExprRef infinity = select(negative, constant(f32, -inf), constant(f32, inf));
-    ExprRef special = select(equals(mantissa, 0), infinity, constant(f32, nan));
+    ExprRef special = select(equals(mantissa, 0), infinity, signedNan);
     return select(equals(exponent, exponentMask), special, value);
   }
   case MiniFloatFormat::Specials::NanAllOnes:
-    return select(equals(bitAnd(code, signBit - 1), signBit - 1), constant(f32, nan), value);
+    return select(equals(bitAnd(code, signBit - 1), signBit - 1), signedNan, value);
   case MiniFloatFormat::Specials::NanNegativeZero:
-    return select(equals(code, 0x80), constant(f32, nan), value);
+    return select(equals(code, 0x80), constant(f32, -nan), value); // 0x80 has the sign bit
   case MiniFloatFormat::Specials::None: return value;
   }
   return value;
@@ -239,9 +240,9 @@ ExprRef encode(ExprRef a, DType to, LowPrecisionRounding rounding) {
 } // namespace
 
 ExprRef castLowPrecision(ExprRef a, DType to, LowPrecisionRounding rounding) {
+  // Even into its own type a value goes through decoding and encoding: Cast saturates there too
+  // (an f8e5m2 infinity becomes its max).
   DType from = a->type;
-  if (from == to)
-    return a;
   if (isLowPrecisionFloat(from)) {
     ExprRef value = decodeFloat(a);
     return isLowPrecision(to) ? encode(value, to, rounding) : cast(value, to);

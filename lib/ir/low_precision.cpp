@@ -94,19 +94,20 @@ float decodeMiniFloat(const MiniFloatFormat &format, uint8_t code) {
   uint32_t exponentMask = (1u << format.exponentBits) - 1;
   uint32_t exponentField = (code >> format.mantissaBits) & exponentMask;
   uint32_t mantissa = code & ((1u << format.mantissaBits) - 1);
+  // NaN keeps its sign where the form has signed NaNs.
+  float nan = negative ? -std::numeric_limits<float>::quiet_NaN() : std::numeric_limits<float>::quiet_NaN();
   switch (format.specials) {
   case Specials::IeeeLike:
     if (exponentField == exponentMask)
-      return mantissa ? std::numeric_limits<float>::quiet_NaN()
-                      : (negative ? -1.0f : 1.0f) * std::numeric_limits<float>::infinity();
+      return mantissa ? nan : (negative ? -1.0f : 1.0f) * std::numeric_limits<float>::infinity();
     break;
   case Specials::NanAllOnes:
     if (exponentField == exponentMask && mantissa == (1u << format.mantissaBits) - 1)
-      return std::numeric_limits<float>::quiet_NaN();
+      return nan;
     break;
-  case Specials::NanNegativeZero:
+  case Specials::NanNegativeZero: // 0x80, whose sign bit is set (ml_dtypes reads it as -NaN)
     if (code == 0x80)
-      return std::numeric_limits<float>::quiet_NaN();
+      return nan;
     break;
   case Specials::None: break;
   }
