@@ -36,11 +36,18 @@ typedef enum sinter_status {
   SINTER_ERROR_INTERNAL = 8
 } sinter_status;
 
-/* Element types; values match ONNX TensorProto.DataType. */
+/* Element types; values match ONNX TensorProto.DataType. The low-precision types (17 and up)
+ * take one byte per element in every buffer: a float8 or float4 code (float4 in the low 4 bits),
+ * a 4- or 2-bit integer as its int8 / uint8 value (int4 -8 is 0xF8). Only an element's type bits
+ * are read; the kernels write them in that canonical form. (ONNX files pack them; sinter's
+ * buffers do not.) */
 typedef enum sinter_dtype {
   SINTER_FLOAT32 = 1, SINTER_UINT8 = 2, SINTER_INT8 = 3, SINTER_UINT16 = 4, SINTER_INT16 = 5,
   SINTER_INT32 = 6, SINTER_INT64 = 7, SINTER_BOOL = 9, SINTER_FLOAT16 = 10, SINTER_FLOAT64 = 11,
-  SINTER_UINT32 = 12, SINTER_UINT64 = 13, SINTER_BFLOAT16 = 16
+  SINTER_UINT32 = 12, SINTER_UINT64 = 13, SINTER_BFLOAT16 = 16,
+  SINTER_FLOAT8E4M3FN = 17, SINTER_FLOAT8E4M3FNUZ = 18, SINTER_FLOAT8E5M2 = 19,
+  SINTER_FLOAT8E5M2FNUZ = 20, SINTER_UINT4 = 21, SINTER_INT4 = 22, SINTER_FLOAT4E2M1 = 23,
+  SINTER_FLOAT8E8M0 = 24, SINTER_UINT2 = 25, SINTER_INT2 = 26
 } sinter_dtype;
 
 typedef enum sinter_target { SINTER_TARGET_CPU = 1, SINTER_TARGET_CUDA = 2 } sinter_target;

@@ -39,6 +39,10 @@ inline void check(sinter_status status) {
 inline size_t dtypeSize(sinter_dtype dtype) {
   switch (dtype) {
   case SINTER_UINT8: case SINTER_INT8: case SINTER_BOOL: return 1;
+  // The low-precision types take one byte per element (not packed).
+  case SINTER_FLOAT8E4M3FN: case SINTER_FLOAT8E4M3FNUZ: case SINTER_FLOAT8E5M2:
+  case SINTER_FLOAT8E5M2FNUZ: case SINTER_UINT4: case SINTER_INT4: case SINTER_FLOAT4E2M1:
+  case SINTER_FLOAT8E8M0: case SINTER_UINT2: case SINTER_INT2: return 1;
   case SINTER_UINT16: case SINTER_INT16: case SINTER_FLOAT16: case SINTER_BFLOAT16: return 2;
   case SINTER_FLOAT32: case SINTER_INT32: case SINTER_UINT32: return 4;
   case SINTER_INT64: case SINTER_UINT64: case SINTER_FLOAT64: return 8;

@@ -16,8 +16,11 @@ namespace {
 
 bool isFloatType(DType type) { return isFloat(type); }
 
-/// Wraps an integer to the width and signedness of `type` (bool: 0 or 1).
+/// Wraps an integer to the width and signedness of `type` (bool: 0 or 1). A low-precision
+/// value is its byte (sign-extended for i4 and i2).
 int64_t wrapInteger(uint64_t bits, DType type) {
+  if (isLowPrecision(type))
+    return type == DType::Int4 || type == DType::Int2 ? int8_t(uint8_t(bits)) : uint8_t(bits);
   switch (type) {
   case DType::Bool: return bits != 0;
   case DType::Int8: return int8_t(uint8_t(bits));
@@ -149,6 +152,10 @@ ScalarValue ExprEvaluator::load(const Expr &e) const {
   case DType::Int32: v.intValue = read(int32_t()); break;
   case DType::Uint32: v.intValue = read(uint32_t()); break;
   case DType::Int64: case DType::Uint64: v.intValue = read(int64_t()); break;
+  case DType::Int4: case DType::Int2: v.intValue = read(int8_t()); break;
+  case DType::Float8E4M3FN: case DType::Float8E4M3FNUZ: case DType::Float8E5M2:
+  case DType::Float8E5M2FNUZ: case DType::Float8E8M0: case DType::Float4E2M1:
+  case DType::Uint4: case DType::Uint2: v.intValue = read(uint8_t()); break;
   }
   return v;
 }
@@ -165,6 +172,21 @@ ScalarValue ExprEvaluator::evaluate(const ExprRef &expr) const {
   case ExprKind::Load: return load(e);
   case ExprKind::Select:
     return evaluate(e.operands[0]).intValue ? evaluate(e.operands[1]) : evaluate(e.operands[2]);
+  case ExprKind::BitCast: {
+    DType from = e.operands[0]->type;
+    ScalarValue a = evaluate(e.operands[0]);
+    if (e.type == DType::Float32)
+      result.floatValue = std::bit_cast<float>(uint32_t(a.intValue));
+    else if (e.type == DType::Float64)
+      result.floatValue = std::bit_cast<double>(uint64_t(a.intValue));
+    else if (from == DType::Float32)
+      result.intValue = wrapInteger(std::bit_cast<uint32_t>(float(a.floatValue)), e.type);
+    else if (from == DType::Float64)
+      result.intValue = wrapInteger(std::bit_cast<uint64_t>(a.floatValue), e.type);
+    else
+      result.intValue = wrapInteger(uint64_t(a.intValue), e.type);
+    return result;
+  }
   case ExprKind::Cast: {
     DType from = e.operands[0]->type;
     ScalarValue a = evaluate(e.operands[0]);

@@ -111,6 +111,7 @@ std::optional<IndexRange> IndexRanges::of(const ExprRef &e) {
       result = target;
     break;
   }
+  case ExprKind::BitCast: result = typeRange(e->type); break;
   case ExprKind::Select: {
     std::optional<IndexRange> a = of(e->operands[1]), b = of(e->operands[2]);
     if (a && b)

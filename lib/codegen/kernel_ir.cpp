@@ -1,5 +1,7 @@
 #include "sinter/codegen/kernel_ir.h"
 
+#include "low_precision_cast.h"
+#include "sinter/ir/low_precision.h"
 #include "sinter/support/error.h"
 
 #include <sstream>
@@ -46,6 +48,10 @@ ExprRef constant(DType type, double value) {
   auto expr = make(ExprKind::Constant, type);
   if (isFloat(type))
     expr->floatValue = value;
+  else if (isLowPrecisionFloat(type))
+    expr->intValue = encodeLowPrecisionFloat(type, value);
+  else if (isLowPrecisionInteger(type))
+    expr->intValue = int8_t(truncateToLowPrecisionInteger(type, value));
   else
     expr->intValue = static_cast<int64_t>(value);
   return expr;
@@ -125,6 +131,8 @@ ExprRef select(ExprRef condition, ExprRef ifTrue, ExprRef ifFalse) {
 ExprRef cast(ExprRef a, DType type) {
   if (a->type == type)
     return a;
+  if (isLowPrecision(a->type) || isLowPrecision(type))
+    return castLowPrecision(std::move(a), type, LowPrecisionRounding{});
   if (isIntConstant(a) && !isFloat(type) && type != DType::Bool)
     return intConstant(a->intValue, type);
   auto expr = make(ExprKind::Cast, type);
@@ -133,12 +141,10 @@ ExprRef cast(ExprRef a, DType type) {
 }
 
 ExprRef bitcast(ExprRef a, DType type) {
-  auto reinterpretable = [](DType from, DType to) {
-    return (from == DType::Float32 && (to == DType::Int32 || to == DType::Uint32)) ||
-           (from == DType::Float64 && (to == DType::Int64 || to == DType::Uint64));
-  };
-  SINTER_ASSERT(reinterpretable(a->type, type) || reinterpretable(type, a->type), "bitcast from ",
-                dtypeName(a->type), " to ", dtypeName(type));
+  SINTER_ASSERT(dtypeSize(a->type) == dtypeSize(type) && a->type != DType::Bool && type != DType::Bool,
+                "bitcast from ", dtypeName(a->type), " to ", dtypeName(type));
+  if (a->type == type)
+    return a;
   auto expr = make(ExprKind::BitCast, type);
   expr->operands = {std::move(a)};
   return expr;

@@ -1,4 +1,5 @@
 // Lowering of elementwise ops: each is an injective rule over its broadcast inputs.
+#include "low_precision_cast.h"
 #include "lowering_rules.h"
 
 #include "sinter/support/error.h"
@@ -235,31 +236,38 @@ ExprRef whereRule(const RuleContext &ctx, int, const std::vector<ExprRef> &index
 }
 
 ExprRef castRule(const RuleContext &ctx, int, const std::vector<ExprRef> &index) {
-  // Through the storage type, so f32 -> f16 rounds even though both compute as f32.
   DType to = ctx.node().output(0)->dtype();
-  return cast(cast(operand(ctx, 0, index), to), computeType(to));
+  ExprRef x = operand(ctx, 0, index);
+  if (isLowPrecision(to) || isLowPrecision(x->type)) {
+    // Cast's saturate and round_mode choose how a value narrows into a low-precision float.
+    LowPrecisionRounding rounding;
+    rounding.saturate = ctx.node().attrInt("saturate", 1) != 0;
+    std::optional<E8M0Rounding> e8m0 = e8m0RoundingFromName(ctx.node().attrString("round_mode", "up"));
+    if (!e8m0)
+      userError(ctx.node().describe(), ": round_mode '", ctx.node().attrString("round_mode", ""),
+                "' is not one of up, down, nearest");
+    rounding.e8m0 = *e8m0;
+    return cast(castLowPrecision(x, to, rounding), computeType(to));
+  }
+  // Through the storage type, so f32 -> f16 rounds even though both compute as f32.
+  return cast(cast(x, to), computeType(to));
 }
 
-/// BitCast: the same bits in another type of the same width. Integers and bools reinterpret by a
-/// wrapping cast; f32 and f64 through a BitCast expression. 16-bit floats (computed as f32) are
-/// not lowered yet.
+/// BitCast (opset 26): the input's bits as `to` (a type of the same width); a bool is its byte.
 ExprRef bitCastRule(const RuleContext &ctx, int, const std::vector<ExprRef> &index) {
   DType from = ctx.node().input(0)->dtype(), to = ctx.node().output(0)->dtype();
-  if (dtypeSize(from) != dtypeSize(to))
-    userError(ctx.node().describe(), ": BitCast from ", dtypeName(from), " to ", dtypeName(to),
-              " changes the element width");
-  ExprRef x = operand(ctx, 0, index);
-  if (from == to)
-    return x;
-  auto half = [](DType type) { return type == DType::Float16 || type == DType::BFloat16; };
-  if (half(from) || half(to))
-    userError(ctx.node().describe(), ": sinter cannot generate code for BitCast from ", dtypeName(from),
-              " to ", dtypeName(to), " yet");
-  if (!isFloat(from) && !isFloat(to))
-    return cast(x, to);
-  if (isFloat(from) && isFloat(to))
-    userError(ctx.node().describe(), ": BitCast between two float types of one width");
-  return bitcast(x, to);
+  ExprRef x = cast(operand(ctx, 0, index), from); // the stored form (f16 from its f32 value)
+  if (from == DType::Bool || to == DType::Bool)
+    return cast(cast(x, DType::Uint8), computeType(to)); // a bool's byte is 0 or 1
+  if (dtypeBits(to) < 8) { // the same low bits, in `to`'s canonical byte (i4 sign-extends)
+    int bits = dtypeBits(to);
+    ExprRef low = binary(BinaryOp::BitAnd, bitcast(x, DType::Uint8), intConstant((1 << bits) - 1, DType::Uint8));
+    if (isSigned(to))
+      low = binary(BinaryOp::Sub, binary(BinaryOp::BitXor, low, intConstant(1 << (bits - 1), DType::Uint8)),
+                   intConstant(1 << (bits - 1), DType::Uint8));
+    return bitcast(low, to);
+  }
+  return cast(bitcast(x, to), computeType(to));
 }
 
 ExprRef isInfRule(const RuleContext &ctx, int, const std::vector<ExprRef> &index) {

@@ -1,12 +1,16 @@
-// Lowering of QuantizeLinear and DequantizeLinear as injective rules, so they fuse with what
-// produces and consumes them. The semantics (granularity of the scale, division precision,
-// rounding, saturation) are those of lib/reference/quantization.cpp:
-//   QuantizeLinear:   y = saturate(round_half_even(x / scale) + zero_point), the division in the
-//                     `precision` type, else the wider float type of x and scale (double when one
-//                     is an integer); a NaN quotient gives the zero point.
-//   DequantizeLinear: y = float(x - zero_point) * scale, in float32 (double when the scale or
-//                     the output is f64).
-// The quantised types are u8, i8, u16, i16 and i32; others are refused with a UserError.
+// Lowering of QuantizeLinear and DequantizeLinear: injective rules, each element computed from
+// the input element and its scale and zero point, with the reference evaluator's arithmetic
+// (lib/reference/quantization.cpp):
+//   QuantizeLinear    x / scale rounded to the division type; integer outputs round half to
+//                     even, add the zero point and clamp (a NaN quotient gives the zero point);
+//                     low-precision float outputs add the zero point and narrow with Cast's
+//                     rules (`saturate`)
+//   DequantizeLinear  (x - zero point) as float32 (exact for integers; the low-precision floats
+//                     subtract their values), times the scale in float32 (float64 when the scale
+//                     or the output is f64)
+// The scale's shape picks per-tensor (one element), per-axis (1-D along `axis`) or blocked
+// (`block_size` elements along `axis` share one scale) parameters.
+#include "low_precision_cast.h"
 #include "lowering_rules.h"
 
 #include "sinter/support/error.h"
@@ -16,108 +20,107 @@
 namespace sinter::codegen {
 namespace {
 
-bool isQuantizedType(DType type) {
-  return type == DType::Uint8 || type == DType::Int8 || type == DType::Uint16 || type == DType::Int16 ||
-         type == DType::Int32;
+/// The index into input `parameter` (the scale or the zero point) of the element at `index`.
+std::vector<ExprRef> parameterIndex(const RuleContext &ctx, const std::vector<ExprRef> &index,
+                                    int parameter) {
+  std::vector<int64_t> dims = ctx.inputDims(parameter);
+  std::vector<int64_t> xDims = ctx.inputDims(0);
+  if (productOf(dims, 0, dims.size()) == 1)
+    return std::vector<ExprRef>(dims.size(), intConstant(0)); // per tensor (rank 0 or 1)
+  int64_t axis = normalizedAxis(ctx.node(), ctx.node().attrInt("axis", 1), int64_t(xDims.size()));
+  int64_t blockSize = ctx.node().attrInt("block_size", 0);
+  if (blockSize <= 0)
+    return {index[axis]}; // per axis: a 1-D scale
+  std::vector<ExprRef> blocked = index;
+  blocked[axis] = div(index[axis], blockSize);
+  return blocked;
 }
 
-/// The scale's (and zero point's) element for the element of x at `index`.
-std::vector<ExprRef> parameterIndex(const RuleContext &ctx, const std::vector<ExprRef> &index) {
-  const Node &node = ctx.node();
-  std::vector<int64_t> xDims = ctx.inputDims(0), scaleDims = ctx.inputDims(1);
-  if (productOf(scaleDims) == 1)
-    return std::vector<ExprRef>(scaleDims.size(), intConstant(0));
-  if (xDims.empty())
-    userError(node.describe(), ": a scalar input needs a scalar scale");
-  int64_t axis = normalizedAxis(node, node.attrInt("axis", 1), int64_t(xDims.size()));
-  int64_t blockSize = node.attrInt("block_size", 0);
-  if (blockSize < 0)
-    userError(node.describe(), ": block_size must not be negative");
-  if (blockSize == 0) {
-    if (scaleDims != std::vector<int64_t>{xDims[axis]})
-      userError(node.describe(), ": a per-axis scale must be 1-D of length ", xDims[axis]);
-    return {index[axis]};
+/// The float type QuantizeLinear divides in (see lib/reference/quantization.cpp).
+DType divisionType(const RuleContext &ctx) {
+  if (int64_t precision = ctx.node().attrInt("precision", 0)) {
+    std::optional<DType> dtype = dtypeFromOnnx(int(precision));
+    if (!dtype || !isFloat(*dtype))
+      userError(ctx.node().describe(), ": precision ", precision, " is not a float type");
+    return *dtype;
   }
-  std::vector<int64_t> expected = xDims;
-  expected[axis] = (xDims[axis] + blockSize - 1) / blockSize;
-  if (scaleDims != expected)
-    userError(node.describe(), ": a blocked scale does not have the shape block_size ", blockSize, " implies");
-  std::vector<ExprRef> at = index;
-  at[axis] = div(index[axis], blockSize);
-  return at;
+  DType x = ctx.node().input(0)->dtype(), scale = ctx.node().input(1)->dtype();
+  if (!isFloat(x) || !isFloat(scale) || x == DType::Float64 || scale == DType::Float64)
+    return DType::Float64;
+  return x == scale ? x : DType::Float32;
 }
 
-/// `value` (f32 or f64) rounded to the precision of a float dtype, staying in its type.
-ExprRef roundTo(DType precision, ExprRef value) {
-  if (precision == DType::Float16 || precision == DType::BFloat16)
-    return cast(cast(value, precision), value->type);
-  return value;
+/// Rounds a compute-type float to `type`'s precision and back (f16 / bf16 compute as f32).
+ExprRef roundTo(const ExprRef &value, DType type) {
+  return cast(cast(value, type), computeType(type));
 }
 
 ExprRef quantizeRule(const RuleContext &ctx, int, const std::vector<ExprRef> &index) {
-  const Node &node = ctx.node();
-  DType outType = node.output(0)->dtype();
-  if (!isQuantizedType(outType))
-    userError(node.describe(), ": sinter cannot generate code for QuantizeLinear to ", dtypeName(outType),
-              " yet (supported: u8, i8, u16, i16, i32)");
-  DType xType = node.input(0)->dtype(), scaleType = node.input(1)->dtype();
-  for (DType type : {xType, scaleType})
-    if (!isFloat(type) && type != DType::Int32)
-      userError(node.describe(), ": x and the scale must be float or int32, not ", dtypeName(type));
-  DType division = DType::Float64;
-  if (int64_t precision = node.attrInt("precision", 0)) {
-    std::optional<DType> type = dtypeFromOnnx(int(precision));
-    if (!type || !isFloat(*type))
-      userError(node.describe(), ": precision ", precision, " is not a float type sinter supports");
-    division = *type;
-  } else if (isFloat(xType) && isFloat(scaleType)) {
-    division = xType == scaleType ? xType
-               : (xType == DType::Float64 || scaleType == DType::Float64) ? DType::Float64
-                                                                          : DType::Float32;
+  DType out = ctx.node().output(0)->dtype();
+  DType division = divisionType(ctx);
+  DType compute = computeType(division);
+  std::vector<ExprRef> at = parameterIndex(ctx, index, 1);
+  std::vector<ExprRef> zeroAt = ctx.hasInput(2) ? parameterIndex(ctx, index, 2) : at;
+  ExprRef numerator = roundTo(cast(ctx.input(0)(index), compute), division);
+  ExprRef denominator = roundTo(cast(ctx.input(1)(at), compute), division);
+  ExprRef quotient = roundTo(binary(BinaryOp::Div, numerator, denominator), division);
+  bool hasZeroPoint = ctx.hasInput(2);
+  if (isLowPrecisionFloat(out)) {
+    ExprRef value = quotient;
+    if (hasZeroPoint)
+      value = roundTo(binary(BinaryOp::Add, value, cast(ctx.input(2)(zeroAt), compute)), division);
+    LowPrecisionRounding rounding;
+    rounding.saturate = ctx.node().attrInt("saturate", 1) != 0;
+    return castLowPrecision(value, out, rounding);
   }
-  DType compute = division == DType::Float64 ? DType::Float64 : DType::Float32;
-
-  std::vector<ExprRef> parameter = parameterIndex(ctx, index);
-  ExprRef numerator = roundTo(division, cast(ctx.input(0)(index), compute));
-  ExprRef denominator = roundTo(division, cast(ctx.input(1)(parameter), compute));
-  ExprRef quotient = unary(UnaryOp::RoundEven, roundTo(division, binary(BinaryOp::Div, numerator, denominator)));
-  quotient = select(unary(UnaryOp::IsNaN, quotient), constant(compute, 0), quotient);
-  // Adding the zero point and saturating in double is exact for every quantised type.
-  ExprRef value = cast(quotient, DType::Float64);
-  if (ctx.hasInput(2))
-    value = binary(BinaryOp::Add, value, cast(ctx.input(2)(parameter), DType::Float64));
-  auto bound = [&](bool high) {
-    switch (outType) {
-    case DType::Uint8: return high ? 255.0 : 0.0;
-    case DType::Int8: return high ? 127.0 : -128.0;
-    case DType::Uint16: return high ? 65535.0 : 0.0;
-    case DType::Int16: return high ? 32767.0 : -32768.0;
-    default: return high ? 2147483647.0 : -2147483648.0;
+  double low = 0, high = 0;
+  if (isLowPrecisionInteger(out)) {
+    low = lowPrecisionIntegerMin(out);
+    high = lowPrecisionIntegerMax(out);
+  } else {
+    switch (out) {
+    case DType::Uint8: low = 0, high = 255; break;
+    case DType::Int8: low = -128, high = 127; break;
+    case DType::Uint16: low = 0, high = 65535; break;
+    case DType::Int16: low = -32768, high = 32767; break;
+    case DType::Int32: low = -2147483648.0, high = 2147483647.0; break;
+    default:
+      userError(ctx.node().describe(), ": sinter cannot generate code quantizing to ", dtypeName(out));
     }
-  };
-  value = binary(BinaryOp::Max, value, constant(DType::Float64, bound(false)));
-  value = binary(BinaryOp::Min, value, constant(DType::Float64, bound(true)));
-  return cast(value, outType);
+  }
+  // In double, as the reference adds: a rounded quotient plus a zero point of up to 32 bits.
+  ExprRef rounded = cast(unary(UnaryOp::RoundEven, quotient), DType::Float64);
+  ExprRef zero = hasZeroPoint ? cast(ctx.input(2)(zeroAt), DType::Float64) : constant(DType::Float64, 0);
+  ExprRef value = select(unary(UnaryOp::IsNaN, rounded), zero, binary(BinaryOp::Add, rounded, zero));
+  value = binary(BinaryOp::Max, value, constant(DType::Float64, low));
+  value = binary(BinaryOp::Min, value, constant(DType::Float64, high));
+  return cast(value, out);
 }
 
 ExprRef dequantizeRule(const RuleContext &ctx, int, const std::vector<ExprRef> &index) {
-  const Node &node = ctx.node();
-  DType xType = node.input(0)->dtype(), scaleType = node.input(1)->dtype();
-  if (!isQuantizedType(xType))
-    userError(node.describe(), ": sinter cannot generate code for DequantizeLinear of ", dtypeName(xType),
-              " yet (supported: u8, i8, u16, i16, i32)");
-  if (!isFloat(scaleType))
-    userError(node.describe(), ": the scale must be float, not ", dtypeName(scaleType));
-  DType outType = node.output(0)->dtype();
-  bool wide = outType == DType::Float64 || scaleType == DType::Float64;
+  DType out = ctx.node().output(0)->dtype();
+  DType xType = ctx.node().input(0)->dtype();
+  std::vector<ExprRef> at = parameterIndex(ctx, index, 1);
+  std::vector<ExprRef> zeroAt = ctx.hasInput(2) ? parameterIndex(ctx, index, 2) : at;
+  bool wide = out == DType::Float64 || ctx.node().input(1)->dtype() == DType::Float64;
   DType compute = wide ? DType::Float64 : DType::Float32;
-  std::vector<ExprRef> parameter = parameterIndex(ctx, index);
-  // x - zero_point is exact in i64.
-  ExprRef difference = cast(ctx.input(0)(index), DType::Int64);
-  if (ctx.hasInput(2))
-    difference = sub(difference, cast(ctx.input(2)(parameter), DType::Int64));
-  ExprRef scale = cast(ctx.input(1)(parameter), compute);
-  return cast(binary(BinaryOp::Mul, cast(difference, compute), scale), ctx.outputType(0));
+  ExprRef x = ctx.input(0)(index);
+  ExprRef difference;
+  if (isLowPrecisionFloat(xType)) {
+    // Both values are exact in f32; their difference rounds in f32.
+    difference = cast(x, DType::Float32);
+    if (ctx.hasInput(2))
+      difference = binary(BinaryOp::Sub, difference, cast(ctx.input(2)(zeroAt), DType::Float32));
+    difference = cast(difference, compute);
+  } else {
+    // Exact in i64, then rounded once to f32 (or f64).
+    ExprRef exact = cast(x, DType::Int64);
+    if (ctx.hasInput(2))
+      exact = binary(BinaryOp::Sub, exact, cast(ctx.input(2)(zeroAt), DType::Int64));
+    difference = cast(exact, compute);
+  }
+  ExprRef scale = cast(ctx.input(1)(at), compute); // f16 / bf16 scales arrive as exact f32
+  return cast(binary(BinaryOp::Mul, difference, scale), computeType(out));
 }
 
 } // namespace

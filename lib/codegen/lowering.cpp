@@ -1,5 +1,6 @@
 #include "sinter/codegen/lowering.h"
 
+#include "low_precision_cast.h"
 #include "lowering_rules.h"
 #include "sinter/support/error.h"
 
@@ -10,6 +11,8 @@
 namespace sinter::codegen {
 
 DType computeType(DType storage) {
+  // Low-precision types stay their bytes: ops that move data copy them bit for bit, and Cast,
+  // QuantizeLinear and DequantizeLinear convert explicitly (low_precision_cast.h).
   return storage == DType::Float16 || storage == DType::BFloat16 ? DType::Float32 : storage;
 }
 
@@ -165,6 +168,8 @@ int64_t productOf(const std::vector<int64_t> &dims, size_t begin, size_t end) {
 }
 
 ExprRef typedConstant(DType type, double value) {
+  if (isFloat(type) || isLowPrecision(type)) // a low-precision constant holds its encoding
+    return constant(type, value);
   if (isFloat(type))
     return constant(type, value);
   if (type == DType::Bool)
@@ -211,6 +216,7 @@ bool lowerGroupNodes(const KernelGroup &group, KernelBuilder &builder, GroupBuff
   std::set<const Value *> produced;
   const Node *kernelNode = nullptr;
   for (const Node *node : group.nodes) {
+    checkLowPrecisionLowering(*node);
     if (!table.injective(node->kind())) {
       if (!table.kernel(node->kind()))
         userError(node->describe(), ": sinter cannot generate code for ", node->opName(), " yet");

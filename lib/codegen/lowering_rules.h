@@ -25,7 +25,8 @@
 
 namespace sinter::codegen {
 
-/// The type a storage dtype computes in: f32 for f16/bf16, itself otherwise.
+/// The type a storage dtype computes in: f32 for f16/bf16, itself otherwise (the low-precision
+/// types included: their accessors give the element's byte).
 DType computeType(DType storage);
 
 /// How a kernel rule's store of output i reaches memory when the group fuses an epilogue after

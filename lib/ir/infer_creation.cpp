@@ -166,7 +166,7 @@ Types dropout(const InferContext &ctx) {
 /// BitCast (opset 26): the input's shape in `to`, which must be as wide as the input's type.
 Types bitCast(const InferContext &ctx) {
   DType to = dtypeFromOnnxAttr(ctx, ctx.node().attrInt("to", 0), "to");
-  if (dtypeSize(to) != dtypeSize(ctx.dtype(0)))
+  if (dtypeBits(to) != dtypeBits(ctx.dtype(0))) // i4 and u4 are alike; i4 and i8 are not
     ctx.fail("cannot reinterpret ", dtypeName(ctx.dtype(0)), " as ", dtypeName(to),
              ": BitCast needs two types of one width");
   return {{to, ctx.shape(0)}};

@@ -7,9 +7,13 @@
 namespace sinter::infer {
 namespace {
 
+/// The types QuantizeLinear gives and DequantizeLinear takes (ONNX opset 25, less float6).
 bool isQuantizedType(DType t) {
-  return t == DType::Int8 || t == DType::Uint8 || t == DType::Int16 || t == DType::Uint16;
+  return t == DType::Int8 || t == DType::Uint8 || t == DType::Int16 || t == DType::Uint16 ||
+         (isLowPrecision(t) && t != DType::Float8E8M0);
 }
+constexpr const char *kQuantizedTypes =
+    "i8, u8, i16, u16, i4, u4, i2, u2, f8e4m3fn, f8e4m3fnuz, f8e5m2, f8e5m2fnuz or f4e2m1";
 bool isScaleType(DType t) {
   return t == DType::Float32 || t == DType::Float16 || t == DType::BFloat16;
 }
@@ -47,6 +51,10 @@ void checkScaleShape(const InferContext &ctx) {
   }
   if (ctx.hasInput(2)) {
     const Shape &zeroPoint = ctx.shape(2);
+    // A one-element zero point goes with a one-element scale whatever their ranks ([] and [1]).
+    auto zeroCount = elementCount(zeroPoint);
+    if (count && *count == 1 && zeroCount && *zeroCount == 1)
+      return;
     if (zeroPoint.size() != scale.size())
       ctx.failInput(2, "(zero point) must have the scale's shape ", shapeStr(scale));
     for (size_t d = 0; d < scale.size(); ++d)
@@ -64,7 +72,7 @@ Types quantizeLinear(const InferContext &ctx) {
   int64_t outputType = ctx.node().attrInt("output_dtype", 0);
   DType dtype = DType::Uint8;
   if (ctx.hasInput(2)) {
-    ctx.requireDType(2, isQuantizedType, "i8, u8, i16 or u16");
+    ctx.requireDType(2, isQuantizedType, kQuantizedTypes);
     dtype = ctx.dtype(2);
     if (outputType != 0 && dtypeFromOnnxAttr(ctx, outputType, "output_dtype") != dtype)
       ctx.fail("attribute 'output_dtype' (", outputType, ") differs from the zero point's dtype ",
@@ -72,7 +80,7 @@ Types quantizeLinear(const InferContext &ctx) {
   } else if (outputType != 0) {
     dtype = dtypeFromOnnxAttr(ctx, outputType, "output_dtype");
     if (!isQuantizedType(dtype))
-      ctx.fail("attribute 'output_dtype' must name i8, u8, i16 or u16, not ", dtypeName(dtype));
+      ctx.fail("attribute 'output_dtype' must name ", kQuantizedTypes, ", not ", dtypeName(dtype));
   }
   if (ctx.node().hasAttr("precision")) {
     int64_t precision = ctx.node().attrInt("precision", 0);
@@ -85,7 +93,8 @@ Types quantizeLinear(const InferContext &ctx) {
 
 Types dequantizeLinear(const InferContext &ctx) {
   ctx.requireDType(0, [](DType t) { return isQuantizedType(t) || t == DType::Int32; },
-                   "i8, u8, i16, u16 or i32");
+                   "i8, u8, i16, u16, i32, i4, u4, i2, u2, f8e4m3fn, f8e4m3fnuz, f8e5m2, "
+                   "f8e5m2fnuz or f4e2m1");
   ctx.requireDType(1, isScaleType, "f32, f16 or bf16");
   if (ctx.hasInput(2))
     ctx.requireSameDType(0, 2);

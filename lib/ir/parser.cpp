@@ -265,6 +265,8 @@ private:
     if (dtype == DType::BFloat16)
       return store(floatToBfloat16(parseFloat<float>(what + kFloatForm)));
     const Token &token = next();
+    if (isLowPrecisionFloat(dtype))
+      fail(token, dtypeName(dtype), " constants are written as their codes, dense<\"0x...\">");
     if (dtype == DType::Bool) {
       if (isKeyword(token, "true") || isKeyword(token, "false"))
         return store(uint8_t(token.text == "true"));
@@ -274,13 +276,14 @@ private:
       return store(uint8_t(magnitude));
     }
     auto [negative, magnitude] = parseInteger(token, what + " (an integer)");
-    int bits = dtypeSize(dtype) * 8;
+    int bits = dtypeBits(dtype); // 4 and 2 for the sub-byte integers, which take a byte each
     uint64_t limit = isSigned(dtype) ? (uint64_t(1) << (bits - 1)) - (negative ? 0 : 1)
                                      : (negative ? 0 : ~uint64_t(0) >> (64 - bits));
     if (magnitude > limit)
       fail(token, token.text, " is out of range of ", dtypeName(dtype));
     uint64_t twosComplement = negative ? 0 - magnitude : magnitude;
-    std::memcpy(&slot, &twosComplement, dtypeSize(dtype)); // little-endian: the low bytes
+    // Little-endian: the low bytes; a sub-byte integer's byte is its sign-extended value.
+    std::memcpy(&slot, &twosComplement, dtypeSize(dtype));
   }
 
   /// A tensor literal: a static type, then `[e, ...]` (flattened, row-major) or

@@ -9,6 +9,7 @@
 #include "sinter/ir/printer.h"
 
 #include "sinter/ir/graph.h"
+#include "sinter/ir/low_precision.h"
 #include "sinter/support/error.h"
 #include "text_syntax.h"
 
@@ -128,11 +129,16 @@ void appendType(std::string &out, const TensorType &type) {
 }
 
 /// Small tensors list their elements, except where a list could not carry every bit: 16-bit
-/// floats (kept as stored bytes) and bools whose bytes are not 0 or 1.
+/// and low-precision floats (kept as stored bytes), and bools and sub-byte integers whose bytes
+/// are not in their canonical form.
 bool printsAsList(const Tensor &tensor) {
   if (tensor.elementCount() > text::kMaxListedElements || tensor.dtype() == DType::Float16 ||
-      tensor.dtype() == DType::BFloat16)
+      tensor.dtype() == DType::BFloat16 || isLowPrecisionFloat(tensor.dtype()))
     return false;
+  if (isLowPrecisionInteger(tensor.dtype()))
+    for (uint8_t byte : tensor.values<uint8_t>())
+      if (byte != canonicalLowPrecisionByte(tensor.dtype(), byte))
+        return false;
   if (tensor.dtype() == DType::Bool)
     for (uint8_t byte : tensor.values<uint8_t>())
       if (byte > 1)
@@ -153,8 +159,18 @@ void appendElement(std::string &out, const Tensor &tensor, int64_t i) {
   case DType::Uint32: appendInt(out, tensor.data<uint32_t>()[i]); return;
   case DType::Int64: appendInt(out, tensor.data<int64_t>()[i]); return;
   case DType::Uint64: appendInt(out, tensor.data<uint64_t>()[i]); return;
+  case DType::Int4:
+  case DType::Uint4:
+  case DType::Int2:
+  case DType::Uint2: appendInt(out, lowPrecisionIntegerValue(tensor.dtype(), tensor.data<uint8_t>()[i])); return;
   case DType::Float16:
-  case DType::BFloat16: break; // printsAsList() sends these to hex
+  case DType::BFloat16:
+  case DType::Float8E4M3FN:
+  case DType::Float8E4M3FNUZ:
+  case DType::Float8E5M2:
+  case DType::Float8E5M2FNUZ:
+  case DType::Float8E8M0:
+  case DType::Float4E2M1: break; // printsAsList() sends these to hex
   }
   SINTER_ASSERT(false, "no list form for ", dtypeName(tensor.dtype()));
 }

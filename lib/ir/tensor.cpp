@@ -1,5 +1,6 @@
 #include "sinter/ir/tensor.h"
 
+#include "sinter/ir/low_precision.h"
 #include "sinter/support/error.h"
 
 #include <bit>
@@ -92,6 +93,16 @@ double Tensor::getDouble(int64_t i) const {
   case DType::Int64: return double(data<int64_t>()[i]);
   case DType::Uint64: return double(data<uint64_t>()[i]);
   case DType::Bool: return data<uint8_t>()[i] ? 1.0 : 0.0;
+  case DType::Int4:
+  case DType::Uint4:
+  case DType::Int2:
+  case DType::Uint2: return lowPrecisionIntegerValue(dtype_, data<uint8_t>()[i]);
+  case DType::Float8E4M3FN:
+  case DType::Float8E4M3FNUZ:
+  case DType::Float8E5M2:
+  case DType::Float8E5M2FNUZ:
+  case DType::Float8E8M0:
+  case DType::Float4E2M1: return lowPrecisionFloatValue(dtype_, data<uint8_t>()[i]);
   }
   SINTER_ASSERT(false, "unhandled dtype");
 }
@@ -107,6 +118,10 @@ int64_t Tensor::getInt(int64_t i) const {
   case DType::Int64: return data<int64_t>()[i];
   case DType::Uint64: return int64_t(data<uint64_t>()[i]);
   case DType::Bool: return data<uint8_t>()[i] ? 1 : 0;
+  case DType::Int4:
+  case DType::Uint4:
+  case DType::Int2:
+  case DType::Uint2: return lowPrecisionIntegerValue(dtype_, data<uint8_t>()[i]);
   default: {
     double value = getDouble(i);
     if (!std::isfinite(value))
@@ -123,6 +138,16 @@ void Tensor::setDouble(int64_t i, double value) {
   case DType::Float16: data<uint16_t>()[i] = floatToHalf(float(value)); return;
   case DType::BFloat16: data<uint16_t>()[i] = floatToBfloat16(float(value)); return;
   case DType::Bool: data<uint8_t>()[i] = value != 0.0; return;
+  case DType::Float8E4M3FN:
+  case DType::Float8E4M3FNUZ:
+  case DType::Float8E5M2:
+  case DType::Float8E5M2FNUZ:
+  case DType::Float8E8M0:
+  case DType::Float4E2M1: data<uint8_t>()[i] = encodeLowPrecisionFloat(dtype_, value); return;
+  case DType::Int4:
+  case DType::Uint4:
+  case DType::Int2:
+  case DType::Uint2: data<uint8_t>()[i] = truncateToLowPrecisionInteger(dtype_, value); return;
   default:
     // Float to integer conversion truncates toward zero; out-of-range values are undefined in
     // ONNX, here they saturate so the evaluator stays deterministic.
@@ -150,6 +175,10 @@ void Tensor::setInt(int64_t i, int64_t value) {
   case DType::Int64: data<int64_t>()[i] = value; return;
   case DType::Uint64: data<uint64_t>()[i] = uint64_t(value); return;
   case DType::Bool: data<uint8_t>()[i] = value != 0; return;
+  case DType::Int4:
+  case DType::Uint4:
+  case DType::Int2:
+  case DType::Uint2: data<uint8_t>()[i] = wrapToLowPrecisionInteger(dtype_, value); return;
   default: setDouble(i, double(value)); return;
   }
 }

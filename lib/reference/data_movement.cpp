@@ -212,11 +212,14 @@ Outputs evalSpaceToDepth(const Node &node, const Inputs &inputs) {
 Outputs evalBitCast(const Node &node, const Inputs &inputs) {
   const Tensor &x = requiredInput(node, inputs, 0);
   std::optional<DType> to = dtypeFromOnnx(int(node.attrInt("to", 0)));
-  if (!to || dtypeSize(*to) != dtypeSize(x.dtype()))
+  if (!to || dtypeBits(*to) != dtypeBits(x.dtype()))
     userError(node.describe(), ": 'to' must name a type as wide as ", dtypeName(x.dtype()));
   Tensor out(*to, x.dims());
   if (out.byteSize() > 0)
     std::memcpy(out.data(), x.data(), out.byteSize());
+  if (dtypeBits(*to) < 8) // the same low bits, in `to`'s canonical byte (i4 sign-extends, u4 not)
+    for (int64_t i = 0; i < out.elementCount(); ++i)
+      out.data<uint8_t>()[i] = canonicalLowPrecisionByte(*to, out.data<uint8_t>()[i]);
   return {out};
 }
 

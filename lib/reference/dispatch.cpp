@@ -6,7 +6,7 @@ namespace {
 // can have, so a missing case is internal.
 template <typename Fn> decltype(auto) visitAnyDType(DType dtype, Fn &&fn) {
   switch (dtype) {
-#define DTYPE(Name, text, size, onnx)                                                              \
+#define DTYPE(Name, text, size, onnx, bits)                                                            \
   case DType::Name:                                                                                \
     return fn(DTypeConstant<DType::Name>{});
 #include "sinter/ir/dtypes.def"
@@ -29,8 +29,17 @@ void storeFromDouble(Tensor &tensor, int64_t i, double value) {
   });
 }
 
-Tensor convertTensor(const Node &node, const Tensor &input, DType to) {
+Tensor convertTensor(const Node &node, const Tensor &input, DType to,
+                     LowPrecisionRounding rounding) {
   Tensor out(to, input.dims());
+  if (isLowPrecisionFloat(to)) {
+    // Every element's value is exact as a double, except 64-bit integers beyond 2^53, which
+    // are far out of every low-precision float's range and saturate (or overflow) anyway.
+    auto *codes = out.data<uint8_t>();
+    for (int64_t i = 0; i < input.elementCount(); ++i)
+      codes[i] = encodeLowPrecisionFloat(to, loadAsDouble(input, i), rounding);
+    return out;
+  }
   visitAnyDType(input.dtype(), [&](auto fromTag) {
     constexpr DType From = decltype(fromTag)::value;
     visitAnyDType(to, [&](auto toTag) {

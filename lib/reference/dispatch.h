@@ -20,6 +20,7 @@
 #pragma once
 
 #include "sinter/ir/graph.h"
+#include "sinter/ir/low_precision.h"
 #include "sinter/ir/tensor.h"
 #include "sinter/support/error.h"
 
@@ -56,6 +57,18 @@ SINTER_DTYPE_TRAITS(Uint16, uint16_t, uint16_t)
 SINTER_DTYPE_TRAITS(Uint32, uint32_t, uint32_t)
 SINTER_DTYPE_TRAITS(Uint64, uint64_t, uint64_t)
 SINTER_DTYPE_TRAITS(Bool, uint8_t, bool)
+// Low-precision storage types (low_precision.h): floats load as their exact float value, the
+// 4- and 2-bit integers as their value in a byte-sized integer.
+SINTER_DTYPE_TRAITS(Float8E4M3FN, uint8_t, float)
+SINTER_DTYPE_TRAITS(Float8E4M3FNUZ, uint8_t, float)
+SINTER_DTYPE_TRAITS(Float8E5M2, uint8_t, float)
+SINTER_DTYPE_TRAITS(Float8E5M2FNUZ, uint8_t, float)
+SINTER_DTYPE_TRAITS(Float8E8M0, uint8_t, float)
+SINTER_DTYPE_TRAITS(Float4E2M1, uint8_t, float)
+SINTER_DTYPE_TRAITS(Int4, uint8_t, int8_t)
+SINTER_DTYPE_TRAITS(Int2, uint8_t, int8_t)
+SINTER_DTYPE_TRAITS(Uint4, uint8_t, uint8_t)
+SINTER_DTYPE_TRAITS(Uint2, uint8_t, uint8_t)
 #undef SINTER_DTYPE_TRAITS
 
 template <DType D> using StorageType = typename DTypeTraits<D>::Storage;
@@ -64,7 +77,14 @@ template <DType D> using ComputeType = typename DTypeTraits<D>::Compute;
 template <DType D> constexpr bool kIsFloat =
     D == DType::Float32 || D == DType::Float64 || D == DType::Float16 || D == DType::BFloat16;
 template <DType D> constexpr bool kIsBool = D == DType::Bool;
-template <DType D> constexpr bool kIsInteger = !kIsFloat<D> && !kIsBool<D>;
+template <DType D> constexpr bool kIsLowPrecisionFloat =
+    D == DType::Float8E4M3FN || D == DType::Float8E4M3FNUZ || D == DType::Float8E5M2 ||
+    D == DType::Float8E5M2FNUZ || D == DType::Float8E8M0 || D == DType::Float4E2M1;
+template <DType D> constexpr bool kIsLowPrecisionInteger =
+    D == DType::Int4 || D == DType::Uint4 || D == DType::Int2 || D == DType::Uint2;
+/// The integers sinter computes in (not bool, not the 4- and 2-bit storage types).
+template <DType D> constexpr bool kIsInteger =
+    !kIsFloat<D> && !kIsBool<D> && !kIsLowPrecisionFloat<D> && !kIsLowPrecisionInteger<D>;
 
 // ---- Dtype lists and dispatch ---------------------------------------------------------------
 
@@ -87,6 +107,11 @@ using AllDTypes = DTypeList<DType::Float32, DType::Float64, DType::Float16, DTyp
                             DType::Int8, DType::Int16, DType::Int32, DType::Int64, DType::Uint8,
                             DType::Uint16, DType::Uint32, DType::Uint64, DType::Bool>;
 using BoolDTypes = DTypeList<DType::Bool>;
+/// The storage-only types (low_precision.h); rules that only move bytes take them as well.
+using LowPrecisionDTypes =
+    DTypeList<DType::Float8E4M3FN, DType::Float8E4M3FNUZ, DType::Float8E5M2,
+              DType::Float8E5M2FNUZ, DType::Float8E8M0, DType::Float4E2M1, DType::Int4,
+              DType::Uint4, DType::Int2, DType::Uint2>;
 
 /// UserError: `node` does not support element type `dtype`.
 [[noreturn]] inline void unsupportedDType(const Node &node, DType dtype) {
@@ -152,14 +177,23 @@ template <DType D> ComputeType<D> loadElement(const Tensor &tensor, int64_t i) {
     return bfloat16ToFloat(stored);
   else if constexpr (D == DType::Bool)
     return stored != 0;
+  else if constexpr (kIsLowPrecisionFloat<D>)
+    return lowPrecisionFloatValue(D, stored);
+  else if constexpr (kIsLowPrecisionInteger<D>)
+    return static_cast<ComputeType<D>>(lowPrecisionIntegerValue(D, stored));
   else
     return stored;
 }
 
-/// Stores `value` (D's compute type) into element `i`, rounding floats to nearest even.
+/// Stores `value` (D's compute type) into element `i`, rounding floats to nearest even (into a
+/// low-precision float with Cast's default rules: saturating, f8e8m0 rounding up).
 template <DType D> void storeElement(Tensor &tensor, int64_t i, ComputeType<D> value) {
   StorageType<D> *data = tensor.data<StorageType<D>>();
-  if constexpr (D == DType::Float16)
+  if constexpr (kIsLowPrecisionFloat<D>)
+    data[i] = encodeLowPrecisionFloat(D, value);
+  else if constexpr (kIsLowPrecisionInteger<D>)
+    data[i] = wrapToLowPrecisionInteger(D, value);
+  else if constexpr (D == DType::Float16)
     data[i] = floatToHalf(value);
   else if constexpr (D == DType::BFloat16)
     data[i] = floatToBfloat16(value);
@@ -189,13 +223,22 @@ template <typename T> T saturatingFloatToInteger(double value) {
 
 /// Converts a value of type From (a compute type) into To's compute type, with Cast's rules:
 /// float to integer truncates and saturates (above); integer to integer wraps; anything to bool is
-/// "not zero" (NaN is true); float to narrower float rounds to nearest even once.
+/// "not zero" (NaN is true); float to narrower float rounds to nearest even once. Into the 4- and
+/// 2-bit integers a float truncates and then wraps like an integer (what ONNX's reference does).
 template <DType To, typename From> ComputeType<To> convertValue(From value) {
   using Target = ComputeType<To>;
   if constexpr (To == DType::Bool) {
     return value != From(0);
   } else if constexpr (std::is_same_v<From, bool>) {
     return Target(value ? 1 : 0);
+  } else if constexpr (kIsLowPrecisionFloat<To>) {
+    // Rounded once, from the exact value, with Cast's default rules (saturating).
+    return lowPrecisionFloatValue(To, encodeLowPrecisionFloat(To, static_cast<double>(value)));
+  } else if constexpr (kIsLowPrecisionInteger<To>) {
+    uint8_t byte = std::is_floating_point_v<From>
+                       ? truncateToLowPrecisionInteger(To, static_cast<double>(value))
+                       : wrapToLowPrecisionInteger(To, static_cast<int64_t>(value));
+    return static_cast<Target>(lowPrecisionIntegerValue(To, byte));
   } else if constexpr (kIsInteger<To>) {
     if constexpr (std::is_floating_point_v<From>)
       return saturatingFloatToInteger<Target>(static_cast<double>(value));
@@ -228,8 +271,10 @@ template <DType To, typename From> ComputeType<To> convertValue(From value) {
 double loadAsDouble(const Tensor &tensor, int64_t i);
 /// Stores a double into element `i` with convertValue's rules (float to integer saturates).
 void storeFromDouble(Tensor &tensor, int64_t i, double value);
-/// Converts a whole tensor to `to` with Cast's rules.
-Tensor convertTensor(const Node &node, const Tensor &input, DType to);
+/// Converts a whole tensor to `to` with Cast's rules; `rounding` is Cast's saturate and
+/// round_mode, for the low-precision floats.
+Tensor convertTensor(const Node &node, const Tensor &input, DType to,
+                     LowPrecisionRounding rounding = {});
 
 // ---- Wrapping integer arithmetic ------------------------------------------------------------
 

@@ -8,13 +8,26 @@
 namespace sinter::reference {
 namespace {
 
+/// Cast's and CastLike's `saturate` and `round_mode`, which only casts into the low-precision
+/// floats read.
+LowPrecisionRounding castRounding(const Node &node) {
+  LowPrecisionRounding rounding;
+  rounding.saturate = node.attrInt("saturate", 1) != 0;
+  std::string mode = node.attrString("round_mode", "up");
+  std::optional<E8M0Rounding> e8m0 = e8m0RoundingFromName(mode);
+  if (!e8m0)
+    userError(node.describe(), ": round_mode '", mode, "' is not one of up, down, nearest");
+  rounding.e8m0 = *e8m0;
+  return rounding;
+}
+
 Tensor castOf(const Node &node, const Tensor &input) {
   int64_t onnxType = node.attrInt("to", -1);
   std::optional<DType> to = dtypeFromOnnx(static_cast<int>(onnxType));
   if (!to)
     userError(node.describe(), ": cannot cast to ONNX element type ", onnxType,
               " (not supported by sinter)");
-  return convertTensor(node, input, *to);
+  return convertTensor(node, input, *to, castRounding(node));
 }
 
 /// Clip: min(max(x, low), high) with optional scalar bounds of x's type. NaN stays NaN; when
@@ -103,7 +116,7 @@ void registerElementwiseRules(RuleTable &table) {
     return {castOf(node, *inputs[0])};
   });
   table.add(OpKind::CastLike, [](const Node &node, const Inputs &inputs) -> Outputs {
-    return {convertTensor(node, *inputs[0], inputs[1]->dtype())};
+    return {convertTensor(node, *inputs[0], inputs[1]->dtype(), castRounding(node))};
   });
   table.add(OpKind::Clip, [](const Node &node, const Inputs &inputs) -> Outputs {
     return {clipOf(node, inputs)};

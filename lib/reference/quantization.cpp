@@ -1,5 +1,6 @@
-// Reference rules for QuantizeLinear and DequantizeLinear (ai.onnx opset 23) with integer
-// quantised types (u8, i8, u16, i16, i32); sinter has no float8 or 4-bit types.
+// Reference rules for QuantizeLinear and DequantizeLinear (ai.onnx opset 25) with integer
+// quantised types (u8, i8, u16, i16, i32, and the 4- and 2-bit u4, i4, u2, i2) and the
+// low-precision floats (f8e4m3fn, f8e4m3fnuz, f8e5m2, f8e5m2fnuz, f4e2m1).
 //
 // The scale (and zero point, which has the scale's shape) picks the granularity: one element is
 // per-tensor; a 1-D tensor of the axis's length is per-axis; a tensor of x's rank whose `axis` dim
@@ -8,11 +9,14 @@
 //
 // Precision follows the spec and what ONNX's reference and onnxruntime compute:
 //   QuantizeLinear:   q = x / scale in the division type (`precision`, else the scale's float type;
-//                     double when an operand is an integer), rounded half to even, plus the zero
-//                     point, saturated to the output type.
+//                     double when an operand is an integer). Integer types: rounded half to even,
+//                     plus the zero point, saturated to the output type. Float types: plus the
+//                     zero point (which the spec requires to be 0 for float8), then rounded to the
+//                     type with Cast's rules (`saturate` for float8; f4e2m1 always saturates).
 //   DequantizeLinear: y = float(x - zero_point) * scale in float32 (x - zero_point exact; double
-//                     when the scale or output is f64), then rounded to the output type.
-// A NaN quotient quantises to the zero point (ONNX leaves it undefined).
+//                     when the scale or output is f64), then rounded to the output type; the
+//                     low-precision floats subtract their values in float32.
+// A NaN quotient quantises to the zero point for integer types (ONNX leaves it undefined).
 #include "dispatch.h"
 #include "indexing.h"
 #include "registry.h"
@@ -24,13 +28,17 @@ namespace {
 
 bool isQuantizedType(DType dtype) {
   return dtype == DType::Uint8 || dtype == DType::Int8 || dtype == DType::Uint16 ||
-         dtype == DType::Int16 || dtype == DType::Int32;
+         dtype == DType::Int16 || dtype == DType::Int32 ||
+         (isLowPrecision(dtype) && dtype != DType::Float8E8M0);
 }
+constexpr const char *kQuantizedTypes =
+    "u8, i8, u16, i16, i32, u4, i4, u2, i2, f8e4m3fn, f8e4m3fnuz, f8e5m2, f8e5m2fnuz, f4e2m1";
 
 /// For each element of x, the index of its scale and zero point.
 std::vector<int64_t> parameterIndices(const Node &node, const Tensor &x, const Tensor &scale,
                                       const Tensor *zeroPoint) {
-  if (zeroPoint && zeroPoint->dims() != scale.dims())
+  bool bothSingle = zeroPoint && zeroPoint->elementCount() == 1 && scale.elementCount() == 1;
+  if (zeroPoint && !bothSingle && zeroPoint->dims() != scale.dims())
     userError(node.describe(), ": the zero point's shape ", shapeStr(shapeOf(zeroPoint->dims())),
               " differs from the scale's ", shapeStr(shapeOf(scale.dims())));
   std::vector<int64_t> indices(x.elementCount(), 0);
@@ -100,8 +108,8 @@ Tensor quantizeLinear(const Node &node, const Inputs &inputs) {
   if (zeroPoint)
     outType = zeroPoint->dtype();
   if (!isQuantizedType(outType))
-    userError(node.describe(), ": cannot quantize to ", dtypeName(outType),
-              " (supported: u8, i8, u16, i16, i32)");
+    userError(node.describe(), ": cannot quantize to ", dtypeName(outType), " (supported: ",
+              kQuantizedTypes, ")");
 
   // The division type.
   DType division = DType::Float64;
@@ -119,16 +127,35 @@ Tensor quantizeLinear(const Node &node, const Inputs &inputs) {
 
   std::vector<int64_t> parameter = parameterIndices(node, x, scale, zeroPoint);
   Tensor out(outType, x.dims());
-  int64_t low = 0, high = 0;
-  visitDType<IntegerDTypes>(node, outType, [&](auto tag) {
-    using T = ComputeType<decltype(tag)::value>;
-    low = std::numeric_limits<T>::lowest();
-    high = std::numeric_limits<T>::max();
-  });
-  for (int64_t i = 0; i < x.elementCount(); ++i) {
+  auto quotientAt = [&](int64_t i) {
     double numerator = roundToPrecision(division, loadAsDouble(x, i));
     double denominator = roundToPrecision(division, loadAsDouble(scale, parameter[i]));
-    double quotient = std::nearbyint(roundToPrecision(division, numerator / denominator));
+    return roundToPrecision(division, numerator / denominator);
+  };
+  if (isLowPrecisionFloat(outType)) {
+    LowPrecisionRounding rounding;
+    rounding.saturate = node.attrInt("saturate", 1) != 0;
+    for (int64_t i = 0; i < x.elementCount(); ++i) {
+      double value = quotientAt(i);
+      if (zeroPoint)
+        value = roundToPrecision(division, value + loadAsDouble(*zeroPoint, parameter[i]));
+      out.data<uint8_t>()[i] = encodeLowPrecisionFloat(outType, value, rounding);
+    }
+    return out;
+  }
+  int64_t low = 0, high = 0;
+  if (isLowPrecisionInteger(outType)) {
+    low = lowPrecisionIntegerMin(outType);
+    high = lowPrecisionIntegerMax(outType);
+  } else {
+    visitDType<IntegerDTypes>(node, outType, [&](auto tag) {
+      using T = ComputeType<decltype(tag)::value>;
+      low = std::numeric_limits<T>::lowest();
+      high = std::numeric_limits<T>::max();
+    });
+  }
+  for (int64_t i = 0; i < x.elementCount(); ++i) {
+    double quotient = std::nearbyint(quotientAt(i));
     int64_t zero = zeroPoint ? zeroPoint->getInt(parameter[i]) : 0;
     double value = std::isnan(quotient) ? double(zero) : quotient + double(zero);
     value = std::min<double>(std::max<double>(value, double(low)), double(high));
@@ -142,8 +169,8 @@ Tensor dequantizeLinear(const Node &node, const Inputs &inputs) {
   const Tensor &scale = *inputs[1];
   const Tensor *zeroPoint = inputs.size() > 2 ? inputs[2] : nullptr;
   if (!isQuantizedType(x.dtype()))
-    userError(node.describe(), ": cannot dequantize ", dtypeName(x.dtype()),
-              " (supported: u8, i8, u16, i16, i32)");
+    userError(node.describe(), ": cannot dequantize ", dtypeName(x.dtype()), " (supported: ",
+              kQuantizedTypes, ")");
   if (!isFloat(scale.dtype()))
     userError(node.describe(), ": the scale must be float, not ", dtypeName(scale.dtype()));
   if (zeroPoint && zeroPoint->dtype() != x.dtype())
@@ -159,6 +186,19 @@ Tensor dequantizeLinear(const Node &node, const Inputs &inputs) {
   bool wide = outType == DType::Float64 || scale.dtype() == DType::Float64;
   std::vector<int64_t> parameter = parameterIndices(node, x, scale, zeroPoint);
   Tensor out(outType, x.dims());
+  if (isLowPrecisionFloat(x.dtype())) {
+    for (int64_t i = 0; i < x.elementCount(); ++i) {
+      // Both values are exact in float; their difference rounds in float32 as ONNX's does.
+      float difference = static_cast<float>(x.getDouble(i)) -
+                         (zeroPoint ? static_cast<float>(zeroPoint->getDouble(parameter[i])) : 0.0f);
+      double factor = loadAsDouble(scale, parameter[i]);
+      if (wide)
+        storeFromDouble(out, i, static_cast<double>(difference) * factor);
+      else
+        storeFromDouble(out, i, difference * static_cast<float>(factor));
+    }
+    return out;
+  }
   for (int64_t i = 0; i < x.elementCount(); ++i) {
     int64_t difference = x.getInt(i) - (zeroPoint ? zeroPoint->getInt(parameter[i]) : 0);
     double factor = loadAsDouble(scale, parameter[i]);

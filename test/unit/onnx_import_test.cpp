@@ -140,14 +140,14 @@ TEST(OnnxImport, UnsupportedElementAndValueTypesNameTheValue) {
   EXPECT_CONTAINS(userErrorOf([&] { sequence.import(); }),
                   "graph input 'items' has type seq(tensor(float)); sinter supports only tensors");
 
-  ModelBuilder float8;
-  float8.inputF32("x", {2});
-  auto *weight = float8.initializer("w8", 17, {2}); // FLOAT8E4M3FN
+  ModelBuilder float6;
+  float6.inputF32("x", {2});
+  auto *weight = float6.initializer("w6", 27, {2}); // FLOAT6E2M3
   weight->set_raw_data(std::string("\x01\x02", 2));
-  float8.node("Add", {"x", "w8"}, {"y"});
-  float8.output("y");
-  EXPECT_CONTAINS(userErrorOf([&] { float8.import(); }),
-                  "initializer 'w8' has element type float8e4m3fn, which sinter does not support");
+  float6.node("Add", {"x", "w6"}, {"y"});
+  float6.output("y");
+  EXPECT_CONTAINS(userErrorOf([&] { float6.import(); }),
+                  "initializer 'w6' has element type float6e2m3, which sinter does not support");
 }
 
 // ---- malformed graphs -------------------------------------------------------------------------

@@ -157,7 +157,7 @@ void writeOutputs(const RunFlags &flags, const OutputPlan &plan, std::vector<Ten
 
 std::string formatValue(const Tensor &tensor, int64_t i) {
   char buffer[48];
-  if (isFloat(tensor.dtype()))
+  if (isFloat(tensor.dtype()) || isLowPrecisionFloat(tensor.dtype()))
     std::snprintf(buffer, sizeof buffer, "%.6g", tensor.getDouble(i));
   else if (tensor.dtype() == DType::Bool)
     return tensor.getInt(i) ? "true" : "false";

@@ -13,6 +13,14 @@
 // Rem by zero are undefined (lowering guards where ONNX defines a result). Float math is IEEE
 // single/double as the expression's type says; f16/bf16 buffers are loaded and stored through
 // Cast to/from f32 (lowering inserts the casts). Loads and stores are in bounds by construction.
+//
+// The low-precision types (float8, f4e2m1, i4, u4, i2, u2; low_precision.h) are one byte each:
+// an expression of such a type holds the element's byte (a code, or a sign-extended 4-/2-bit
+// integer) and only Constant (intValue is the byte), Var, Load, Store, Select and BitCast carry
+// it. cast() to or from them expands into integer bit arithmetic at construction
+// (lib/codegen/low_precision_cast.cpp), so a backend never sees a Cast that involves them.
+// BitCast reinterprets the bits of a value as another type of the same size (f32 <-> i32/u32,
+// f64 <-> i64/u64, a low-precision type <-> i8/u8).
 #pragma once
 
 #include "sinter/ir/dtype.h"
@@ -127,9 +135,10 @@ ExprRef unary(UnaryOp op, ExprRef a);
 /// Comparisons and logical ops give bool; other ops keep a's type (b must have the same type).
 ExprRef binary(BinaryOp op, ExprRef a, ExprRef b);
 ExprRef select(ExprRef condition, ExprRef ifTrue, ExprRef ifFalse);
+/// Converts a value to `type` (Cast's rules; into a low-precision float with its default
+/// rounding: saturating, f8e8m0 rounding up).
 ExprRef cast(ExprRef a, DType type);
-/// The bits of `a` read as `type`: f32 <-> i32/u32 or f64 <-> i64/u64 (same width; other pairs
-/// are plain casts or not allowed).
+/// Reinterprets a value's bits as `type`, which must have the same byte size (not bool).
 ExprRef bitcast(ExprRef a, DType type);
 
 /// Convenience for index arithmetic on i64.

@@ -24,6 +24,11 @@ const char *cudaStorageType(DType type) {
   case DType::Int64: return "long long";
   case DType::Uint64: return "unsigned long long";
   case DType::Bool: return "bool";
+  // Low-precision types are their byte (kernel_ir.h).
+  case DType::Int4: case DType::Int2: return "signed char";
+  case DType::Float8E4M3FN: case DType::Float8E4M3FNUZ: case DType::Float8E5M2:
+  case DType::Float8E5M2FNUZ: case DType::Float8E8M0: case DType::Float4E2M1:
+  case DType::Uint4: case DType::Uint2: return "unsigned char";
   }
   return "?";
 }
@@ -252,17 +257,17 @@ std::string CudaPrinter::castExpr(const ExprRef &e) {
 std::string CudaPrinter::bitcastExpr(const ExprRef &e) {
   DType from = e->operands[0]->type, to = e->type;
   std::string inner = expr(e->operands[0]);
-  switch (to) {
-  case DType::Int32: return "__float_as_int(" + inner + ")";
-  case DType::Uint32: return "__float_as_uint(" + inner + ")";
-  case DType::Int64: return "__double_as_longlong(" + inner + ")";
-  case DType::Uint64: return "((unsigned long long)__double_as_longlong(" + inner + "))";
-  case DType::Float32: return (from == DType::Int32 ? "__int_as_float(" : "__uint_as_float(") + inner + ")";
-  case DType::Float64: return "__longlong_as_double((long long)(" + inner + "))";
-  default: break;
-  }
-  SINTER_ASSERT(false, "no CUDA bitcast to ", dtypeName(to));
-  return "?";
+  std::string target = cudaStorageType(to);
+  if (from == DType::Float32)
+    return "((" + target + ")__float_as_uint(" + inner + "))";
+  if (to == DType::Float32)
+    return "__uint_as_float((unsigned int)(" + inner + "))";
+  if (from == DType::Float64)
+    return "((" + target + ")__double_as_longlong(" + inner + "))";
+  if (to == DType::Float64)
+    return "__longlong_as_double((long long)(" + inner + "))";
+  // Integers and bytes of one width: a C conversion keeps the bits.
+  return "((" + target + ")(" + inner + "))";
 }
 
 std::string CudaPrinter::fromFloat(const std::string &floatText, DType to) {

@@ -17,6 +17,11 @@ llvm::Type *storageType(llvm::LLVMContext &c, DType type) {
   case DType::Int8: case DType::Uint8: case DType::Bool: return llvm::Type::getInt8Ty(c);
   case DType::Int32: case DType::Uint32: return llvm::Type::getInt32Ty(c);
   case DType::Int64: case DType::Uint64: return llvm::Type::getInt64Ty(c);
+  // Low-precision types are their byte (kernel_ir.h); casts on them are integer arithmetic.
+  case DType::Float8E4M3FN: case DType::Float8E4M3FNUZ: case DType::Float8E5M2:
+  case DType::Float8E5M2FNUZ: case DType::Float8E8M0: case DType::Float4E2M1:
+  case DType::Int4: case DType::Uint4: case DType::Int2: case DType::Uint2:
+    return llvm::Type::getInt8Ty(c);
   }
   return nullptr;
 }
@@ -202,7 +207,12 @@ llvm::Value *KernelEmitter::expr(const ExprRef &e) {
     result = b_.CreateSelect(expr(e->operands[0]), expr(e->operands[1]), expr(e->operands[2]));
     break;
   case ExprKind::Cast: result = castValue(expr(e->operands[0]), e->operands[0]->type, e->type); break;
-  case ExprKind::BitCast: result = b_.CreateBitCast(expr(e->operands[0]), valueType(ctx_, e->type)); break;
+  case ExprKind::BitCast: {
+    llvm::Value *value = expr(e->operands[0]);
+    llvm::Type *target = valueType(ctx_, e->type);
+    result = value->getType() == target ? value : b_.CreateBitCast(value, target);
+    break;
+  }
   }
   cache_[e.get()] = result;
   return result;

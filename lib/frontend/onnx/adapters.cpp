@@ -12,11 +12,11 @@
 //                                   Split (<18) without `split` splits into equal parts
 //   renamed or deprecated ops       Upsample -> Resize, Scatter -> ScatterElements
 //   attributes that never change    Gemm broadcast, BatchNormalization spatial=1 / is_test,
-//   an inference result             Dropout is_test, consumed_inputs (any op), Cast round_mode
-//                                   (float8e8m0 only, a type sinter lacks), Range stash_type
+//   an inference result             Dropout is_test, consumed_inputs (any op), Range stash_type
 //
-// What opsets 24 to 28 changed and how the IR has it: new element types (float8e8m0, int2,
-// uint2, float6: refused where a value has them); Attention's nonpad_kv_seqlen input and window
+// What opsets 24 to 28 changed and how the IR has it: new element types (float8e8m0, int2 and
+// uint2 are IR types, with Cast's round_mode for float8e8m0; float6 is refused where a value has
+// it); Attention's nonpad_kv_seqlen input and window
 // attributes (Attention is not an IR op); SpaceToDepth's `mode` (an IR attribute); Range's
 // float16 / bfloat16 with `stash_type` (the reference computes in double); Mod with fmod=0 on
 // floats and BitShift on signed integers (both IR semantics); bfloat16 for TopK, Einsum, OneHot,
@@ -304,12 +304,15 @@ std::vector<Value *> adaptScatter(Builder &b, OnnxNode &n) {
   return emitAs(b, n, OpKind::ScatterElements);
 }
 
-// Cast's and CastLike's round_mode (opset 24) applies only to float8e8m0, which sinter does not
-// have; any other target type ignores it. Its value is still checked.
-void checkRoundMode(OnnxNode &n) {
-  if (std::optional<std::string> mode = n.attributes.takeString("round_mode"))
-    if (*mode != "up" && *mode != "down" && *mode != "nearest")
-      userError(n.where, ": round_mode '", *mode, "' is not one of up, down, nearest");
+// Cast's and CastLike's round_mode (opset 24) applies only to casts into float8e8m0; it stays on
+// the IR node (up, the default, when absent). Its value is checked here.
+Attributes castRoundMode(OnnxNode &n) {
+  std::optional<std::string> mode = n.attributes.takeString("round_mode");
+  if (!mode)
+    return {};
+  if (*mode != "up" && *mode != "down" && *mode != "nearest")
+    userError(n.where, ": round_mode '", *mode, "' is not one of up, down, nearest");
+  return {{"round_mode", *mode}};
 }
 
 std::vector<Value *> adaptCast(Builder &b, OnnxNode &n) {
@@ -318,13 +321,13 @@ std::vector<Value *> adaptCast(Builder &b, OnnxNode &n) {
     userError(n.where, ": attribute 'to' is required");
   if (!dtypeFromOnnx(int(*to)))
     userError(n.where, ": casting to ", onnxTypeName(int(*to)), " is not supported");
-  checkRoundMode(n);
-  return emitAs(b, n, OpKind::Cast, {{"to", *to}});
+  Attributes extra = castRoundMode(n);
+  extra["to"] = *to;
+  return emitAs(b, n, OpKind::Cast, extra);
 }
 
 std::vector<Value *> adaptCastLike(Builder &b, OnnxNode &n) {
-  checkRoundMode(n);
-  return emitAs(b, n, OpKind::CastLike);
+  return emitAs(b, n, OpKind::CastLike, castRoundMode(n));
 }
 
 // Range (opset 27) takes float16 and bfloat16 with `stash_type`, the type the elements are

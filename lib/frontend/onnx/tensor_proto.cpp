@@ -1,11 +1,15 @@
 // TensorProto <-> Tensor, for every storage form ONNX allows:
 //   raw_data (little-endian), float_data, int32_data (also f16/bf16 bit patterns, int8/uint8,
-//   int16/uint16 and bool), int64_data, double_data, uint64_data (uint32/uint64), and external
+//   int16/uint16, bool and the float8 codes, one per int32, and the 4- and 2-bit types packed, one
+//   packed byte per int32), int64_data, double_data, uint64_data (uint32/uint64), and external
 //   data (location/offset/length in a file inside the model's folder).
+// The 4- and 2-bit types are packed in ONNX (two or four elements per byte) and unpacked here to
+// sinter's one byte per element (low_precision.h); writing packs them again.
 // The element count is checked against the data before anything is allocated, so a tensor that
 // claims a huge shape without the bytes to back it fails cleanly instead of exhausting memory.
 #include "onnx_internal.h"
 
+#include "sinter/ir/low_precision.h"
 #include "sinter/support/error.h"
 
 #include <bit>
@@ -116,11 +120,19 @@ Tensor readExternal(const ::onnx::TensorProto &proto, DType dtype, int64_t expec
               ") is out of range ", "of '", location, "' (", fileSize, " bytes)");
   // Only now, with the bytes known to exist, is the tensor allocated.
   Tensor tensor(dtype, dimsOf(proto));
+  std::string packed;
+  bool subByte = dtypeBits(dtype) < 8;
+  if (subByte)
+    packed.resize(size_t(expected));
+  char *target = subByte ? packed.data() : reinterpret_cast<char *>(tensor.data());
   std::ifstream stream(file, std::ios::binary);
   stream.seekg(offset);
-  stream.read(reinterpret_cast<char *>(tensor.data()), std::streamsize(expected));
+  stream.read(target, std::streamsize(expected));
   if (!stream || stream.gcount() != std::streamsize(expected))
     userError(what, ": cannot read external data file '", location, "'");
+  if (subByte)
+    unpackLowPrecision(dtype, reinterpret_cast<const uint8_t *>(packed.data()),
+                       tensor.elementCount(), tensor.data<uint8_t>());
   return tensor;
 }
 
@@ -183,6 +195,32 @@ void readTyped(const ::onnx::TensorProto &proto, const std::string &what, int64_
     copyField(proto.int32_data(), *out,
               [](Tensor &t, int64_t i, int32_t v) { t.data<uint8_t>()[i] = v != 0; });
     return;
+  case DType::Float8E4M3FN:
+  case DType::Float8E4M3FNUZ:
+  case DType::Float8E5M2:
+  case DType::Float8E5M2FNUZ:
+  case DType::Float8E8M0:
+    // The 8-bit code in the low bits of each int32.
+    checkCount(proto.int32_data_size(), count, "int32_data", what, type);
+    make();
+    copyField(proto.int32_data(), *out, [](Tensor &t, int64_t i, int32_t v) {
+      t.data<uint8_t>()[i] = uint8_t(uint32_t(v) & 0xff);
+    });
+    return;
+  case DType::Float4E2M1:
+  case DType::Int4:
+  case DType::Uint4:
+  case DType::Int2:
+  case DType::Uint2: {
+    // One packed byte (two or four elements) in the low bits of each int32.
+    checkCount(proto.int32_data_size(), packedByteCount(dtype, count), "int32_data", what, type);
+    std::vector<uint8_t> packed;
+    for (int32_t v : proto.int32_data())
+      packed.push_back(uint8_t(uint32_t(v) & 0xff));
+    make();
+    unpackLowPrecision(dtype, packed.data(), count, out->data<uint8_t>());
+    return;
+  }
   case DType::Int32:
   case DType::Int16:
   case DType::Int8:
@@ -215,7 +253,9 @@ Tensor tensorFromProto(const ::onnx::TensorProto &proto, const TensorSource &sou
   int64_t count = checkedElementCount(proto.dims(), what);
   if (proto.has_segment())
     userError(what, " is stored in segments, which sinter does not support");
-  int64_t bytes = count * dtypeSize(dtype);
+  // ONNX's bytes: packed for the 4- and 2-bit types, one per element in sinter.
+  bool subByte = dtypeBits(dtype) < 8;
+  int64_t bytes = subByte ? packedByteCount(dtype, count) : count * dtypeSize(dtype);
 
   if (proto.data_location() == ::onnx::TensorProto_DataLocation_EXTERNAL) {
     Tensor tensor = readExternal(proto, dtype, bytes, source, what);
@@ -228,7 +268,10 @@ Tensor tensorFromProto(const ::onnx::TensorProto &proto, const TensorSource &sou
       userError(what, " (", typeText(proto, dtype), ") has ", raw.size(), " bytes of raw_data, ",
                 "expected ", bytes);
     Tensor tensor(dtype, dimsOf(proto));
-    if (bytes)
+    if (subByte)
+      unpackLowPrecision(dtype, reinterpret_cast<const uint8_t *>(raw.data()), count,
+                         tensor.data<uint8_t>());
+    else if (bytes)
       std::memcpy(tensor.data(), raw.data(), size_t(bytes));
     normalizeBools(tensor);
     return tensor;
@@ -243,6 +286,13 @@ void tensorToProto(const Tensor &tensor, ::onnx::TensorProto &proto) {
   for (int64_t dim : tensor.dims())
     proto.add_dims(dim);
   proto.set_data_type(dtypeToOnnx(tensor.dtype()));
+  if (dtypeBits(tensor.dtype()) < 8) {
+    std::string packed(size_t(packedByteCount(tensor.dtype(), tensor.elementCount())), '\0');
+    packLowPrecision(tensor.dtype(), tensor.data<uint8_t>(), tensor.elementCount(),
+                     reinterpret_cast<uint8_t *>(packed.data()));
+    proto.set_raw_data(std::move(packed));
+    return;
+  }
   proto.set_raw_data(reinterpret_cast<const char *>(tensor.data()), tensor.byteSize());
 }
 

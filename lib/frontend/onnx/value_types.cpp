@@ -19,7 +19,8 @@ constexpr OnnxType kOnnxTypes[] = {
     {"uint32", 4},         {"uint64", 8},       {"complex64", 8},      {"complex128", 16},
     {"bfloat16", 2},       {"float8e4m3fn", 1}, {"float8e4m3fnuz", 1}, {"float8e5m2", 1},
     {"float8e5m2fnuz", 1}, {"uint4", 0.5},      {"int4", 0.5},         {"float4e2m1", 0.5},
-    {"float8e8m0", 1},     {"uint2", 0.25},     {"int2", 0.25},
+    {"float8e8m0", 1},     {"uint2", 0.25},     {"int2", 0.25},        {"float6e2m3", 0.75},
+    {"float6e3m2", 0.75},
 };
 constexpr int kNumOnnxTypes = int(sizeof(kOnnxTypes) / sizeof(kOnnxTypes[0]));
 } // namespace
