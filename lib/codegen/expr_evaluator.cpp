@@ -205,19 +205,6 @@ ScalarValue ExprEvaluator::evaluate(const ExprRef &expr) const {
       result.intValue = wrapInteger(uint64_t(a.intValue), e.type);
     return result;
   }
-  case ExprKind::BitCast: {
-    ScalarValue a = evaluate(e.operands[0]);
-    if (e.type == DType::Float32) {
-      result.floatValue = std::bit_cast<float>(uint32_t(a.intValue));
-    } else if (e.type == DType::Float64) {
-      result.floatValue = std::bit_cast<double>(a.intValue);
-    } else if (e.operands[0]->type == DType::Float32) {
-      result.intValue = wrapInteger(std::bit_cast<uint32_t>(float(a.floatValue)), e.type);
-    } else {
-      result.intValue = std::bit_cast<int64_t>(a.floatValue);
-    }
-    return result;
-  }
   case ExprKind::Unary: {
     ScalarValue a = evaluate(e.operands[0]);
     DType type = e.operands[0]->type;

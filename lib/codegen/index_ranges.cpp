@@ -118,8 +118,7 @@ std::optional<IndexRange> IndexRanges::of(const ExprRef &e) {
       result = unite(*a, *b);
     break;
   }
-  case ExprKind::Unary:
-  case ExprKind::BitCast: result = typeRange(e->type); break;
+  case ExprKind::Unary: result = typeRange(e->type); break;
   case ExprKind::Binary: {
     if (isComparison(e->binary)) {
       result = IndexRange{0, 1};

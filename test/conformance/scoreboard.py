@@ -94,7 +94,7 @@ def render(reports):
                                   for t in targets) + " |")
     lines += ["", "Categories: see `test/conformance/run_node_tests.py`. unsupported-type: an input "
               "or output is a sequence, optional, map or string, or a tensor of an element type "
-              "sinter lacks (float8, int4, ...). compile-error (compiled targets only): `sinter "
+              "sinter lacks (float6, complex, ...). compile-error (compiled targets only): `sinter "
               "compile` refused the model after importing it (an op without code generation, a "
               "shape that depends on the data itself, a training-mode op). Many tests feed an "
               "input that decides a shape (axes, pads, scales) which a compiled artifact needs as "
