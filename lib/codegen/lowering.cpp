@@ -54,6 +54,7 @@ const LoweringTable &loweringTable() {
     registerPoolingLowering(table);
     registerAttentionLowering(table);
     registerRecurrentLowering(table);
+    registerIntegerMatMulLowering(table);
     return table;
   }();
   return table;

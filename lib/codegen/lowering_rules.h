@@ -96,6 +96,7 @@ void registerContractionLowering(LoweringTable &table);   // lower_contraction.c
 void registerPoolingLowering(LoweringTable &table);       // lower_pooling.cpp
 void registerAttentionLowering(LoweringTable &table);     // lower_attention.cpp (Attention, losses)
 void registerRecurrentLowering(LoweringTable &table);     // lower_recurrent.cpp (RNN, GRU, LSTM)
+void registerIntegerMatMulLowering(LoweringTable &table); // lower_integer_matmul.cpp (MatMulInteger, QLinearMatMul)
 
 /// A group's buffers declared in a builder (its inputs, then its outputs, as lowerGroup orders
 /// them): an accessor for each input and the buffer of each output.

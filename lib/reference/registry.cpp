@@ -28,6 +28,12 @@ const RuleTable &rules() {
     registerSignalRules(table);
     registerSelectionRules(table);
     registerRecurrentRules(table);
+    registerIntegerMatMulRules(table);
+    registerFourierRules(table);
+    registerCol2ImRules(table);
+    registerDeformConvRules(table);
+    registerUniqueRules(table);
+    registerTfIdfRules(table);
     return table;
   }();
   return table;

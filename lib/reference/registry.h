@@ -54,5 +54,11 @@ void registerStatefulRules(RuleTable &table);      // stateful.cpp: CausalConvWi
 void registerSignalRules(RuleTable &table);        // signal.cpp: HannWindow, HammingWindow, BlackmanWindow
 void registerSelectionRules(RuleTable &table);     // selection.cpp: Compress, ReverseSequence, CenterCropPad, NonMaxSuppression
 void registerRecurrentRules(RuleTable &table);     // recurrent.cpp: RNN, GRU, LSTM
+void registerIntegerMatMulRules(RuleTable &table); // integer_matmul.cpp: MatMulInteger, QLinearMatMul
+void registerFourierRules(RuleTable &table);       // fourier.cpp: DFT, STFT
+void registerCol2ImRules(RuleTable &table);        // col2im.cpp: Col2Im
+void registerDeformConvRules(RuleTable &table);    // deform_conv.cpp: DeformConv
+void registerUniqueRules(RuleTable &table);        // unique.cpp: Unique
+void registerTfIdfRules(RuleTable &table);         // tfidf.cpp: TfIdfVectorizer
 
 } // namespace sinter::reference

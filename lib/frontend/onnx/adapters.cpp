@@ -5,7 +5,7 @@
 //   attributes that became inputs   Squeeze/Unsqueeze axes (<13), ReduceSum axes (<13), other
 //                                   Reduce* axes (<18), Split split (<13), Slice starts/ends/axes
 //                                   (<10), Pad pads/value (<11), Clip min/max (<11), Dropout
-//                                   ratio (<12), TopK k (<10), Upsample scales (7)
+//                                   ratio (<12), TopK k (<10), Upsample scales (7), DFT axis (<20)
 //   changed semantics               Softmax/LogSoftmax/Hardmax (<13) coerce to 2-D at `axis`;
 //                                   GroupNormalization (<21) scales per group, not per channel;
 //                                   Resize (10) and Upsample use asymmetric coordinates;
@@ -372,12 +372,25 @@ std::vector<Value *> adaptGroupNormalization(Builder &b, OnnxNode &n) {
   return emitAs(b, n, OpKind::GroupNormalization, {{"num_groups", *groups}});
 }
 
+// DFT before opset 20 takes its axis as an attribute (default 1); opset 20 takes it as input 2
+// (default -2), which is the IR's form.
+std::vector<Value *> adaptDFT(Builder &b, OnnxNode &n) {
+  if (n.opset < 20 || n.attributes.has("axis")) {
+    int64_t axis = n.attributes.takeInt("axis").value_or(1);
+    if (hasInput(n, 2))
+      userError(n.where, ": 'axis' is given both as an attribute and as input 2");
+    setInput(n, 2, b.constantInts(helperName(n, "axis"), {axis}));
+  }
+  return emitAs(b, n, OpKind::DFT);
+}
+
 const std::map<std::string_view, AdapterFn> &adapters() {
   static const std::map<std::string_view, AdapterFn> kAdapters = {
       {"BatchNormalization", adaptBatchNormalization},
       {"Cast", adaptCast},
       {"CastLike", adaptCastLike},
       {"Clip", adaptClip},
+      {"DFT", adaptDFT},
       {"Dropout", adaptDropout},
       {"Gemm", adaptGemm},
       {"GroupNormalization", adaptGroupNormalization},
