@@ -55,6 +55,9 @@ const LoweringTable &loweringTable() {
     registerAttentionLowering(table);
     registerRecurrentLowering(table);
     registerIntegerMatMulLowering(table);
+    registerSignalLowering(table);
+    registerImageLowering(table);
+    registerCountingLowering(table);
     return table;
   }();
   return table;

@@ -97,6 +97,9 @@ void registerPoolingLowering(LoweringTable &table);       // lower_pooling.cpp
 void registerAttentionLowering(LoweringTable &table);     // lower_attention.cpp (Attention, losses)
 void registerRecurrentLowering(LoweringTable &table);     // lower_recurrent.cpp (RNN, GRU, LSTM)
 void registerIntegerMatMulLowering(LoweringTable &table); // lower_integer_matmul.cpp (MatMulInteger, QLinearMatMul)
+void registerSignalLowering(LoweringTable &table);        // lower_signal.cpp (DFT)
+void registerImageLowering(LoweringTable &table);         // lower_image.cpp (Col2Im, DeformConv)
+void registerCountingLowering(LoweringTable &table);      // lower_counting.cpp (TfIdfVectorizer)
 
 /// A group's buffers declared in a builder (its inputs, then its outputs, as lowerGroup orders
 /// them): an accessor for each input and the buffer of each output.
