@@ -24,16 +24,16 @@ void tfIdfRule(const RuleContext &ctx) {
   std::vector<int64_t> indexes = node.attrInts("ngram_indexes");
   std::vector<float> weights = node.attrFloats("weights");
   int64_t width = out.back(), length = in.back();
-  // Output column -> its n-grams.
-  std::map<int64_t, std::vector<std::vector<int64_t>>> grams;
+  // Output column -> its n-grams (place in the pool, tokens).
+  std::map<int64_t, std::vector<std::pair<size_t, std::vector<int64_t>>>> grams;
   size_t next = 0;
   for (size_t n = 0; n < counts.size(); ++n) {
     int64_t end = n + 1 < counts.size() ? counts[n + 1] : int64_t(pool.size());
-    for (int64_t at = counts[n]; at + int64_t(n) < end && next < indexes.size(); at += int64_t(n + 1))
-      grams[indexes[next++]].push_back(std::vector<int64_t>(pool.begin() + at, pool.begin() + at + int64_t(n + 1)));
+    for (int64_t at = counts[n]; at + int64_t(n) < end && next < indexes.size(); at += int64_t(n + 1), ++next)
+      grams[indexes[next]].push_back({next, std::vector<int64_t>(pool.begin() + at, pool.begin() + at + int64_t(n + 1))});
   }
-  if (!weights.empty() && int64_t(weights.size()) < width)
-    userError(node.describe(), ": weights has ", weights.size(), " entries for ", width, " output columns");
+  if (!weights.empty() && weights.size() < next)
+    userError(node.describe(), ": weights has ", weights.size(), " entries for ", next, " n-grams");
 
   b.setParallelExtent(productOf(out));
   ExprRef row = div(b.gid(), width), column = rem(b.gid(), width);
@@ -46,10 +46,12 @@ void tfIdfRule(const RuleContext &ctx) {
     ExprRef clamped = binary(BinaryOp::Min, position, intConstant(length - 1));
     return in.size() == 2 ? ctx.input(0)({row, clamped}) : ctx.input(0)({clamped});
   };
-  b.emit(assign(count, intConstant(0)));
+  DType f32 = DType::Float32;
+  int total = b.addVariable("total", f32);
+  b.emit(assign(total, constant(f32, 0)));
   for (const auto &[target, list] : grams) {
     std::vector<StmtRef> perColumn;
-    for (const std::vector<int64_t> &gram : list) {
+    for (const auto &[place, gram] : list) {
       int64_t n = int64_t(gram.size());
       if (n < minGram || n > maxGram)
         continue;
@@ -60,27 +62,21 @@ void tfIdfRule(const RuleContext &ctx) {
                        binary(BinaryOp::Eq, token(add(sv, mul(dv, k))), typedConstant(tokenType, double(gram[size_t(k)]))));
       // 1-grams count once, not once per skip distance.
       int64_t distances = n == 1 ? 1 : maxSkip + 1;
+      perColumn.push_back(assign(count, intConstant(0)));
       perColumn.push_back(forLoop(step, intConstant(distances),
           {forLoop(start, intConstant(length), {ifThen(match, {assign(count, add(var(count, DType::Int64), 1))})})}));
+      // TF the count, IDF the weight where the count is positive, TFIDF weight * count.
+      ExprRef frequency = cast(var(count, DType::Int64), f32);
+      ExprRef weight = constant(f32, weights.empty() ? 1.0 : double(weights[place]));
+      ExprRef value = mode == "IDF"     ? select(binary(BinaryOp::Gt, frequency, constant(f32, 0)), weight, constant(f32, 0))
+                      : mode == "TFIDF" ? binary(BinaryOp::Mul, frequency, weight)
+                                        : frequency;
+      perColumn.push_back(assign(total, binary(BinaryOp::Add, var(total, f32), value)));
     }
     if (!perColumn.empty())
       b.emit(ifThen(binary(BinaryOp::Eq, column, intConstant(target)), perColumn));
   }
-  DType f32 = DType::Float32;
-  ExprRef frequency = cast(var(count, DType::Int64), f32);
-  ExprRef weight = constant(f32, 1.0);
-  if (!weights.empty()) {
-    // The column's weight, chosen among the constants.
-    weight = constant(f32, 0.0);
-    for (int64_t c = 0; c < width; ++c)
-      weight = select(binary(BinaryOp::Eq, column, intConstant(c)), constant(f32, weights[size_t(c)]), weight);
-  }
-  ExprRef value = frequency;
-  if (mode == "IDF")
-    value = select(binary(BinaryOp::Gt, frequency, constant(f32, 0)), weight, constant(f32, 0));
-  else if (mode == "TFIDF")
-    value = binary(BinaryOp::Mul, frequency, weight);
-  b.emit(ctx.store(0, b.gid(), value));
+  b.emit(ctx.store(0, b.gid(), var(total, f32)));
 }
 
 } // namespace

@@ -20,7 +20,8 @@ ExprRef parameterAt(const RuleContext &ctx, int input, bool perRow, const std::v
   int64_t rows = operand[operand.size() - 2], columns = operand.back();
   if (dims.size() == 1 && dims[0] == (perRow ? rows : columns))
     return ctx.input(input)({perRow ? out[rank - 2] : out[rank - 1]});
-  bool shaped = dims.size() == operand.size() && (perRow ? dims.back() == 1 : dims[dims.size() - 2] == 1);
+  bool shaped = dims.size() >= 2 && dims.size() <= operand.size() &&
+                (perRow ? dims.back() == 1 : dims[dims.size() - 2] == 1);
   if (!shaped)
     userError(ctx.node().describe(), ": input ", input, " has shape ", shapeStr(shapeOf(dims)),
               "; expected one element, a vector of ", perRow ? rows : columns, ", or the operand's rank with a 1 in place of its ",

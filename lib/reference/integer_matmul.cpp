@@ -5,7 +5,8 @@
 //   QLinearMatMul  y = saturate(round_half_even(sum * (a_scale * b_scale / y_scale)) + y_zero_point)
 // QLinearMatMul's factor is computed in the scales' type (f32, or f16 / bf16 rounded after each
 // operation), as ONNX's reference does. A's scale and zero point are a scalar, a vector of M (per
-// row) or [..., M, 1]; B's a scalar, a vector of N (per column) or [..., 1, N]; Y's a scalar.
+// row) or [..., M, 1]; B's a scalar, a vector of N (per column) or [..., 1, N] (broadcast against
+// the output, dims aligned to the right); Y's a scalar.
 #include "indexing.h"
 #include "registry.h"
 #include "tensor_helpers.h"
@@ -36,7 +37,8 @@ public:
     // [..., M, 1] for A, [..., 1, N] for B: broadcast against the output.
     std::vector<int64_t> expected = operandDims;
     expected[expected.size() - (perRow ? 1 : 2)] = 1;
-    if (dims.size() != operandDims.size() || (perRow ? dims.back() != 1 : dims[dims.size() - 2] != 1))
+    if (dims.size() < 2 || dims.size() > operandDims.size() ||
+        (perRow ? dims.back() != 1 : dims[dims.size() - 2] != 1))
       userError(node.describe(), ": ", what, " has shape ", shapeStr(parameter->type().shape),
                 "; expected one element, a vector of ", perRow ? rows : columns, " or ",
                 shapeStr(shapeOf(expected)));

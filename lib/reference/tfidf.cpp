@@ -3,8 +3,10 @@
 // its output column. In each row (X is [N] or [B, N]) an n-gram of length n in
 // [min_gram_length, max_gram_length] with skip distance d in 1 .. max_skip_count + 1 is the
 // tokens at start, start + d, ..., start + (n - 1) d; 1-grams are counted once, not per d.
-// Output f32: TF the counts, IDF weight (1 without weights) where the count is positive,
-// TFIDF weight * count. Weights are per output column, as ONNX's reference applies them.
+// Output f32, summed over the n-grams of each column: TF the counts, IDF the n-gram's weight (1
+// without weights) where its count is positive, TFIDF weight * count. Weights follow the pool's
+// n-gram order, as the spec and onnxruntime have them (ONNX's Python reference indexes them by
+// output column instead, which differs only when ngram_indexes is not in pool order).
 #include "registry.h"
 #include "tensor_helpers.h"
 
@@ -24,7 +26,7 @@ Outputs evalTfIdf(const Node &node, const Inputs &inputs) {
   std::vector<int64_t> pool = node.attrInts("pool_int64s"), counts = node.attrInts("ngram_counts");
   std::vector<int64_t> indexes = node.attrInts("ngram_indexes");
   std::vector<float> weights = node.attrFloats("weights");
-  // n-gram (tokens) -> output column.
+  // n-gram (tokens) -> its place in the pool.
   std::map<std::vector<int64_t>, int64_t> columns;
   size_t next = 0;
   for (size_t n = 0; n < counts.size(); ++n) {
@@ -32,16 +34,16 @@ Outputs evalTfIdf(const Node &node, const Inputs &inputs) {
     for (int64_t at = counts[n]; at + int64_t(n) < end; at += int64_t(n + 1)) {
       if (next >= indexes.size())
         userError(node.describe(), ": ngram_indexes has fewer entries than the pool has n-grams");
-      columns[std::vector<int64_t>(pool.begin() + at, pool.begin() + at + int64_t(n + 1))] = indexes[next++];
+      columns[std::vector<int64_t>(pool.begin() + at, pool.begin() + at + int64_t(n + 1))] = int64_t(next++);
     }
   }
   int64_t width = 0;
   for (int64_t index : indexes)
     width = std::max(width, index + 1);
-  if (!weights.empty() && int64_t(weights.size()) < width)
-    userError(node.describe(), ": weights has ", weights.size(), " entries for ", width, " output columns");
+  if (!weights.empty() && weights.size() < next)
+    userError(node.describe(), ": weights has ", weights.size(), " entries for ", next, " n-grams");
   int64_t rows = x.rank() == 2 ? x.dims()[0] : 1, length = x.dims().back();
-  std::vector<double> frequency(size_t(rows * width), 0.0);
+  std::vector<double> frequency(size_t(rows) * next, 0.0);
   for (int64_t row = 0; row < rows; ++row)
     for (int64_t distance = 1; distance <= maxSkip + 1; ++distance)
       for (int64_t n = distance == 1 ? minGram : std::max<int64_t>(minGram, 2); n <= maxGram; ++n)
@@ -51,18 +53,18 @@ Outputs evalTfIdf(const Node &node, const Inputs &inputs) {
             gram.push_back(x.getInt(row * length + start + k * distance));
           auto it = columns.find(gram);
           if (it != columns.end())
-            frequency[size_t(row * width + it->second)] += 1;
+            frequency[size_t(row) * next + size_t(it->second)] += 1;
         }
-  for (int64_t i = 0; i < rows * width; ++i) {
-    double weight = weights.empty() ? 1.0 : double(weights[size_t(i % width)]);
-    double &f = frequency[size_t(i)];
-    if (mode == "IDF")
-      f = f > 0 ? weight : 0.0;
-    else if (mode == "TFIDF")
-      f *= weight;
-  }
+  std::vector<double> out(size_t(rows * width), 0.0);
+  for (int64_t row = 0; row < rows; ++row)
+    for (size_t gram = 0; gram < next; ++gram) {
+      double weight = weights.empty() ? 1.0 : double(weights[gram]);
+      double f = frequency[size_t(row) * next + gram];
+      double value = mode == "IDF" ? (f > 0 ? weight : 0.0) : mode == "TFIDF" ? f * weight : f;
+      out[size_t(row * width + indexes[gram])] += value;
+    }
   std::vector<int64_t> outDims = x.rank() == 2 ? std::vector<int64_t>{rows, width} : std::vector<int64_t>{width};
-  return {fromDoubles(DType::Float32, outDims, frequency)};
+  return {fromDoubles(DType::Float32, outDims, out)};
 }
 
 } // namespace
