@@ -7,6 +7,10 @@
 // DeformConv: X [N, C, spatial...], W [oC, C / group, kernel...], offset [N, offset_group *
 // prod(kernel) * rank, out...], B [oC], mask [N, offset_group * prod(kernel), out...]; output
 // [N, oC, out...] with out from the convolution's window arithmetic.
+//
+// RoiAlign: X [N, C, H, W], rois [R, 4], batch_indices [R] (i64); output [R, C, output_height,
+// output_width]. MaxUnpool: X and indices [N, C, spatial...]; output [N, C, out...] with out
+// from output_shape (input 2) or (in - 1) * stride - pads + kernel.
 #include "infer_rules.h"
 
 namespace sinter::infer {
@@ -139,11 +143,74 @@ Types deformConv(const InferContext &ctx) {
   return {{ctx.dtype(0), out}};
 }
 
+Types roiAlign(const InferContext &ctx) {
+  ctx.requireDType(0, isFloatType, "a float type");
+  ctx.requireRank(0, 4);
+  ctx.requireSameDType(0, 1);
+  ctx.requireRank(1, 2);
+  ctx.requireDType(2, [](DType t) { return t == DType::Int64; }, "i64");
+  ctx.requireRank(2, 1);
+  mergeDims(ctx, ctx.shape(1)[1], Dim(4), "rois' dim 1 and 4 coordinates");
+  Dim rois = mergeDims(ctx, ctx.shape(1)[0], ctx.shape(2)[0], "the number of rois and of batch indices");
+  std::string mode = ctx.node().attrString("mode", "avg");
+  if (mode != "avg" && mode != "max")
+    ctx.fail("mode '", mode, "' is not avg or max");
+  std::string transform = ctx.node().attrString("coordinate_transformation_mode", "half_pixel");
+  if (transform != "half_pixel" && transform != "output_half_pixel")
+    ctx.fail("coordinate_transformation_mode '", transform, "' is not half_pixel or output_half_pixel");
+  int64_t height = ctx.node().attrInt("output_height", 1), width = ctx.node().attrInt("output_width", 1);
+  if (height <= 0 || width <= 0 || ctx.node().attrInt("sampling_ratio", 0) < 0)
+    ctx.fail("output_height and output_width must be positive and sampling_ratio not negative");
+  return {{ctx.dtype(0), {rois, ctx.shape(0)[1], Dim(height), Dim(width)}}};
+}
+
+Types maxUnpool(const InferContext &ctx) {
+  ctx.requireDType(0, isFloatType, "a float type");
+  ctx.requireRankAtLeast(0, 3);
+  ctx.requireDType(1, [](DType t) { return t == DType::Int64; }, "i64");
+  ctx.requireRank(1, ctx.rank(0));
+  const Shape &x = ctx.shape(0);
+  size_t n = x.size() - 2;
+  for (size_t d = 0; d < x.size(); ++d)
+    mergeDims(ctx, ctx.shape(1)[d], x[d], "the indices' and X's dims");
+  std::vector<int64_t> kernel = intsAttribute(ctx, "kernel_shape", n, 1, 1);
+  std::vector<int64_t> strides = intsAttribute(ctx, "strides", n, 1, 1);
+  std::vector<int64_t> pads = intsAttribute(ctx, "pads", 2 * n, 0, 0);
+  Shape out = {x[0], x[1]};
+  for (size_t d = 0; d < n; ++d) {
+    if (!x[2 + d].isStatic()) {
+      out.push_back(Dim::unknown());
+      continue;
+    }
+    int64_t size = (x[2 + d].value() - 1) * strides[d] - pads[d] - pads[d + n] + kernel[d];
+    if (size <= 0)
+      ctx.fail("spatial dim ", d, " of the output would be ", size);
+    out.push_back(Dim(size));
+  }
+  if (ctx.hasInput(2)) {
+    ctx.requireDType(2, [](DType t) { return t == DType::Int64; }, "i64");
+    ctx.requireRank(2, 1);
+    std::optional<std::vector<int64_t>> shape = ctx.constantInts(2);
+    if (!shape)
+      return {{ctx.dtype(0), unknownShape(ctx.rank(0))}};
+    if (shape->size() != x.size())
+      ctx.failInput(2, "(output_shape) must have one value per dim of X");
+    for (size_t d = 0; d < x.size(); ++d) {
+      if (out[d].isStatic() && (*shape)[d] < out[d].value())
+        ctx.fail("output_shape's dim ", d, " (", (*shape)[d], ") is smaller than the unpooled size ", out[d].value());
+      out[d] = Dim((*shape)[d]);
+    }
+  }
+  return {{ctx.dtype(0), out}};
+}
+
 } // namespace
 
 void registerImageInference(InferTable &table) {
   table.add(OpKind::Col2Im, col2im);
   table.add(OpKind::DeformConv, deformConv);
+  table.add(OpKind::RoiAlign, roiAlign);
+  table.add(OpKind::MaxUnpool, maxUnpool);
 }
 
 } // namespace sinter::infer

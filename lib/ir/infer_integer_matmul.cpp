@@ -1,5 +1,6 @@
 // Inference for the integer matrix products MatMulInteger (int32 result) and QLinearMatMul (the
-// output zero point's type): numpy matmul over operands of rank >= 2 whose batch dims broadcast.
+// output zero point's type): numpy matmul over operands of rank >= 2 whose batch dims broadcast;
+// and for DynamicQuantizeLinear, which quantises a tensor for them.
 // The quantisation parameters' shapes are checked against the data by the reference evaluator
 // and the lowering, which read them.
 #include "infer_rules.h"
@@ -43,9 +44,16 @@ Types qlinearMatMul(const InferContext &ctx) {
   return {{ctx.dtype(7), out}};
 }
 
+// DynamicQuantizeLinear: f32 x -> u8 y of x's shape, f32 scale and u8 zero point (scalars).
+Types dynamicQuantizeLinear(const InferContext &ctx) {
+  ctx.requireDType(0, [](DType t) { return t == DType::Float32; }, "f32");
+  return {{DType::Uint8, ctx.shape(0)}, {DType::Float32, {}}, {DType::Uint8, {}}};
+}
+
 } // namespace
 
 void registerIntegerMatMulInference(InferTable &table) {
+  table.add(OpKind::DynamicQuantizeLinear, dynamicQuantizeLinear);
   table.add(OpKind::MatMulInteger, matMulInteger);
   table.add(OpKind::QLinearMatMul, qlinearMatMul);
 }

@@ -1,4 +1,4 @@
-// Inference for the Fourier transforms DFT and STFT.
+// Inference for the Fourier transforms DFT and STFT, and for MelWeightMatrix.
 //
 // DFT (opset-20 form; the importer turns opset 17's axis attribute into input 2): input
 // [..., 1 or 2] (real, or complex as [re, im]); the transform runs along `axis` (input 2,
@@ -99,11 +99,25 @@ Types stft(const InferContext &ctx) {
   return {{ctx.dtype(0), {signal[0], frames, bins, Dim(2)}}};
 }
 
+// MelWeightMatrix: [dft_length / 2 + 1, num_mel_bins] of output_datatype (default f32).
+Types melWeightMatrix(const InferContext &ctx) {
+  for (int i : {0, 1, 2})
+    scalarInput(ctx, i, i == 0 ? "num_mel_bins" : i == 1 ? "dft_length" : "sample_rate");
+  for (int i : {3, 4})
+    ctx.requireDType(i, isFloatType, "a float type");
+  DType dtype = dtypeFromOnnxAttr(ctx, ctx.node().attrInt("output_datatype", 1), "output_datatype");
+  std::optional<int64_t> bins = scalarInput(ctx, 0, "num_mel_bins"), length = scalarInput(ctx, 1, "dft_length");
+  if ((bins && *bins <= 0) || (length && *length <= 0))
+    ctx.fail("num_mel_bins and dft_length must be positive");
+  return {{dtype, {length ? Dim(*length / 2 + 1) : Dim::unknown(), bins ? Dim(*bins) : Dim::unknown()}}};
+}
+
 } // namespace
 
 void registerSignalInference(InferTable &table) {
   table.add(OpKind::DFT, dft);
   table.add(OpKind::STFT, stft);
+  table.add(OpKind::MelWeightMatrix, melWeightMatrix);
 }
 
 } // namespace sinter::infer

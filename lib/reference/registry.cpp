@@ -34,6 +34,10 @@ const RuleTable &rules() {
     registerDeformConvRules(table);
     registerUniqueRules(table);
     registerTfIdfRules(table);
+    registerRoiAlignRules(table);
+    registerMaxUnpoolRules(table);
+    registerDynamicQuantizationRules(table);
+    registerMelRules(table);
     return table;
   }();
   return table;

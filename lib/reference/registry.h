@@ -60,5 +60,9 @@ void registerCol2ImRules(RuleTable &table);        // col2im.cpp: Col2Im
 void registerDeformConvRules(RuleTable &table);    // deform_conv.cpp: DeformConv
 void registerUniqueRules(RuleTable &table);        // unique.cpp: Unique
 void registerTfIdfRules(RuleTable &table);         // tfidf.cpp: TfIdfVectorizer
+void registerRoiAlignRules(RuleTable &table);      // roi_align.cpp: RoiAlign
+void registerMaxUnpoolRules(RuleTable &table);     // max_unpool.cpp: MaxUnpool
+void registerDynamicQuantizationRules(RuleTable &table); // dynamic_quantization.cpp: DynamicQuantizeLinear
+void registerMelRules(RuleTable &table);           // mel.cpp: MelWeightMatrix
 
 } // namespace sinter::reference

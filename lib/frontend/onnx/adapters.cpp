@@ -7,6 +7,7 @@
 //                                   (<10), Pad pads/value (<11), Clip min/max (<11), Dropout
 //                                   ratio (<12), TopK k (<10), Upsample scales (7), DFT axis (<20)
 //   changed semantics               Softmax/LogSoftmax/Hardmax (<13) coerce to 2-D at `axis`;
+//                                   RoiAlign (<16) maps coordinates without the half pixel;
 //                                   GroupNormalization (<21) scales per group, not per channel;
 //                                   Resize (10) and Upsample use asymmetric coordinates;
 //                                   Split (<18) without `split` splits into equal parts
@@ -384,6 +385,15 @@ std::vector<Value *> adaptDFT(Builder &b, OnnxNode &n) {
   return emitAs(b, n, OpKind::DFT);
 }
 
+// RoiAlign before opset 16 has no coordinate_transformation_mode; it behaves as
+// "output_half_pixel" (opset 16's default is "half_pixel").
+std::vector<Value *> adaptRoiAlign(Builder &b, OnnxNode &n) {
+  Attributes extra;
+  if (n.opset < 16 && !n.attributes.has("coordinate_transformation_mode"))
+    extra["coordinate_transformation_mode"] = std::string("output_half_pixel");
+  return emitAs(b, n, OpKind::RoiAlign, extra);
+}
+
 const std::map<std::string_view, AdapterFn> &adapters() {
   static const std::map<std::string_view, AdapterFn> kAdapters = {
       {"BatchNormalization", adaptBatchNormalization},
@@ -409,6 +419,7 @@ const std::map<std::string_view, AdapterFn> &adapters() {
       {"ReduceSum", axesAttributeToInput},
       {"ReduceSumSquare", axesAttributeToInput},
       {"Resize", adaptResize},
+      {"RoiAlign", adaptRoiAlign},
       {"Scatter", adaptScatter},
       {"Slice", adaptSlice},
       {"Softmax", adaptSoftmaxFamily},
