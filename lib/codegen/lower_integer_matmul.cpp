@@ -1,4 +1,5 @@
-// Lowering of MatMulInteger and QLinearMatMul (semantics in lib/reference/integer_matmul.cpp):
+// Lowering of MatMulInteger, QLinearMatMul and DynamicQuantizeLinear (semantics in
+// lib/reference/integer_matmul.cpp and dynamic_quantization.cpp). The products:
 // one parallel index per output element and a sequential int32 sum over K. QLinearMatMul then
 // scales the sum in the scales' type, rounds half to even, adds the output zero point and
 // saturates to the 8-bit range.
@@ -81,9 +82,40 @@ void integerMatMulRule(const RuleContext &ctx) {
   b.emit(ctx.store(0, b.gid(), cast(value, outType)));
 }
 
+/// DynamicQuantizeLinear in one thread: the range, then every element (f32 math, as the
+/// reference has it).
+void dynamicQuantizeRule(const RuleContext &ctx) {
+  KernelBuilder &b = ctx.builder();
+  std::vector<int64_t> dims = ctx.inputDims(0);
+  DType f32 = DType::Float32;
+  auto t = [&](double v) { return constant(f32, v); };
+  b.setParallelExtent(1);
+  int i = b.addVariable("i", DType::Int64), high = b.addVariable("high", f32), low = b.addVariable("low", f32);
+  int scale = b.addVariable("scale", f32), zero = b.addVariable("zero", f32);
+  ExprRef iv = var(i, DType::Int64), x = ctx.input(0)(unravelIndex(iv, dims));
+  ExprRef highV = var(high, f32), lowV = var(low, f32), scaleV = var(scale, f32), zeroV = var(zero, f32);
+  // NaNs are skipped (the reference's std::max / std::min keep the running value for them).
+  b.emit(assign(high, t(0)));
+  b.emit(assign(low, t(0)));
+  b.emit(forLoop(i, intConstant(productOf(dims)),
+                 {ifThen(binary(BinaryOp::Gt, x, highV), {assign(high, x)}),
+                  ifThen(binary(BinaryOp::Lt, x, lowV), {assign(low, x)})}));
+  b.emit(assign(scale, binary(BinaryOp::Div, select(binary(BinaryOp::Eq, highV, lowV), t(1), binary(BinaryOp::Sub, highV, lowV)), t(255))));
+  ExprRef zeroPoint = binary(BinaryOp::Sub, t(0), binary(BinaryOp::Div, lowV, scaleV));
+  b.emit(assign(zero, unary(UnaryOp::RoundEven, binary(BinaryOp::Min, binary(BinaryOp::Max, zeroPoint, t(0)), t(255)))));
+  ExprRef q = binary(BinaryOp::Add, unary(UnaryOp::RoundEven, binary(BinaryOp::Div, x, scaleV)), zeroV);
+  q = select(unary(UnaryOp::IsNaN, q), zeroV, binary(BinaryOp::Min, binary(BinaryOp::Max, q, t(0)), t(255)));
+  b.emit(forLoop(i, intConstant(productOf(dims)), {ctx.store(0, iv, cast(q, DType::Uint8))}));
+  if (ctx.hasOutput(1))
+    b.emit(ctx.store(1, intConstant(0), scaleV));
+  if (ctx.hasOutput(2))
+    b.emit(ctx.store(2, intConstant(0), cast(zeroV, DType::Uint8)));
+}
+
 } // namespace
 
 void registerIntegerMatMulLowering(LoweringTable &table) {
+  table.addKernel(OpKind::DynamicQuantizeLinear, dynamicQuantizeRule);
   table.addKernel(OpKind::MatMulInteger, integerMatMulRule);
   table.addKernel(OpKind::QLinearMatMul, integerMatMulRule);
 }
