@@ -126,8 +126,11 @@ def tfidf(name, shape, mode, weights=None, min_gram=1, max_gram=2, skip=2):
 
 
 # onnxruntime takes only per-tensor zero points for these; ONNX's own reference evaluator
-# (onnx.reference, numpy) is the truth for per-row and per-column ones.
-REFERENCE_TRUTH = {"qlinear_per_row_column_i8", "qlinear_batched_per_column_u8", "matmul_integer_per_row"}
+# (onnx.reference, numpy) is the truth for per-row and per-column ones. MaxUnpool with an
+# output_shape: onnxruntime reads the indices as flat indices into output_shape, while the ONNX
+# node test data (and its reference) read them in the unpooled shape, padded at the end.
+REFERENCE_TRUTH = {"qlinear_per_row_column_i8", "qlinear_batched_per_column_u8", "matmul_integer_per_row",
+                   "max_unpool_padded_output"}
 
 
 def _truth(case, model, path, inputs):
@@ -136,6 +139,36 @@ def _truth(case, model, path, inputs):
         outputs = ReferenceEvaluator(model).run(None, inputs)
         return dict(zip([o.name for o in model.graph.output], outputs))
     return st.run_onnxruntime(path, inputs)
+
+
+def roi_align(name, mode, ratio, opset=16, transform=None):
+    rng = _rng(name)
+    x = rng.uniform(-1, 1, [2, 3, 7, 8]).astype(np.float32)
+    rois = np.array([[0.5, 1.0, 6.0, 5.5], [-2.0, -1.0, 3.0, 9.0], [2.2, 0.3, 2.9, 1.1], [7.5, 6.5, 9.0, 8.0]], np.float32)
+    constants = {"rois": rois, "batch_indices": np.array([0, 1, 1, 0], np.int64)}
+    attributes = dict(mode=mode, output_height=3, output_width=2, sampling_ratio=ratio, spatial_scale=0.9)
+    if transform:
+        attributes["coordinate_transformation_mode"] = transform
+    return _model("RoiAlign", {"X": x}, constants, ["Y"], opset, **attributes), {"X": x}
+
+
+def max_unpool(name, output_shape=None):
+    rng = _rng(name)
+    x = rng.uniform(-1, 1, [1, 2, 3, 3]).astype(np.float32)
+    # Indices as MaxPool (kernel 2, stride 2) would give them for a 6 x 6 input.
+    rows, columns = rng.integers(0, 2, [1, 2, 3, 3]), rng.integers(0, 2, [1, 2, 3, 3])
+    channel = np.arange(2).reshape(1, 2, 1, 1)
+    i, j = np.arange(3).reshape(1, 1, 3, 1), np.arange(3).reshape(1, 1, 1, 3)
+    indices = (channel * 36 + (2 * i + rows) * 6 + 2 * j + columns).astype(np.int64)
+    constants = {"I": indices}
+    if output_shape:
+        constants["output_shape"] = np.array(output_shape, np.int64)
+    return _model("MaxUnpool", {"X": x}, constants, ["Y"], 11, kernel_shape=[2, 2], strides=[2, 2]), {"X": x}
+
+
+def dynamic_quantize(name, low, high):
+    x = _rng(name).uniform(low, high, [3, 5]).astype(np.float32)
+    return _model("DynamicQuantizeLinear", {"x": x}, {}, ["y", "y_scale", "y_zero_point"], 11), {"x": x}
 
 
 CASES = {
@@ -157,6 +190,13 @@ CASES = {
     "tfidf_tfidf_weights_2d": lambda n: tfidf(n, [3, 8], "TFIDF", weights=[0.5, 1.5, 2.0, 0.25, 3.0, 1.0]),
     "tfidf_idf_1d": lambda n: tfidf(n, [10], "IDF"),
     "tfidf_tf_bigrams_only": lambda n: tfidf(n, [2, 9], "TF", min_gram=2, skip=3),
+    "roi_align_avg_adaptive": lambda n: roi_align(n, "avg", 0),
+    "roi_align_max_ratio2": lambda n: roi_align(n, "max", 2),
+    "roi_align_opset10_output_half_pixel": lambda n: roi_align(n, "avg", 0, opset=10),
+    "max_unpool_padded_output": lambda n: max_unpool(n, [1, 2, 7, 8]),
+    "max_unpool_plain": lambda n: max_unpool(n),
+    "dynamic_quantize_mixed_signs": lambda n: dynamic_quantize(n, -3.0, 2.0),
+    "dynamic_quantize_positive": lambda n: dynamic_quantize(n, 0.5, 4.0),
 }
 
 
@@ -173,6 +213,9 @@ def test_matches_onnxruntime(case, target, tmp_path):
     path = _save(model, tmp_path)
     expected = _truth(case, model, path, inputs)
     actual = st.TARGETS[target](path, inputs, tmp_path)
+    # Scalars as 1-element vectors, for the comparison helper.
+    expected = {k: np.atleast_1d(v) for k, v in expected.items()}
+    actual = {k: np.atleast_1d(v) for k, v in actual.items()}
     st.assert_outputs_match(actual, expected, f"{case} on {target}")
 
 
