@@ -171,6 +171,27 @@ def dynamic_quantize(name, low, high):
     return _model("DynamicQuantizeLinear", {"x": x}, {}, ["y", "y_scale", "y_zero_point"], 11), {"x": x}
 
 
+def conv_integer(name):
+    rng = _rng(name)
+    x = rng.integers(0, 255, [1, 4, 7, 6]).astype(np.uint8)
+    w = rng.integers(0, 255, [6, 2, 3, 2]).astype(np.uint8)
+    constants = {"w": w, "x_zero_point": np.array(131, np.uint8), "w_zero_point": np.array(120, np.uint8)}
+    return _model("ConvInteger", {"x": x}, constants, ["y"], 10, group=2, strides=[2, 1], pads=[1, 0, 1, 1],
+                  dilations=[1, 2]), {"x": x}
+
+
+def qlinear_conv(name):
+    rng = _rng(name)
+    x = rng.integers(0, 255, [2, 3, 6, 5]).astype(np.uint8)
+    constants = {
+        "x_scale": np.array(0.02, np.float32), "x_zero_point": np.array(128, np.uint8),
+        "w": rng.integers(-100, 100, [4, 3, 3, 3]).astype(np.int8),
+        "w_scale": rng.uniform(0.005, 0.02, [4]).astype(np.float32), "w_zero_point": np.zeros([4], np.int8),
+        "y_scale": np.array(0.1, np.float32), "y_zero_point": np.array(100, np.uint8),
+        "B": rng.integers(-500, 500, [4]).astype(np.int32)}
+    return _model("QLinearConv", {"x": x}, constants, ["y"], 10, pads=[1, 1, 1, 1], strides=[1, 2]), {"x": x}
+
+
 CASES = {
     "qlinear_per_tensor_u8": lambda n: qlinear_matmul(n, [5, 7], [7, 4], False, False, np.uint8),
     "qlinear_per_row_column_i8": lambda n: qlinear_matmul(n, [5, 7], [7, 4], True, True, np.int8),
@@ -197,6 +218,8 @@ CASES = {
     "max_unpool_plain": lambda n: max_unpool(n),
     "dynamic_quantize_mixed_signs": lambda n: dynamic_quantize(n, -3.0, 2.0),
     "dynamic_quantize_positive": lambda n: dynamic_quantize(n, 0.5, 4.0),
+    "conv_integer_group_stride_pad_dilation": conv_integer,
+    "qlinear_conv_per_channel_bias": qlinear_conv,
 }
 
 

@@ -12,6 +12,7 @@
 //                                   Resize (10) and Upsample use asymmetric coordinates;
 //                                   Split (<18) without `split` splits into equal parts
 //   renamed or deprecated ops       Upsample -> Resize, Scatter -> ScatterElements
+//   ops imported as others          ConvInteger, QLinearConv -> f64 Conv (integer_convolution.cpp)
 //   attributes that never change    Gemm broadcast, BatchNormalization spatial=1 / is_test,
 //   an inference result             Dropout is_test, consumed_inputs (any op), Cast round_mode
 //                                   (float8e8m0 only, a type sinter lacks), Range stash_type
@@ -25,6 +26,7 @@
 //
 // An attribute moved to an input is moved whatever the opset says, so a model that mixes forms
 // still imports; giving both the attribute and the input is an error.
+#include "integer_convolution.h"
 #include "onnx_internal.h"
 
 #include "sinter/support/error.h"
@@ -400,6 +402,7 @@ const std::map<std::string_view, AdapterFn> &adapters() {
       {"Cast", adaptCast},
       {"CastLike", adaptCastLike},
       {"Clip", adaptClip},
+      {"ConvInteger", importConvInteger},
       {"DFT", adaptDFT},
       {"Dropout", adaptDropout},
       {"Gemm", adaptGemm},
@@ -407,6 +410,7 @@ const std::map<std::string_view, AdapterFn> &adapters() {
       {"Hardmax", adaptSoftmaxFamily},
       {"LogSoftmax", adaptSoftmaxFamily},
       {"Pad", adaptPad},
+      {"QLinearConv", importQLinearConv},
       {"Range", adaptRange},
       {"ReduceL1", axesAttributeToInput},
       {"ReduceL2", axesAttributeToInput},
