@@ -1,5 +1,6 @@
-// Lowering of DFT (semantics in lib/reference/fourier.cpp): one parallel index per output
-// point (all dims but the last, complex one), summing its n terms in a sequential loop in f64.
+// Lowering of DFT and STFT (semantics in lib/reference/fourier.cpp): one parallel index per
+// output point (all dims but the last, complex one), summing its n terms in a sequential loop in
+// f64 (for STFT, the frame's windowed samples).
 // The angle 2 pi ((k m) mod n) / n is reduced in integers first, as the reference does.
 #include "lowering_rules.h"
 
@@ -76,8 +77,50 @@ void dftRule(const RuleContext &ctx) {
     b.emit(ctx.store(0, add(base, intConstant(1)), cast(binary(BinaryOp::Mul, var(im, f64), scale), type)));
 }
 
+void stftRule(const RuleContext &ctx) {
+  const Node &node = ctx.node();
+  KernelBuilder &b = ctx.builder();
+  std::vector<int64_t> in = ctx.inputDims(0), out = ctx.outputDims(0);
+  if (!node.input(1)->isConstant())
+    userError(node.describe(), ": frame_step must be a constant to generate code");
+  int64_t step = node.input(1)->constant().getInt(0);
+  int64_t frame = ctx.hasInput(2) ? ctx.inputDims(2)[0] : node.input(3)->constant().getInt(0);
+  bool complexInput = in[2] == 2;
+  DType f64 = DType::Float64;
+  std::vector<int64_t> points(out.begin(), out.end() - 1); // [batch, frames, bins]
+  b.setParallelExtent(productOf(points));
+  std::vector<ExprRef> index = unravelIndex(b.gid(), points);
+  int m = b.addVariable("m", DType::Int64), re = b.addVariable("re", f64), im = b.addVariable("im", f64);
+  ExprRef mv = var(m, DType::Int64);
+  ExprRef position = add(mul(index[1], step), mv);
+  ExprRef weight = ctx.hasInput(2) ? cast(ctx.input(2)({mv}), f64) : constant(f64, 1);
+  auto sample = [&](int part) {
+    return binary(BinaryOp::Mul, cast(ctx.input(0)({index[0], position, intConstant(part)}), f64), weight);
+  };
+  ExprRef xr = sample(0), xi = complexInput ? sample(1) : constant(f64, 0);
+  ExprRef angle = binary(BinaryOp::Mul, constant(f64, -2.0 * std::numbers::pi / double(frame)),
+                         cast(rem(mul(index[2], mv), intConstant(frame)), f64));
+  int c = b.addVariable("cos", f64), s = b.addVariable("sin", f64);
+  ExprRef cv = var(c, f64), sv = var(s, f64);
+  b.emit(assign(re, constant(f64, 0)));
+  b.emit(assign(im, constant(f64, 0)));
+  b.emit(forLoop(m, intConstant(frame),
+                 {assign(c, unary(UnaryOp::Cos, angle)), assign(s, unary(UnaryOp::Sin, angle)),
+                  assign(re, binary(BinaryOp::Add, var(re, f64),
+                                    binary(BinaryOp::Sub, binary(BinaryOp::Mul, xr, cv), binary(BinaryOp::Mul, xi, sv)))),
+                  assign(im, binary(BinaryOp::Add, var(im, f64),
+                                    binary(BinaryOp::Add, binary(BinaryOp::Mul, xi, cv), binary(BinaryOp::Mul, xr, sv))))}));
+  DType type = ctx.outputType(0);
+  ExprRef base = mul(b.gid(), 2);
+  b.emit(ctx.store(0, base, cast(var(re, f64), type)));
+  b.emit(ctx.store(0, add(base, intConstant(1)), cast(var(im, f64), type)));
+}
+
 } // namespace
 
-void registerSignalLowering(LoweringTable &table) { table.addKernel(OpKind::DFT, dftRule); }
+void registerSignalLowering(LoweringTable &table) {
+  table.addKernel(OpKind::DFT, dftRule);
+  table.addKernel(OpKind::STFT, stftRule);
+}
 
 } // namespace sinter::codegen

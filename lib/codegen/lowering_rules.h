@@ -97,7 +97,7 @@ void registerPoolingLowering(LoweringTable &table);       // lower_pooling.cpp
 void registerAttentionLowering(LoweringTable &table);     // lower_attention.cpp (Attention, losses)
 void registerRecurrentLowering(LoweringTable &table);     // lower_recurrent.cpp (RNN, GRU, LSTM)
 void registerIntegerMatMulLowering(LoweringTable &table); // lower_integer_matmul.cpp (MatMulInteger, QLinearMatMul)
-void registerSignalLowering(LoweringTable &table);        // lower_signal.cpp (DFT)
+void registerSignalLowering(LoweringTable &table);        // lower_signal.cpp (DFT, STFT)
 void registerImageLowering(LoweringTable &table);         // lower_image.cpp (Col2Im, DeformConv)
 void registerCountingLowering(LoweringTable &table);      // lower_counting.cpp (TfIdfVectorizer)
 

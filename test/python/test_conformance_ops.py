@@ -192,6 +192,20 @@ def qlinear_conv(name):
     return _model("QLinearConv", {"x": x}, constants, ["y"], 10, pads=[1, 1, 1, 1], strides=[1, 2]), {"x": x}
 
 
+def stft(name, window, onesided):
+    rng = _rng(name)
+    signal = rng.uniform(-1, 1, [2, 40, 1]).astype(np.float32)
+    constants = {"frame_step": np.array(6, np.int64)}
+    order = ["signal", "frame_step"]
+    if window:
+        constants["window"] = np.hanning(10).astype(np.float32)
+        order += ["window", ""]
+    else:
+        constants["frame_length"] = np.array(10, np.int64)
+        order += ["", "frame_length"]
+    return _model("STFT", {"signal": signal}, constants, ["y"], 17, order=order, onesided=onesided), {"signal": signal}
+
+
 CASES = {
     "qlinear_per_tensor_u8": lambda n: qlinear_matmul(n, [5, 7], [7, 4], False, False, np.uint8),
     "qlinear_per_row_column_i8": lambda n: qlinear_matmul(n, [5, 7], [7, 4], True, True, np.int8),
@@ -219,6 +233,8 @@ CASES = {
     "dynamic_quantize_mixed_signs": lambda n: dynamic_quantize(n, -3.0, 2.0),
     "dynamic_quantize_positive": lambda n: dynamic_quantize(n, 0.5, 4.0),
     "conv_integer_group_stride_pad_dilation": conv_integer,
+    "stft_window_onesided": lambda n: stft(n, True, 1),
+    "stft_frame_length_twosided": lambda n: stft(n, False, 0),
     "qlinear_conv_per_channel_bias": qlinear_conv,
 }
 
