@@ -62,6 +62,10 @@ const LoweringTable &loweringTable() {
     registerSamplingLowering(table);
     registerLinearAlgebraLowering(table);
     registerRecurrentLowering(table);
+    registerIntegerMatMulLowering(table);
+    registerSignalLowering(table);
+    registerImageLowering(table);
+    registerCountingLowering(table);
     return table;
   }();
   return table;

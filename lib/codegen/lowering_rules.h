@@ -102,6 +102,10 @@ void registerSequenceModelLowering(LoweringTable &table); // lower_sequence_mode
 void registerSamplingLowering(LoweringTable &table);      // lower_sampling.cpp (GridSample)
 void registerLinearAlgebraLowering(LoweringTable &table); // lower_linear_algebra.cpp (Einsum, Det)
 void registerRecurrentLowering(LoweringTable &table);     // lower_recurrent.cpp (RNN, GRU, LSTM)
+void registerIntegerMatMulLowering(LoweringTable &table); // lower_integer_matmul.cpp (MatMulInteger, QLinearMatMul)
+void registerSignalLowering(LoweringTable &table);        // lower_signal.cpp (DFT, STFT)
+void registerImageLowering(LoweringTable &table);         // lower_image.cpp (Col2Im, DeformConv)
+void registerCountingLowering(LoweringTable &table);      // lower_counting.cpp (TfIdfVectorizer)
 
 /// A group's buffers declared in a builder (its inputs, then its outputs, as lowerGroup orders
 /// them): an accessor for each input and the buffer of each output.

@@ -29,6 +29,10 @@ const InferTable &inferTable() {
     registerQuantizationInference(table);
     registerAttentionInference(table);
     registerRecurrentInference(table);
+    registerIntegerMatMulInference(table);
+    registerSignalInference(table);
+    registerImageInference(table);
+    registerCountingInference(table);
     for (int i = 0; i < kNumOps; ++i)
       SINTER_ASSERT(table.find(static_cast<OpKind>(i)), "no inference rule for ",
                     opName(static_cast<OpKind>(i)));

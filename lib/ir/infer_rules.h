@@ -135,6 +135,10 @@ void registerCreationInference(InferTable &table);      // infer_creation.cpp: S
 void registerQuantizationInference(InferTable &table);  // infer_quantization.cpp: QuantizeLinear, DequantizeLinear
 void registerAttentionInference(InferTable &table);     // infer_attention.cpp: Attention, LinearAttention, CausalConvWithState, losses
 void registerRecurrentInference(InferTable &table);     // infer_recurrent.cpp: RNN, GRU, LSTM
+void registerIntegerMatMulInference(InferTable &table); // infer_integer_matmul.cpp: MatMulInteger, QLinearMatMul, DynamicQuantizeLinear
+void registerSignalInference(InferTable &table);        // infer_signal.cpp: DFT, STFT, MelWeightMatrix
+void registerImageInference(InferTable &table);         // infer_image.cpp: Col2Im, DeformConv, RoiAlign, MaxUnpool
+void registerCountingInference(InferTable &table);      // infer_counting.cpp: Unique, TfIdfVectorizer
 
 // ---- Shared helpers (infer.cpp) -------------------------------------------------------------
 

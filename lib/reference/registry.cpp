@@ -28,6 +28,16 @@ const RuleTable &rules() {
     registerSignalRules(table);
     registerSelectionRules(table);
     registerRecurrentRules(table);
+    registerIntegerMatMulRules(table);
+    registerFourierRules(table);
+    registerCol2ImRules(table);
+    registerDeformConvRules(table);
+    registerUniqueRules(table);
+    registerTfIdfRules(table);
+    registerRoiAlignRules(table);
+    registerMaxUnpoolRules(table);
+    registerDynamicQuantizationRules(table);
+    registerMelRules(table);
     return table;
   }();
   return table;

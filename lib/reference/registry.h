@@ -54,5 +54,15 @@ void registerStatefulRules(RuleTable &table);      // stateful.cpp: CausalConvWi
 void registerSignalRules(RuleTable &table);        // signal.cpp: HannWindow, HammingWindow, BlackmanWindow
 void registerSelectionRules(RuleTable &table);     // selection.cpp: Compress, ReverseSequence, CenterCropPad, NonMaxSuppression
 void registerRecurrentRules(RuleTable &table);     // recurrent.cpp: RNN, GRU, LSTM
+void registerIntegerMatMulRules(RuleTable &table); // integer_matmul.cpp: MatMulInteger, QLinearMatMul
+void registerFourierRules(RuleTable &table);       // fourier.cpp: DFT, STFT
+void registerCol2ImRules(RuleTable &table);        // col2im.cpp: Col2Im
+void registerDeformConvRules(RuleTable &table);    // deform_conv.cpp: DeformConv
+void registerUniqueRules(RuleTable &table);        // unique.cpp: Unique
+void registerTfIdfRules(RuleTable &table);         // tfidf.cpp: TfIdfVectorizer
+void registerRoiAlignRules(RuleTable &table);      // roi_align.cpp: RoiAlign
+void registerMaxUnpoolRules(RuleTable &table);     // max_unpool.cpp: MaxUnpool
+void registerDynamicQuantizationRules(RuleTable &table); // dynamic_quantization.cpp: DynamicQuantizeLinear
+void registerMelRules(RuleTable &table);           // mel.cpp: MelWeightMatrix
 
 } // namespace sinter::reference

@@ -127,3 +127,30 @@ def test_bad_direction_is_a_clear_error(tmp_path):
                              str(tmp_path / "model.so")], capture_output=True, text=True)
     assert result.returncode == 1
     assert "direction 'sideways'" in result.stderr
+
+
+def _sinter(*args):
+    return subprocess.run([str(st.sinter_bin()), *map(str, args)], capture_output=True, text=True)
+
+
+def test_wrong_activation_count_is_a_clear_error(tmp_path):
+    model, _ = _case("LSTM")
+    model.graph.node[0].attribute.append(helper.make_attribute("activations", ["Sigmoid", "Tanh"]))
+    path = tmp_path / "model.onnx"
+    onnx.save(model, path)
+    result = _sinter("compile", path, "--target", "cpu", "-o", tmp_path / "model.so")
+    assert result.returncode == 1
+    assert "has 2 activations; LSTM with 1 direction(s) takes 3" in result.stderr, result.stderr
+
+
+def test_sequence_length_out_of_range_is_a_clear_error(tmp_path):
+    model, inputs = _case("GRU", lengths=[5, 9, 1])
+    path = tmp_path / "model.onnx"
+    onnx.save(model, path)
+    flags = []
+    for name, array in inputs.items():
+        np.save(tmp_path / f"{name}.npy", array)
+        flags += ["--input", f"{name}={tmp_path / (name + '.npy')}"]
+    result = _sinter("run", path, "--reference", *flags, "-o", tmp_path / "out.npz")
+    assert result.returncode == 1
+    assert "sequence_lens[1] is 9, outside [0, 5]" in result.stderr, result.stderr

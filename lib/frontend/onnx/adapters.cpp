@@ -5,12 +5,14 @@
 //   attributes that became inputs   Squeeze/Unsqueeze axes (<13), ReduceSum axes (<13), other
 //                                   Reduce* axes (<18), Split split (<13), Slice starts/ends/axes
 //                                   (<10), Pad pads/value (<11), Clip min/max (<11), Dropout
-//                                   ratio (<12), TopK k (<10), Upsample scales (7)
+//                                   ratio (<12), TopK k (<10), Upsample scales (7), DFT axis (<20)
 //   changed semantics               Softmax/LogSoftmax/Hardmax (<13) coerce to 2-D at `axis`;
+//                                   RoiAlign (<16) maps coordinates without the half pixel;
 //                                   GroupNormalization (<21) scales per group, not per channel;
 //                                   Resize (10) and Upsample use asymmetric coordinates;
 //                                   Split (<18) without `split` splits into equal parts
 //   renamed or deprecated ops       Upsample -> Resize, Scatter -> ScatterElements
+//   ops imported as others          ConvInteger, QLinearConv -> f64 Conv (integer_convolution.cpp)
 //   attributes that never change    Gemm broadcast, BatchNormalization spatial=1 / is_test,
 //   an inference result             Dropout is_test, consumed_inputs (any op), Range stash_type
 //
@@ -24,6 +26,7 @@
 //
 // An attribute moved to an input is moved whatever the opset says, so a model that mixes forms
 // still imports; giving both the attribute and the input is an error.
+#include "integer_convolution.h"
 #include "onnx_internal.h"
 
 #include "sinter/support/error.h"
@@ -375,18 +378,42 @@ std::vector<Value *> adaptGroupNormalization(Builder &b, OnnxNode &n) {
   return emitAs(b, n, OpKind::GroupNormalization, {{"num_groups", *groups}});
 }
 
+// DFT before opset 20 takes its axis as an attribute (default 1); opset 20 takes it as input 2
+// (default -2), which is the IR's form.
+std::vector<Value *> adaptDFT(Builder &b, OnnxNode &n) {
+  if (n.opset < 20 || n.attributes.has("axis")) {
+    int64_t axis = n.attributes.takeInt("axis").value_or(1);
+    if (hasInput(n, 2))
+      userError(n.where, ": 'axis' is given both as an attribute and as input 2");
+    setInput(n, 2, b.constantInts(helperName(n, "axis"), {axis}));
+  }
+  return emitAs(b, n, OpKind::DFT);
+}
+
+// RoiAlign before opset 16 has no coordinate_transformation_mode; it behaves as
+// "output_half_pixel" (opset 16's default is "half_pixel").
+std::vector<Value *> adaptRoiAlign(Builder &b, OnnxNode &n) {
+  Attributes extra;
+  if (n.opset < 16 && !n.attributes.has("coordinate_transformation_mode"))
+    extra["coordinate_transformation_mode"] = std::string("output_half_pixel");
+  return emitAs(b, n, OpKind::RoiAlign, extra);
+}
+
 const std::map<std::string_view, AdapterFn> &adapters() {
   static const std::map<std::string_view, AdapterFn> kAdapters = {
       {"BatchNormalization", adaptBatchNormalization},
       {"Cast", adaptCast},
       {"CastLike", adaptCastLike},
       {"Clip", adaptClip},
+      {"ConvInteger", importConvInteger},
+      {"DFT", adaptDFT},
       {"Dropout", adaptDropout},
       {"Gemm", adaptGemm},
       {"GroupNormalization", adaptGroupNormalization},
       {"Hardmax", adaptSoftmaxFamily},
       {"LogSoftmax", adaptSoftmaxFamily},
       {"Pad", adaptPad},
+      {"QLinearConv", importQLinearConv},
       {"Range", adaptRange},
       {"ReduceL1", axesAttributeToInput},
       {"ReduceL2", axesAttributeToInput},
@@ -399,6 +426,7 @@ const std::map<std::string_view, AdapterFn> &adapters() {
       {"ReduceSum", axesAttributeToInput},
       {"ReduceSumSquare", axesAttributeToInput},
       {"Resize", adaptResize},
+      {"RoiAlign", adaptRoiAlign},
       {"Scatter", adaptScatter},
       {"Slice", adaptSlice},
       {"Softmax", adaptSoftmaxFamily},

@@ -74,8 +74,14 @@ bool Builder::foldable(const Node &node) const {
     if (input && !input->isConstant())
       return false;
   for (Value *output : node.outputs()) {
-    if (!isStatic(output->shape()))
-      return false;
+    if (!isStatic(output->shape())) {
+      // A shape that depends on the data (NonZero, Unique): the data is here, so fold when the
+      // inputs are small; these outputs are no larger than their inputs allow.
+      for (Value *input : node.inputs())
+        if (input && input->constant().elementCount() > options_.foldLimitElements)
+          return false;
+      continue;
+    }
     std::optional<int64_t> count = elementCount(output->shape());
     if (!count || *count > options_.foldLimitElements)
       return false;
@@ -134,7 +140,11 @@ std::vector<Value *> Builder::replaceByConstants(Node *node, std::vector<Tensor>
   std::vector<Value *> constants;
   for (int i = 0; i < node->numOutputs(); ++i) {
     Value *output = node->output(i);
-    SINTER_ASSERT(results[i].type() == output->type(), "folding ", node->describe(),
+    // The folded type is the inferred one, with data-dependent dims now known.
+    bool refines = results[i].dtype() == output->dtype() && results[i].rank() == output->rank();
+    for (int d = 0; refines && d < output->rank(); ++d)
+      refines = !output->shape()[d].isStatic() || output->shape()[d].value() == results[i].dims()[d];
+    SINTER_ASSERT(refines, "folding ", node->describe(),
                   ": folded output ", i, " is ", results[i].type().str(),
                   " but shape inference says ", output->type().str());
     std::string name = output->name();

@@ -99,10 +99,18 @@ void Importer::checkSupported() {
   }
   if (order.empty())
     return;
+  // Ops sinter leaves out on purpose say why.
+  static const std::map<std::string, std::string> kNotPlanned = {
+      {"ai.onnx:ImageDecoder", "not planned: decoding JPEG, PNG and the other formats needs image "
+                               "codecs, which sinter's dependency-free artifacts do not carry"},
+  };
   std::string list;
-  for (const std::string &key : order)
+  for (const std::string &key : order) {
     list += (list.empty() ? "" : ", ") + key + " x" + std::to_string(counts[key]) + " (opset " +
-            opsets[key] + ")";
+            opsets[key];
+    auto reason = kNotPlanned.find(key);
+    list += reason != kNotPlanned.end() ? "; " + reason->second + ")" : ")";
+  }
   userError(order.size(),
             order.size() == 1 ? " unsupported op type: " : " unsupported op types: ", list);
 }
