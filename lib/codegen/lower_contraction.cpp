@@ -171,7 +171,7 @@ ContractionSpec describeConv(const RuleContext &ctx) {
   return spec;
 }
 
-/// The naive kernel of a contraction: one parallel index per (b, i, j), a loop over r.
+/// The naive kernel of a contraction: one parallel index per (b, i, j), a reduction loop over r.
 void naiveContractionRule(const RuleContext &ctx) {
   ContractionSpec spec = describeContraction(ctx);
   KernelBuilder &builder = ctx.builder();
@@ -183,8 +183,10 @@ void naiveContractionRule(const RuleContext &ctx) {
   builder.emit(assign(spec.j, rem(gid, spec.n)));
   ExprRef acc = var(spec.acc, spec.type);
   builder.emit(assign(spec.acc, typedConstant(spec.type, 0)));
-  builder.emit(forLoop(spec.r, intConstant(spec.k),
-                       {assign(spec.acc, binary(BinaryOp::Add, acc, binary(BinaryOp::Mul, spec.lhs, spec.rhs)))}));
+  // A reduction loop: where a contraction is too thin to tile (a GEMV: a classifier's last Gemm at
+  // batch 1), the CUDA backend gives each output a warp that splits the sum.
+  builder.emit(reductionLoop(spec.r, intConstant(spec.k),
+                             {assign(spec.acc, binary(BinaryOp::Add, acc, binary(BinaryOp::Mul, spec.lhs, spec.rhs)))}));
   for (const StmtRef &stmt : spec.epilogue)
     builder.emit(stmt);
   builder.kernel().flops = spec.flops();

@@ -109,11 +109,15 @@ TEST(CudaCodegen, LargeContractionsGetTiledKernels) {
   EXPECT_EQ(manifest.kernels.back().generator, "cuda-c tiled");
   EXPECT_EQ(convLaunch.grid[2], 2u);
 
+  // A GEMV is not tiled: a warp per output splits its 70-term sum.
   KernelGroup gemvGroup = singleNodeGroup(*gemv, 2);
   LaunchShape gemvLaunch;
-  manifest.kernels.push_back(backend->addKernel(gemvGroup, lowerGroup(gemvGroup), gemvLaunch));
+  Kernel gemvKernel = lowerGroup(gemvGroup);
+  manifest.kernels.push_back(backend->addKernel(gemvGroup, gemvKernel, gemvLaunch));
   EXPECT_EQ(manifest.kernels.back().generator, "cuda-c");
   EXPECT_EQ(gemvLaunch.grid[1], 1u);
+  EXPECT_TRUE(cuda::warpPerPoint(gemvKernel));
+  EXPECT_GE(uint64_t(gemvLaunch.grid[0]) * gemvLaunch.block[0], 3u * 100u * 32u);
 
   auto work = std::filesystem::temp_directory_path() / "sinter-cuda-tiled-test";
   std::filesystem::create_directories(work);
