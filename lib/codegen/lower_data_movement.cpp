@@ -229,6 +229,28 @@ ExprRef tileRule(const RuleContext &ctx, int, const std::vector<ExprRef> &index)
   return ctx.input(0)(inIndex);
 }
 
+/// CenterCropPad: along each axis whose size changes, the input is cropped or zero-padded
+/// around its centre; an odd difference leaves the extra element at the end (crop start and pad
+/// before are the difference halved, rounded down). The sizes come from the inferred output.
+ExprRef centerCropPadRule(const RuleContext &ctx, int, const std::vector<ExprRef> &index) {
+  std::vector<int64_t> in = ctx.inputDims(0), out = ctx.outputDims(0);
+  std::vector<ExprRef> at = index;
+  ExprRef inside = boolConstant(true);
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (in[i] == out[i])
+      continue;
+    int64_t shift = in[i] > out[i] ? (in[i] - out[i]) / 2 : -((out[i] - in[i]) / 2);
+    ExprRef position = add(index[i], intConstant(shift));
+    if (in[i] < out[i])
+      inside = binary(BinaryOp::LogicalAnd, inside,
+                      binary(BinaryOp::LogicalAnd, binary(BinaryOp::Ge, position, intConstant(0)),
+                             binary(BinaryOp::Lt, position, intConstant(in[i]))));
+    at[i] = clampIndex(position, in[i]);
+  }
+  ExprRef value = ctx.input(0)(at);
+  return select(inside, value, typedConstant(value->type, 0));
+}
+
 ExprRef padRule(const RuleContext &ctx, int, const std::vector<ExprRef> &index) {
   std::vector<int64_t> dims = ctx.inputDims(0);
   int64_t rank = int64_t(dims.size());
@@ -452,6 +474,7 @@ ExprRef resizeRule(const RuleContext &ctx, int, const std::vector<ExprRef> &inde
 
 void registerDataMovementLowering(LoweringTable &table) {
   table.addInjective(OpKind::Identity, reshapeRule);
+  table.addInjective(OpKind::CenterCropPad, centerCropPadRule);
   table.addInjective(OpKind::Reshape, reshapeRule);
   table.addInjective(OpKind::Flatten, reshapeRule);
   table.addInjective(OpKind::Squeeze, reshapeRule);

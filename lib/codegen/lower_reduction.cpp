@@ -239,6 +239,59 @@ void softmaxRule(const RuleContext &ctx) {
   }, LoopKind::Parallel));
 }
 
+/// TopK by rank: each element of a slice counts the elements that sort before it (greater, or
+/// smaller with largest=0; ties by lower index; NaN above every number, as the reference
+/// evaluator orders them) and, when that rank is below K, writes itself and its index to output
+/// position `rank`. Ranks in a slice are distinct, so every output element is written once, with
+/// no scratch and no sort; the work is n^2 per slice of n, fine for the selection sizes models use.
+void topKRule(const RuleContext &ctx) {
+  const Node &node = ctx.node();
+  KernelBuilder &b = ctx.builder();
+  std::vector<int64_t> dims = ctx.inputDims(0);
+  if (dims.empty())
+    userError(node.describe(), ": the input must have rank 1 or more");
+  int64_t axis = normalizedAxis(node, node.attrInt("axis", -1), int64_t(dims.size()));
+  int64_t k = ctx.outputDims(0)[axis];
+  bool largest = node.attrInt("largest", 1) != 0;
+  int64_t size = dims[axis], inner = productOf(dims, axis + 1);
+  DType type = ctx.inputType(0);
+  b.setParallelExtent(productOf(dims));
+  std::vector<ExprRef> index = unravelIndex(b.gid(), dims);
+  ExprRef self = ctx.input(0)(index);
+  int j = b.addVariable("j", DType::Int64), rank = b.addVariable("rank", DType::Int64);
+  ExprRef jv = var(j, DType::Int64);
+  std::vector<ExprRef> other = index;
+  other[axis] = jv;
+  ExprRef x = ctx.input(0)(other);
+  // `a` sorts before `b` by value alone.
+  auto before = [&](ExprRef a, ExprRef c) {
+    ExprRef strict = binary(largest ? BinaryOp::Gt : BinaryOp::Lt, a, c);
+    if (!isFloat(type))
+      return strict;
+    ExprRef nanA = unary(UnaryOp::IsNaN, a), nanC = unary(UnaryOp::IsNaN, c);
+    ExprRef nanOrder = largest ? binary(BinaryOp::LogicalAnd, nanA, unary(UnaryOp::Not, nanC))
+                               : binary(BinaryOp::LogicalAnd, nanC, unary(UnaryOp::Not, nanA));
+    return binary(BinaryOp::LogicalOr, strict, nanOrder);
+  };
+  ExprRef equal = binary(BinaryOp::Eq, x, self);
+  if (isFloat(type))
+    equal = binary(BinaryOp::LogicalOr, equal,
+                   binary(BinaryOp::LogicalAnd, unary(UnaryOp::IsNaN, x), unary(UnaryOp::IsNaN, self)));
+  ExprRef precedes = binary(BinaryOp::LogicalOr, before(x, self),
+                            binary(BinaryOp::LogicalAnd, equal, binary(BinaryOp::Lt, jv, index[axis])));
+  b.emit(assign(rank, intConstant(0)));
+  b.emit(reductionLoop(j, intConstant(size),
+                       {assign(rank, binary(BinaryOp::Add, var(rank, DType::Int64),
+                                            select(precedes, intConstant(1), intConstant(0))))}));
+  ExprRef rankValue = var(rank, DType::Int64);
+  ExprRef outer = div(b.gid(), size * inner), within = rem(b.gid(), inner);
+  ExprRef flat = add(mul(add(mul(outer, k), rankValue), inner), within);
+  std::vector<StmtRef> writes = {ctx.store(0, flat, self)};
+  if (ctx.hasOutput(1))
+    writes.push_back(ctx.store(1, flat, index[axis]));
+  b.emit(ifThen(binary(BinaryOp::Lt, rankValue, intConstant(k)), writes));
+}
+
 void cumSumRule(const RuleContext &ctx) {
   const Node &node = ctx.node();
   KernelBuilder &b = ctx.builder();
@@ -282,6 +335,7 @@ void registerReductionLowering(LoweringTable &table) {
   table.addKernel(OpKind::Softmax, softmaxRule);
   table.addKernel(OpKind::LogSoftmax, softmaxRule);
   table.addKernel(OpKind::Hardmax, softmaxRule);
+  table.addKernel(OpKind::TopK, topKRule);
   table.addKernel(OpKind::CumSum, cumSumRule);
   table.addKernel(OpKind::CumProd, cumSumRule);
 }
