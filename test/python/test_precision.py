@@ -1,0 +1,122 @@
+"""Mixed precision end to end: every models/*.onnx compiled for the CPU with `--precision fp16`
+and `--precision bf16` (float32 weights and activations stored in 16 bits, computed in f32) runs
+and matches onnxruntime's float32 outputs within a relative L2 error of 1e-2
+(||actual - expected||_2 / ||expected||_2); integer and bool outputs must match exactly. The
+artifact keeps the model's float32 signature. Models with symbolic dims run with every symbolic
+dim 2. The CUDA C of an fp16 and a bf16 model must compile through NVRTC and ptxas (no GPU
+needed), and bad --precision values are user errors.
+"""
+import numpy as np
+import pytest
+
+import sinter_testing as st
+
+PRECISIONS = ["fp16", "bf16"]
+RELATIVE_L2 = 1e-2
+
+
+def relative_l2(actual, expected):
+    a, b = actual.astype(np.float64).ravel(), expected.astype(np.float64).ravel()
+    norm = np.linalg.norm(b)
+    return np.linalg.norm(a - b) / norm if norm > 0 else np.linalg.norm(a - b)
+
+
+def compare_l2(actual, expected):
+    """Problems found comparing outputs: dtype/shape exactly, floats by relative L2, the rest exactly."""
+    problems = [f"{name}: missing" for name in expected if name not in actual]
+    for name, b in expected.items():
+        if name not in actual:
+            continue
+        a = np.asarray(actual[name])
+        if a.dtype != b.dtype or a.shape != b.shape:
+            problems.append(f"{name}: got {a.dtype}{list(a.shape)}, expected {b.dtype}{list(b.shape)}")
+        elif np.issubdtype(b.dtype, np.floating):
+            if not np.array_equal(np.isfinite(a), np.isfinite(b)):
+                problems.append(f"{name}: non-finite values in other places than onnxruntime's")
+                continue
+            finite = np.isfinite(b)
+            error = relative_l2(a[finite], b[finite])
+            if not error <= RELATIVE_L2:
+                problems.append(f"{name}: relative L2 error {error:.3g} > {RELATIVE_L2:g}")
+        elif not np.array_equal(a, b):
+            problems.append(f"{name}: {np.count_nonzero(a != b)} of {a.size} elements differ")
+    return problems
+
+
+def compile_and_run(model, inputs, workdir, *flags):
+    library = workdir / "model.so"
+    st.run_cli(["compile", model, "--target", "cpu", *st.shape_flags(inputs), *flags, "-o", library])
+    out = workdir / "outputs.npz"
+    st.run_cli(["run", library, *st._input_flags(inputs, workdir), "-o", out])
+    return st._load_npz(out)
+
+
+def cases():
+    for model in st.model_files():
+        for precision in PRECISIONS:
+            yield pytest.param(model, precision, id=f"{model.stem}-{precision}")
+
+
+@pytest.mark.parametrize("model,precision", list(cases()))
+def test_model_matches_onnxruntime_in_reduced_precision(model, precision, tmp_path):
+    dim = 2 if st.has_symbolic_dims(model) else 1
+    inputs = st.make_inputs(model, dim)
+    expected = st.run_onnxruntime(model, inputs)
+    actual = compile_and_run(model, inputs, tmp_path, "--precision", precision)
+    problems = compare_l2(actual, expected)
+    if problems:
+        pytest.fail(f"{model.name} at {precision}:\n  " + "\n  ".join(problems), pytrace=False)
+
+
+def test_reduced_precision_halves_the_weights(tmp_path):
+    """tiny_attention's weights are float32 matrices: stored in 16 bits they take about half."""
+    model = st.MODELS_DIR / "tiny_attention.onnx"
+    sizes = {}
+    for precision in ["fp32", "fp16"]:
+        library = tmp_path / f"{precision}.so"
+        st.run_cli(["compile", model, "--target", "cpu", "--precision", precision, "-o", library])
+        info = st.run_cli(["inspect", library, "--json"]).stdout
+        import json
+        sizes[precision] = json.loads(info)["weight_bytes"]
+    assert sizes["fp16"] < 0.6 * sizes["fp32"], sizes
+
+
+def test_comparison_catches_differences():
+    expected = {"f": np.array([3.0, -4.0], np.float32), "i": np.array([1, 2], np.int64)}
+    assert compare_l2(dict(expected), expected) == []
+    close = {"f": np.array([3.02, -4.02], np.float32), "i": expected["i"]}  # 0.57% of ||b|| = 5
+    assert compare_l2(close, expected) == []
+    far = {"f": np.array([3.1, -4.0], np.float32), "i": expected["i"]}  # 2%
+    assert "relative L2 error" in compare_l2(far, expected)[0]
+    assert "differ" in compare_l2({"f": expected["f"], "i": np.array([1, 3])}, expected)[0]
+    assert "expected float32" in compare_l2({"f": expected["f"].astype(np.float16), "i": expected["i"]},
+                                            expected)[0]
+    assert "non-finite" in compare_l2({"f": np.array([np.inf, -4.0], np.float32), "i": expected["i"]},
+                                      expected)[0]
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+def test_cuda_c_of_a_reduced_precision_model_compiles(precision, tmp_path):
+    """NVRTC and ptxas accept the CUDA C of a transformer block stored in 16 bits."""
+    model = st.MODELS_DIR / "tiny_attention.onnx"
+    library = tmp_path / "model.so"
+    source = tmp_path / "source"
+    st.run_cli(["compile", model, "--target", "cuda", "--arch", "sm_90", "--precision", precision,
+                "--emit-source", source, "-o", library])
+    assert library.stat().st_size > 0
+    code = "".join(path.read_text() for path in sorted(source.rglob("*.cu")))
+    assert "unsigned short" in code, "no kernel reads or writes 16-bit storage"
+
+
+@pytest.mark.parametrize("flags,message", [
+    (["--precision", "fp8"], "unknown --precision 'fp8'"),
+    (["--precision", "tf32", "--target", "cuda"], "does not generate tensor-core math yet"),
+    (["--precision", "tf32", "--target", "cpu"], "tf32 is a CUDA tensor-core mode"),
+])
+def test_bad_precision_is_a_user_error(flags, message, tmp_path):
+    import subprocess
+    model = st.MODELS_DIR / "tiny_mlp.onnx"
+    result = subprocess.run([str(st.sinter_bin()), "compile", str(model), *flags, "-o",
+                             str(tmp_path / "model.so")], capture_output=True, text=True)
+    assert result.returncode == 1, result
+    assert message in result.stderr
