@@ -84,6 +84,7 @@ def test_reduced_precision_halves_weights_and_activations_on_cuda(tmp_path):
         info[precision] = json.loads(st.run_cli(["inspect", library, "--json"]).stdout)
     assert info["fp16"]["weight_bytes"] < 0.55 * info["fp32"]["weight_bytes"], info
     assert info["fp16"]["arena_bytes"] < info["fp32"]["arena_bytes"]
+    assert (info["fp32"]["storage_precision"], info["fp16"]["storage_precision"]) == ("f32", "f16")
     assert [p["type"] for p in info["fp16"]["inputs"] + info["fp16"]["outputs"]] == \
         [p["type"] for p in info["fp32"]["inputs"] + info["fp32"]["outputs"]]
 
