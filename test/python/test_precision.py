@@ -71,6 +71,18 @@ def test_model_matches_onnxruntime_in_reduced_precision(model, precision, tmp_pa
         pytest.fail(f"{model.name} at {precision}:\n  " + "\n  ".join(problems), pytrace=False)
 
 
+@pytest.mark.parametrize("model", ["resnet_narrow", "bert_tiny"])
+def test_hardware_half_conversions_match_onnxruntime(model, tmp_path):
+    """--cpu native on a CPU with F16C converts f16 with instructions, in the packing of the
+    blocked contractions too; the results must match as the software conversions do."""
+    path = st.MODELS_DIR / f"{model}.onnx"
+    inputs = st.make_inputs(path, 1)
+    expected = st.run_onnxruntime(path, inputs)
+    actual = compile_and_run(path, inputs, tmp_path, "--precision", "fp16", "--cpu", "native")
+    problems = compare_l2(actual, expected)
+    assert not problems, problems
+
+
 def test_reduced_precision_halves_weights_and_activations_on_cuda(tmp_path):
     """resnet_narrow's weights are float32 convolution filters: for the CUDA target (which reads
     weights as they are stored; the CPU target also keeps f32 packed copies for its micro-kernel)

@@ -476,7 +476,7 @@ MicroKernelShape fitMicroKernel(const ContractionSpec &spec, MicroKernelShape mi
 } // namespace
 
 std::optional<Kernel> addBlockedContraction(const KernelGroup &group, const std::string &cpuLevel,
-                                            llvm::Module &module, LaunchShape &launch) {
+                                            llvm::Module &module, LaunchShape &launch, bool hasF16c) {
   std::optional<Contraction> contraction = lowerContraction(group);
   if (!contraction || contraction->spec.type != DType::Float32)
     return std::nullopt;
@@ -542,9 +542,9 @@ std::optional<Kernel> addBlockedContraction(const KernelGroup &group, const std:
   epilogue.kernel.body = tileEpilogue(epilogue, spec, blocking.nc);
   std::vector<llvm::Value *> programBuffers(buffers.begin(), buffers.begin() + long(bufferCount));
   programBuffers.insert(programBuffers.end(), {paramBuffer, lhsPack, rhsPack, tile, gatherTable ? gatherTable : tile});
-  KernelEmitter lhsEmitter(packLhs.kernel, b, module, programBuffers);
-  KernelEmitter rhsEmitter(packRhs.kernel, b, module, programBuffers);
-  KernelEmitter epilogueEmitter(epilogue.kernel, b, module, programBuffers);
+  KernelEmitter lhsEmitter(packLhs.kernel, b, module, programBuffers, hostMathLibrary(), hasF16c);
+  KernelEmitter rhsEmitter(packRhs.kernel, b, module, programBuffers, hostMathLibrary(), hasF16c);
+  KernelEmitter epilogueEmitter(epilogue.kernel, b, module, programBuffers, hostMathLibrary(), hasF16c);
   llvm::Function *microKernelFunction = microKernel(module, micro);
 
   auto setParam = [&](Param which, llvm::Value *value) {
