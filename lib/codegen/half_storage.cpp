@@ -23,12 +23,16 @@ const char *kindName(ExprKind kind) {
   return "expression";
 }
 
-/// A 16-bit float expression must be a load or a cast, and only a cast may read one.
+/// Conversions and bit reinterpretations: they may read and make 16-bit floats.
+bool movesBits(ExprKind kind) { return kind == ExprKind::Cast || kind == ExprKind::BitCast; }
+
+/// A 16-bit float expression must be a load, a cast or a bitcast, and only a cast or a bitcast
+/// may read one.
 std::string checkExpr(const Expr &expr) {
-  if (isHalf(expr.type) && expr.kind != ExprKind::Load && expr.kind != ExprKind::Cast)
+  if (isHalf(expr.type) && expr.kind != ExprKind::Load && !movesBits(expr.kind))
     return std::string("a ") + kindName(expr.kind) + " of type " + std::string(dtypeName(expr.type));
   for (const ExprRef &operand : expr.operands) {
-    if (expr.kind != ExprKind::Cast && isHalf(operand->type))
+    if (!movesBits(expr.kind) && isHalf(operand->type))
       return std::string("a ") + kindName(expr.kind) + " reads a " + std::string(dtypeName(operand->type)) +
              " " + kindName(operand->kind) + " without a cast to f32";
     if (std::string problem = checkExpr(*operand); !problem.empty())
