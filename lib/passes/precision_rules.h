@@ -20,11 +20,12 @@ enum class PrecisionClass : uint8_t {
   Follow,
   /// Computes and stores in f32: inputs stored reduced are cast up (the Cast fuses into the
   /// op's kernel as a prologue, so memory traffic stays reduced). Ops whose results leave the
-  /// f16 range (Exp, Pow, sums) or whose inputs lose meaning when rounded (trigonometry).
+  /// f16 range (Pow, sums).
   Float32,
   /// Float32, and the values it reads are also produced in f32 (their producers do not round):
-  /// normalisation statistics, softmax logits, and results that are decisions (indices,
-  /// comparisons), which a rounding could flip.
+  /// normalisation statistics, softmax logits, arguments of Exp and of trigonometry (whose
+  /// absolute error becomes the result's relative error), and results that are decisions
+  /// (indices, comparisons), which a rounding could flip.
   Float32Inputs,
   /// Reads only the shape of its input (Shape, Size): any storage type will do.
   Agnostic,

@@ -35,21 +35,24 @@ std::string toF16(const std::string &text) { return reduce(text, DType::Float16,
 } // namespace
 
 TEST(ReducePrecision, StoresWeightsAndActivationsInHalfWithCastsAtTheBoundary) {
-  // The MatMul and the Relu store f16; Exp computes and stores f32 (its result may pass 65504).
+  // The MatMul and the Relu store f16; Pow computes and stores f32 (its result may pass 65504),
+  // its constant exponent stays f32.
   EXPECT_EQ(toF16(R"(graph @main(%x: f32[1,2]) -> (%y) {
   %w = constant f32[2,2] [1.0, 0.5, 2.0, -1.0]
+  %two = constant f32[] [2.0]
   %m = MatMul(%x, %w) : f32[1,2]
-  %e = Exp(%m) : f32[1,2]
+  %e = Pow(%m, %two) : f32[1,2]
   %y = Relu(%e) : f32[1,2]
   return
 })"),
             R"(graph @main(%x: f32[1,2]) -> (%y) {
   %w = constant f32[2,2] [1.0, 0.5, 2.0, -1.0]
+  %two = constant f32[] [2.0]
   %w.f16 = constant f16[2,2] dense<"0x003C0038004000BC">
   %x.f16 = Cast(%x) {to = 10} : f16[1,2]
   %m = MatMul(%x.f16, %w.f16) : f16[1,2]
   %m.f32 = Cast(%m) {to = 1} : f32[1,2]
-  %e = Exp(%m.f32) : f32[1,2]
+  %e = Pow(%m.f32, %two) : f32[1,2]
   %e.f16 = Cast(%e) {to = 10} : f16[1,2]
   %y.f16 = Relu(%e.f16) : f16[1,2]
   %y = Cast(%y.f16) {to = 1} : f32[1,2]
@@ -180,14 +183,40 @@ TEST(ReducePrecision, LeavesOtherTypesAloneAndShapesReadAnyType) {
 TEST(ReducePrecision, AGraphOutputReadInFloat32SharesItsCastBack) {
   EXPECT_EQ(toF16(R"(graph @main(%x: f32[4]) -> (%y, %z) {
   %y = Relu(%x) : f32[4]
-  %z = Exp(%y) : f32[4]
+  %z = ReduceSum(%y) : f32[1]
   return
 })"),
             R"(graph @main(%x: f32[4]) -> (%y, %z) {
   %x.f16 = Cast(%x) {to = 10} : f16[4]
   %y.f16 = Relu(%x.f16) : f16[4]
   %y = Cast(%y.f16) {to = 1} : f32[4]
-  %z = Exp(%y) : f32[4]
+  %z = ReduceSum(%y) : f32[1]
+  return
+}
+)");
+}
+
+TEST(ReducePrecision, ExpAndTrigonometryReadUnroundedArguments) {
+  // exp(x - max) and sin(1000 * x): the Sub and the Mul stay f32, so their graph inputs are
+  // never rounded; the Relu after Exp casts its result down.
+  EXPECT_EQ(toF16(R"(graph @main(%x: f32[4], %m: f32[4]) -> (%y, %s) {
+  %k = constant f32[] [1000.0]
+  %d = Sub(%x, %m) : f32[4]
+  %e = Exp(%d) : f32[4]
+  %y = Relu(%e) : f32[4]
+  %a = Mul(%x, %k) : f32[4]
+  %s = Sin(%a) : f32[4]
+  return
+})"),
+            R"(graph @main(%x: f32[4], %m: f32[4]) -> (%y, %s) {
+  %k = constant f32[] [1000.0]
+  %d = Sub(%x, %m) : f32[4]
+  %e = Exp(%d) : f32[4]
+  %e.f16 = Cast(%e) {to = 10} : f16[4]
+  %y.f16 = Relu(%e.f16) : f16[4]
+  %a = Mul(%x, %k) : f32[4]
+  %s = Sin(%a) : f32[4]
+  %y = Cast(%y.f16) {to = 1} : f32[4]
   return
 }
 )");
