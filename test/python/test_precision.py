@@ -116,16 +116,19 @@ def test_comparison_catches_differences():
 
 
 @pytest.mark.parametrize("precision", PRECISIONS)
-def test_cuda_c_of_a_reduced_precision_model_compiles(precision, tmp_path):
-    """NVRTC and ptxas accept the CUDA C of a transformer block stored in 16 bits."""
-    model = st.MODELS_DIR / "tiny_attention.onnx"
+@pytest.mark.parametrize("model", ["tiny_attention", "resnet_narrow"])
+def test_cuda_c_of_a_reduced_precision_model_compiles(model, precision, tmp_path):
+    """NVRTC and ptxas accept the CUDA C of a transformer block and of a CNN stored in 16 bits;
+    the CNN's convolutions take the tiled kernels, whose shared-memory tiles hold f32."""
     library = tmp_path / "model.so"
     source = tmp_path / "source"
-    st.run_cli(["compile", model, "--target", "cuda", "--arch", "sm_90", "--precision", precision,
-                "--emit-source", source, "-o", library])
+    st.run_cli(["compile", st.MODELS_DIR / f"{model}.onnx", "--target", "cuda", "--arch", "sm_90",
+                "--precision", precision, "--emit-source", source, "-o", library])
     assert library.stat().st_size > 0
-    code = "".join(path.read_text() for path in sorted(source.rglob("*.cu")))
-    assert "unsigned short" in code, "no kernel reads or writes 16-bit storage"
+    code = "".join(path.read_text() for path in sorted(source.glob("fused_*.cu")))
+    assert "const unsigned short *__restrict__" in code, "no kernel reads 16-bit storage"
+    if model == "resnet_narrow":
+        assert "__shared__ float sA" in code, "no tiled convolution"
 
 
 @pytest.mark.parametrize("flags,message", [
