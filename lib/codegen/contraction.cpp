@@ -1,6 +1,7 @@
 #include "sinter/codegen/contraction.h"
 
 #include "lowering_rules.h"
+#include "sinter/support/error.h"
 
 namespace sinter::codegen {
 
@@ -27,6 +28,8 @@ std::optional<Contraction> lowerContraction(const KernelGroup &group) {
   lowerGroupNodes(group, builder, buffers, [&](const RuleContext &context) {
     spec = describeContraction(context);
   });
+  SINTER_ASSERT(spec.type != DType::Float16 && spec.type != DType::BFloat16, "contraction ", group.name,
+                " accumulates in ", dtypeName(spec.type), "; 16-bit floats are storage only");
   builder.kernel().flops = spec.flops();
   return Contraction{builder.take(), std::move(spec)};
 }

@@ -357,6 +357,9 @@ Kernel lowerGroup(const KernelGroup &group) {
         builder.emit(ifThen(binary(BinaryOp::Lt, builder.gid(), intConstant(count)), {write}));
     }
   }
+  std::string halfArithmetic = findHalfArithmetic(builder.kernel());
+  SINTER_ASSERT(halfArithmetic.empty(), "kernel ", group.name,
+                " computes in a 16-bit float type (they are storage only): ", halfArithmetic);
   return builder.take();
 }
 

@@ -117,6 +117,7 @@ package::Manifest buildManifest(Graph &graph, const CompileOptions &options,
   package::Manifest manifest;
   manifest.target = options.target.target;
   manifest.producer = "sinter 0.1.0";
+  manifest.storagePrecision = options.pipeline.precision;
   manifest.sourceNodeCount = graph.numNodes();
   stats.sourceNodeCount = graph.numNodes();
   for (const auto &[name, value] : options.boundInputs) {

@@ -165,12 +165,17 @@ void encodeMetadata(Encoder &encoder, const Manifest &manifest) {
   encoder.count(manifest.steps.size());
   for (const Step &step : manifest.steps)
     encodeStep(encoder, step);
-  // Optional trailing field: absent when no input is bound, so such artifacts are unchanged.
-  if (!manifest.boundInputs.empty()) {
+  // Optional trailing fields, each absent when it says nothing (no bound input, float32
+  // storage), so such artifacts are unchanged. A storage precision after them needs the bound
+  // inputs' count before it, written as 0 when there are none.
+  bool reducedStorage = manifest.storagePrecision != DType::Float32;
+  if (!manifest.boundInputs.empty() || reducedStorage) {
     encoder.count(manifest.boundInputs.size());
     for (const BoundInput &bound : manifest.boundInputs)
       encodeBoundInput(encoder, bound);
   }
+  if (reducedStorage)
+    encoder.u32(static_cast<uint32_t>(dtypeToOnnx(manifest.storagePrecision)));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -381,10 +386,16 @@ Manifest decodeMetadata(Decoder &decoder, Target target) {
     manifest.steps.push_back(decodeStep(decoder));
   if (decoder.remaining() != 0) {
     uint32_t bound = decoder.count(kMinBoundInput, "bound inputs");
-    if (bound == 0)
+    if (bound == 0 && decoder.remaining() == 0)
       userError("corrupt artifact: an empty bound-input list (it is left out when empty)");
     for (uint32_t i = 0; i < bound; ++i)
       manifest.boundInputs.push_back(decodeBoundInput(decoder));
+  }
+  if (decoder.remaining() != 0) {
+    std::optional<DType> storage = dtypeFromOnnx(int(decoder.u32("storage precision")));
+    if (!storage || (*storage != DType::Float16 && *storage != DType::BFloat16))
+      userError("corrupt artifact: the storage precision is not f16 or bf16 (f32 is left out)");
+    manifest.storagePrecision = *storage;
   }
   if (decoder.remaining() != 0)
     userError("corrupt artifact: ", decoder.remaining(),

@@ -7,6 +7,7 @@
 #include "fold_constants.h"
 #include "recognise_gelu.h"
 #include "recognise_layer_normalization.h"
+#include "reduce_precision.h"
 #include "sinter/ir/graph.h"
 #include "sinter/ir/printer.h"
 #include "sinter/ir/verifier.h"
@@ -17,8 +18,8 @@
 
 namespace sinter {
 
-template <typename P> static std::function<std::unique_ptr<Pass>()> make() {
-  return [] { return std::make_unique<P>(); };
+template <typename P> static std::function<std::unique_ptr<Pass>(const PipelineOptions &)> make() {
+  return [](const PipelineOptions &) { return std::make_unique<P>(); };
 }
 
 const std::vector<PipelineEntry> &defaultPipeline() {
@@ -46,6 +47,13 @@ const std::vector<PipelineEntry> &defaultPipeline() {
        "an exported GELU is up to eight elementwise nodes that fusion would split where x is read "
        "twice; as one op it is one accessor and fuses as an epilogue",
        make<RecogniseGelu>()},
+      {"reduce-precision",
+       "with --precision fp16|bf16, stores float32 weights and activations in 16 bits; after the "
+       "rewrites that match float32 patterns and fold weights, so it converts final weights once, "
+       "and before dead-code elimination, which removes the float32 constants it replaced",
+       [](const PipelineOptions &options) {
+         return std::make_unique<ReducePrecision>(options.precision);
+       }},
       {"eliminate-dead-code",
        "folding leaves the nodes and constants it replaced unused (weights before folding, merged "
        "constants)",
@@ -54,12 +62,14 @@ const std::vector<PipelineEntry> &defaultPipeline() {
   return kPipeline;
 }
 
-std::unique_ptr<Pass> createPass(std::string_view name) {
+std::unique_ptr<Pass> createPass(std::string_view name, const PipelineOptions &options) {
   for (const PipelineEntry &entry : defaultPipeline())
     if (entry.name == name)
-      return entry.create();
+      return entry.create(options);
   return nullptr;
 }
+
+std::unique_ptr<Pass> createPass(std::string_view name) { return createPass(name, PipelineOptions{}); }
 
 std::string describePipeline() {
   std::ostringstream out;
@@ -95,7 +105,7 @@ void runPipeline(Graph &graph, const PipelineOptions &options) {
   for (const PipelineEntry &entry : defaultPipeline()) {
     if (options.disabled.count(entry.name))
       continue;
-    std::unique_ptr<Pass> pass = entry.create();
+    std::unique_ptr<Pass> pass = entry.create(options);
     constexpr int kMaxIterations = 32;
     for (int iteration = 0; iteration < kMaxIterations; ++iteration) {
       bool changed = pass->run(graph);

@@ -93,12 +93,14 @@ def run_commands(target, sinter, model, inputs, out_dir, scratch, bound=()):
     return [[*sinter, "run", str(scratch / "model.so"), *feeds, *outputs]]
 
 
-def compile_command(target, sinter, model, inputs, scratch, bound=(), arch=None):
+def compile_command(target, sinter, model, inputs, scratch, bound=(), arch=None, precision="fp32"):
     """`sinter compile` of `model` to scratch/model.so, with the inputs in `bound` bound to their
-    data-set values (and, for cuda, for one architecture when `arch` is given)."""
+    data-set values (and, for cuda, for one architecture when `arch` is given; with 16-bit
+    storage when `precision` says so)."""
     binds = [f"--bind-input={name}={inputs[name]}" for name in bound]
     archs = ["--arch", arch] if target == "cuda" and arch else []
-    return [*sinter, "compile", str(model), "--target", target, *archs, "-o",
+    storage = ["--precision", precision] if precision != "fp32" else []
+    return [*sinter, "compile", str(model), "--target", target, *archs, *storage, "-o",
             str(scratch / "model.so"), *binds]
 
 
@@ -112,7 +114,8 @@ def compile_binding_inputs(args, model, inputs, scratch):
     bound = []
     while True:
         code, text = run_command(compile_command(args.target, args.sinter, model, inputs, scratch,
-                                                 bound, args.arch), args.timeout, args.memory_limit_mb)
+                                                 bound, args.arch, args.precision),
+                                 args.timeout, args.memory_limit_mb)
         failure = classify_failure(code, text, model, compiling=True)
         if failure is None:
             return None, bound
@@ -321,6 +324,11 @@ def parse_args(argv=None):
                         help="the CLI, as a command line (default: $SINTER_BIN, else BUILD/bin/sinter)")
     parser.add_argument("--arch", help="cuda target: compile for this architecture only (e.g. sm_90) "
                         "instead of sinter's default list")
+    parser.add_argument("--precision", choices=["fp32", "fp16", "bf16"], default="fp32",
+                        help="compiled targets: sinter compile --precision (docs/precision.md). The "
+                        "node tests' tolerance is float32's, so fp16/bf16 runs look for crashes and "
+                        "compile errors; their results go to precision-P-results-TARGET.json, out of "
+                        "the scoreboard's way")
     parser.add_argument("--jobs", type=int, default=2, help="tests run at once (default 2)")
     parser.add_argument("--timeout", type=float, default=60, help="seconds per command (default 60)")
     parser.add_argument("--memory-limit-mb", type=int, default=8192,
@@ -334,7 +342,8 @@ def parse_args(argv=None):
     args = parser.parse_args(argv)
     build = default_build_dir()
     args.sinter = shlex.split(args.sinter) if args.sinter else [str(build / "bin" / "sinter")]
-    args.json = args.json or build / "conformance" / f"results-{args.target}.json"
+    prefix = "" if args.precision == "fp32" else f"precision-{args.precision}-"
+    args.json = args.json or build / "conformance" / f"{prefix}results-{args.target}.json"
     args.data = args.data or node_tests.node_test_root(build / "conformance")
     return args
 

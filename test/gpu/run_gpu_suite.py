@@ -22,6 +22,10 @@ Steps, each failing soft (a failing model is a row of the table, never the end o
   c. the C++ example `run_model` (it links only libsinter_rt) on one compiled model;
   d. a log and a JSON of the results under --out, and last a table on stdout.
 
+With --precision fp16|bf16 every compile stores float32 weights and activations in 16 bits
+(docs/precision.md) and float outputs are compared by relative L2 error, ||a-b|| / ||b|| <= 1e-2,
+instead of the max relative error.
+
 A time budget (--budget, default 480 s) bounds the whole run: steps that would start too late are
 reported as skipped. With --no-gpu (for machines without a GPU) the CUDA compiles still run, and
 the run/compare/bench logic is exercised on CPU-target artifacts instead of the GPU; torch models
@@ -47,6 +51,7 @@ MODELS_DIR = ROOT / "models"
 sys.path.insert(0, str(MODELS_DIR))
 
 FLOAT_TOLERANCE = 1e-4
+PRECISION_L2_TOLERANCE = 1e-2  # --precision fp16|bf16: relative L2 error per float output
 TORCH_MODELS = ["resnet50", "mobilenet_v2", "vit_b_16", "bert", "gpt2"]
 SEQUENCE = 128
 IMAGE = 224
@@ -157,9 +162,10 @@ def export_worker(name, work):
 # ---------------------------------------------------------------------------------------------
 # Comparison.
 
-def compare_outputs(actual, expected):
-    """(max relative error over float outputs, problems). Floats: max|a-b| / max|b| per output;
-    integers and booleans exactly; dtype, shape and names exactly."""
+def compare_outputs(actual, expected, l2=False):
+    """(max relative error over float outputs, problems). Floats: max|a-b| / max|b| per output
+    (with `l2`, ||a-b|| / ||b|| over the finite elements instead); integers and booleans exactly;
+    dtype, shape and names exactly."""
     worst = 0.0
     problems = []
     for name, want in expected.items():
@@ -183,6 +189,16 @@ def compare_outputs(actual, expected):
             a, b = np.nan_to_num(a, nan=0.0), np.nan_to_num(b, nan=0.0)
             error = np.abs(a - b)
             error[a == b] = 0.0
+            if l2:
+                finite = np.isfinite(b)
+                norm = float(np.linalg.norm(b[finite]))
+                difference = float(np.linalg.norm(error[finite]))
+                relative = difference / norm if norm > 0 else difference
+                worst = max(worst, relative)
+                if not relative <= PRECISION_L2_TOLERANCE:
+                    problems.append(f"{name}: relative L2 error {relative:.3g} > "
+                                    f"{PRECISION_L2_TOLERANCE:g}")
+                continue
             scale = float(np.max(np.abs(b[np.isfinite(b)]), initial=0.0))
             relative = float(np.max(error)) / scale if scale > 0 else float(np.max(error))
             worst = max(worst, relative)
@@ -295,7 +311,9 @@ class Suite:
     def save(self):
         document = {"environment": self.environment, "budget_s": self.args.budget,
                     "elapsed_s": round(self.elapsed(), 1), "no_gpu": self.args.no_gpu,
-                    "tolerance": FLOAT_TOLERANCE, "warmup": WARMUP, "iterations": ITERATIONS,
+                    "tolerance": FLOAT_TOLERANCE if self.args.precision == "fp32" else
+                    {"relative_l2": PRECISION_L2_TOLERANCE}, "precision": self.args.precision,
+                    "warmup": WARMUP, "iterations": ITERATIONS,
                     "run_model": self.run_model, "results": self.results}
         temporary = self.out / "gpu-suite.json.tmp"
         temporary.write_text(json.dumps(document, indent=2, default=str))
@@ -377,8 +395,12 @@ class Suite:
         result["run_s"] = round(seconds, 2)
         return load_npz(out)
 
+    def precision_flags(self):
+        """`sinter compile --precision P` unless P is fp32 (the default)."""
+        return [] if self.args.precision == "fp32" else ["--precision", self.args.precision]
+
     def check(self, result, actual, expected):
-        worst, problems = compare_outputs(actual, expected)
+        worst, problems = compare_outputs(actual, expected, l2=self.args.precision != "fp32")
         result["max_rel_err"] = worst
         if problems:
             result["status"] = "fail"
@@ -436,7 +458,8 @@ class Suite:
                 shapes = [f for name, array in model_inputs.items()
                           for f in ("--shape", f"{name}={'x'.join(map(str, array.shape))}")]
                 if self.compile(row, model, artifact,
-                                ["--target", "cuda", "--gpu-codegen", codegen, *shapes], 240):
+                                ["--target", "cuda", "--gpu-codegen", codegen, *shapes,
+                                 *self.precision_flags()], 240):
                     self.inspect(row, artifact)
                     if codegen == "llvm":
                         generators = row.get("generators", {})
@@ -446,7 +469,7 @@ class Suite:
                     # The run/compare/bench logic, exercised on the CPU target.
                     cpu_row = {"status": "ok"}
                     if self.compile(cpu_row, model, folder / "cpu.so",
-                                    ["--target", "cpu", *shapes], 240):
+                                    ["--target", "cpu", *shapes, *self.precision_flags()], 240):
                         row["cpu_compile_s"] = cpu_row["compile_s"]
                     else:
                         row.update(status="fail", stage="compile (cpu)", error=cpu_row["error"])
@@ -569,7 +592,8 @@ class Suite:
             codegen = "llvm" if self.args.gpu_codegen == "llvm" else "cuda-c"
             row["gpu_codegen"] = codegen
             if self.compile(row, info["onnx"], folder / "model.so",
-                            ["--target", "cuda", "--arch", "sm_90", "--gpu-codegen", codegen], 420):
+                            ["--target", "cuda", "--arch", "sm_90", "--gpu-codegen", codegen,
+                             *self.precision_flags()], 420):
                 self.inspect(row, folder / "model.so")
             self.log(f"{name}: compiled ({row.get('compile_s', '-')} s) {row['status']}"
                      + (f": {row.get('error')}" if row["status"] != "ok" else ""))
@@ -659,7 +683,8 @@ class Suite:
     # d. the table
 
     def table(self):
-        header = ["model", "compile s", "max rel err", "sinter p50 ms", "torch eager p50 ms",
+        error_column = "max rel err" if self.args.precision == "fp32" else "rel L2 err"
+        header = ["model", "compile s", error_column, "sinter p50 ms", "torch eager p50 ms",
                   "ratio", "status"]
         rows = []
         ordered = sorted(self.results, key=lambda r: r["source"] != "models")  # models/ first
@@ -712,6 +737,9 @@ def main():
                         help="GPU code generator for the models/ suite: cuda-c (default), llvm "
                              "(the NVPTX route) or both (each model twice); the torch models use "
                              "llvm only when this is llvm")
+    parser.add_argument("--precision", choices=["fp32", "fp16", "bf16"], default="fp32",
+                        help="sinter compile --precision for every model; fp16/bf16 compare by "
+                             "relative L2 <= 1e-2 (docs/precision.md)")
     parser.add_argument("--export", help=argparse.SUPPRESS)  # worker mode
     args = parser.parse_args()
 

@@ -156,6 +156,7 @@ void expectSameManifest(const Manifest &a, const Manifest &b) {
     }
   }
   EXPECT_EQ(a.sourceNodeCount, b.sourceNodeCount);
+  EXPECT_EQ(a.storagePrecision, b.storagePrecision);
 }
 
 uint64_t load64(const std::vector<uint8_t> &bytes, size_t offset) {
@@ -523,4 +524,47 @@ TEST(ArtifactFormat, BoundInputValidationNamesWhatIsWrong) {
             std::string::npos);
   EXPECT_NE(problem([](Manifest &m) { m.boundInputs[0].name.clear(); }).find("no name"),
             std::string::npos);
+}
+
+// ---- storage precision: an optional trailing field after the bound inputs ---------------------
+
+TEST(ArtifactFormat, StoragePrecisionRoundTripsWithAndWithoutBoundInputs) {
+  for (DType storage : {DType::Float16, DType::BFloat16}) {
+    for (bool bound : {false, true}) {
+      Manifest manifest = bound ? withBoundInputs() : fullManifest(Target::Cpu);
+      manifest.storagePrecision = storage;
+      std::vector<uint8_t> bytes = serializeManifest(manifest);
+      Manifest parsed = parseManifest(bytes);
+      expectSameManifest(manifest, parsed);
+      EXPECT_EQ(parsed.boundInputs.size(), manifest.boundInputs.size());
+      EXPECT_EQ(serializeManifest(parsed), bytes);
+    }
+  }
+  // Without bound inputs, the field costs an empty list's count and the ONNX number, appended
+  // to the float32 artifact's metadata.
+  Manifest plain = fullManifest(Target::Cpu);
+  Manifest half = plain;
+  half.storagePrecision = DType::Float16;
+  std::vector<uint8_t> plainBytes = serializeManifest(plain), halfBytes = serializeManifest(half);
+  uint64_t plainMetadata = load64(plainBytes, kMetadataBytesAt);
+  ASSERT_EQ(load64(halfBytes, kMetadataBytesAt), plainMetadata + 8);
+  EXPECT_TRUE(std::equal(plainBytes.begin() + kArtifactHeaderBytes,
+                         plainBytes.begin() + std::ptrdiff_t(kArtifactHeaderBytes + plainMetadata),
+                         halfBytes.begin() + kArtifactHeaderBytes));
+  uint32_t number;
+  std::memcpy(&number, halfBytes.data() + kArtifactHeaderBytes + plainMetadata + 4, 4);
+  EXPECT_EQ(number, 10u); // TensorProto FLOAT16
+}
+
+TEST(ArtifactFormat, AStoragePrecisionOtherThanF16OrBf16IsCorrupt) {
+  Manifest half = fullManifest(Target::Cpu);
+  half.storagePrecision = DType::Float16;
+  std::vector<uint8_t> bytes = serializeManifest(half);
+  uint64_t at = kArtifactHeaderBytes + load64(bytes, kMetadataBytesAt) - 4;
+  for (uint32_t number : {1u, 7u, 99u}) { // f32 (left out when it is f32), i64, unknown
+    std::vector<uint8_t> edited = bytes;
+    std::memcpy(edited.data() + at, &number, 4);
+    resealMetadata(edited);
+    EXPECT_NE(parseProblem(edited).find("storage precision"), std::string::npos) << number;
+  }
 }

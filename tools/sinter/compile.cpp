@@ -26,6 +26,7 @@ struct CompileFlags {
   std::string archs = "sm_80,sm_86,sm_89,sm_90";
   std::string cpu = "x86-64-v2";
   std::string gpuCodegen = "cuda-c";
+  std::string precision = "fp32";
   std::string emitSource;
   std::string dumpIrAfter;
   std::vector<std::string> disabledPasses;
@@ -43,6 +44,24 @@ std::vector<std::string> splitList(const std::string &text) {
     if (!item.empty())
       items.push_back(item);
   return items;
+}
+
+/// --precision: the storage type of float32 weights and activations (kernels compute in f32).
+DType parsePrecision(const std::string &precision, package::Target target) {
+  if (precision == "fp32")
+    return DType::Float32;
+  if (precision == "fp16")
+    return DType::Float16;
+  if (precision == "bf16")
+    return DType::BFloat16;
+  if (precision == "tf32") {
+    if (target != package::Target::Cuda)
+      userError("--precision tf32 is a CUDA tensor-core mode; with --target cpu use fp32, fp16 "
+                "or bf16");
+    userError("--precision tf32: sinter does not generate tensor-core math yet; use fp32, or "
+              "fp16/bf16 to halve memory traffic (docs/precision.md)");
+  }
+  userError("unknown --precision '", precision, "'; use fp32, fp16 or bf16");
 }
 
 void runCompile(const CompileFlags &flags) {
@@ -75,6 +94,7 @@ void runCompile(const CompileFlags &flags) {
     userError("unknown --gpu-codegen '", flags.gpuCodegen, "'; use cuda-c or llvm");
   options.target.gpuCodegen = flags.gpuCodegen;
   options.target.emitSourceDirectory = flags.emitSource;
+  options.pipeline.precision = parsePrecision(flags.precision, options.target.target);
   options.pipeline.disabled.insert(flags.disabledPasses.begin(), flags.disabledPasses.end());
   options.pipeline.dumpAfter = flags.dumpIrAfter;
   options.pipeline.dumpStream = &std::cerr;
@@ -113,6 +133,11 @@ Command addCompileCommand(CLI::App &parent) {
   command->add_option("--cpu", flags->cpu, "CPU target: x86-64-v2 (default), x86-64-v3, x86-64-v4, native")
       ->capture_default_str();
   command->add_option("--gpu-codegen", flags->gpuCodegen, "CUDA target: cuda-c (CUDA C through NVRTC, the default) or llvm (LLVM's NVPTX backend; groups it cannot lower yet use cuda-c)")
+      ->capture_default_str();
+  command->add_option("--precision", flags->precision,
+                      "Storage of float32 weights and activations: fp32 (default), fp16 or bf16 "
+                      "(kernels compute in f32; docs/precision.md). tf32 is refused: no "
+                      "tensor-core math yet")
       ->capture_default_str();
   command->add_option("--emit-source", flags->emitSource, "Write the generated code, kernel by kernel, here")
       ->type_name("DIR");

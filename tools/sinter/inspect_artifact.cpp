@@ -222,6 +222,9 @@ void printText(const std::string &path, const ArtifactFile &file, bool plan) {
   }
   std::printf("producer: %s\n", manifest.producer.c_str());
   std::printf("abi version: %u\n", file.view().header.abiVersion);
+  if (manifest.storagePrecision != DType::Float32)
+    std::printf("precision: float32 weights and activations stored as %s, computed in f32\n",
+                std::string(dtypeName(manifest.storagePrecision)).c_str());
   printSignature("inputs", manifest.inputs);
   printSignature("outputs", manifest.outputs);
   printBoundInputs(manifest);
@@ -356,6 +359,7 @@ void printJson(const std::string &path, const ArtifactFile &file, bool plan) {
   json.key("target").value(targetName(manifest.target));
   json.key("producer").value(manifest.producer);
   json.key("abi_version").value(static_cast<int64_t>(file.view().header.abiVersion));
+  json.key("storage_precision").value(std::string(dtypeName(manifest.storagePrecision)));
   if (manifest.target == package::Target::Cpu)
     json.key("cpu_level").value(manifest.cpuLevel);
   else

@@ -122,6 +122,11 @@ struct Kernel {
 /// Human-readable listing (for --emit-source and tests).
 std::string printKernel(const Kernel &kernel);
 
+/// f16 and bf16 are storage types: a kernel may load them, cast (or bitcast) them and store them,
+/// and does everything else (arithmetic, selects, comparisons, variables) in f32. Returns where `kernel`
+/// breaks that rule ("" when it keeps it); lowering asserts it for every kernel it builds.
+std::string findHalfArithmetic(const Kernel &kernel);
+
 // ---- Building ------------------------------------------------------------------------------
 // Expression constructors fold constants where both sides are constant integers, so index math
 // on static shapes stays small.

@@ -119,6 +119,10 @@ struct Manifest {
   int64_t sourceNodeCount = 0;
   /// Inputs bound at compile time, in name order (empty for most artifacts).
   std::vector<BoundInput> boundInputs;
+  /// Where the compiler stored the model's float32 weights and activations (`sinter compile
+  /// --precision`): Float32, Float16 or BFloat16. Kernels compute in f32 whatever it is, and the
+  /// signature keeps the model's types; recorded for `sinter inspect`, the runtime ignores it.
+  DType storagePrecision = DType::Float32;
 };
 
 } // namespace sinter::package

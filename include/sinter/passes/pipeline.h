@@ -3,6 +3,7 @@
 // that changed it and names the pass that broke an invariant.
 #pragma once
 
+#include "sinter/ir/dtype.h"
 #include "sinter/passes/pass.h"
 
 #include <functional>
@@ -14,10 +15,13 @@
 
 namespace sinter {
 
+struct PipelineOptions;
+
 struct PipelineEntry {
   std::string name;
   std::string reason;
-  std::function<std::unique_ptr<Pass>()> create;
+  /// A new instance of the pass, configured by the options it reads (most read none).
+  std::function<std::unique_ptr<Pass>(const PipelineOptions &)> create;
   /// Run the pass again until it reports no change (bounded).
   bool untilFixedPoint = false;
 };
@@ -30,12 +34,16 @@ struct PipelineOptions {
   std::string dumpAfter;            ///< --dump-ir-after=PASS|all
   std::ostream *dumpStream = nullptr;
   bool verify = true;               ///< verify after every pass that changed the graph
+  /// --precision: where float32 weights and activations are stored (f32, f16 or bf16).
+  DType precision = DType::Float32;
 };
 
 /// Runs the pipeline. Unknown names in disabled/dumpAfter are UserErrors listing the passes.
 void runPipeline(Graph &graph, const PipelineOptions &options = {});
 
-/// A new instance of the pipeline's pass of that name (for tests and tools); null if none.
+/// A new instance of the pipeline's pass of that name, configured by `options` (for tests and
+/// tools); null if none.
+std::unique_ptr<Pass> createPass(std::string_view name, const PipelineOptions &options);
 std::unique_ptr<Pass> createPass(std::string_view name);
 
 /// "1. fold-constants: evaluate nodes whose inputs are all constants ..." one per line.

@@ -49,7 +49,8 @@ public:
 
   package::Kernel addKernel(const KernelGroup &group, const Kernel &kernel,
                             LaunchShape &launch) override {
-    if (std::optional<Kernel> blocked = llvmgen::addBlockedContraction(group, options_.cpuLevel, *module_, launch)) {
+    if (std::optional<Kernel> blocked = llvmgen::addBlockedContraction(group, options_.cpuLevel, *module_, launch,
+                                                                             hasF16c_)) {
       emitKernelSource(kernel);
       return describeKernel(group, *blocked, "llvm-x86-blocked");
     }

@@ -188,7 +188,8 @@ std::optional<PackedOperand> packConstantOperand(const KernelGroup &group, const
 /// and only while the table stays small.
 struct GatherTable {
   std::vector<uint8_t> bytes;
-  int source = -1; ///< the buffer X
+  int source = -1;                  ///< the buffer X
+  DType sourceType = DType::Float32; ///< X's element type: f32, or f16/bf16 read into f32
 };
 
 bool readsNoBuffer(const ExprRef &expr) {
@@ -222,7 +223,14 @@ std::optional<GatherTable> rhsGatherTable(const Contraction &contraction) {
     inside = value->operands[0];
     value = value->operands[1];
   }
-  if (value->kind != ExprKind::Load || value->type != DType::Float32)
+  // X may store 16-bit floats (--precision fp16|bf16): its load is then under a Cast to f32.
+  DType sourceType = DType::Float32;
+  if (value->kind == ExprKind::Cast && value->type == DType::Float32 &&
+      (value->operands[0]->type == DType::Float16 || value->operands[0]->type == DType::BFloat16)) {
+    sourceType = value->operands[0]->type;
+    value = value->operands[0];
+  }
+  if (value->kind != ExprKind::Load || value->type != sourceType)
     return std::nullopt;
   const ExprRef &index = value->operands[0];
   if (!readsNoBuffer(index) || (inside && !readsNoBuffer(inside)) || !(inside || hasIndexArithmetic(index)))
@@ -248,6 +256,7 @@ std::optional<GatherTable> rhsGatherTable(const Contraction &contraction) {
   }
   GatherTable table;
   table.source = value->id;
+  table.sourceType = sourceType;
   table.bytes.resize(offsets.size() * sizeof(int32_t));
   std::memcpy(table.bytes.data(), offsets.data(), table.bytes.size());
   return table;
@@ -389,7 +398,7 @@ ExprRef param(const TileProgram &program, Param which) {
 /// columns j for the rhs), interleaved per r; lanes past the tile's edge are zero. Full panels
 /// carry no bounds test.
 std::vector<StmtRef> packOperand(const TileProgram &program, const ContractionSpec &spec, bool lhs, int64_t width,
-                                 int gatherSource = -1) {
+                                 int gatherSource = -1, DType gatherType = DType::Float32) {
   ExprRef kLen = param(program, ParamReductionLength);
   ExprRef extent = param(program, lhs ? ParamRows : ParamColumns);
   ExprRef origin = param(program, lhs ? ParamRow : ParamColumn);
@@ -401,7 +410,8 @@ std::vector<StmtRef> packOperand(const TileProgram &program, const ContractionSp
                         var(spec.j, DType::Int64));
     ExprRef offset = cast(load(program.gather, DType::Int32, entry), DType::Int64);
     value = select(binary(BinaryOp::Ge, offset, intConstant(0)),
-                   load(gatherSource, DType::Float32, binary(BinaryOp::Max, offset, intConstant(0))),
+                   cast(load(gatherSource, gatherType, binary(BinaryOp::Max, offset, intConstant(0))),
+                        DType::Float32),
                    constant(DType::Float32, 0));
   }
   ExprRef panel = var(program.outer, DType::Int64), rr = var(program.middle, DType::Int64),
@@ -466,7 +476,7 @@ MicroKernelShape fitMicroKernel(const ContractionSpec &spec, MicroKernelShape mi
 } // namespace
 
 std::optional<Kernel> addBlockedContraction(const KernelGroup &group, const std::string &cpuLevel,
-                                            llvm::Module &module, LaunchShape &launch) {
+                                            llvm::Module &module, LaunchShape &launch, bool hasF16c) {
   std::optional<Contraction> contraction = lowerContraction(group);
   if (!contraction || contraction->spec.type != DType::Float32)
     return std::nullopt;
@@ -527,13 +537,14 @@ std::optional<Kernel> addBlockedContraction(const KernelGroup &group, const std:
 
   TileProgram packLhs = tileProgram(*contraction, blocking), packRhs = packLhs, epilogue = packLhs;
   packLhs.kernel.body = packOperand(packLhs, spec, true, mr);
-  packRhs.kernel.body = packOperand(packRhs, spec, false, nr, rhsGather ? rhsGather->source : -1);
+  packRhs.kernel.body = packOperand(packRhs, spec, false, nr, rhsGather ? rhsGather->source : -1,
+                                 rhsGather ? rhsGather->sourceType : DType::Float32);
   epilogue.kernel.body = tileEpilogue(epilogue, spec, blocking.nc);
   std::vector<llvm::Value *> programBuffers(buffers.begin(), buffers.begin() + long(bufferCount));
   programBuffers.insert(programBuffers.end(), {paramBuffer, lhsPack, rhsPack, tile, gatherTable ? gatherTable : tile});
-  KernelEmitter lhsEmitter(packLhs.kernel, b, module, programBuffers);
-  KernelEmitter rhsEmitter(packRhs.kernel, b, module, programBuffers);
-  KernelEmitter epilogueEmitter(epilogue.kernel, b, module, programBuffers);
+  KernelEmitter lhsEmitter(packLhs.kernel, b, module, programBuffers, hostMathLibrary(), hasF16c);
+  KernelEmitter rhsEmitter(packRhs.kernel, b, module, programBuffers, hostMathLibrary(), hasF16c);
+  KernelEmitter epilogueEmitter(epilogue.kernel, b, module, programBuffers, hostMathLibrary(), hasF16c);
   llvm::Function *microKernelFunction = microKernel(module, micro);
 
   auto setParam = [&](Param which, llvm::Value *value) {

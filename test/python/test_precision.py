@@ -1,0 +1,144 @@
+"""Mixed precision end to end: every models/*.onnx compiled for the CPU with `--precision fp16`
+and `--precision bf16` (float32 weights and activations stored in 16 bits, computed in f32) runs
+and matches onnxruntime's float32 outputs within a relative L2 error of 1e-2
+(||actual - expected||_2 / ||expected||_2); integer and bool outputs must match exactly. The
+artifact keeps the model's float32 signature. Models with symbolic dims run with every symbolic
+dim 2. The CUDA C of an fp16 and a bf16 model must compile through NVRTC and ptxas (no GPU
+needed), and bad --precision values are user errors.
+"""
+import json
+import subprocess
+
+import numpy as np
+import pytest
+
+import sinter_testing as st
+
+PRECISIONS = ["fp16", "bf16"]
+RELATIVE_L2 = 1e-2
+
+
+def relative_l2(actual, expected):
+    a, b = actual.astype(np.float64).ravel(), expected.astype(np.float64).ravel()
+    norm = np.linalg.norm(b)
+    return np.linalg.norm(a - b) / norm if norm > 0 else np.linalg.norm(a - b)
+
+
+def compare_l2(actual, expected):
+    """Problems found comparing outputs: dtype/shape exactly, floats by relative L2, the rest exactly."""
+    problems = [f"{name}: missing" for name in expected if name not in actual]
+    for name, b in expected.items():
+        if name not in actual:
+            continue
+        a = np.asarray(actual[name])
+        if a.dtype != b.dtype or a.shape != b.shape:
+            problems.append(f"{name}: got {a.dtype}{list(a.shape)}, expected {b.dtype}{list(b.shape)}")
+        elif np.issubdtype(b.dtype, np.floating):
+            if not np.array_equal(np.isfinite(a), np.isfinite(b)):
+                problems.append(f"{name}: non-finite values in other places than onnxruntime's")
+                continue
+            finite = np.isfinite(b)
+            error = relative_l2(a[finite], b[finite])
+            if not error <= RELATIVE_L2:
+                problems.append(f"{name}: relative L2 error {error:.3g} > {RELATIVE_L2:g}")
+        elif not np.array_equal(a, b):
+            problems.append(f"{name}: {np.count_nonzero(a != b)} of {a.size} elements differ")
+    return problems
+
+
+def compile_and_run(model, inputs, workdir, *flags):
+    library = workdir / "model.so"
+    st.run_cli(["compile", model, "--target", "cpu", *st.shape_flags(inputs), *flags, "-o", library])
+    out = workdir / "outputs.npz"
+    st.run_cli(["run", library, *st._input_flags(inputs, workdir), "-o", out])
+    return st._load_npz(out)
+
+
+def cases():
+    for model in st.model_files():
+        for precision in PRECISIONS:
+            yield pytest.param(model, precision, id=f"{model.stem}-{precision}")
+
+
+@pytest.mark.parametrize("model,precision", list(cases()))
+def test_model_matches_onnxruntime_in_reduced_precision(model, precision, tmp_path):
+    dim = 2 if st.has_symbolic_dims(model) else 1
+    inputs = st.make_inputs(model, dim)
+    expected = st.run_onnxruntime(model, inputs)
+    actual = compile_and_run(model, inputs, tmp_path, "--precision", precision)
+    problems = compare_l2(actual, expected)
+    if problems:
+        pytest.fail(f"{model.name} at {precision}:\n  " + "\n  ".join(problems), pytrace=False)
+
+
+@pytest.mark.parametrize("model", ["resnet_narrow", "bert_tiny"])
+def test_hardware_half_conversions_match_onnxruntime(model, tmp_path):
+    """--cpu native on a CPU with F16C converts f16 with instructions, in the packing of the
+    blocked contractions too; the results must match as the software conversions do."""
+    path = st.MODELS_DIR / f"{model}.onnx"
+    inputs = st.make_inputs(path, 1)
+    expected = st.run_onnxruntime(path, inputs)
+    actual = compile_and_run(path, inputs, tmp_path, "--precision", "fp16", "--cpu", "native")
+    problems = compare_l2(actual, expected)
+    assert not problems, problems
+
+
+def test_reduced_precision_halves_weights_and_activations_on_cuda(tmp_path):
+    """resnet_narrow's weights are float32 convolution filters: for the CUDA target (which reads
+    weights as they are stored; the CPU target also keeps f32 packed copies for its micro-kernel)
+    16-bit storage takes about half the weight bytes, and the arena shrinks too."""
+    model = st.MODELS_DIR / "resnet_narrow.onnx"
+    info = {}
+    for precision in ["fp32", "fp16"]:
+        library = tmp_path / f"{precision}.so"
+        st.run_cli(["compile", model, "--target", "cuda", "--arch", "sm_90", "--precision", precision,
+                    "-o", library])
+        info[precision] = json.loads(st.run_cli(["inspect", library, "--json"]).stdout)
+    assert info["fp16"]["weight_bytes"] < 0.55 * info["fp32"]["weight_bytes"], info
+    assert info["fp16"]["arena_bytes"] < info["fp32"]["arena_bytes"]
+    assert (info["fp32"]["storage_precision"], info["fp16"]["storage_precision"]) == ("f32", "f16")
+    assert [p["type"] for p in info["fp16"]["inputs"] + info["fp16"]["outputs"]] == \
+        [p["type"] for p in info["fp32"]["inputs"] + info["fp32"]["outputs"]]
+
+
+def test_comparison_catches_differences():
+    expected = {"f": np.array([3.0, -4.0], np.float32), "i": np.array([1, 2], np.int64)}
+    assert compare_l2(dict(expected), expected) == []
+    close = {"f": np.array([3.02, -4.02], np.float32), "i": expected["i"]}  # 0.57% of ||b|| = 5
+    assert compare_l2(close, expected) == []
+    far = {"f": np.array([3.1, -4.0], np.float32), "i": expected["i"]}  # 2%
+    assert "relative L2 error" in compare_l2(far, expected)[0]
+    assert "differ" in compare_l2({"f": expected["f"], "i": np.array([1, 3])}, expected)[0]
+    assert "expected float32" in compare_l2({"f": expected["f"].astype(np.float16), "i": expected["i"]},
+                                            expected)[0]
+    assert "non-finite" in compare_l2({"f": np.array([np.inf, -4.0], np.float32), "i": expected["i"]},
+                                      expected)[0]
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+@pytest.mark.parametrize("model", ["tiny_attention", "resnet_narrow"])
+def test_cuda_c_of_a_reduced_precision_model_compiles(model, precision, tmp_path):
+    """NVRTC and ptxas accept the CUDA C of a transformer block and of a CNN stored in 16 bits;
+    the CNN's convolutions take the tiled kernels, whose shared-memory tiles hold f32."""
+    library = tmp_path / "model.so"
+    source = tmp_path / "source"
+    st.run_cli(["compile", st.MODELS_DIR / f"{model}.onnx", "--target", "cuda", "--arch", "sm_90",
+                "--precision", precision, "--emit-source", source, "-o", library])
+    assert library.stat().st_size > 0
+    code = "".join(path.read_text() for path in sorted(source.glob("fused_*.cu")))
+    assert "const unsigned short *__restrict__" in code, "no kernel reads 16-bit storage"
+    if model == "resnet_narrow":
+        assert "__shared__ float sA" in code, "no tiled convolution"
+
+
+@pytest.mark.parametrize("flags,message", [
+    (["--precision", "fp8"], "unknown --precision 'fp8'"),
+    (["--precision", "tf32", "--target", "cuda"], "does not generate tensor-core math yet"),
+    (["--precision", "tf32", "--target", "cpu"], "tf32 is a CUDA tensor-core mode"),
+])
+def test_bad_precision_is_a_user_error(flags, message, tmp_path):
+    model = st.MODELS_DIR / "tiny_mlp.onnx"
+    result = subprocess.run([str(st.sinter_bin()), "compile", str(model), *flags, "-o",
+                             str(tmp_path / "model.so")], capture_output=True, text=True)
+    assert result.returncode == 1, result
+    assert message in result.stderr
