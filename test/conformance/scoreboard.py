@@ -72,6 +72,7 @@ def render(reports):
         "```sh",
         ".venv/bin/python test/conformance/run_node_tests.py --target reference   # -> build/conformance/results-reference.json",
         ".venv/bin/python test/conformance/run_node_tests.py --target cpu         # -> build/conformance/results-cpu.json",
+        "# cuda: on the GPU machine, scripts/device/conformance.sh (docs/gpu-testing.md) -> results-cuda.json",
         ".venv/bin/python test/conformance/scoreboard.py build/conformance/results-*.json --ratchet",
         "```",
         "",
