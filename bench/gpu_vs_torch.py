@@ -39,7 +39,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "test" / "gpu"))
-import run_gpu_suite as suite  # noqa: E402  (the model definitions and the output comparison)
+import run_gpu_suite as suite  # noqa: E402  (model definitions, output comparison, timing)
 
 DEFAULT_ROWS = [f"{m}:1:fp32" for m in suite.TORCH_MODELS] + \
     [f"{m}:32:fp32" for m in ("resnet50", "vit_b_16", "bert")]
@@ -63,26 +63,6 @@ def example_input(name, batch):
     return torch.randn(batch, 3, suite.IMAGE, suite.IMAGE, generator=generator)
 
 
-def time_callable(function, x, warmup, iterations):
-    """Median milliseconds between two CUDA events around each call, after `warmup` calls."""
-    import torch
-
-    times = []
-    with torch.inference_mode():
-        for _ in range(warmup):
-            function(x)
-        torch.cuda.synchronize()
-        for _ in range(iterations):
-            start = torch.cuda.Event(enable_timing=True)
-            end = torch.cuda.Event(enable_timing=True)
-            start.record()
-            function(x)
-            end.record()
-            end.synchronize()
-            times.append(start.elapsed_time(end))
-    return float(np.median(times))
-
-
 def measure_rates(log):
     """Measured device rates: matmul TFLOP/s per precision (TF32 off for fp32) and copy GB/s."""
     import torch
@@ -92,12 +72,12 @@ def measure_rates(log):
     for precision, dtype in (("fp32", torch.float32), ("fp16", torch.float16)):
         a = torch.randn(n, n, device="cuda", dtype=dtype)
         b = torch.randn(n, n, device="cuda", dtype=dtype)
-        milliseconds = time_callable(lambda _: torch.matmul(a, b), None, 3, 20)
+        milliseconds = suite.time_cuda_calls(lambda _: torch.matmul(a, b), None, 3, 20)
         rates[f"{precision}_tflops"] = 2 * n ** 3 / (milliseconds * 1e-3) / 1e12
         del a, b
     source = torch.empty(1 << 28, device="cuda", dtype=torch.float32)  # 1 GiB
     target = torch.empty_like(source)
-    milliseconds = time_callable(lambda _: target.copy_(source), None, 3, 20)
+    milliseconds = suite.time_cuda_calls(lambda _: target.copy_(source), None, 3, 20)
     rates["copy_gbps"] = 2 * source.numel() * 4 / (milliseconds * 1e-3) / 1e9
     del source, target
     torch.cuda.empty_cache()
@@ -213,7 +193,7 @@ class Bench:
                         function(xd)
                     torch.cuda.synchronize()
                     row[f"{label}_compile_s"] = round(time.time() - started, 1)
-                row[f"{label}_ms"] = time_callable(function, xd, self.args.warmup,
+                row[f"{label}_ms"] = suite.time_cuda_calls(function, xd, self.args.warmup,
                                                    self.args.iterations)
                 row[f"{label}_peak_mib"] = torch.cuda.max_memory_allocated() / 2 ** 20
                 del function

@@ -661,24 +661,8 @@ class Suite:
 
     @staticmethod
     def torch_eager_p50(model, x):
-        """Median milliseconds of ITERATIONS eager forwards, each between two CUDA events on the
-        current stream and waited for, after WARMUP untimed ones (sinter bench's method)."""
-        import torch
-
-        times = []
-        with torch.inference_mode():
-            for _ in range(WARMUP):
-                model(x)
-            torch.cuda.synchronize()
-            for _ in range(ITERATIONS):
-                start = torch.cuda.Event(enable_timing=True)
-                end = torch.cuda.Event(enable_timing=True)
-                start.record()
-                model(x)
-                end.record()
-                end.synchronize()
-                times.append(start.elapsed_time(end))
-        return float(np.median(times))
+        """Median milliseconds of ITERATIONS eager forwards after WARMUP untimed ones."""
+        return time_cuda_calls(model, x, WARMUP, ITERATIONS)
 
     # d. the table
 
