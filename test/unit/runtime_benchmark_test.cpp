@@ -75,6 +75,19 @@ Manifest clobberingManifest() {
   return manifest;
 }
 
+/// Calls the loaded artifact's read_counts: counts[0] wrong elements seen, counts[1] all seen. The
+/// artifact is loaded already, so dlopen returns the runtime's handle, with its globals.
+void readCounts(const std::string &path, int64_t counts[2]) {
+  void *library = dlopen(path.c_str(), RTLD_NOW | RTLD_NOLOAD);
+  ASSERT_NE(library, nullptr) << dlerror();
+  auto read =
+      reinterpret_cast<void (*)(void *const *, int64_t, int64_t)>(dlsym(library, "read_counts"));
+  ASSERT_NE(read, nullptr);
+  void *args[] = {counts};
+  read(args, 0, 1);
+  dlclose(library);
+}
+
 struct Fixture {
   sinter_model *model = nullptr;
   sinter_session *session = nullptr;
@@ -117,16 +130,8 @@ TEST_F(RuntimeBenchmarkTest, EveryRunSeesItsInputsAndIsTimed) {
   for (int64_t i = 0; i < kElements; ++i) // the caller's inputs are not written
     ASSERT_EQ(f.x[i], float(i + 1));
 
-  // The artifact is loaded already: this returns the runtime's handle, with its globals.
-  void *library = dlopen(path.c_str(), RTLD_NOW | RTLD_NOLOAD);
-  ASSERT_NE(library, nullptr) << dlerror();
-  auto readCounts =
-      reinterpret_cast<void (*)(void *const *, int64_t, int64_t)>(dlsym(library, "read_counts"));
-  ASSERT_NE(readCounts, nullptr);
   int64_t counts[2] = {-1, -1};
-  void *args[] = {counts};
-  readCounts(args, 0, 1);
-  dlclose(library);
+  ASSERT_NO_FATAL_FAILURE(readCounts(path, counts));
   EXPECT_EQ(counts[1], 8 * kElements) << "3 warm-up and 5 timed runs of the plan";
   EXPECT_EQ(counts[0], 0) << "a run saw the previous run's clobbered input";
 
@@ -197,15 +202,8 @@ TEST_F(RuntimeBenchmarkTest, ProfileTimesEveryStepOfEveryRun) {
   EXPECT_GE(stepMs[1], 0.0);
   EXPECT_EQ(stepMs[2], -7.0) << "only the plan's steps are written";
 
-  void *library = dlopen(path.c_str(), RTLD_NOW | RTLD_NOLOAD);
-  ASSERT_NE(library, nullptr) << dlerror();
-  auto readCounts =
-      reinterpret_cast<void (*)(void *const *, int64_t, int64_t)>(dlsym(library, "read_counts"));
-  ASSERT_NE(readCounts, nullptr);
   int64_t counts[2] = {-1, -1};
-  void *args[] = {counts};
-  readCounts(args, 0, 1);
-  dlclose(library);
+  ASSERT_NO_FATAL_FAILURE(readCounts(path, counts));
   EXPECT_EQ(counts[1], 6 * kElements) << "2 warm-up and 4 timed runs, each step once";
   EXPECT_EQ(counts[0], 0) << "a profiled run saw the previous run's clobbered input";
 
