@@ -64,8 +64,22 @@ ContractionSpec describeMatMul(const RuleContext &ctx) {
   spec.batch = productOf(batchDims);
   spec.lhsUnitStrideK = true;
   spec.rhsUnitStrideK = bVector;
+  // When every batch multiplies the same rhs (a Linear layer over [batch, tokens, features]),
+  // the batches are one taller matrix: i runs over (batch, row), so tiles span batch borders
+  // instead of leaving most of a tile empty when the rows per batch are few.
+  int64_t rowsPerBatch = spec.m;
+  bool foldBatch = spec.batch > 1 && !aVector && w.size() <= 2;
+  if (foldBatch) {
+    spec.m *= spec.batch;
+    spec.batch = 1;
+  }
   ContractionVariables v = declareVariables(ctx.builder(), spec);
-  std::vector<ExprRef> batch = batchRank ? unravelIndex(v.b, batchDims) : std::vector<ExprRef>{};
+  ExprRef batchIndex = v.b, row = v.i;
+  if (foldBatch) {
+    batchIndex = div(v.i, rowsPerBatch);
+    row = rem(v.i, rowsPerBatch);
+  }
+  std::vector<ExprRef> batch = batchRank ? unravelIndex(batchIndex, batchDims) : std::vector<ExprRef>{};
   auto operandIndex = [&](const std::vector<int64_t> &dims, std::vector<ExprRef> matrix) {
     size_t operandBatch = dims.size() - matrix.size();
     std::vector<int64_t> operandBatchDims(dims.begin(), dims.begin() + operandBatch);
@@ -73,8 +87,9 @@ ContractionSpec describeMatMul(const RuleContext &ctx) {
     at.insert(at.end(), matrix.begin(), matrix.end());
     return at;
   };
-  spec.lhs = cast(ctx.input(0)(operandIndex(a, aVector ? std::vector<ExprRef>{v.r} : std::vector<ExprRef>{v.i, v.r})), spec.type);
+  spec.lhs = cast(ctx.input(0)(operandIndex(a, aVector ? std::vector<ExprRef>{v.r} : std::vector<ExprRef>{row, v.r})), spec.type);
   spec.rhs = cast(ctx.input(1)(operandIndex(w, bVector ? std::vector<ExprRef>{v.r} : std::vector<ExprRef>{v.r, v.j})), spec.type);
+  // Output rows follow the batch in both forms: (b * m + i) * n + j, or i * n + j once folded.
   ExprRef flat = add(mul(add(mul(v.b, spec.m), v.i), spec.n), v.j);
   spec.epilogue = {ctx.store(0, flat, var(spec.acc, spec.type))};
   return spec;

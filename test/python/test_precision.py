@@ -119,7 +119,8 @@ def test_comparison_catches_differences():
 @pytest.mark.parametrize("model", ["tiny_attention", "resnet_narrow"])
 def test_cuda_c_of_a_reduced_precision_model_compiles(model, precision, tmp_path):
     """NVRTC and ptxas accept the CUDA C of a transformer block and of a CNN stored in 16 bits;
-    the CNN's convolutions take the tiled kernels, whose shared-memory tiles hold f32."""
+    the CNN's convolutions take the tensor-core kernels, which stage 16-bit tiles in shared
+    memory and multiply them with mma.sync in the precision's type."""
     library = tmp_path / "model.so"
     source = tmp_path / "source"
     st.run_cli(["compile", st.MODELS_DIR / f"{model}.onnx", "--target", "cuda", "--arch", "sm_90",
@@ -128,7 +129,9 @@ def test_cuda_c_of_a_reduced_precision_model_compiles(model, precision, tmp_path
     code = "".join(path.read_text() for path in sorted(source.glob("fused_*.cu")))
     assert "const unsigned short *__restrict__" in code, "no kernel reads 16-bit storage"
     if model == "resnet_narrow":
-        assert "__shared__ float sA" in code, "no tiled convolution"
+        mma_type = "f16" if precision == "fp16" else "bf16"
+        assert "unsigned short sA[2]" in code, "no tensor-core convolution"
+        assert f"mma.sync.aligned.m16n8k16.row.col.f32.{mma_type}.{mma_type}.f32" in code
 
 
 @pytest.mark.parametrize("flags,message", [

@@ -3,10 +3,12 @@
 #include "codegen_test_util.h"
 #include "sinter/codegen/backend.h"
 #include "sinter/codegen/contraction.h"
+#include "sinter/codegen/fusion.h"
 #include "sinter/codegen/lowering.h"
 #include "sinter/ir/graph.h"
 #include "sinter/ir/infer.h"
 #include "sinter/support/error.h"
+#include "../../lib/codegen/cuda/cuda_contraction.h"
 #include "../../lib/codegen/cuda/cuda_source.h"
 
 #include <gtest/gtest.h>
@@ -74,6 +76,8 @@ TEST(CudaCodegen, LargeContractionsGetTiledKernels) {
   conv->setAttr("pads", std::vector<int64_t>{1, 1, 1, 1});
   Value *v = graph.addInput("v", {DType::Float32, {70}});
   Node *gemv = graph.addNode(OpKind::MatMul, {a, v}, 1, "gemv");
+  Value *bs = graph.addInput("bs", {DType::Float32, {3, 70, 130}});
+  Node *batched = graph.addNode(OpKind::MatMul, {a, bs}, 1, "batched");
   inferGraph(graph);
 
   TargetOptions options;
@@ -82,19 +86,31 @@ TEST(CudaCodegen, LargeContractionsGetTiledKernels) {
   std::unique_ptr<Backend> backend = createBackend(options);
   package::Manifest manifest;
 
+  // Every batch multiplies the same b: the batches are one matrix of 300 rows.
   KernelGroup matmulGroup = singleNodeGroup(*matmul, 0);
   std::optional<Contraction> described = lowerContraction(matmulGroup);
   ASSERT_TRUE(described);
-  EXPECT_EQ(described->spec.batch, 3);
-  EXPECT_EQ(described->spec.m, 100);
+  EXPECT_EQ(described->spec.batch, 1);
+  EXPECT_EQ(described->spec.m, 300);
   EXPECT_EQ(described->spec.n, 130);
   EXPECT_EQ(described->spec.k, 70);
   LaunchShape launch;
   manifest.kernels.push_back(backend->addKernel(matmulGroup, lowerGroup(matmulGroup), launch));
   EXPECT_EQ(manifest.kernels.back().generator, "cuda-c tiled");
-  EXPECT_EQ(launch.grid[2], 3u);
+  EXPECT_EQ(launch.grid[2], 1u);
   EXPECT_GE(uint64_t(launch.grid[0]) * launch.block[0], 130u / 4);
   EXPECT_EQ(launch.parallelExtent, 3 * 100 * 130);
+
+  // A batched b keeps the batch in the grid.
+  KernelGroup batchedGroup = singleNodeGroup(*batched, 3);
+  described = lowerContraction(batchedGroup);
+  ASSERT_TRUE(described);
+  EXPECT_EQ(described->spec.batch, 3);
+  EXPECT_EQ(described->spec.m, 100);
+  LaunchShape batchedLaunch;
+  manifest.kernels.push_back(backend->addKernel(batchedGroup, lowerGroup(batchedGroup), batchedLaunch));
+  EXPECT_EQ(manifest.kernels.back().generator, "cuda-c tiled");
+  EXPECT_EQ(batchedLaunch.grid[2], 3u);
 
   // Conv: one batch per group, i the output channel in the group, j over (image, position).
   KernelGroup convGroup = singleNodeGroup(*conv, 1);
@@ -125,6 +141,63 @@ TEST(CudaCodegen, LargeContractionsGetTiledKernels) {
   ASSERT_EQ(manifest.cudaModules.size(), 1u);
   EXPECT_EQ(readCubinHeader(manifest.cudaModules[0].binaries[0].bytes).sm, 80u);
   std::filesystem::remove_all(work);
+}
+
+// Products of 16-bit values (f16 or bf16 storage widened to f32) run on tensor cores: both
+// operands must be exact in one 16-bit type, and every architecture must have mma.sync (sm_80).
+TEST(CudaCodegen, HalfOperandsGetTensorCoreKernels) {
+  constexpr int64_t kOnnxFloat = 1; // TensorProto.FLOAT, Cast's `to`
+  Graph graph;
+  auto widen = [&](Value *value) {
+    Node *cast = graph.addNode(OpKind::Cast, {value}, 1);
+    cast->setAttr("to", kOnnxFloat);
+    return cast->output(0);
+  };
+  Value *a = widen(graph.addInput("a", {DType::Float16, {200, 96}}));
+  Value *b = widen(graph.addInput("b", {DType::Float16, {96, 136}}));
+  graph.addOutput(graph.addNode(OpKind::MatMul, {a, b}, 1, "half")->output(0));
+  Value *x = widen(graph.addInput("x", {DType::BFloat16, {2, 16, 20, 20}}));
+  Value *w = widen(graph.addInput("w", {DType::BFloat16, {64, 16, 3, 3}}));
+  Node *conv = graph.addNode(OpKind::Conv, {x, w}, 1, "conv");
+  conv->setAttr("pads", std::vector<int64_t>{1, 1, 1, 1});
+  graph.addOutput(conv->output(0));
+  Value *f = graph.addInput("f", {DType::Float32, {96, 136}});
+  Value *c = widen(graph.addInput("c", {DType::Float16, {200, 96}}));
+  graph.addOutput(graph.addNode(OpKind::MatMul, {c, f}, 1, "mixed")->output(0));
+  inferGraph(graph);
+
+  // The casts fuse into the contractions' groups, which read the 16-bit inputs.
+  std::vector<KernelGroup> groups;
+  for (KernelGroup &group : formKernelGroups(graph, true))
+    if (lowerContraction(group))
+      groups.push_back(group);
+  ASSERT_EQ(groups.size(), 3u);
+  std::vector<std::optional<DType>> types;
+  for (const KernelGroup &group : groups)
+    types.push_back(cuda::mmaOperandType(lowerContraction(group)->spec));
+  EXPECT_EQ(types[0], DType::Float16);
+  EXPECT_EQ(types[1], DType::BFloat16); // the window's zero padding is exact too
+  EXPECT_EQ(types[2], std::nullopt);    // f is f32
+
+  for (const char *arch : {"sm_80", "sm_75"}) {
+    TargetOptions options;
+    options.target = package::Target::Cuda;
+    options.cudaArchs = {arch, "sm_90"};
+    std::unique_ptr<Backend> backend = createBackend(options);
+    package::Manifest manifest;
+    std::string tensorCores = std::string(arch) == "sm_80" ? "cuda-c tensor-core" : "cuda-c tiled";
+    const char *expected[] = {tensorCores.c_str(), tensorCores.c_str(), "cuda-c tiled"};
+    for (size_t i = 0; i < groups.size(); ++i) {
+      LaunchShape launch;
+      manifest.kernels.push_back(backend->addKernel(groups[i], lowerGroup(groups[i]), launch));
+      EXPECT_EQ(manifest.kernels.back().generator, expected[i]) << arch << " " << groups[i].name;
+    }
+    auto work = std::filesystem::temp_directory_path() / (std::string("sinter-cuda-mma-test-") + arch);
+    std::filesystem::create_directories(work);
+    backend->finish(manifest, work.string()); // NVRTC and ptxas accept the kernels for every arch
+    ASSERT_EQ(manifest.cudaModules.size(), 1u);
+    std::filesystem::remove_all(work);
+  }
 }
 
 // Row reductions long enough to share give each row to a warp (32 threads per row in the launch,

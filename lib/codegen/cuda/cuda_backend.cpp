@@ -62,9 +62,20 @@ public:
     std::string generator = "cuda-c";
     std::optional<Contraction> contraction = lowerContraction(group);
     std::optional<cuda::TileShape> tile;
-    if (contraction && worthTiling(contraction->spec))
+    std::optional<DType> half;
+    if (contraction && worthTiling(contraction->spec)) {
       tile = cuda::chooseTile(contraction->spec);
-    if (tile && cuda::fitsGrid(contraction->spec, *tile)) {
+      // mma.sync with f16/bf16 operands needs sm_80; the list is sorted, oldest first.
+      if (archNumber(options_.cudaArchs.front()) >= 80)
+        half = cuda::mmaOperandType(contraction->spec);
+    }
+    cuda::MmaTile mmaTile{};
+    if (half)
+      mmaTile = cuda::chooseMmaTile(contraction->spec);
+    if (half && cuda::fitsGrid(contraction->spec, mmaTile)) {
+      source = cuda::printMmaContraction(*contraction, mmaTile, *half, launch);
+      generator = "cuda-c tensor-core";
+    } else if (tile && cuda::fitsGrid(contraction->spec, *tile)) {
       source = cuda::printTiledContraction(*contraction, *tile, launch);
       generator = "cuda-c tiled";
     } else {

@@ -66,12 +66,15 @@ std::string printTiledContraction(const Contraction &contraction, const TileShap
 
   const int slices = tile.slices, stageDepth = slices * tile.bk;
   std::ostringstream out;
-  out << printer.signature(kernel, threads);
+  // Two blocks per SM: one block's loads and barriers overlap the other's arithmetic.
+  out << printer.signature(kernel, threads, 2);
   out << "  // contraction: batch " << spec.batch << ", m " << spec.m << ", n " << spec.n << ", k "
       << spec.k << "; tile " << tile.bm << "x" << tile.bn << "x" << tile.bk << ", " << tile.tm << "x"
       << tile.tn << " per thread, " << slices << " reduction slice(s)\n";
-  out << "  __shared__ " << type << " sA[" << slices << "][" << tile.bk << "][" << tile.bm + pad << "];\n";
-  out << "  __shared__ " << type << " sB[" << slices << "][" << tile.bk << "][" << tile.bn + pad << "];\n";
+  // Two stages of shared memory: while the block multiplies one, the next is written into the
+  // other, so one barrier per stage suffices.
+  out << "  __shared__ __align__(16) " << type << " sA[2][" << slices << "][" << tile.bk << "][" << tile.bm + pad << "];\n";
+  out << "  __shared__ __align__(16) " << type << " sB[2][" << slices << "][" << tile.bk << "][" << tile.bn + pad << "];\n";
   out << printer.locals(kernel, 1);
   out << "  const int tid = threadIdx.x;\n";
   out << "  const int slice = tid / " << sliceThreads << ", local = tid % " << sliceThreads << ";\n";
@@ -83,9 +86,9 @@ std::string printTiledContraction(const Contraction &contraction, const TileShap
   out << "#pragma unroll\n  for (int p = 0; p < " << tile.tm << "; ++p)\n"
       << "#pragma unroll\n    for (int q = 0; q < " << tile.tn << "; ++q) acc[p][q] = 0;\n";
   // Global loads for the next stage go to registers while this stage's products run from shared
-  // memory, so their latency hides behind the arithmetic; the registers go to shared memory at
-  // the top of the next iteration. Consecutive threads walk the operand's unit-stride direction
-  // so the global reads coalesce.
+  // memory, so their latency hides behind the arithmetic; the registers go to the other stage's
+  // shared memory after the products. Consecutive threads walk the operand's unit-stride
+  // direction so the global reads coalesce.
   struct Operand {
     const char *shared, *registers, *base;
     int extent, indexVar;
@@ -116,35 +119,54 @@ std::string printTiledContraction(const Contraction &contraction, const TileShap
         << v(spec.r) << " < " << spec.k << "LL) ? " << printer.expr(o.value) << " : (" << type
         << ")0;\n    }\n";
   };
-  auto store = [&](const Operand &o) {
+  auto store = [&](const Operand &o, const char *stage) {
     out << "#pragma unroll\n    for (int u = 0; u < " << perThread(o) << "; ++u) {\n";
     element(o, "      ");
-    out << "      " << o.shared << "[kk / " << tile.bk << "][kk % " << tile.bk << "][ii] = "
-        << o.registers << "[u];\n    }\n";
+    out << "      " << o.shared << "[" << stage << "][kk / " << tile.bk << "][kk % " << tile.bk
+        << "][ii] = " << o.registers << "[u];\n    }\n";
   };
   for (const Operand &o : operands)
     out << "  " << type << " " << o.registers << "[" << perThread(o) << "];\n";
   out << "  {\n    const long long k0 = 0;\n";
   for (const Operand &o : operands)
     load(o, "k0");
-  out << "  }\n";
-  out << "  for (long long k0 = 0; k0 < " << spec.k << "LL; k0 += " << stageDepth << ") {\n";
   for (const Operand &o : operands)
-    store(o);
-  out << "    __syncthreads();\n";
-  out << "    if (k0 + " << stageDepth << " < " << spec.k << "LL) {\n";
+    store(o, "0");
+  out << "  }\n  __syncthreads();\n";
+  out << "  int stage = 0;\n";
+  out << "  for (long long k0 = 0; k0 < " << spec.k << "LL; k0 += " << stageDepth << ", stage ^= 1) {\n";
+  out << "    const bool more = k0 + " << stageDepth << " < " << spec.k << "LL;\n";
+  out << "    if (more) {\n";
   out << "      const long long next = k0 + " << stageDepth << ";\n";
   for (const Operand &o : operands)
     load(o, "next");
   out << "    }\n";
+  // A thread's rows are groups of four adjacent ones, ty * 4 + (p % 4), the groups
+  // 4 * rowThreads apart (likewise its columns), so each group is one 16-byte shared read and a
+  // warp's reads of sB cover consecutive words.
+  auto fragment = [&](const char *shared, const char *name, int count, const char *thread, int threadsAcross) {
+    if (spec.type == DType::Float32) {
+      out << "#pragma unroll\n      for (int g = 0; g < " << count / 4 << "; ++g) {\n"
+          << "        const float4 f = *reinterpret_cast<const float4 *>(&" << shared
+          << "[stage][slice][rr][g * " << 4 * threadsAcross << " + " << thread << " * 4]);\n"
+          << "        " << name << "[g * 4] = f.x; " << name << "[g * 4 + 1] = f.y; " << name
+          << "[g * 4 + 2] = f.z; " << name << "[g * 4 + 3] = f.w;\n      }\n";
+    } else {
+      out << "#pragma unroll\n      for (int p = 0; p < " << count << "; ++p) " << name << "[p] = "
+          << shared << "[stage][slice][rr][(p / 4) * " << 4 * threadsAcross << " + " << thread
+          << " * 4 + p % 4];\n";
+    }
+  };
   out << "#pragma unroll\n    for (int rr = 0; rr < " << tile.bk << "; ++rr) {\n";
   out << "      " << type << " a[" << tile.tm << "], b[" << tile.tn << "];\n";
-  out << "#pragma unroll\n      for (int p = 0; p < " << tile.tm << "; ++p) a[p] = sA[slice][rr][ty + p * "
-      << rowThreads << "];\n";
-  out << "#pragma unroll\n      for (int q = 0; q < " << tile.tn << "; ++q) b[q] = sB[slice][rr][tx + q * "
-      << columnThreads << "];\n";
+  fragment("sA", "a", tile.tm, "ty", rowThreads);
+  fragment("sB", "b", tile.tn, "tx", columnThreads);
   out << "#pragma unroll\n      for (int p = 0; p < " << tile.tm << "; ++p)\n"
       << "#pragma unroll\n        for (int q = 0; q < " << tile.tn << "; ++q) acc[p][q] += a[p] * b[q];\n";
+  out << "    }\n";
+  out << "    if (more) {\n";
+  for (const Operand &o : operands)
+    store(o, "stage ^ 1");
   out << "    }\n    __syncthreads();\n  }\n";
   if (slices > 1) {
     // Slices 1.. hand their sums to slice 0 through shared memory; slice 0 adds them in order.
@@ -160,12 +182,12 @@ std::string printTiledContraction(const Contraction &contraction, const TileShap
         << "#pragma unroll\n      for (int q = 0; q < " << tile.tn << "; ++q) acc[p][q] += partial[s][p * "
         << tile.tn << " + q][local];\n";
   }
-  // Each thread's rows are ty + p * rowThreads and columns tx + q * columnThreads: a warp's
-  // stores cover consecutive columns.
+  // The same row and column mapping as the fragments: a warp's stores of one q cover runs of
+  // four consecutive columns.
   out << "#pragma unroll\n  for (int p = 0; p < " << tile.tm << "; ++p)\n"
       << "#pragma unroll\n    for (int q = 0; q < " << tile.tn << "; ++q) {\n";
-  out << "      " << v(spec.i) << " = rowBase + ty + p * " << rowThreads << "; " << v(spec.j)
-      << " = columnBase + tx + q * " << columnThreads << ";\n";
+  out << "      " << v(spec.i) << " = rowBase + (p / 4) * " << 4 * rowThreads << " + ty * 4 + p % 4; "
+      << v(spec.j) << " = columnBase + (q / 4) * " << 4 * columnThreads << " + tx * 4 + q % 4;\n";
   out << "      if (" << v(spec.i) << " < " << spec.m << "LL && " << v(spec.j) << " < " << spec.n
       << "LL) {\n";
   out << "        " << v(spec.acc) << " = acc[p][q];\n";

@@ -2,18 +2,21 @@
 // batch's output, staging BK-deep slices of lhs and rhs in shared memory; each thread keeps a
 // TM x TN block of accumulators in registers. Operands are read through the contraction's own
 // expressions, so a convolution gathers its input window straight into shared memory.
+// When both operands come from 16-bit storage, a tensor-core variant (cuda_mma_contraction.cpp)
+// multiplies them with warp-level mma.sync instead.
 #pragma once
 
 #include "sinter/codegen/backend.h"
 #include "sinter/codegen/contraction.h"
 
+#include <optional>
 #include <string>
 
 namespace sinter::codegen::cuda {
 
 struct TileShape {
   int bm, bn, bk; ///< block tile: rows, columns, reduction depth per stage
-  int tm, tn;     ///< accumulators per thread
+  int tm, tn;     ///< accumulators per thread, multiples of 4 (read as 4-wide groups)
   /// Reduction slices: the block's threads form this many groups, each summing every
   /// slices-th BK stage of the reduction into its own accumulators; the groups' sums are added
   /// in shared memory at the end (in a fixed order, so results do not vary between runs).
@@ -33,5 +36,26 @@ bool fitsGrid(const ContractionSpec &spec, const TileShape &tile);
 /// The kernel's CUDA C and its launch shape.
 std::string printTiledContraction(const Contraction &contraction, const TileShape &tile,
                                   LaunchShape &launch);
+
+/// The tensor-core tile: a block of warpsM x warpsN warps covers bm x bn outputs, each warp
+/// (bm / warpsM) x (bn / warpsN) of them as 16x8 mma tiles; bk reduction steps per stage.
+struct MmaTile {
+  int bm, bn, bk;
+  int warpsM, warpsN;
+  int threads() const { return 32 * warpsM * warpsN; }
+};
+
+/// The 16-bit type (f16 or bf16) in which both operands of an f32 contraction are exact (each
+/// is a widened 16-bit value or zero), so tensor cores can multiply them with f32 sums; nullopt
+/// when they are not, or the reduction is shorter than one mma step.
+std::optional<DType> mmaOperandType(const ContractionSpec &spec);
+
+/// The largest tile that still gives every SM a block; the smallest otherwise.
+MmaTile chooseMmaTile(const ContractionSpec &spec);
+bool fitsGrid(const ContractionSpec &spec, const MmaTile &tile);
+
+/// The tensor-core kernel's CUDA C (mma.sync needs sm_80 or newer) and its launch shape.
+std::string printMmaContraction(const Contraction &contraction, const MmaTile &tile, DType half,
+                                LaunchShape &launch);
 
 } // namespace sinter::codegen::cuda

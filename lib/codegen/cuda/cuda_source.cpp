@@ -428,9 +428,11 @@ void CudaPrinter::stmt(const Stmt &s, int depth) {
   }
 }
 
-std::string CudaPrinter::signature(const Kernel &kernel, int blockSize) {
-  std::string text = "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(blockSize) + ") " +
-                     kernel.name + "(";
+std::string CudaPrinter::signature(const Kernel &kernel, int blockSize, int minBlocksPerSm) {
+  std::string bounds = std::to_string(blockSize);
+  if (minBlocksPerSm > 1)
+    bounds += ", " + std::to_string(minBlocksPerSm);
+  std::string text = "extern \"C\" __global__ void __launch_bounds__(" + bounds + ") " + kernel.name + "(";
   for (size_t i = 0; i < kernel.buffers.size(); ++i) {
     const BufferParam &buffer = kernel.buffers[i];
     text += std::string(i ? ", " : "") + (buffer.written ? "" : "const ") + cudaStorageType(buffer.dtype) +

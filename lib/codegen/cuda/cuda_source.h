@@ -25,9 +25,10 @@ public:
   std::string expr(const ExprRef &e);
   /// Statements at an indentation depth (two spaces per level), each line ending in a newline.
   std::string statements(const std::vector<StmtRef> &list, int depth);
-  /// `extern "C" __global__ void __launch_bounds__(blockSize) name(params) {` and a comment
-  /// naming the buffers.
-  static std::string signature(const Kernel &kernel, int blockSize);
+  /// `extern "C" __global__ void __launch_bounds__(blockSize[, minBlocksPerSm]) name(params) {`
+  /// and a comment naming the buffers. minBlocksPerSm > 1 caps the registers per thread so that
+  /// many blocks fit on an SM at once.
+  static std::string signature(const Kernel &kernel, int blockSize, int minBlocksPerSm = 1);
   /// Declarations of the kernel's variables except gid, zero-initialised.
   static std::string locals(const Kernel &kernel, int depth);
   /// The whole kernel: a grid-stride loop over the parallel index around the body; with
