@@ -235,6 +235,28 @@ def load_npz(path):
         return {name: archive[name] for name in archive.files}
 
 
+def time_cuda_calls(function, argument, warmup, iterations):
+    """Median milliseconds of `iterations` calls of function(argument), each between two CUDA
+    events on the current stream and waited for, after `warmup` untimed calls, all inside
+    torch.inference_mode(): sinter bench's method, so both sides are timed alike."""
+    import torch
+
+    times = []
+    with torch.inference_mode():
+        for _ in range(warmup):
+            function(argument)
+        torch.cuda.synchronize()
+        for _ in range(iterations):
+            start = torch.cuda.Event(enable_timing=True)
+            end = torch.cuda.Event(enable_timing=True)
+            start.record()
+            function(argument)
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end))
+    return float(np.median(times))
+
+
 # ---------------------------------------------------------------------------------------------
 # The suite.
 
