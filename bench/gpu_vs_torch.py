@@ -61,6 +61,8 @@ PRECISIONS = ("fp32", "fp16")
 # The check of sinter's output against torch's fp32 eager output, per row precision.
 MAX_REL_TOLERANCE = {"fp32": suite.FLOAT_TOLERANCE, "fp16": float("inf")}  # fp16: reported only
 L2_TOLERANCE = {"fp32": 1e-4, "fp16": suite.PRECISION_L2_TOLERANCE}
+# What every artifact here is compiled for: the H200.
+CUDA_TARGET = ("--target", "cuda", "--arch", "sm_90")
 # Seconds past --budget that a wait on sinter (compile, run, bench) may still take.
 GRACE_S = 60
 # A torch.compile mode is not started with less of the budget left than this.
@@ -185,8 +187,7 @@ class CompileJob:
     def __init__(self, sinter, onnx_path, artifact, precision):
         self.artifact = artifact
         self.log_path = artifact.with_suffix(".log")
-        command = [sinter, "compile", str(onnx_path), "--target", "cuda", "--arch", "sm_90",
-                   "-o", str(artifact), "--force"]
+        command = [sinter, "compile", str(onnx_path), *CUDA_TARGET, "-o", str(artifact), "--force"]
         if precision != "fp32":
             command += ["--precision", precision]
         self.command = " ".join(command)
