@@ -245,56 +245,21 @@ CASES = [
 ]
 
 
-class ContractionBench:
+class ContractionBench(bench.BudgetedRun):
     def __init__(self, args, cases):
-        self.args = args
+        super().__init__(args, "contraction")
         self.cases = cases
-        self.sinter = str(Path(args.bin) / "sinter")
-        self.out = Path(args.out)
-        self.out.mkdir(parents=True, exist_ok=True)
-        self.work = Path(args.work or self.out / "work")
-        self.work.mkdir(parents=True, exist_ok=True)
-        self.start = time.time()
-        self.environment = {}
+        self.pool = None
         self.rows = [{"case": case.name, "origin": case.origin, "kind": case.kind,
                       "dims": case.dims, "precision": precision, "gflop": case.flops / 1e9,
                       "status": "not run"}
                      for case in cases for precision in args.precisions]
-        self.logfile = open(self.out / "contraction.log", "a")
 
-    # Time, logging, results (the semantics of bench/gpu_vs_torch.py's).
+    def document(self):
+        return {"no_gpu": self.args.no_gpu, "tolerances": {"rel_l2_err": L2_TOLERANCE}}
 
-    def elapsed(self):
-        return time.time() - self.start
-
-    def remaining(self):
-        return self.args.budget - self.elapsed()
-
-    def wait_limit(self, seconds):
-        limit = min(seconds, self.remaining() + bench.GRACE_S)
-        if limit < 1:
-            raise RuntimeError("not run: the time budget is spent")
-        return limit
-
-    def log(self, message):
-        line = f"[{self.elapsed():6.1f} s] {message}"
-        print(line, flush=True)
-        self.logfile.write(line + "\n")
-        self.logfile.flush()
-
-    def save(self):
-        document = {"environment": self.environment, "budget_s": self.args.budget,
-                    "elapsed_s": round(self.elapsed(), 1), "no_gpu": self.args.no_gpu,
-                    "warmup": self.args.warmup, "iterations": self.args.iterations,
-                    "tolerances": {"rel_l2_err": L2_TOLERANCE}, "rows": self.rows}
-        temporary = self.out / "contraction.json.tmp"
-        temporary.write_text(json.dumps(document, indent=2, default=str))
-        temporary.replace(self.out / "contraction.json")
-
-    def fail(self, row, key, error):
-        row[key] = bench.short(error)
-        row["status"] = "fail"
-        self.log(f"{row['case']} {row['precision']}: {key}: {row[key]}")
+    def label(self, row):
+        return f"{row['case']} {row['precision']}"
 
     # Steps.
 
@@ -304,8 +269,7 @@ class ContractionBench:
         targets = [("cuda", bench.CUDA_TARGET)]
         if self.args.no_gpu:  # what runs here instead of the GPU
             targets.append(("cpu", ("--target", "cpu")))
-        pool = concurrent.futures.ThreadPoolExecutor(max(1, self.args.jobs))
-        self.pool = pool
+        pool = self.pool = concurrent.futures.ThreadPoolExecutor(max(1, self.args.jobs))
         futures = {}
         for case in self.cases:
             folder = self.work / case.slug
@@ -452,7 +416,6 @@ class ContractionBench:
 
     def run(self):
         signal.signal(signal.SIGTERM, bench.raise_terminated)
-        self.pool = None
         try:
             self.describe_environment()
             started = time.time()
