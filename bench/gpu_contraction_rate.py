@@ -265,7 +265,7 @@ class ContractionBench(bench.BudgetedRun):
 
     def compile_all(self):
         """Writes every case's model and compiles every (case, precision), --jobs at a time;
-        {(case name, precision, target): future of the artifact's path}."""
+        {(case name, precision, target): future of (artifact path, compile seconds)}."""
         targets = [("cuda", bench.CUDA_TARGET)]
         if self.args.no_gpu:  # what runs here instead of the GPU
             targets.append(("cpu", ("--target", "cpu")))
