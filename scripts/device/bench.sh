@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The benchmark against torch (bench/gpu_vs_torch.py), run on the GPU machine through the device
 # tool with carry [".device"] after scripts/device/build-portable.sh. Extra arguments go to the
-# script (e.g. --rows bert:1:fp32 --budget 400). Results: $OUT/bench.json, bench.log; table last.
+# script (e.g. --batches 1, or --rows bert:1:fp32,fp16 --budget 400). The 16 default rows may not
+# fit in one call: split them (--batches 1, then --batches 32); rows the budget skipped are "not
+# run" in the JSON. Results: $OUT/bench.json, bench.log; table last.
 # BENCH_WORK=DIR keeps the exported models and artifacts there (e.g. to profile one afterwards).
 set -uo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"

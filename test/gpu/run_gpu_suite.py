@@ -162,10 +162,32 @@ def export_worker(name, work):
 # ---------------------------------------------------------------------------------------------
 # Comparison.
 
-def compare_outputs(actual, expected, l2=False):
-    """(max relative error over float outputs, problems). Floats: max|a-b| / max|b| per output
-    (with `l2`, ||a-b|| / ||b|| over the finite elements instead); integers and booleans exactly;
-    dtype, shape and names exactly."""
+def relative_errors(got, want):
+    """(max|a-b| / max|b|, ||a-b|| / ||b||) of two float arrays of one shape, in float64. NaNs in
+    the same places and equal infinities count as equal (NaNs elsewhere give (inf, inf)); the max
+    is over the finite elements of `want` for the scale, the L2 norms over them for both."""
+    a, b = np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64)
+    if not np.array_equal(np.isnan(a), np.isnan(b)):
+        return float("inf"), float("inf")
+    a, b = np.nan_to_num(a, nan=0.0), np.nan_to_num(b, nan=0.0)
+    error = np.abs(a - b)
+    error[a == b] = 0.0
+    finite = np.isfinite(b)
+    scale = float(np.max(np.abs(b[finite]), initial=0.0))
+    largest = float(np.max(error, initial=0.0))
+    maximum = largest / scale if scale > 0 else largest
+    norm = float(np.linalg.norm(b[finite]))
+    difference = float(np.linalg.norm(error[finite]))
+    return maximum, (difference / norm if norm > 0 else difference)
+
+
+def compare_outputs(actual, expected, l2=False, tolerance=None):
+    """(worst relative error over float outputs, problems). Floats: max|a-b| / max|b| per output
+    <= `tolerance` (default FLOAT_TOLERANCE); with `l2`, ||a-b|| / ||b|| over the finite elements
+    instead (default PRECISION_L2_TOLERANCE). Integers and booleans exactly; dtype, shape and
+    names exactly."""
+    if tolerance is None:
+        tolerance = PRECISION_L2_TOLERANCE if l2 else FLOAT_TOLERANCE
     worst = 0.0
     problems = []
     for name, want in expected.items():
@@ -181,32 +203,27 @@ def compare_outputs(actual, expected, l2=False):
         if got.size == 0:
             continue
         if np.issubdtype(want.dtype, np.floating):
-            a, b = got.astype(np.float64), want.astype(np.float64)
-            if not np.array_equal(np.isnan(a), np.isnan(b)):
+            if not np.array_equal(np.isnan(got), np.isnan(want)):
                 problems.append(f"{name}: NaNs in different places")
                 worst = float("inf")
                 continue
-            a, b = np.nan_to_num(a, nan=0.0), np.nan_to_num(b, nan=0.0)
-            error = np.abs(a - b)
-            error[a == b] = 0.0
-            if l2:
-                finite = np.isfinite(b)
-                norm = float(np.linalg.norm(b[finite]))
-                difference = float(np.linalg.norm(error[finite]))
-                relative = difference / norm if norm > 0 else difference
-                worst = max(worst, relative)
-                if not relative <= PRECISION_L2_TOLERANCE:
-                    problems.append(f"{name}: relative L2 error {relative:.3g} > "
-                                    f"{PRECISION_L2_TOLERANCE:g}")
-                continue
-            scale = float(np.max(np.abs(b[np.isfinite(b)]), initial=0.0))
-            relative = float(np.max(error)) / scale if scale > 0 else float(np.max(error))
+            maximum, norm = relative_errors(got, want)
+            relative = norm if l2 else maximum
             worst = max(worst, relative)
-            if not relative <= FLOAT_TOLERANCE:
+            if relative <= tolerance:
+                continue
+            if l2:
+                problems.append(f"{name}: relative L2 error {relative:.3g} > {tolerance:g}")
+            else:
+                a = np.nan_to_num(got.astype(np.float64), nan=0.0)
+                b = np.nan_to_num(want.astype(np.float64), nan=0.0)
+                error = np.abs(a - b)
+                error[a == b] = 0.0
                 index = int(np.argmax(error))
-                where = [int(i) for i in np.unravel_index(index, a.shape)]
-                problems.append(f"{name}: max rel err {relative:.3g} > {FLOAT_TOLERANCE:g} "
-                                f"(worst at {where}: {a.flat[index]:.7g} vs {b.flat[index]:.7g})")
+                where = [int(i) for i in np.unravel_index(index, got.shape)]
+                problems.append(f"{name}: max rel err {relative:.3g} > {tolerance:g} "
+                                f"(worst at {where}: {got.flat[index]:.7g} vs "
+                                f"{want.flat[index]:.7g})")
         else:
             mismatches = int(np.count_nonzero(got != want))
             if mismatches:
@@ -233,6 +250,28 @@ def fmt(value, form="{:.2e}"):
 def load_npz(path):
     with np.load(path) as archive:
         return {name: archive[name] for name in archive.files}
+
+
+def time_cuda_calls(function, argument, warmup, iterations):
+    """Median milliseconds of `iterations` calls of function(argument), each between two CUDA
+    events on the current stream and waited for, after `warmup` untimed calls, all inside
+    torch.inference_mode(): sinter bench's method, so both sides are timed alike."""
+    import torch
+
+    times = []
+    with torch.inference_mode():
+        for _ in range(warmup):
+            function(argument)
+        torch.cuda.synchronize()
+        for _ in range(iterations):
+            start = torch.cuda.Event(enable_timing=True)
+            end = torch.cuda.Event(enable_timing=True)
+            start.record()
+            function(argument)
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end))
+    return float(np.median(times))
 
 
 # ---------------------------------------------------------------------------------------------
