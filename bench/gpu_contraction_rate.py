@@ -73,7 +73,10 @@ def round_to_bf16(values):
 
 
 def round_to(values, precision):
-    """`values` (float32) as the storage type of `precision` holds them, in float32."""
+    """`values` (float32) as the storage type of `precision` holds them, in float32; values
+    already in float16 (a case stored in 16 bits end to end) stay as they are."""
+    if values.dtype == np.float16:
+        return values
     if precision == "fp16":
         return values.astype(np.float16).astype(np.float32)
     if precision == "bf16":
@@ -100,9 +103,18 @@ class Case:
     """One contraction: its ONNX model, its values, its float64 reference and its torch call.
     `inputs` and `constants` map names to float32 arrays; the model's output is `y`."""
 
-    def __init__(self, name, origin, kind, **dims):
+    def __init__(self, name, origin, kind, half=False, transposed_b=False, **dims):
         self.name, self.origin, self.kind, self.dims = name, origin, kind, dims
+        # half: the model itself is float16 (inputs, weights, output), as every MatMul inside a
+        # model compiled with --precision fp16 is; so both operands reach the kernel as 16-bit
+        # loads (a single-node float32 model narrows its input inside the kernel instead).
+        # transposed_b: b is stored [n, k] (Gemm transB=1, or a Transpose of batched b).
+        self.half, self.transposed_b = half, transposed_b
         self.slug = re.sub(r"[^A-Za-z0-9]+", "-", name).strip("-").lower()
+
+    def precisions(self, requested):
+        """The precisions this case runs at: a float16 model only at fp16."""
+        return [p for p in requested if p == "fp16"] if self.half else list(requested)
 
     @property
     def flops(self):
@@ -126,15 +138,17 @@ class Case:
         d = self.dims
 
         def draw(*shape):
-            return rng.uniform(-1, 1, shape).astype(np.float32)
+            values = rng.uniform(-1, 1, shape).astype(np.float32)
+            return values.astype(np.float16) if self.half else values
 
+        b_shape = (lambda k, n: (n, k)) if self.transposed_b else (lambda k, n: (k, n))
         if self.kind == "matmul":
-            return {"a": draw(d["m"], d["k"])}, {"b": draw(d["k"], d["n"]), "bias": draw(d["n"])}
+            return {"a": draw(d["m"], d["k"])}, {"b": draw(*b_shape(d["k"], d["n"])), "bias": draw(d["n"])}
         if self.kind == "transposed":
             return ({"x": draw(d["length"], d["batch"], d["k"])},
                     {"w": draw(d["k"], d["n"]), "bias": draw(d["n"])})
         if self.kind == "batched":
-            return {"a": draw(d["batch"], d["m"], d["k"]), "b": draw(d["batch"], d["k"], d["n"])}, {}
+            return {"a": draw(d["batch"], d["m"], d["k"]), "b": draw(d["batch"], *b_shape(d["k"], d["n"]))}, {}
         kernel = d["kernel"]
         return ({"x": draw(d["batch"], d["cin"], d["size"], d["size"])},
                 {"w": draw(d["cout"], d["cin"], kernel, kernel), "bias": draw(d["cout"])})
@@ -143,7 +157,11 @@ class Case:
         from onnx import TensorProto, helper, numpy_helper
 
         d = self.dims
-        if self.kind == "matmul":
+        element = TensorProto.FLOAT16 if self.half else TensorProto.FLOAT
+        if self.kind == "matmul" and self.transposed_b:
+            nodes = [helper.make_node("Gemm", ["a", "b", "bias"], ["y"], transB=1)]
+            shape = [d["m"], d["n"]]
+        elif self.kind == "matmul":
             nodes = [helper.make_node("MatMul", ["a", "b"], ["product"]),
                      helper.make_node("Add", ["product", "bias"], ["y"])]
             shape = [d["m"], d["n"]]
@@ -152,6 +170,10 @@ class Case:
                      helper.make_node("MatMul", ["xt", "w"], ["product"]),
                      helper.make_node("Add", ["product", "bias"], ["y"])]
             shape = [d["batch"], d["length"], d["n"]]
+        elif self.kind == "batched" and self.transposed_b:
+            nodes = [helper.make_node("Transpose", ["b"], ["bt"], perm=[0, 2, 1]),
+                     helper.make_node("MatMul", ["a", "bt"], ["y"])]
+            shape = [d["batch"], d["m"], d["n"]]
         elif self.kind == "batched":
             nodes = [helper.make_node("MatMul", ["a", "b"], ["y"])]
             shape = [d["batch"], d["m"], d["n"]]
@@ -164,9 +186,9 @@ class Case:
             shape = [d["batch"], d["cout"], out, out]
         graph = helper.make_graph(
             nodes, self.slug,
-            [helper.make_tensor_value_info(name, TensorProto.FLOAT, list(array.shape))
+            [helper.make_tensor_value_info(name, element, list(array.shape))
              for name, array in inputs.items()],
-            [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)],
+            [helper.make_tensor_value_info("y", element, shape)],
             [numpy_helper.from_array(array, name) for name, array in constants.items()])
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
                                   producer_name="sinter bench/gpu_contraction_rate.py")
@@ -176,6 +198,8 @@ class Case:
     def reference(self, inputs, constants):
         """The output in float64, from the values as given."""
         v = {name: array.astype(np.float64) for name, array in {**inputs, **constants}.items()}
+        if self.transposed_b:
+            v["b"] = np.swapaxes(v["b"], -1, -2)
         if self.kind == "matmul":
             return v["a"] @ v["b"] + v["bias"]
         if self.kind == "transposed":
@@ -192,6 +216,10 @@ class Case:
         import torch.nn.functional as F
 
         t = tensors
+        if self.kind == "matmul" and self.transposed_b:
+            return lambda: F.linear(t["a"], t["b"], t["bias"])
+        if self.kind == "batched" and self.transposed_b:
+            return lambda: torch.matmul(t["a"], t["b"].transpose(1, 2))
         if self.kind == "matmul":
             weight = t["b"].t().contiguous()  # nn.Linear's [out, in]
             return lambda: F.linear(t["a"], weight, t["bias"])
@@ -206,6 +234,17 @@ class Case:
 
 def matmul(m, k, n, origin):
     return Case(f"MatMul {m}x{k}x{n}", origin, "matmul", m=m, k=k, n=n)
+
+
+def half_matmul(m, k, n, origin, transposed_b=False):
+    name = f"f16 {'Gemm transB' if transposed_b else 'MatMul'} {m}x{k}x{n}"
+    return Case(name, origin, "matmul", half=True, transposed_b=transposed_b, m=m, k=k, n=n)
+
+
+def half_batched(batch, m, k, n, origin, transposed_b=False):
+    name = f"f16 BatchMatMul{' b^T' if transposed_b else ''} {batch}x{m}x{k}x{n}"
+    return Case(name, origin, "batched", half=True, transposed_b=transposed_b,
+                batch=batch, m=m, k=k, n=n)
 
 
 def transposed(length, batch, k, n, origin):
@@ -240,6 +279,14 @@ CASES = [
     matmul(197, 3072, 768, "ViT-B/16 b1: MLP out"),
     transposed(197, 1, 768, 2304, "ViT-B/16 b1: QKV projection of the sequence-first input"),
     matmul(128, 768, 768, "BERT-base b1: attention output projection"),
+    half_matmul(4096, 768, 3072, "BERT-base b32 FFN in, stored in f16 end to end"),
+    half_matmul(4096, 768, 3072, "the same with nn.Linear's [out, in] weight", transposed_b=True),
+    half_batched(384, 128, 64, 128, "BERT-base b32 Q.K^T in f16, K stored [seq, d]",
+                 transposed_b=True),
+    half_batched(384, 128, 128, 64, "BERT-base b32 probabilities . V in f16"),
+    half_matmul(197, 768, 3072, "ViT-B/16 b1 MLP in, f16: a partial row tile"),
+    half_matmul(1000, 1000, 1000, "f16, partial tiles on every edge with 16-byte runs"),
+    half_matmul(1000, 999, 1001, "f16, odd sizes: element-wise staging"),
     matmul(1000, 999, 1001, "odd sizes: a partial tile on every edge"),
     matmul(33, 65, 17, "odd sizes, small"),
 ]
@@ -253,7 +300,7 @@ class ContractionBench(bench.BudgetedRun):
         self.rows = [{"case": case.name, "origin": case.origin, "kind": case.kind,
                       "dims": case.dims, "precision": precision, "gflop": case.flops / 1e9,
                       "status": "not run"}
-                     for case in cases for precision in args.precisions]
+                     for case in cases for precision in case.precisions(args.precisions)]
 
     def document(self):
         return {"no_gpu": self.args.no_gpu, "tolerances": {"rel_l2_err": L2_TOLERANCE}}
@@ -284,7 +331,7 @@ class ContractionBench(bench.BudgetedRun):
                     if row["case"] == case.name:
                         self.fail(row, "error", f"model: {bench.short(error)}")
                 continue
-            for precision in self.args.precisions:
+            for precision in case.precisions(self.args.precisions):
                 for target, flags in targets:
                     artifact = folder / f"{precision}-{target}.so"
                     command = [self.sinter, "compile", path, *flags, "-o", artifact, "--force"]
@@ -301,7 +348,7 @@ class ContractionBench(bench.BudgetedRun):
     def run_case(self, case, futures):
         inputs, constants = case.values()
         folder = self.work / case.slug
-        for precision in self.args.precisions:
+        for precision in case.precisions(self.args.precisions):
             row = next(r for r in self.rows if r["case"] == case.name and
                        r["precision"] == precision)
             if row["status"] != "not run":  # its model failed

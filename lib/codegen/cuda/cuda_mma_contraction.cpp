@@ -1,8 +1,18 @@
-// Tensor-core contractions: the tiled kernel of cuda_contraction.cpp with its products done by
-// warp-level `mma.sync.m16n8k16` (f16 or bf16 operands, f32 accumulators) instead of per-thread
-// FMAs. Taken only when both operands hold values the 16-bit type represents exactly (they were
-// loaded from 16-bit storage), so the products are the ones the f32 kernel computes; only the
-// order of the f32 additions differs.
+// Tensor-core contractions: a block computes a BM x BN output tile with warp-level
+// `mma.sync.m16n8k16` (f16 or bf16 operands, f32 sums), its operands staged in shared memory
+// through a ring of STAGES slices of BK reduction steps, so that several slices are in flight
+// while the warps multiply an earlier one. Taken only when both operands hold values the 16-bit
+// type represents exactly (they were loaded from 16-bit storage), so the products are the ones
+// the f32 kernel computes; only the order of the f32 additions differs.
+//
+// How an operand reaches shared memory depends on its expression:
+//   vector along k:  a plain 16-bit load whose index is r + (a multiple of 8): eight reduction
+//                    steps are 16 contiguous bytes, copied by cp.async without registers;
+//   vector along n:  (rhs) likewise with j: eight columns of one step, copied by cp.async into a
+//                    k-major slice that ldmatrix.trans turns into fragments;
+//   scalar:          anything else (a convolution's window gather, a 32-bit input narrowed): each
+//                    thread evaluates the expression element by element into registers before
+//                    the products and stores them packed into the slice after.
 #include "cuda_contraction.h"
 
 #include "cuda_source.h"
@@ -15,19 +25,65 @@ namespace {
 
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-bool sameValue(const Expr &a, double value) {
-  return a.kind == ExprKind::Constant && isFloat(a.type) && a.floatValue == value;
-}
-
 /// Whether every value `e` can take is exactly a value of `half`: a widening of a `half` value,
 /// or zero, or a choice between such.
 bool exactIn(const ExprRef &e, DType half) {
   switch (e->kind) {
   case ExprKind::Cast: return e->operands[0]->type == half;
-  case ExprKind::Constant: return sameValue(*e, 0.0);
+  case ExprKind::Constant: return isFloat(e->type) && e->floatValue == 0.0;
   case ExprKind::Select: return exactIn(e->operands[1], half) && exactIn(e->operands[2], half);
   default: return false;
   }
+}
+
+bool usesVariable(const ExprRef &e, int id) {
+  if (e->kind == ExprKind::Var && e->id == id)
+    return true;
+  for (const ExprRef &operand : e->operands)
+    if (usesVariable(operand, id))
+      return true;
+  return false;
+}
+
+/// Whether an integer expression is a multiple of 8 for every value of its variables.
+bool multipleOf8(const ExprRef &e) {
+  if (e->kind == ExprKind::Constant)
+    return e->intValue % 8 == 0;
+  if (e->kind != ExprKind::Binary)
+    return false;
+  switch (e->binary) {
+  case BinaryOp::Mul: return multipleOf8(e->operands[0]) || multipleOf8(e->operands[1]);
+  case BinaryOp::Add:
+  case BinaryOp::Sub: return multipleOf8(e->operands[0]) && multipleOf8(e->operands[1]);
+  default: return false;
+  }
+}
+
+/// Whether `index` is `variable + rest`, rest free of the variable and a multiple of 8.
+bool unitStrideRuns(const ExprRef &index, int variable) {
+  if (index->kind == ExprKind::Var)
+    return index->id == variable;
+  if (index->kind != ExprKind::Binary || index->binary != BinaryOp::Add)
+    return false;
+  for (int side : {0, 1}) {
+    const ExprRef &term = index->operands[side], &rest = index->operands[1 - side];
+    if (usesVariable(term, variable) && !usesVariable(rest, variable))
+      return multipleOf8(rest) && unitStrideRuns(term, variable);
+  }
+  return false;
+}
+
+enum class Staging { VectorK, VectorMN, Scalar };
+
+/// The 16-bit load behind an operand `cast<f32>(load)`, when runs of eight along `variable`
+/// (whose extent is `extent`) are contiguous and 16-byte aligned; null otherwise.
+const Expr *vectorLoad(const ExprRef &value, DType half, int variable, int64_t extent) {
+  if (extent % 8 != 0 || value->kind != ExprKind::Cast)
+    return nullptr;
+  const ExprRef &load = value->operands[0];
+  if (load->kind != ExprKind::Load || load->type != half)
+    return nullptr;
+  return unitStrideRuns(load->operands[0], variable) ? load.get() : nullptr;
 }
 
 constexpr MmaTile kMmaTiles[] = {
@@ -38,6 +94,8 @@ constexpr MmaTile kMmaTiles[] = {
 
 /// A block per SM at least: the H100/H200 has 132.
 constexpr int64_t kEnoughBlocks = 132;
+/// Slices in the ring: three in flight while the warps multiply the fourth.
+constexpr int kStages = 4;
 
 } // namespace
 
@@ -77,22 +135,60 @@ std::string printMmaContraction(const Contraction &contraction, const MmaTile &t
   const int threads = tile.threads();
   const int warpRows = tile.bm / tile.warpsM, warpColumns = tile.bn / tile.warpsN;
   const int mTiles = warpRows / 16, nTiles = warpColumns / 8;
-  // Rows of shared memory hold BK reduction steps plus 8 halves of padding: 20 words a row for
-  // BK = 32, so the eight rows a fragment read touches start in eight different bank quads.
-  const int row = tile.bk + 8;
+  const int64_t kTiles = ceilDiv(spec.k, tile.bk);
   const char *mmaType = half == DType::Float16 ? "f16" : "bf16";
   const char *toHalf = half == DType::Float16 ? "sn_f2h" : "sn_f2bf";
 
+  struct Operand {
+    const char *name, *shared, *registers, *base;
+    int extent, indexVar;
+    bool unitStrideK;
+    int64_t limit;
+    ExprRef value;
+    Staging staging = Staging::Scalar;
+    const Expr *load = nullptr;
+    int rows = 0, rowLength = 0; ///< shape of one slice in shared memory, in 16-bit elements
+  };
+  Operand operands[] = {
+      {"lhs", "sA", "ra", "rowBase", tile.bm, spec.i, spec.lhsUnitStrideK, spec.m, spec.lhs},
+      {"rhs", "sB", "rb", "columnBase", tile.bn, spec.j, spec.rhsUnitStrideK, spec.n, spec.rhs}};
+  for (Operand &o : operands) {
+    if ((o.load = vectorLoad(o.value, half, spec.r, spec.k)))
+      o.staging = Staging::VectorK;
+    else if (&o == &operands[1] && (o.load = vectorLoad(o.value, half, spec.j, spec.n)))
+      o.staging = Staging::VectorMN;
+    // A slice is k-contiguous rows (8 halves of padding: a row is 20 words for BK = 32, so the
+    // eight rows a fragment read touches start in eight different bank quads), or for a vector
+    // along n, n-contiguous rows read by ldmatrix.trans (8 halves of padding likewise).
+    if (o.staging == Staging::VectorMN) {
+      o.rows = tile.bk;
+      o.rowLength = o.extent + 8;
+    } else {
+      o.rows = o.extent;
+      o.rowLength = tile.bk + 8;
+    }
+  }
+  auto stagingName = [](Staging s) {
+    return s == Staging::VectorK ? "vector along k" : s == Staging::VectorMN ? "vector along n" : "scalar";
+  };
+
   std::ostringstream out;
-  // No cap on registers: the accumulators, fragments and staged loads take ~190, so one block of
-  // eight warps per SM; capping them at 128 for two blocks spills.
+  // No cap on registers: the accumulators and fragments take most of them, and one block of
+  // eight warps per SM keeps the tensor cores busy when its slices arrive ahead of use.
   out << printer.signature(kernel, threads);
   out << "  // contraction on tensor cores (" << mmaType << " operands, f32 sums): batch " << spec.batch
       << ", m " << spec.m << ", n " << spec.n << ", k " << spec.k << "; tile " << tile.bm << "x"
       << tile.bn << "x" << tile.bk << ", " << tile.warpsM << "x" << tile.warpsN << " warps of "
-      << warpRows << "x" << warpColumns << "\n";
-  out << "  __shared__ __align__(16) unsigned short sA[2][" << tile.bm << "][" << row << "];\n";
-  out << "  __shared__ __align__(16) unsigned short sB[2][" << tile.bn << "][" << row << "];\n";
+      << warpRows << "x" << warpColumns << ", " << kStages << " slices in flight; lhs "
+      << stagingName(operands[0].staging) << ", rhs " << stagingName(operands[1].staging) << "\n";
+  int64_t offset = 0;
+  out << "  extern __shared__ __align__(16) unsigned short sn_shared[];\n";
+  for (const Operand &o : operands) {
+    out << "  unsigned short (*" << o.shared << ")[" << o.rows << "][" << o.rowLength
+        << "] = reinterpret_cast<unsigned short (*)[" << o.rows << "][" << o.rowLength
+        << "]>(sn_shared + " << offset << ");\n";
+    offset += int64_t(kStages) * o.rows * o.rowLength;
+  }
   out << printer.locals(kernel, 1);
   out << "  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;\n";
   out << "  const int group = lane / 4, quad = lane % 4;\n";
@@ -106,30 +202,41 @@ std::string printMmaContraction(const Contraction &contraction, const MmaTile &t
       << "#pragma unroll\n    for (int q = 0; q < " << nTiles << "; ++q)\n"
       << "#pragma unroll\n      for (int c = 0; c < 4; ++c) acc[p][q][c] = 0.f;\n";
 
-  // Staging. Each thread moves runs of `run` consecutive reduction steps of one row (lhs) or
-  // column (rhs) from global memory to registers, as 16-bit values packed two to a word, and
-  // stores each run into shared memory with one wide store. An operand whose reduction index
-  // is its unit stride moves pairs: consecutive threads read consecutive addresses. The other
-  // moves runs of 8: consecutive threads read consecutive rows of one step (coalesced too), and
-  // a run's 16-byte store lands in a different bank quad for each of eight adjacent rows.
-  struct Operand {
-    const char *shared, *registers, *base;
-    int extent, indexVar;
-    bool unitStrideK;
-    int64_t limit;
-    ExprRef value;
+  // Vector operands: each thread copies whole runs of eight; a run is inside the matrix or
+  // wholly outside it (the extent along the run is a multiple of 8), and outside is zero-filled.
+  auto vectorRuns = [&](const Operand &o) { return o.extent * tile.bk / 8 / threads; };
+  auto issueVector = [&](const Operand &o, const char *stage, const char *k, const std::string &indent) {
+    out << indent << "#pragma unroll\n" << indent << "for (int u = 0; u < " << vectorRuns(o) << "; ++u) {\n";
+    out << indent << "  const int e = tid + u * " << threads << ";\n";
+    if (o.staging == Staging::VectorK) {
+      out << indent << "  const int kk = (e % " << tile.bk / 8 << ") * 8, ii = e / " << tile.bk / 8 << ";\n";
+      out << indent << "  " << v(o.indexVar) << " = " << o.base << " + ii; " << v(spec.r) << " = " << k << " + kk;\n";
+      out << indent << "  const bool valid = " << v(o.indexVar) << " < " << o.limit << "LL && " << v(spec.r)
+          << " < " << spec.k << "LL;\n";
+      out << indent << "  sn_cp_async16(&" << o.shared << "[" << stage << "][ii][kk], valid ? b" << o.load->id
+          << " + " << printer.expr(o.load->operands[0]) << " : b" << o.load->id << ", valid);\n";
+    } else {
+      out << indent << "  const int jj = (e % " << o.extent / 8 << ") * 8, kk = e / " << o.extent / 8 << ";\n";
+      out << indent << "  " << v(o.indexVar) << " = " << o.base << " + jj; " << v(spec.r) << " = " << k << " + kk;\n";
+      out << indent << "  const bool valid = " << v(o.indexVar) << " < " << o.limit << "LL && " << v(spec.r)
+          << " < " << spec.k << "LL;\n";
+      out << indent << "  sn_cp_async16(&" << o.shared << "[" << stage << "][kk][jj], valid ? b" << o.load->id
+          << " + " << printer.expr(o.load->operands[0]) << " : b" << o.load->id << ", valid);\n";
+    }
+    out << indent << "}\n";
   };
-  const Operand operands[] = {
-      {"sA", "ra", "rowBase", tile.bm, spec.i, spec.lhsUnitStrideK, spec.m, spec.lhs},
-      {"sB", "rb", "columnBase", tile.bn, spec.j, spec.rhsUnitStrideK, spec.n, spec.rhs}};
+
+  // Scalar operands: each thread evaluates runs of `run` consecutive reduction steps of one row
+  // (lhs) or column (rhs) into registers, and stores a run packed two to a word. An operand whose
+  // reduction index is its unit stride takes pairs (consecutive threads read consecutive
+  // addresses); the other takes runs of 8 (consecutive threads read consecutive rows of one
+  // step) whose 16-byte stores land in a different bank quad for each of eight adjacent rows.
+  // The registers hold the values as read (16-bit patterns, or f32 to narrow when stored), so
+  // that no conversion waits on a load before the next load is issued.
   auto runLength = [](const Operand &o) { return o.unitStrideK ? 2 : 8; };
-  auto runs = [&](const Operand &o) { return o.extent * tile.bk / runLength(o) / threads; };
-  // The 16-bit pattern of a staged value: the stored bits when the operand reads 16-bit storage
-  // directly, else the f32 value narrowed (exactly, by mmaOperandType's check).
-  auto bits = [&](const ExprRef &value) {
-    if (value->kind == ExprKind::Cast && value->operands[0]->type == half)
-      return printer.expr(value->operands[0]);
-    return std::string(toHalf) + "(" + printer.expr(value) + ")";
+  auto scalarRuns = [&](const Operand &o) { return o.extent * tile.bk / runLength(o) / threads; };
+  auto readsBits = [&](const Operand &o) {
+    return o.value->kind == ExprKind::Cast && o.value->operands[0]->type == half;
   };
   auto runPosition = [&](const Operand &o, const std::string &indent) {
     int length = runLength(o), perRow = tile.bk / length;
@@ -139,66 +246,92 @@ std::string printMmaContraction(const Contraction &contraction, const MmaTile &t
     else
       out << indent << "const int kk = (e / " << o.extent << ") * " << length << ", ii = e % " << o.extent << ";\n";
   };
-  auto load = [&](const Operand &o, const char *k) {
+  auto loadScalar = [&](const Operand &o, const char *k, const std::string &indent) {
     int length = runLength(o);
-    out << "#pragma unroll\n    for (int u = 0; u < " << runs(o) << "; ++u) {\n";
-    runPosition(o, "      ");
-    out << "      " << v(o.indexVar) << " = " << o.base << " + ii;\n";
-    out << "#pragma unroll\n      for (int s = 0; s < " << length << "; ++s) {\n";
-    out << "        " << v(spec.r) << " = " << k << " + kk + s;\n";
-    out << "        const unsigned short h = (" << v(o.indexVar) << " < " << o.limit << "LL && "
-        << v(spec.r) << " < " << spec.k << "LL) ? (unsigned short)" << bits(o.value)
-        << " : (unsigned short)0;\n";
-    out << "        if (s % 2 == 0) " << o.registers << "[u * " << length / 2 << " + s / 2] = h;\n"
-        << "        else " << o.registers << "[u * " << length / 2 << " + s / 2] |= (unsigned)h << 16;\n";
-    out << "      }\n    }\n";
+    std::string value = readsBits(o) ? printer.expr(o.value->operands[0]) : printer.expr(o.value);
+    out << indent << "#pragma unroll\n" << indent << "for (int u = 0; u < " << scalarRuns(o) << "; ++u) {\n";
+    runPosition(o, indent + "  ");
+    out << indent << "  " << v(o.indexVar) << " = " << o.base << " + ii;\n";
+    out << indent << "#pragma unroll\n" << indent << "  for (int s = 0; s < " << length << "; ++s) {\n";
+    out << indent << "    " << v(spec.r) << " = " << k << " + kk + s;\n";
+    out << indent << "    " << o.registers << "[u * " << length << " + s] = (" << v(o.indexVar) << " < "
+        << o.limit << "LL && " << v(spec.r) << " < " << spec.k << "LL) ? " << value << " : 0;\n";
+    out << indent << "  }\n" << indent << "}\n";
   };
-  auto store = [&](const Operand &o, const char *stage) {
+  auto storeScalar = [&](const Operand &o, const char *stage, const std::string &indent) {
     int length = runLength(o);
-    out << "#pragma unroll\n    for (int u = 0; u < " << runs(o) << "; ++u) {\n";
-    runPosition(o, "      ");
+    auto bits = [&](const std::string &element) {
+      return readsBits(o) ? "(unsigned)" + element : "(unsigned)" + std::string(toHalf) + "(" + element + ")";
+    };
+    auto word = [&](int w) {
+      std::string first = o.registers + std::string("[u * ") + std::to_string(length) + " + " + std::to_string(2 * w) + "]";
+      std::string second = o.registers + std::string("[u * ") + std::to_string(length) + " + " + std::to_string(2 * w + 1) + "]";
+      return "(" + bits(first) + " | (" + bits(second) + " << 16))";
+    };
+    out << indent << "#pragma unroll\n" << indent << "for (int u = 0; u < " << scalarRuns(o) << "; ++u) {\n";
+    runPosition(o, indent + "  ");
     if (length == 2)
-      out << "      *reinterpret_cast<unsigned *>(&" << o.shared << "[" << stage << "][ii][kk]) = "
-          << o.registers << "[u];\n";
+      out << indent << "  *reinterpret_cast<unsigned *>(&" << o.shared << "[" << stage << "][ii][kk]) = "
+          << word(0) << ";\n";
     else
-      out << "      *reinterpret_cast<uint4 *>(&" << o.shared << "[" << stage << "][ii][kk]) = uint4{"
-          << o.registers << "[u * 4], " << o.registers << "[u * 4 + 1], " << o.registers << "[u * 4 + 2], "
-          << o.registers << "[u * 4 + 3]};\n";
-    out << "    }\n";
+      out << indent << "  *reinterpret_cast<uint4 *>(&" << o.shared << "[" << stage << "][ii][kk]) = uint4{"
+          << word(0) << ", " << word(1) << ", " << word(2) << ", " << word(3) << "};\n";
+    out << indent << "}\n";
   };
   for (const Operand &o : operands)
-    out << "  unsigned " << o.registers << "[" << runs(o) * runLength(o) / 2 << "];\n";
-  out << "  {\n    const long long k0 = 0;\n";
+    if (o.staging == Staging::Scalar)
+      out << "  " << (readsBits(o) ? "unsigned short" : "float") << " " << o.registers << "["
+          << scalarRuns(o) * runLength(o) << "];\n";
+  auto issue = [&](const char *stage, const char *k, const std::string &indent) {
+    for (const Operand &o : operands)
+      if (o.staging != Staging::Scalar)
+        issueVector(o, stage, k, indent);
+      else
+        loadScalar(o, k, indent);
+  };
+
+  // The ring: slices 0 .. STAGES-2 are requested first; then at step t the warps wait for slice
+  // t, request slice t + STAGES - 1 into the place slice t - 1 left, multiply slice t, and store
+  // the scalar operands' registers for slice t + STAGES - 1.
+  out << "  for (int t = 0; t < " << kStages - 1 << "; ++t) {\n";
+  out << "    if (t < " << kTiles << "LL) {\n      const long long k0 = (long long)t * " << tile.bk << ";\n";
+  issue("t", "k0", "      ");
   for (const Operand &o : operands)
-    load(o, "k0");
-  for (const Operand &o : operands)
-    store(o, "0");
-  out << "  }\n  __syncthreads();\n";
-  out << "  int stage = 0;\n";
-  out << "  for (long long k0 = 0; k0 < " << spec.k << "LL; k0 += " << tile.bk << ", stage ^= 1) {\n";
-  out << "    const bool more = k0 + " << tile.bk << " < " << spec.k << "LL;\n";
-  out << "    if (more) {\n      const long long next = k0 + " << tile.bk << ";\n";
-  for (const Operand &o : operands)
-    load(o, "next");
-  out << "    }\n";
+    if (o.staging == Staging::Scalar)
+      storeScalar(o, "t", "      ");
+  out << "    }\n    sn_cp_async_commit<0>();\n  }\n";
+  out << "  for (long long t = 0; t < " << kTiles << "LL; ++t) {\n";
+  out << "    sn_cp_async_wait<" << kStages - 2 << ">();\n    __syncthreads();\n";
+  out << "    const int stage = (int)(t % " << kStages << "), nextStage = (int)((t + " << kStages - 1
+      << ") % " << kStages << ");\n";
+  out << "    const bool more = t + " << kStages - 1 << " < " << kTiles << "LL;\n";
+  out << "    if (more) {\n      const long long next = (t + " << kStages - 1 << ") * " << tile.bk << ";\n";
+  issue("nextStage", "next", "      ");
+  out << "    }\n    sn_cp_async_commit<0>();\n";
   // Fragments (PTX ISA, mma.m16n8k16 with .f16/.bf16): lane = 4 * group + quad; A's registers
   // hold rows group and group + 8 at columns 2 * quad (+1) and 2 * quad + 8 (+1); B's hold
   // column group at rows 2 * quad (+1) and 2 * quad + 8 (+1); the f32 sums are rows group and
-  // group + 8 at columns 2 * quad (+1).
+  // group + 8 at columns 2 * quad (+1). ldmatrix.x2.trans of two 8x8 k-major blocks gives B's
+  // two registers directly: lanes 0-15 name the blocks' rows kk .. kk + 15.
+  const Operand &rhs = operands[1];
   out << "#pragma unroll\n    for (int kk = 0; kk < " << tile.bk << "; kk += 16) {\n";
   out << "      unsigned a[" << mTiles << "][4], b[" << nTiles << "][2];\n";
   out << "#pragma unroll\n      for (int p = 0; p < " << mTiles << "; ++p) {\n"
       << "        const unsigned short *top = &sA[stage][warpRow + p * 16 + group][kk + 2 * quad];\n"
       << "        a[p][0] = *reinterpret_cast<const unsigned *>(top);\n"
-      << "        a[p][1] = *reinterpret_cast<const unsigned *>(top + 8 * " << row << ");\n"
+      << "        a[p][1] = *reinterpret_cast<const unsigned *>(top + 8 * " << operands[0].rowLength << ");\n"
       << "        a[p][2] = *reinterpret_cast<const unsigned *>(top + 8);\n"
-      << "        a[p][3] = *reinterpret_cast<const unsigned *>(top + 8 * " << row << " + 8);\n"
+      << "        a[p][3] = *reinterpret_cast<const unsigned *>(top + 8 * " << operands[0].rowLength << " + 8);\n"
       << "      }\n";
-  out << "#pragma unroll\n      for (int q = 0; q < " << nTiles << "; ++q) {\n"
-      << "        const unsigned short *column = &sB[stage][warpColumn + q * 8 + group][kk + 2 * quad];\n"
-      << "        b[q][0] = *reinterpret_cast<const unsigned *>(column);\n"
-      << "        b[q][1] = *reinterpret_cast<const unsigned *>(column + 8);\n"
-      << "      }\n";
+  out << "#pragma unroll\n      for (int q = 0; q < " << nTiles << "; ++q) {\n";
+  if (rhs.staging == Staging::VectorMN) {
+    out << "        sn_ldmatrix_x2_trans(b[q], &sB[stage][kk + lane % 16][warpColumn + q * 8]);\n";
+  } else {
+    out << "        const unsigned short *column = &sB[stage][warpColumn + q * 8 + group][kk + 2 * quad];\n"
+        << "        b[q][0] = *reinterpret_cast<const unsigned *>(column);\n"
+        << "        b[q][1] = *reinterpret_cast<const unsigned *>(column + 8);\n";
+  }
+  out << "      }\n";
   out << "#pragma unroll\n      for (int p = 0; p < " << mTiles << "; ++p)\n"
       << "#pragma unroll\n        for (int q = 0; q < " << nTiles << "; ++q)\n"
       << "          asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32." << mmaType << "." << mmaType
@@ -206,10 +339,17 @@ std::string printMmaContraction(const Contraction &contraction, const MmaTile &t
       << "                       : \"+f\"(acc[p][q][0]), \"+f\"(acc[p][q][1]), \"+f\"(acc[p][q][2]), \"+f\"(acc[p][q][3])\n"
       << "                       : \"r\"(a[p][0]), \"r\"(a[p][1]), \"r\"(a[p][2]), \"r\"(a[p][3]), \"r\"(b[q][0]), \"r\"(b[q][1]));\n";
   out << "    }\n";
-  out << "    if (more) {\n";
+  bool anyScalar = false;
   for (const Operand &o : operands)
-    store(o, "stage ^ 1");
-  out << "    }\n    __syncthreads();\n  }\n";
+    anyScalar |= o.staging == Staging::Scalar;
+  if (anyScalar) {
+    out << "    if (more) {\n";
+    for (const Operand &o : operands)
+      if (o.staging == Staging::Scalar)
+        storeScalar(o, "nextStage", "      ");
+    out << "    }\n";
+  }
+  out << "  }\n";
 
   out << "#pragma unroll\n  for (int p = 0; p < " << mTiles << "; ++p)\n"
       << "#pragma unroll\n    for (int q = 0; q < " << nTiles << "; ++q)\n"
@@ -226,6 +366,7 @@ std::string printMmaContraction(const Contraction &contraction, const MmaTile &t
   launch.grid[1] = uint32_t(ceilDiv(spec.m, tile.bm));
   launch.grid[2] = uint32_t(spec.batch);
   launch.block[0] = uint32_t(threads);
+  launch.sharedBytes = uint32_t(offset * 2);
   launch.parallelExtent = spec.batch * spec.m * spec.n;
   return out.str();
 }

@@ -45,6 +45,19 @@ __device__ __forceinline__ unsigned short sn_f2bf(float f) {
   if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x40);
   return (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
+// Asynchronous copies and transposing fragment loads for the tensor-core contractions (sm_80+).
+// Templates, so that no kernel for another architecture instantiates them.
+template <typename T> __device__ __forceinline__ unsigned sn_shared_address(const T *shared) {
+  return (unsigned)__cvta_generic_to_shared(shared);
+}
+template <typename T> __device__ __forceinline__ void sn_cp_async16(T *shared, const T *global, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(sn_shared_address(shared)), "l"(global), "r"(valid ? 16 : 0));
+}
+template <int Groups> __device__ __forceinline__ void sn_cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int Pending> __device__ __forceinline__ void sn_cp_async_wait() { asm volatile("cp.async.wait_group %0;" :: "n"(Pending) : "memory"); }
+template <typename T> __device__ __forceinline__ void sn_ldmatrix_x2_trans(unsigned *fragment, const T *shared) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];" : "=r"(fragment[0]), "=r"(fragment[1]) : "r"(sn_shared_address(shared)));
+}
 template <typename T> __device__ __forceinline__ T sn_max(T a, T b) { return a > b ? a : b; }
 template <typename T> __device__ __forceinline__ T sn_min(T a, T b) { return a < b ? a : b; }
 __device__ __forceinline__ float sn_max(float a, float b) { return (a != a || b != b) ? SN_NAN : fmaxf(a, b); }
