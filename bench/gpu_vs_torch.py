@@ -474,6 +474,11 @@ class Bench(BudgetedRun):
         row["sinter_kernels"] = info["kernel_count"]
         row["onnx_nodes"] = info["source_node_count"]
         row["storage_precision"] = info.get("storage_precision")
+        # The plan (fused ops per kernel, arena against the activations) beside the numbers.
+        plans = self.out / "plans"
+        plans.mkdir(exist_ok=True)
+        plan = run_sinter([self.sinter, "inspect", artifact, "--plan"], self.wait_limit(60))[0]
+        (plans / f"{row['model']}-b{row['batch']}-{row['precision']}.txt").write_text(plan)
         # Where sinter's time goes: each kernel run alone (no graph), the ten slowest.
         if self.remaining() > 0:
             row["sinter_steps_ms"], row["sinter_slowest_steps"] = sinter_steps(

@@ -74,6 +74,17 @@ def build_torch_model(name):
         import torchvision
 
         model = getattr(torchvision.models, name)(weights=None)
+        if name == "mobilenet_v2":
+            # torchvision draws every convolution's weights with fan_out scaling, which for a
+            # depthwise one (9 inputs per output, fan_out 9 * channels) shrinks the activations
+            # by about sqrt(2 / channels) per block: the logits end near 1e-9, which float16
+            # flushes to zero (torch's own fp16 output then differs from fp32 by 100%). Draw
+            # depthwise weights with fan_in scaling instead, so activations stay near 1.
+            for module in model.modules():
+                if isinstance(module, torch.nn.Conv2d) and module.groups > 1:
+                    fan_in = module.weight[0].numel()
+                    torch.nn.init.normal_(module.weight, std=(2.0 / fan_in) ** 0.5,
+                                          generator=generator)
         if name == "vit_b_16":
             # torchvision zero-initialises ViT's head, which would make every logit 0 and the
             # comparison vacuous; draw it like the other linear layers.

@@ -118,9 +118,7 @@ def test_comparison_catches_differences():
 @pytest.mark.parametrize("precision", PRECISIONS)
 @pytest.mark.parametrize("model", ["tiny_attention", "resnet_narrow"])
 def test_cuda_c_of_a_reduced_precision_model_compiles(model, precision, tmp_path):
-    """NVRTC and ptxas accept the CUDA C of a transformer block and of a CNN stored in 16 bits;
-    the CNN's convolutions take the tensor-core kernels, which stage 16-bit tiles in shared
-    memory and multiply them with mma.sync in the precision's type."""
+    """NVRTC and ptxas accept the CUDA C of a transformer block and of a CNN stored in 16 bits."""
     library = tmp_path / "model.so"
     source = tmp_path / "source"
     st.run_cli(["compile", st.MODELS_DIR / f"{model}.onnx", "--target", "cuda", "--arch", "sm_90",
@@ -128,10 +126,20 @@ def test_cuda_c_of_a_reduced_precision_model_compiles(model, precision, tmp_path
     assert library.stat().st_size > 0
     code = "".join(path.read_text() for path in sorted(source.glob("fused_*.cu")))
     assert "const unsigned short *__restrict__" in code, "no kernel reads 16-bit storage"
-    if model == "resnet_narrow":
-        mma_type = "f16" if precision == "fp16" else "bf16"
-        assert "contraction on tensor cores" in code, "no tensor-core convolution"
-        assert f"mma.sync.aligned.m16n8k16.row.col.f32.{mma_type}.{mma_type}.f32" in code
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+def test_16_bit_convolutions_run_on_tensor_cores(precision, tmp_path):
+    """A CNN stored in 16 bits at a batch whose convolutions give most SMs a tile multiplies them
+    with mma.sync in the precision's type (smaller grids keep the f32 kernel, which splits k)."""
+    source = tmp_path / "source"
+    st.run_cli(["compile", st.MODELS_DIR / "mobilenet_v2.onnx", "--target", "cuda", "--arch",
+                "sm_90", "--dim", "batch=32", "--precision", precision, "--emit-source", source,
+                "-o", tmp_path / "model.so"])
+    code = "".join(path.read_text() for path in sorted(source.glob("fused_*.cu")))
+    mma_type = "f16" if precision == "fp16" else "bf16"
+    assert "contraction on tensor cores" in code, "no tensor-core convolution"
+    assert f"mma.sync.aligned.m16n8k16.row.col.f32.{mma_type}.{mma_type}.f32" in code
 
 
 @pytest.mark.parametrize("flags,message", [

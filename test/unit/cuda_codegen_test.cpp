@@ -144,7 +144,8 @@ TEST(CudaCodegen, LargeContractionsGetTiledKernels) {
 }
 
 // Products of 16-bit values (f16 or bf16 storage widened to f32) run on tensor cores: both
-// operands must be exact in one 16-bit type, and every architecture must have mma.sync (sm_80).
+// operands must be exact in one 16-bit type, every architecture must have mma.sync (sm_80), and
+// the grid must give most SMs a tile (else the f32 kernel, which splits k, does better).
 TEST(CudaCodegen, HalfOperandsGetTensorCoreKernels) {
   constexpr int64_t kOnnxFloat = 1; // TensorProto.FLOAT, Cast's `to`
   Graph graph;
@@ -153,17 +154,20 @@ TEST(CudaCodegen, HalfOperandsGetTensorCoreKernels) {
     cast->setAttr("to", kOnnxFloat);
     return cast->output(0);
   };
-  Value *a = widen(graph.addInput("a", {DType::Float16, {200, 96}}));
+  Value *a = widen(graph.addInput("a", {DType::Float16, {2200, 96}}));
   Value *b = widen(graph.addInput("b", {DType::Float16, {96, 136}}));
   graph.addOutput(graph.addNode(OpKind::MatMul, {a, b}, 1, "half")->output(0));
-  Value *x = widen(graph.addInput("x", {DType::BFloat16, {2, 16, 20, 20}}));
+  Value *x = widen(graph.addInput("x", {DType::BFloat16, {8, 16, 32, 32}}));
   Value *w = widen(graph.addInput("w", {DType::BFloat16, {64, 16, 3, 3}}));
   Node *conv = graph.addNode(OpKind::Conv, {x, w}, 1, "conv");
   conv->setAttr("pads", std::vector<int64_t>{1, 1, 1, 1});
   graph.addOutput(conv->output(0));
   Value *f = graph.addInput("f", {DType::Float32, {96, 136}});
-  Value *c = widen(graph.addInput("c", {DType::Float16, {200, 96}}));
+  Value *c = widen(graph.addInput("c", {DType::Float16, {2200, 96}}));
   graph.addOutput(graph.addNode(OpKind::MatMul, {c, f}, 1, "mixed")->output(0));
+  Value *d = widen(graph.addInput("d", {DType::Float16, {200, 96}}));
+  Value *e = widen(graph.addInput("e", {DType::Float16, {96, 136}}));
+  graph.addOutput(graph.addNode(OpKind::MatMul, {d, e}, 1, "few")->output(0)); // 21 tiles
   inferGraph(graph);
 
   // The casts fuse into the contractions' groups, which read the 16-bit inputs.
@@ -171,13 +175,14 @@ TEST(CudaCodegen, HalfOperandsGetTensorCoreKernels) {
   for (KernelGroup &group : formKernelGroups(graph, true))
     if (lowerContraction(group))
       groups.push_back(group);
-  ASSERT_EQ(groups.size(), 3u);
+  ASSERT_EQ(groups.size(), 4u);
   std::vector<std::optional<DType>> types;
   for (const KernelGroup &group : groups)
     types.push_back(cuda::mmaOperandType(lowerContraction(group)->spec));
   EXPECT_EQ(types[0], DType::Float16);
   EXPECT_EQ(types[1], DType::BFloat16); // the window's zero padding is exact too
   EXPECT_EQ(types[2], std::nullopt);    // f is f32
+  EXPECT_EQ(types[3], DType::Float16);
 
   for (const char *arch : {"sm_80", "sm_75"}) {
     TargetOptions options;
@@ -186,7 +191,7 @@ TEST(CudaCodegen, HalfOperandsGetTensorCoreKernels) {
     std::unique_ptr<Backend> backend = createBackend(options);
     package::Manifest manifest;
     std::string tensorCores = std::string(arch) == "sm_80" ? "cuda-c tensor-core" : "cuda-c tiled";
-    const char *expected[] = {tensorCores.c_str(), tensorCores.c_str(), "cuda-c tiled"};
+    const char *expected[] = {tensorCores.c_str(), tensorCores.c_str(), "cuda-c tiled", "cuda-c tiled"};
     for (size_t i = 0; i < groups.size(); ++i) {
       LaunchShape launch;
       manifest.kernels.push_back(backend->addKernel(groups[i], lowerGroup(groups[i]), launch));

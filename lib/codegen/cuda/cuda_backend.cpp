@@ -69,11 +69,11 @@ public:
       if (archNumber(options_.cudaArchs.front()) >= 80)
         half = cuda::mmaOperandType(contraction->spec);
     }
-    cuda::MmaTile mmaTile{};
+    std::optional<cuda::MmaTile> mmaTile;
     if (half)
       mmaTile = cuda::chooseMmaTile(contraction->spec);
-    if (half && cuda::fitsGrid(contraction->spec, mmaTile)) {
-      source = cuda::printMmaContraction(*contraction, mmaTile, *half, launch);
+    if (mmaTile && cuda::fitsGrid(contraction->spec, *mmaTile)) {
+      source = cuda::printMmaContraction(*contraction, *mmaTile, *half, launch);
       generator = "cuda-c tensor-core";
     } else if (tile && cuda::fitsGrid(contraction->spec, *tile)) {
       source = cuda::printTiledContraction(*contraction, *tile, launch);

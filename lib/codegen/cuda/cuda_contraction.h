@@ -50,8 +50,10 @@ struct MmaTile {
 /// when they are not, or the reduction is shorter than one mma step.
 std::optional<DType> mmaOperandType(const ContractionSpec &spec);
 
-/// The largest tile that still gives every SM a block; the smallest otherwise.
-MmaTile chooseMmaTile(const ContractionSpec &spec);
+/// The largest tile that still gives every SM a block; the smallest when it gives at least half
+/// of them one; nullopt when even that leaves most SMs idle (the f32 tiled kernel, which splits
+/// the reduction within its blocks, does better there).
+std::optional<MmaTile> chooseMmaTile(const ContractionSpec &spec);
 bool fitsGrid(const ContractionSpec &spec, const MmaTile &tile);
 
 /// The tensor-core kernel's CUDA C (mma.sync needs sm_80 or newer) and its launch shape.
