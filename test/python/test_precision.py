@@ -144,7 +144,7 @@ def test_16_bit_convolutions_run_on_tensor_cores(precision, tmp_path):
 
 @pytest.mark.parametrize("flags,message", [
     (["--precision", "fp8"], "unknown --precision 'fp8'"),
-    (["--precision", "tf32", "--target", "cuda"], "does not generate tensor-core math yet"),
+    (["--precision", "tf32", "--target", "cuda"], "does not round float32 operands to tf32 yet"),
     (["--precision", "tf32", "--target", "cpu"], "tf32 is a CUDA tensor-core mode"),
 ])
 def test_bad_precision_is_a_user_error(flags, message, tmp_path):

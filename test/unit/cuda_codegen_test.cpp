@@ -168,6 +168,13 @@ TEST(CudaCodegen, HalfOperandsGetTensorCoreKernels) {
   Value *d = widen(graph.addInput("d", {DType::Float16, {200, 96}}));
   Value *e = widen(graph.addInput("e", {DType::Float16, {96, 136}}));
   graph.addOutput(graph.addNode(OpKind::MatMul, {d, e}, 1, "few")->output(0)); // 21 tiles
+  // A GEMV whose result is narrowed again: its epilogue is a block (assign, then store through
+  // the cast), which must still give each output a warp.
+  Value *row = widen(graph.addInput("row", {DType::Float16, {1, 96}}));
+  Value *column = widen(graph.addInput("column", {DType::Float16, {96, 136}}));
+  Node *narrow = graph.addNode(OpKind::Cast, {graph.addNode(OpKind::MatMul, {row, column}, 1, "gemv")->output(0)}, 1);
+  narrow->setAttr("to", int64_t(10)); // TensorProto.FLOAT16
+  graph.addOutput(narrow->output(0));
   inferGraph(graph);
 
   // The casts fuse into the contractions' groups, which read the 16-bit inputs.
@@ -175,7 +182,11 @@ TEST(CudaCodegen, HalfOperandsGetTensorCoreKernels) {
   for (KernelGroup &group : formKernelGroups(graph, true))
     if (lowerContraction(group))
       groups.push_back(group);
-  ASSERT_EQ(groups.size(), 4u);
+  ASSERT_EQ(groups.size(), 5u);
+  KernelGroup gemv = groups.back();
+  groups.pop_back();
+  EXPECT_FALSE(worthTiling(lowerContraction(gemv)->spec));
+  EXPECT_TRUE(cuda::warpPerPoint(lowerGroup(gemv))) << printKernel(lowerGroup(gemv));
   std::vector<std::optional<DType>> types;
   for (const KernelGroup &group : groups)
     types.push_back(cuda::mmaOperandType(lowerContraction(group)->spec));

@@ -58,8 +58,8 @@ DType parsePrecision(const std::string &precision, package::Target target) {
     if (target != package::Target::Cuda)
       userError("--precision tf32 is a CUDA tensor-core mode; with --target cpu use fp32, fp16 "
                 "or bf16");
-    userError("--precision tf32: sinter does not generate tensor-core math yet; use fp32, or "
-              "fp16/bf16 to halve memory traffic (docs/precision.md)");
+    userError("--precision tf32: sinter does not round float32 operands to tf32 yet; use fp32, "
+              "or fp16/bf16, whose contractions run on tensor cores (docs/precision.md)");
   }
   userError("unknown --precision '", precision, "'; use fp32, fp16 or bf16");
 }
@@ -136,8 +136,8 @@ Command addCompileCommand(CLI::App &parent) {
       ->capture_default_str();
   command->add_option("--precision", flags->precision,
                       "Storage of float32 weights and activations: fp32 (default), fp16 or bf16 "
-                      "(kernels compute in f32; docs/precision.md). tf32 is refused: no "
-                      "tensor-core math yet")
+                      "(f32 math; 16-bit contractions on tensor cores; docs/precision.md). "
+                      "tf32 is refused: not generated yet")
       ->capture_default_str();
   command->add_option("--emit-source", flags->emitSource, "Write the generated code, kernel by kernel, here")
       ->type_name("DIR");

@@ -347,17 +347,30 @@ std::string combineText(BinaryOp op, const std::string &a, const std::string &b)
 
 } // namespace
 
-bool warpPerPoint(const Kernel &kernel) {
-  bool worthSharing = false;
-  for (const StmtRef &s : kernel.body) {
-    if (s->kind == StmtKind::For && s->loop != LoopKind::Serial) {
+namespace {
+
+/// warpPerPoint over a statement list; a Block counts as its statements (a fused epilogue is
+/// one: the contraction's result assigned, then stored through the casts after it).
+bool warpPerPointStatements(const std::vector<StmtRef> &list, bool &worthSharing) {
+  for (const StmtRef &s : list) {
+    if (s->kind == StmtKind::Block) {
+      if (!warpPerPointStatements(s->body, worthSharing))
+        return false;
+    } else if (s->kind == StmtKind::For && s->loop != LoopKind::Serial) {
       bool constantExtent = s->a->kind == ExprKind::Constant;
       worthSharing = worthSharing || !constantExtent || s->a->intValue >= 32;
     } else if (s->kind != StmtKind::Store && s->kind != StmtKind::Assign && storesInside({s})) {
       return false;
     }
   }
-  return worthSharing;
+  return true;
+}
+
+} // namespace
+
+bool warpPerPoint(const Kernel &kernel) {
+  bool worthSharing = false;
+  return warpPerPointStatements(kernel.body, worthSharing) && worthSharing;
 }
 
 int64_t threadsNeeded(const Kernel &kernel) {
@@ -367,6 +380,11 @@ int64_t threadsNeeded(const Kernel &kernel) {
 void CudaPrinter::warpStmt(const Stmt &s, int depth) {
   std::string pad(depth * 2, ' ');
   std::string loopVar = "v" + std::to_string(s.id);
+  if (s.kind == StmtKind::Block) {
+    for (const StmtRef &child : s.body)
+      warpStmt(*child, depth);
+    return;
+  }
   if (s.kind == StmtKind::Store) {
     // Every lane holds the same value; one writes it.
     out_ << pad << "if (lane == 0) b" << s.id << "[" << expr(s.a) << "] = " << expr(s.b) << ";\n";
