@@ -258,20 +258,27 @@ BufferRef decodeBufferRef(Decoder &decoder) {
   return ref;
 }
 
-TensorSignature decodeSignature(Decoder &decoder) {
-  TensorSignature tensor;
-  tensor.name = decoder.string("tensor name");
-  uint32_t onnxType = decoder.u32("tensor dtype");
-  std::optional<DType> dtype = dtypeFromOnnx(static_cast<int>(onnxType));
-  if (!dtype)
-    userError("corrupt artifact: tensor '", tensor.name, "' has unknown dtype ", onnxType);
-  tensor.dtype = *dtype;
-  uint32_t rank = decoder.count(8, "tensor rank");
+/// A named, typed shape, as tensor signatures and bound inputs begin: name, ONNX dtype, rank,
+/// dims. `what` names the record in errors ("tensor", "bound input").
+void decodeNamedShape(Decoder &decoder, const std::string &what, std::string &name, DType &dtype,
+                      std::vector<int64_t> &dims) {
+  name = decoder.string((what + " name").c_str());
+  uint32_t onnxType = decoder.u32((what + " dtype").c_str());
+  std::optional<DType> known = dtypeFromOnnx(static_cast<int>(onnxType));
+  if (!known)
+    userError("corrupt artifact: ", what, " '", name, "' has unknown dtype ", onnxType);
+  dtype = *known;
+  uint32_t rank = decoder.count(8, (what + " rank").c_str());
   if (rank > SINTER_MAX_RANK)
-    userError("corrupt artifact: tensor '", tensor.name, "' has rank ", rank, " (at most ",
+    userError("corrupt artifact: ", what, " '", name, "' has rank ", rank, " (at most ",
               SINTER_MAX_RANK, ")");
   for (uint32_t i = 0; i < rank; ++i)
-    tensor.dims.push_back(decoder.i64("tensor dim"));
+    dims.push_back(decoder.i64((what + " dim").c_str()));
+}
+
+TensorSignature decodeSignature(Decoder &decoder) {
+  TensorSignature tensor;
+  decodeNamedShape(decoder, "tensor", tensor.name, tensor.dtype, tensor.dims);
   uint32_t symbols = decoder.count(kMinString, "tensor dim symbols");
   if (symbols > SINTER_MAX_RANK)
     userError("corrupt artifact: tensor '", tensor.name, "' has ", symbols, " dim symbols");
@@ -283,18 +290,7 @@ TensorSignature decodeSignature(Decoder &decoder) {
 
 BoundInput decodeBoundInput(Decoder &decoder) {
   BoundInput bound;
-  bound.name = decoder.string("bound input name");
-  uint32_t onnxType = decoder.u32("bound input dtype");
-  std::optional<DType> dtype = dtypeFromOnnx(static_cast<int>(onnxType));
-  if (!dtype)
-    userError("corrupt artifact: bound input '", bound.name, "' has unknown dtype ", onnxType);
-  bound.dtype = *dtype;
-  uint32_t rank = decoder.count(8, "bound input rank");
-  if (rank > SINTER_MAX_RANK)
-    userError("corrupt artifact: bound input '", bound.name, "' has rank ", rank, " (at most ",
-              SINTER_MAX_RANK, ")");
-  for (uint32_t i = 0; i < rank; ++i)
-    bound.dims.push_back(decoder.i64("bound input dim"));
+  decodeNamedShape(decoder, "bound input", bound.name, bound.dtype, bound.dims);
   bound.valueHash = decoder.u64("bound input hash");
   bound.value = decoder.bytes("bound input value");
   return bound;
