@@ -205,16 +205,14 @@ StmtRef parallelLoop(int variable, ExprRef extent, std::vector<StmtRef> body) {
   return stmt;
 }
 
-namespace {
-bool readsVariable(const ExprRef &e, int id) {
+bool usesVariable(const ExprRef &e, int id) {
   if (e->kind == ExprKind::Var && e->id == id)
     return true;
   for (const ExprRef &operand : e->operands)
-    if (readsVariable(operand, id))
+    if (usesVariable(operand, id))
       return true;
   return false;
 }
-} // namespace
 
 BinaryOp reductionOp(const Stmt &assignment) { return assignment.a->binary; }
 
@@ -234,7 +232,7 @@ StmtRef reductionLoop(int variable, ExprRef extent, std::vector<StmtRef> body) {
   }
   for (const StmtRef &s : body)
     for (int acc : accumulators)
-      SINTER_ASSERT(!readsVariable(s->a->operands[1], acc), "a reduction term reads an accumulator");
+      SINTER_ASSERT(!usesVariable(s->a->operands[1], acc), "a reduction term reads an accumulator");
   auto stmt = makeStmt(StmtKind::For);
   stmt->loop = LoopKind::Reduction;
   stmt->id = variable;

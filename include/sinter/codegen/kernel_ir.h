@@ -146,6 +146,9 @@ ExprRef cast(ExprRef a, DType type);
 /// Reinterprets a value's bits as `type`, which must have the same byte size (not bool).
 ExprRef bitcast(ExprRef a, DType type);
 
+/// Whether `e` reads variable `id` anywhere.
+bool usesVariable(const ExprRef &e, int id);
+
 /// Convenience for index arithmetic on i64.
 ExprRef add(ExprRef a, ExprRef b);
 ExprRef sub(ExprRef a, ExprRef b);

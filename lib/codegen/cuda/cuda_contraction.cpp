@@ -24,6 +24,13 @@ int64_t warpsFor(const ContractionSpec &spec, const TileShape &tile) {
 
 } // namespace
 
+void setContractionRanges(IndexRanges &ranges, const ContractionSpec &spec) {
+  ranges.setVariable(spec.b, {0, spec.batch - 1});
+  ranges.setVariable(spec.i, {0, spec.m - 1});
+  ranges.setVariable(spec.j, {0, spec.n - 1});
+  ranges.setVariable(spec.r, {0, spec.k - 1});
+}
+
 TileShape chooseTile(const ContractionSpec &spec) {
   for (const TileShape &tile : kTiles)
     if (warpsFor(spec, tile) >= kEnoughWarps)
@@ -49,12 +56,8 @@ std::string printTiledContraction(const Contraction &contraction, const TileShap
   const ContractionSpec &spec = contraction.spec;
   const Kernel &kernel = contraction.kernel;
   CudaPrinter printer;
-  // The loops below only evaluate lhs, rhs and the epilogue for b, i, j, r inside their extents.
   IndexRanges ranges(kernel);
-  ranges.setVariable(spec.b, {0, spec.batch - 1});
-  ranges.setVariable(spec.i, {0, spec.m - 1});
-  ranges.setVariable(spec.j, {0, spec.n - 1});
-  ranges.setVariable(spec.r, {0, spec.k - 1});
+  setContractionRanges(ranges, spec);
   printer.setRanges(&ranges);
   std::string type = cudaStorageType(spec.type);
   auto v = [](int id) { return "v" + std::to_string(id); };

@@ -8,6 +8,7 @@
 
 #include "sinter/codegen/backend.h"
 #include "sinter/codegen/contraction.h"
+#include "sinter/codegen/index_ranges.h"
 
 #include <optional>
 #include <string>
@@ -24,6 +25,10 @@ struct TileShape {
   int sliceThreads() const { return (bm / tm) * (bn / tn); }
   int threads() const { return sliceThreads() * slices; }
 };
+
+/// Tells `ranges` the extents of the contraction's b, i, j and r: the tiled kernels evaluate
+/// lhs, rhs and the epilogue only inside them, so index arithmetic that fits may print in int.
+void setContractionRanges(IndexRanges &ranges, const ContractionSpec &spec);
 
 /// The largest tile that still gives enough warps to hide latency on a large GPU; when even the
 /// smallest leaves SMs idle, the smallest with the reduction split across more threads.

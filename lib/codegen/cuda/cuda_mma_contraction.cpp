@@ -36,15 +36,6 @@ bool exactIn(const ExprRef &e, DType half) {
   }
 }
 
-bool usesVariable(const ExprRef &e, int id) {
-  if (e->kind == ExprKind::Var && e->id == id)
-    return true;
-  for (const ExprRef &operand : e->operands)
-    if (usesVariable(operand, id))
-      return true;
-  return false;
-}
-
 /// Whether an integer expression is a multiple of 8 for every value of its variables.
 bool multipleOf8(const ExprRef &e) {
   if (e->kind == ExprKind::Constant)
@@ -133,10 +124,7 @@ std::string printMmaContraction(const Contraction &contraction, const MmaTile &t
   const Kernel &kernel = contraction.kernel;
   CudaPrinter printer;
   IndexRanges ranges(kernel);
-  ranges.setVariable(spec.b, {0, spec.batch - 1});
-  ranges.setVariable(spec.i, {0, spec.m - 1});
-  ranges.setVariable(spec.j, {0, spec.n - 1});
-  ranges.setVariable(spec.r, {0, spec.k - 1});
+  setContractionRanges(ranges, spec);
   printer.setRanges(&ranges);
   auto v = [](int id) { return "v" + std::to_string(id); };
   const int threads = tile.threads();

@@ -122,16 +122,6 @@ bool readsOnlyConstants(const ExprRef &expr, const KernelGroup &group) {
   return true;
 }
 
-/// Whether `expr` reads variable `id`.
-bool usesVariable(const ExprRef &expr, int id) {
-  if (expr->kind == ExprKind::Var && expr->id == id)
-    return true;
-  for (const ExprRef &operand : expr->operands)
-    if (usesVariable(operand, id))
-      return true;
-  return false;
-}
-
 /// An operand packed at compile time.
 struct PackedOperand {
   std::vector<uint8_t> bytes;
