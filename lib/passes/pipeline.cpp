@@ -5,6 +5,7 @@
 #include "eliminate_dead_code.h"
 #include "fold_batch_norm.h"
 #include "fold_constants.h"
+#include "merge_sibling_matmuls.h"
 #include "recognise_gelu.h"
 #include "recognise_layer_normalization.h"
 #include "reduce_precision.h"
@@ -39,6 +40,12 @@ const std::vector<PipelineEntry> &defaultPipeline() {
        "folds per-channel affine maps into the weights of the contraction before them; the new "
        "weights are constants, so it runs after folding and needs no folding after",
        make<FoldBatchNorm>(), /*untilFixedPoint=*/true},
+      {"merge-sibling-matmuls",
+       "matrices that multiply one value (query, key and value projections) become one wider "
+       "product and slices of it: one launch and one read of the input instead of several; after "
+       "CSE, which makes the siblings' inputs one value, and after fold-batch-norm, which needs "
+       "each product's own weights",
+       make<MergeSiblingMatMuls>(), /*untilFixedPoint=*/true},
       {"recognise-layer-normalization",
        "a decomposed layer norm is two reductions and five elementwise kernels; as one op it is "
        "one kernel. After canonicalisation and CSE, so Identity hops and duplicated means are gone",

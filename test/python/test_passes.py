@@ -15,7 +15,7 @@ from onnx import TensorProto, helper, numpy_helper
 import sinter_testing as st
 
 NEW_PASSES = ["canonicalize", "eliminate-common-subexpressions", "fold-batch-norm",
-              "recognise-layer-normalization", "recognise-gelu"]
+              "merge-sibling-matmuls", "recognise-layer-normalization", "recognise-gelu"]
 
 
 def const(name, array):
@@ -103,6 +103,31 @@ def transformer_model(path):
     return {"x": rng.normal(size=(1, 8, d)).astype(np.float32)}
 
 
+def attention_projections_model(path):
+    """Separate query, key and value projections with biases (BERT's layout), then attention
+    over two heads: merge-sibling-matmuls makes the three projections one product."""
+    rng = np.random.default_rng(5)
+    tokens, hidden, heads = 6, 16, 2
+    inits = [helper.make_tensor("heads", TensorProto.INT64, [4], [1, tokens, heads, hidden // heads])]
+    nodes = []
+    for name in "qkv":
+        inits += [const("w" + name, rng.normal(size=(hidden, hidden)) * 0.3),
+                  const("b" + name, rng.normal(size=hidden) * 0.1)]
+        nodes += [helper.make_node("MatMul", ["x", "w" + name], [name + "0"]),
+                  helper.make_node("Add", [name + "0", "b" + name], [name + "1"]),
+                  helper.make_node("Reshape", [name + "1", "heads"], [name + "2"]),
+                  helper.make_node("Transpose", [name + "2"], [name + "3"],
+                                   perm=[0, 2, 3, 1] if name == "k" else [0, 2, 1, 3])]
+    nodes += [helper.make_node("MatMul", ["q3", "k3"], ["scores"]),
+              helper.make_node("Softmax", ["scores"], ["p"], axis=-1),
+              helper.make_node("MatMul", ["p", "v3"], ["y"])]
+    graph = helper.make_graph(nodes, "projections",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, tokens, hidden])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=9), path)
+    return {"x": rng.normal(size=(1, tokens, hidden)).astype(np.float32)}
+
+
 def kernel_ops(library):
     manifest = json.loads(st.run_cli(["inspect", library, "--json"]).stdout)
     return [op for kernel in manifest["kernels"] for op in kernel["ops"]], manifest["kernel_count"]
@@ -111,6 +136,7 @@ def kernel_ops(library):
 @pytest.mark.parametrize("make,gone,present", [
     (conv_batchnorm_model, {"BatchNormalization", "Identity", "Mul"}, {"Conv", "Gemm"}),
     (transformer_model, {"Erf", "Tanh", "ReduceMean", "Pow", "Transpose"}, {"LayerNormalization", "Gelu"}),
+    (attention_projections_model, set(), {"Slice", "MatMul", "Softmax"}),
 ])
 def test_rewritten_model_matches_onnxruntime(make, gone, present, tmp_path):
     model = tmp_path / "model.onnx"
