@@ -220,17 +220,20 @@ void convTransposeRule(const RuleContext &ctx) {
   std::vector<int64_t> pads = node.attrInts("pads", std::vector<int64_t>(2 * n, 0));
   std::vector<int64_t> outputPadding = node.attrInts("output_padding", std::vector<int64_t>(n, 0));
   std::string autoPad = node.attrString("auto_pad", "NOTSET");
+  // As the reference evaluator (lib/reference/convolution.cpp) splits it: with output_shape or
+  // SAME_*, the padding is derived from the output extent (pads are ignored), the odd element
+  // at the end for SAME_UPPER and at the beginning otherwise, and an output larger than the
+  // natural one (a negative total) pads nothing at the beginning: it grows at the end.
+  bool derived = autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER" || !node.attrInts("output_shape").empty();
   std::vector<int64_t> padBegin(n);
   for (size_t i = 0; i < n; ++i) {
     int64_t total = strides[i] * (x[2 + i] - 1) + outputPadding[i] + ((kernel[i] - 1) * dilations[i] + 1) - out[2 + i];
-    if (autoPad == "SAME_UPPER")
-      padBegin[i] = total / 2;
-    else if (autoPad == "SAME_LOWER")
-      padBegin[i] = total - total / 2;
-    else if (!node.attrInts("output_shape").empty() && node.attrInts("pads").empty())
-      padBegin[i] = total - total / 2; // output_shape given: pads derived, extra at the start
+    if (!derived)
+      padBegin[i] = autoPad == "VALID" ? 0 : pads[i];
+    else if (total <= 0)
+      padBegin[i] = 0;
     else
-      padBegin[i] = pads[i];
+      padBegin[i] = autoPad == "SAME_UPPER" ? total / 2 : total - total / 2;
   }
   DType type = ctx.outputType(0);
   b.setParallelExtent(productOf(out));
