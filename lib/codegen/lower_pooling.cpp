@@ -44,7 +44,20 @@ void poolRule(const RuleContext &ctx) {
     ExprRef better = binary(BinaryOp::Gt, value, accumulator);
     if (isFloat(type))
       better = binary(BinaryOp::LogicalOr, better, unary(UnaryOp::IsNaN, value));
-    update = {ifThen(better, {assign(acc, value), assign(where, ravelIndex(inIndex, x))})};
+    // Indices are flat positions in the input: row-major, or with storage_order = 1 column-major
+    // within each (image, channel) plane (the first spatial dim fastest), as ONNX defines them.
+    ExprRef position = ravelIndex(inIndex, x);
+    if (node.attrInt("storage_order", 0) != 0) {
+      int64_t planeSize = productOf(std::vector<int64_t>(x.begin() + 2, x.end()));
+      ExprRef within = intConstant(0);
+      int64_t stride = 1;
+      for (size_t i = 0; i < n; ++i) {
+        within = add(within, mul(inIndex[2 + i], stride));
+        stride *= x[2 + i];
+      }
+      position = add(mul(add(mul(index[0], x[1]), index[1]), planeSize), within);
+    }
+    update = {ifThen(better, {assign(acc, value), assign(where, position)})};
   } else if (isLp) {
     ExprRef magnitude = p == 1 ? unary(UnaryOp::Abs, value)
                                : binary(BinaryOp::Pow, unary(UnaryOp::Abs, value), typedConstant(type, double(p)));
