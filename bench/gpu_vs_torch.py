@@ -44,6 +44,7 @@ run's table as docs/performance.md has it.
 import argparse
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -184,12 +185,13 @@ class CompileJob:
     """One `sinter compile` running in the background; its output goes to a log beside the
     artifact (a pipe could fill and stall the compiler)."""
 
-    def __init__(self, sinter, onnx_path, artifact, precision):
+    def __init__(self, sinter, onnx_path, artifact, precision, extra=()):
         self.artifact = artifact
         self.log_path = artifact.with_suffix(".log")
         command = [sinter, "compile", str(onnx_path), *CUDA_TARGET, "-o", str(artifact), "--force"]
         if precision != "fp32":
             command += ["--precision", precision]
+        command += list(extra)
         self.command = " ".join(command)
         self.started = time.time()
         with open(self.log_path, "w") as log:
@@ -263,6 +265,7 @@ class BudgetedRun:
 
     def save(self):
         document = {"environment": self.environment, "budget_s": self.args.budget,
+                    "sinter_flags": self.args.sinter_flags,
                     "elapsed_s": round(self.elapsed(), 1), "warmup": self.args.warmup,
                     "iterations": self.args.iterations, **self.document(), "rows": self.rows}
         temporary = self.out / f"{self.name}.json.tmp"
@@ -337,7 +340,8 @@ class Bench(BudgetedRun):
             if (model, rows_batch) != (name, batch) or key in self.compiles:
                 continue
             artifact = export["folder"] / f"model-{precision}.so"
-            self.compiles[key] = CompileJob(self.sinter, export["path"], artifact, precision)
+            self.compiles[key] = CompileJob(self.sinter, export["path"], artifact, precision,
+                                            shlex.split(self.args.sinter_flags))
 
     # One row.
 
@@ -619,6 +623,10 @@ def main():
     parser.add_argument("--budget", type=float, default=480,
                         help="seconds: no row or stage starts after this, and waits on sinter end "
                              f"by budget + {GRACE_S} s (default 480; bench.sh kills at 570)")
+    parser.add_argument("--sinter-flags", default="", metavar="FLAGS",
+                        help="more `sinter compile` flags for every row, one string (an ablation: "
+                             "--sinter-flags '--disable-pass merge-sibling-matmuls'); recorded in "
+                             "bench.json")
     parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--iterations", type=int, default=100)
     parser.add_argument("--list", action="store_true", help="print the rows in order and stop")
