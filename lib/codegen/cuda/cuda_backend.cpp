@@ -72,10 +72,10 @@ public:
     std::optional<cuda::MmaTile> mmaTile;
     if (half)
       mmaTile = cuda::chooseMmaTile(contraction->spec);
-    if (mmaTile && cuda::fitsGrid(contraction->spec, *mmaTile)) {
+    if (mmaTile && cuda::fitsGrid(contraction->spec, mmaTile->bm, mmaTile->bn)) {
       source = cuda::printMmaContraction(*contraction, *mmaTile, *half, launch);
       generator = "cuda-c tensor-core";
-    } else if (tile && cuda::fitsGrid(contraction->spec, *tile)) {
+    } else if (tile && cuda::fitsGrid(contraction->spec, tile->bm, tile->bn)) {
       source = cuda::printTiledContraction(*contraction, *tile, launch);
       generator = "cuda-c tiled";
     } else {

@@ -16,8 +16,6 @@ constexpr TileShape kTiles[] = {
 /// Enough warps to hide latency on the GPUs sinter targets: 8 per SM on an H100/H200's 132.
 constexpr int64_t kEnoughWarps = 1024;
 
-int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 int64_t warpsFor(const ContractionSpec &spec, const TileShape &tile) {
   return ceilDiv(spec.m, tile.bm) * ceilDiv(spec.n, tile.bn) * spec.batch * tile.threads() / 32;
 }
@@ -46,9 +44,25 @@ TileShape chooseTile(const ContractionSpec &spec) {
   return tile;
 }
 
-bool fitsGrid(const ContractionSpec &spec, const TileShape &tile) {
-  return spec.batch <= 65535 && ceilDiv(spec.m, tile.bm) <= 65535 &&
-         ceilDiv(spec.n, tile.bn) <= (int64_t(1) << 31) - 1;
+bool fitsGrid(const ContractionSpec &spec, int bm, int bn) {
+  return spec.batch <= 65535 && ceilDiv(spec.m, bm) <= 65535 && ceilDiv(spec.n, bn) <= (int64_t(1) << 31) - 1;
+}
+
+void setTiledLaunch(const ContractionSpec &spec, int bm, int bn, int threads, LaunchShape &launch) {
+  launch.grid[0] = uint32_t(ceilDiv(spec.n, bn));
+  launch.grid[1] = uint32_t(ceilDiv(spec.m, bm));
+  launch.grid[2] = uint32_t(spec.batch);
+  launch.block[0] = uint32_t(threads);
+  launch.parallelExtent = spec.batch * spec.m * spec.n;
+}
+
+std::string guardedEpilogue(CudaPrinter &printer, const ContractionSpec &spec,
+                            const std::string &accumulator, int depth) {
+  std::string pad(2 * depth, ' ');
+  std::string i = "v" + std::to_string(spec.i), j = "v" + std::to_string(spec.j);
+  return pad + "if (" + i + " < " + std::to_string(spec.m) + "LL && " + j + " < " + std::to_string(spec.n) +
+         "LL) {\n" + pad + "  v" + std::to_string(spec.acc) + " = " + accumulator + ";\n" +
+         printer.statements(spec.epilogue, depth + 1) + pad + "}\n";
 }
 
 std::string printTiledContraction(const Contraction &contraction, const TileShape &tile,
@@ -201,17 +215,10 @@ std::string printTiledContraction(const Contraction &contraction, const TileShap
       << "#pragma unroll\n    for (int q = 0; q < " << tile.tn << "; ++q) {\n";
   out << "      " << v(spec.i) << " = rowBase + (p / 4) * " << 4 * rowThreads << " + ty * 4 + p % 4; "
       << v(spec.j) << " = columnBase + (q / 4) * " << 4 * columnThreads << " + tx * 4 + q % 4;\n";
-  out << "      if (" << v(spec.i) << " < " << spec.m << "LL && " << v(spec.j) << " < " << spec.n
-      << "LL) {\n";
-  out << "        " << v(spec.acc) << " = acc[p][q];\n";
-  out << printer.statements(spec.epilogue, 4);
-  out << "      }\n    }\n}\n";
+  out << guardedEpilogue(printer, spec, "acc[p][q]", 3);
+  out << "    }\n}\n";
 
-  launch.grid[0] = uint32_t(ceilDiv(spec.n, tile.bn));
-  launch.grid[1] = uint32_t(ceilDiv(spec.m, tile.bm));
-  launch.grid[2] = uint32_t(spec.batch);
-  launch.block[0] = uint32_t(threads);
-  launch.parallelExtent = spec.batch * spec.m * spec.n;
+  setTiledLaunch(spec, tile.bm, tile.bn, threads, launch);
   return out.str();
 }
 

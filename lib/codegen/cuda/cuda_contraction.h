@@ -15,6 +15,10 @@
 
 namespace sinter::codegen::cuda {
 
+class CudaPrinter;
+
+inline int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
 struct TileShape {
   int bm, bn, bk; ///< block tile: rows, columns, reduction depth per stage
   int tm, tn;     ///< accumulators per thread, multiples of 4 (read as 4-wide groups)
@@ -35,8 +39,17 @@ void setContractionRanges(IndexRanges &ranges, const ContractionSpec &spec);
 /// Whether to tile at all is worthTiling's call.
 TileShape chooseTile(const ContractionSpec &spec);
 
-/// Whether the launch fits the grid limits (batch in grid.z, row tiles in grid.y).
-bool fitsGrid(const ContractionSpec &spec, const TileShape &tile);
+/// Whether a launch of bm x bn output tiles fits the grid limits (column tiles in grid.x, row
+/// tiles in grid.y, batch in grid.z).
+bool fitsGrid(const ContractionSpec &spec, int bm, int bn);
+
+/// That launch: one block of `threads` per bm x bn tile of each batch.
+void setTiledLaunch(const ContractionSpec &spec, int bm, int bn, int threads, LaunchShape &launch);
+
+/// The epilogue for one output element whose accumulator is the C expression `accumulator`,
+/// guarded by the element being inside the output (i and j are set), at an indentation depth.
+std::string guardedEpilogue(CudaPrinter &printer, const ContractionSpec &spec,
+                            const std::string &accumulator, int depth);
 
 /// The kernel's CUDA C and its launch shape.
 std::string printTiledContraction(const Contraction &contraction, const TileShape &tile,
@@ -59,7 +72,6 @@ std::optional<DType> mmaOperandType(const ContractionSpec &spec);
 /// of them one; nullopt when even that leaves most SMs idle (the f32 tiled kernel, which splits
 /// the reduction within its blocks, does better there).
 std::optional<MmaTile> chooseMmaTile(const ContractionSpec &spec);
-bool fitsGrid(const ContractionSpec &spec, const MmaTile &tile);
 
 /// The tensor-core kernel's CUDA C (mma.sync needs sm_80 or newer) and its launch shape.
 std::string printMmaContraction(const Contraction &contraction, const MmaTile &tile, DType half,

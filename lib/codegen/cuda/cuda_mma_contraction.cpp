@@ -23,8 +23,6 @@ namespace sinter::codegen::cuda {
 
 namespace {
 
-int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 /// Whether every value `e` can take is exactly a value of `half`: a widening of a `half` value,
 /// or zero, or a choice between such.
 bool exactIn(const ExprRef &e, DType half) {
@@ -111,11 +109,6 @@ std::optional<MmaTile> chooseMmaTile(const ContractionSpec &spec) {
   if (blocks(smallest) >= kEnoughBlocks / 2)
     return smallest;
   return std::nullopt;
-}
-
-bool fitsGrid(const ContractionSpec &spec, const MmaTile &tile) {
-  return spec.batch <= 65535 && ceilDiv(spec.m, tile.bm) <= 65535 &&
-         ceilDiv(spec.n, tile.bn) <= (int64_t(1) << 31) - 1;
 }
 
 std::string printMmaContraction(const Contraction &contraction, const MmaTile &tile, DType half,
@@ -351,18 +344,11 @@ std::string printMmaContraction(const Contraction &contraction, const MmaTile &t
       << "#pragma unroll\n      for (int c = 0; c < 4; ++c) {\n";
   out << "        " << v(spec.i) << " = rowBase + warpRow + p * 16 + group + (c / 2) * 8; " << v(spec.j)
       << " = columnBase + warpColumn + q * 8 + 2 * quad + c % 2;\n";
-  out << "        if (" << v(spec.i) << " < " << spec.m << "LL && " << v(spec.j) << " < " << spec.n
-      << "LL) {\n";
-  out << "          " << v(spec.acc) << " = acc[p][q][c];\n";
-  out << printer.statements(spec.epilogue, 5);
-  out << "        }\n      }\n}\n";
+  out << guardedEpilogue(printer, spec, "acc[p][q][c]", 4);
+  out << "      }\n}\n";
 
-  launch.grid[0] = uint32_t(ceilDiv(spec.n, tile.bn));
-  launch.grid[1] = uint32_t(ceilDiv(spec.m, tile.bm));
-  launch.grid[2] = uint32_t(spec.batch);
-  launch.block[0] = uint32_t(threads);
+  setTiledLaunch(spec, tile.bm, tile.bn, threads, launch);
   launch.sharedBytes = uint32_t(offset * 2);
-  launch.parallelExtent = spec.batch * spec.m * spec.n;
   return out.str();
 }
 
