@@ -15,7 +15,7 @@
 using namespace sinter;
 using namespace sinter::package;
 using namespace sinter::testing;
-using RuntimeBenchmarkTest = ArtifactTest;
+
 
 namespace {
 
@@ -91,6 +91,7 @@ void readCounts(const std::string &path, int64_t counts[2]) {
 struct Fixture {
   sinter_model *model = nullptr;
   sinter_session *session = nullptr;
+  sinter_session_options options{};
   std::vector<float> x = std::vector<float>(kElements);
   sinter_tensor input{};
   ~Fixture() {
@@ -99,24 +100,40 @@ struct Fixture {
   }
 };
 
+class RuntimeBenchmarkTest : public ArtifactTest {
+protected:
+  /// Writes the clobbering artifact (clobberingManifest) and returns its path; "" when there is
+  /// no C compiler to build its kernels.
+  std::string writeClobberingArtifact() {
+    std::string object = compileC(folder_.string(), "kernels", kSource);
+    if (object.empty())
+      return "";
+    std::string artifact = path("clobber.so");
+    writeArtifact(clobberingManifest(), artifact, {object});
+    return artifact;
+  }
+
+  /// Loads `artifact` into `f` with a one-thread session (the kernels' counters are not atomic)
+  /// and an input of 1, 2, 3, ...
+  void openSingleThreaded(Fixture &f, const std::string &artifact) {
+    ASSERT_EQ(sinter_model_load(artifact.c_str(), &f.model), SINTER_OK) << sinter_last_error();
+    sinter_session_options_init(&f.options);
+    f.options.threads = 1;
+    ASSERT_EQ(sinter_session_create(f.model, &f.options, &f.session), SINTER_OK) << sinter_last_error();
+    for (int64_t i = 0; i < kElements; ++i)
+      f.x[i] = float(i + 1);
+    f.input = tensorOf(f.x.data(), f.x.size() * 4, SINTER_FLOAT32, {kElements});
+  }
+};
+
 } // namespace
 
 TEST_F(RuntimeBenchmarkTest, EveryRunSeesItsInputsAndIsTimed) {
-  std::string object = compileC(folder_.string(), "kernels", kSource);
-  if (object.empty())
+  std::string path = writeClobberingArtifact();
+  if (path.empty())
     GTEST_SKIP() << "no C compiler on this machine";
-  std::string path = this->path("clobber.so");
-  writeArtifact(clobberingManifest(), path, {object});
-
   Fixture f;
-  ASSERT_EQ(sinter_model_load(path.c_str(), &f.model), SINTER_OK) << sinter_last_error();
-  sinter_session_options options;
-  sinter_session_options_init(&options);
-  options.threads = 1; // the kernels' counters are not atomic
-  ASSERT_EQ(sinter_session_create(f.model, &options, &f.session), SINTER_OK) << sinter_last_error();
-  for (int64_t i = 0; i < kElements; ++i)
-    f.x[i] = float(i + 1);
-  f.input = tensorOf(f.x.data(), f.x.size() * 4, SINTER_FLOAT32, {kElements});
+  ASSERT_NO_FATAL_FAILURE(openSingleThreaded(f, path));
 
   std::vector<double> latencies(5, -1.0);
   ASSERT_EQ(sinter_session_benchmark(f.session, &f.input, 1, 3, 5, latencies.data()), SINTER_OK)
@@ -137,16 +154,14 @@ TEST_F(RuntimeBenchmarkTest, EveryRunSeesItsInputsAndIsTimed) {
 
   // The C++ wrapper: one latency per timed run.
   sinter::rt::Model model(path);
-  sinter::rt::Session session(model, &options);
+  sinter::rt::Session session(model, &f.options);
   EXPECT_EQ(session.benchmark({f.input}, 0, 7).size(), 7u);
 }
 
 TEST_F(RuntimeBenchmarkTest, BadArgumentsAreNamed) {
-  std::string object = compileC(folder_.string(), "kernels", kSource);
-  if (object.empty())
+  std::string path = writeClobberingArtifact();
+  if (path.empty())
     GTEST_SKIP() << "no C compiler on this machine";
-  std::string path = this->path("clobber.so");
-  writeArtifact(clobberingManifest(), path, {object});
   Fixture f;
   ASSERT_EQ(sinter_model_load(path.c_str(), &f.model), SINTER_OK) << sinter_last_error();
   ASSERT_EQ(sinter_session_create(f.model, nullptr, &f.session), SINTER_OK);
@@ -174,20 +189,11 @@ TEST_F(RuntimeBenchmarkTest, BadArgumentsAreNamed) {
 // inputs restored first (the counters say so), step names from the manifest, and bad arguments
 // named before anything runs.
 TEST_F(RuntimeBenchmarkTest, ProfileTimesEveryStepOfEveryRun) {
-  std::string object = compileC(folder_.string(), "kernels", kSource);
-  if (object.empty())
+  std::string path = writeClobberingArtifact();
+  if (path.empty())
     GTEST_SKIP() << "no C compiler on this machine";
-  std::string path = this->path("clobber.so");
-  writeArtifact(clobberingManifest(), path, {object});
   Fixture f;
-  ASSERT_EQ(sinter_model_load(path.c_str(), &f.model), SINTER_OK) << sinter_last_error();
-  sinter_session_options options;
-  sinter_session_options_init(&options);
-  options.threads = 1;
-  ASSERT_EQ(sinter_session_create(f.model, &options, &f.session), SINTER_OK) << sinter_last_error();
-  for (int64_t i = 0; i < kElements; ++i)
-    f.x[i] = float(i + 1);
-  f.input = tensorOf(f.x.data(), f.x.size() * 4, SINTER_FLOAT32, {kElements});
+  ASSERT_NO_FATAL_FAILURE(openSingleThreaded(f, path));
 
   ASSERT_EQ(sinter_model_step_count(f.model), 2);
   EXPECT_STREQ(sinter_model_step_name(f.model, 0), "check_input");
@@ -218,7 +224,7 @@ TEST_F(RuntimeBenchmarkTest, ProfileTimesEveryStepOfEveryRun) {
   EXPECT_TRUE(contains(sinter_last_error(), "iterations")) << sinter_last_error();
 
   sinter::rt::Model model(path);
-  sinter::rt::Session session(model, &options);
+  sinter::rt::Session session(model, &f.options);
   EXPECT_EQ(model.stepNames(), (std::vector<std::string>{"check_input", "clobber"}));
   EXPECT_EQ(session.profile(model.get(), {f.input}, 0, 3).size(), 2u);
 }
