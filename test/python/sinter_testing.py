@@ -39,17 +39,30 @@ def sinter_bin():
     return path
 
 
-def run_cli(args, timeout=300):
-    """Runs `sinter ARGS...`; fails with the command, exit code and output unless it exits 0."""
+def sinter(*args, expect=0, timeout=300):
+    """Runs `sinter ARGS...`; fails with the command, exit code and output unless it exits with
+    `expect` within `timeout` seconds."""
     command = [str(sinter_bin())] + [str(a) for a in args]
     try:
         result = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         pytest.fail(f"timed out after {timeout} s: {' '.join(command)}")
-    if result.returncode != 0:
-        pytest.fail(f"exit code {result.returncode}: {' '.join(command)}\n"
+    if result.returncode != expect:
+        pytest.fail(f"expected exit {expect}, got {result.returncode}: {' '.join(command)}\n"
                     f"--- stderr ---\n{result.stderr}\n--- stdout ---\n{result.stdout}")
     return result
+
+
+def run_cli(args, timeout=300):
+    """Runs `sinter ARGS...` and fails unless it exits 0."""
+    return sinter(*args, timeout=timeout)
+
+
+def error_line(result):
+    """The last `sinter: error: ` line of a failed command's stderr."""
+    lines = [line for line in result.stderr.splitlines() if line.startswith("sinter: error: ")]
+    assert lines, result.stderr
+    return lines[-1]
 
 
 def model_files():

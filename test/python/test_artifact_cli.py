@@ -28,20 +28,10 @@ MODEL = st.MODELS_DIR / "tiny_mlp.onnx"
 ALLOWED_NEEDED = {"libc.so.6", "libm.so.6", "libdl.so.2", "libpthread.so.0"}
 
 
-def sinter(*args, expect=0):
-    """Runs the CLI and fails unless it exits with `expect`."""
-    command = [str(st.sinter_bin())] + [str(a) for a in args]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=300)
-    if result.returncode != expect:
-        pytest.fail(f"expected exit {expect}, got {result.returncode}: {' '.join(command)}\n"
-                    f"--- stderr ---\n{result.stderr}\n--- stdout ---\n{result.stdout}")
-    return result
+sinter = st.sinter
 
 
-def error_line(result):
-    lines = [l for l in result.stderr.splitlines() if l.startswith("sinter: error: ")]
-    assert lines, result.stderr
-    return lines[-1]
+error_line = st.error_line
 
 
 def compile_model(model, output, *flags):

@@ -8,7 +8,6 @@ recomputed here from that definition), and the ONNX model itself (its input name
 """
 import json
 import re
-import subprocess
 
 import numpy as np
 import onnx
@@ -18,19 +17,10 @@ from onnx import TensorProto, helper, numpy_helper
 import sinter_testing as st
 
 
-def sinter(*args, expect=0):
-    command = [str(st.sinter_bin())] + [str(a) for a in args]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=300)
-    if result.returncode != expect:
-        pytest.fail(f"expected exit {expect}, got {result.returncode}: {' '.join(command)}\n"
-                    f"--- stderr ---\n{result.stderr}\n--- stdout ---\n{result.stdout}")
-    return result
+sinter = st.sinter
 
 
-def error_line(result):
-    lines = [line for line in result.stderr.splitlines() if line.startswith("sinter: error: ")]
-    assert lines, result.stderr
-    return lines[-1]
+error_line = st.error_line
 
 
 def hash64(data):
