@@ -538,10 +538,7 @@ def table(rows, markdown=False):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--bin", default=str(ROOT / ".device" / "bin"),
-                        help="folder with the portable sinter")
-    parser.add_argument("--out", default=os.environ.get("OUT", str(ROOT / "out" / "contraction")))
-    parser.add_argument("--work", default=None, help="scratch folder (default OUT/work)")
+    bench.add_run_arguments(parser, "contraction")
     parser.add_argument("--cases", default=None, metavar="REGEX",
                         help="run the cases whose 'name (origin)' this matches (case-insensitive)")
     parser.add_argument("--precisions", nargs="+", choices=PRECISIONS, default=list(PRECISIONS))
@@ -549,9 +546,6 @@ def main():
                         help="seconds: no case starts after this, and waits on sinter end by "
                              f"budget + {bench.GRACE_S} s (default 480; contraction.sh kills at "
                              "570)")
-    parser.add_argument("--warmup", type=int, default=10)
-    parser.add_argument("--iterations", type=int, default=100,
-                        help="timed runs per side (the median is reported; default 100)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
                         help="compiles at a time, before any timing (default: one per core)")
     parser.add_argument("--no-gpu", action="store_true",

@@ -222,6 +222,18 @@ class CompileJob:
             self.process.wait()
 
 
+def add_run_arguments(parser, name):
+    """The options every BudgetedRun script takes: the portable sinter, the results folder
+    (OUT/NAME by default), the scratch folder, and how many runs to warm up and time."""
+    parser.add_argument("--bin", default=str(ROOT / ".device" / "bin"),
+                        help="folder with the portable sinter")
+    parser.add_argument("--out", default=os.environ.get("OUT", str(ROOT / "out" / name)))
+    parser.add_argument("--work", default=None, help="scratch folder (default OUT/work)")
+    parser.add_argument("--warmup", type=int, default=10)
+    parser.add_argument("--iterations", type=int, default=100,
+                        help="timed runs per system (the median is reported; default 100)")
+
+
 class BudgetedRun:
     """What both GPU benchmarks share (bench/gpu_contraction_rate.py derives from it too): the
     portable sinter, the output and scratch folders, the --budget clock, a log on stdout and in
@@ -608,10 +620,7 @@ def table(rows, rates, markdown=False):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--bin", default=str(ROOT / ".device" / "bin"),
-                        help="folder with the portable sinter")
-    parser.add_argument("--out", default=os.environ.get("OUT", str(ROOT / "out" / "bench")))
-    parser.add_argument("--work", default=None, help="scratch folder (default OUT/work)")
+    add_run_arguments(parser, "bench")
     parser.add_argument("--rows", nargs="+", type=parse_rows, default=None,
                         help="MODEL:BATCH:PREC[,PREC], run in this order (default: the 16 rows "
                              "of the issue: fp32 and fp16 of every model at batch 1, then "
@@ -627,8 +636,6 @@ def main():
                         help="more `sinter compile` flags for every row, one string (an ablation: "
                              "--sinter-flags '--disable-pass merge-sibling-matmuls'); recorded in "
                              "bench.json")
-    parser.add_argument("--warmup", type=int, default=10)
-    parser.add_argument("--iterations", type=int, default=100)
     parser.add_argument("--list", action="store_true", help="print the rows in order and stop")
     parser.add_argument("--markdown", metavar="BENCH_JSON",
                         help="print the table of an earlier run's bench.json as markdown and stop")
