@@ -277,7 +277,6 @@ class BudgetedRun:
 
     def save(self):
         document = {"environment": self.environment, "budget_s": self.args.budget,
-                    "sinter_flags": self.args.sinter_flags,
                     "elapsed_s": round(self.elapsed(), 1), "warmup": self.args.warmup,
                     "iterations": self.args.iterations, **self.document(), "rows": self.rows}
         temporary = self.out / f"{self.name}.json.tmp"
@@ -304,7 +303,7 @@ class Bench(BudgetedRun):
         self.compiles = {}  # (model, batch, precision) -> CompileJob
 
     def document(self):
-        return {"rates": self.rates,
+        return {"rates": self.rates, "sinter_flags": self.args.sinter_flags,
                 "tolerances": {"max_rel_err": MAX_REL_TOLERANCE, "rel_l2_err": L2_TOLERANCE}}
 
     def label(self, row):
