@@ -11,6 +11,23 @@
 namespace sinter::codegen {
 namespace {
 
+/// re + i im = sum over m < count of (xr + i xi) * e^(i angle), in f64: the loop both
+/// transforms share (angle, xr and xi read the loop variable m).
+void emitComplexSum(KernelBuilder &b, int m, int re, int im, int64_t count, const ExprRef &angle,
+                    const ExprRef &xr, const ExprRef &xi) {
+  DType f64 = DType::Float64;
+  int c = b.addVariable("cos", f64), s = b.addVariable("sin", f64);
+  ExprRef cv = var(c, f64), sv = var(s, f64);
+  b.emit(assign(re, constant(f64, 0)));
+  b.emit(assign(im, constant(f64, 0)));
+  b.emit(forLoop(m, intConstant(count),
+                 {assign(c, unary(UnaryOp::Cos, angle)), assign(s, unary(UnaryOp::Sin, angle)),
+                  assign(re, binary(BinaryOp::Add, var(re, f64),
+                                    binary(BinaryOp::Sub, binary(BinaryOp::Mul, xr, cv), binary(BinaryOp::Mul, xi, sv)))),
+                  assign(im, binary(BinaryOp::Add, var(im, f64),
+                                    binary(BinaryOp::Add, binary(BinaryOp::Mul, xi, cv), binary(BinaryOp::Mul, xr, sv))))}));
+}
+
 void dftRule(const RuleContext &ctx) {
   const Node &node = ctx.node();
   KernelBuilder &b = ctx.builder();
@@ -59,16 +76,7 @@ void dftRule(const RuleContext &ctx) {
   double sign = inverse ? 1.0 : -1.0;
   ExprRef angle = binary(BinaryOp::Mul, constant(f64, sign * 2.0 * std::numbers::pi / double(n)),
                          cast(rem(mul(k, mv), intConstant(n)), f64));
-  int c = b.addVariable("cos", f64), s = b.addVariable("sin", f64);
-  ExprRef cv = var(c, f64), sv = var(s, f64);
-  b.emit(assign(re, constant(f64, 0)));
-  b.emit(assign(im, constant(f64, 0)));
-  b.emit(forLoop(m, intConstant(n),
-                 {assign(c, unary(UnaryOp::Cos, angle)), assign(s, unary(UnaryOp::Sin, angle)),
-                  assign(re, binary(BinaryOp::Add, var(re, f64),
-                                    binary(BinaryOp::Sub, binary(BinaryOp::Mul, xr, cv), binary(BinaryOp::Mul, xi, sv)))),
-                  assign(im, binary(BinaryOp::Add, var(im, f64),
-                                    binary(BinaryOp::Add, binary(BinaryOp::Mul, xi, cv), binary(BinaryOp::Mul, xr, sv))))}));
+  emitComplexSum(b, m, re, im, n, angle, xr, xi);
   ExprRef scale = constant(f64, inverse ? 1.0 / double(n) : 1.0);
   DType type = ctx.outputType(0);
   ExprRef base = mul(b.gid(), out.back());
@@ -100,16 +108,7 @@ void stftRule(const RuleContext &ctx) {
   ExprRef xr = sample(0), xi = complexInput ? sample(1) : constant(f64, 0);
   ExprRef angle = binary(BinaryOp::Mul, constant(f64, -2.0 * std::numbers::pi / double(frame)),
                          cast(rem(mul(index[2], mv), intConstant(frame)), f64));
-  int c = b.addVariable("cos", f64), s = b.addVariable("sin", f64);
-  ExprRef cv = var(c, f64), sv = var(s, f64);
-  b.emit(assign(re, constant(f64, 0)));
-  b.emit(assign(im, constant(f64, 0)));
-  b.emit(forLoop(m, intConstant(frame),
-                 {assign(c, unary(UnaryOp::Cos, angle)), assign(s, unary(UnaryOp::Sin, angle)),
-                  assign(re, binary(BinaryOp::Add, var(re, f64),
-                                    binary(BinaryOp::Sub, binary(BinaryOp::Mul, xr, cv), binary(BinaryOp::Mul, xi, sv)))),
-                  assign(im, binary(BinaryOp::Add, var(im, f64),
-                                    binary(BinaryOp::Add, binary(BinaryOp::Mul, xi, cv), binary(BinaryOp::Mul, xr, sv))))}));
+  emitComplexSum(b, m, re, im, frame, angle, xr, xi);
   DType type = ctx.outputType(0);
   ExprRef base = mul(b.gid(), 2);
   b.emit(ctx.store(0, base, cast(var(re, f64), type)));
