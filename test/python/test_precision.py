@@ -153,3 +153,17 @@ def test_bad_precision_is_a_user_error(flags, message, tmp_path):
                              str(tmp_path / "model.so")], capture_output=True, text=True)
     assert result.returncode == 1, result
     assert message in result.stderr
+
+
+def test_16_bit_matmuls_stage_operands_by_their_reads(tmp_path):
+    """In a transformer stored in f16 at a batch that fills the GPU, the tensor-core kernels copy
+    16-bit activations and weights as 16-byte runs (along k, or along n for row-major weights),
+    and read the float32 outputs of layer norms (which stay f32) as runs rounded in the kernel."""
+    source = tmp_path / "source"
+    st.run_cli(["compile", st.MODELS_DIR / "bert_tiny.onnx", "--target", "cuda", "--arch",
+                "sm_90", "--dim", "batch=64", "--dim", "seq=64", "--precision", "fp16",
+                "--emit-source", source, "-o", tmp_path / "model.so"])
+    stagings = [line.split("in flight; ")[1] for path in sorted(source.glob("fused_*.cu"))
+                for line in path.read_text().splitlines() if "contraction on tensor cores" in line]
+    assert "lhs narrowed vector along k, rhs vector along n" in stagings, stagings
+    assert "lhs vector along k, rhs vector along n" in stagings, stagings

@@ -10,6 +10,10 @@
 //                    steps are 16 contiguous bytes, copied by cp.async without registers;
 //   vector along n:  (rhs) likewise with j: eight columns of one step, copied by cp.async into a
 //                    k-major slice that ldmatrix.trans turns into fragments;
+//   narrowed vector: a float32 load rounded to the 16-bit type in the kernel (a LayerNorm's or a
+//                    softmax's f32 output read by a 16-bit MatMul) with the same index form:
+//                    eight steps are two 16-byte loads into registers before the products,
+//                    rounded and stored as one 16-byte run after them;
 //   scalar:          anything else (a convolution's window gather, a 32-bit input narrowed): each
 //                    thread evaluates the expression element by element into registers before
 //                    the products and stores them packed into the slice after.
@@ -62,7 +66,7 @@ bool unitStrideRuns(const ExprRef &index, int variable) {
   return false;
 }
 
-enum class Staging { VectorK, VectorMN, Scalar };
+enum class Staging { VectorK, VectorMN, NarrowedK, Scalar };
 
 /// The 16-bit load behind an operand `cast<f32>(load)`, when runs of eight along `variable`
 /// (whose extent is `extent`) are contiguous and 16-byte aligned; null otherwise.
@@ -71,6 +75,20 @@ const Expr *vectorLoad(const ExprRef &value, DType half, int variable, int64_t e
     return nullptr;
   const ExprRef &load = value->operands[0];
   if (load->kind != ExprKind::Load || load->type != half)
+    return nullptr;
+  return unitStrideRuns(load->operands[0], variable) ? load.get() : nullptr;
+}
+
+/// The float32 load behind an operand `cast<f32>(cast<half>(load))` whose runs of eight along
+/// `variable` are contiguous and 32-byte aligned; null otherwise.
+const Expr *narrowedLoad(const ExprRef &value, DType half, int variable, int64_t extent) {
+  if (extent % 8 != 0 || value->kind != ExprKind::Cast)
+    return nullptr;
+  const ExprRef &rounded = value->operands[0];
+  if (rounded->kind != ExprKind::Cast || rounded->type != half)
+    return nullptr;
+  const ExprRef &load = rounded->operands[0];
+  if (load->kind != ExprKind::Load || load->type != DType::Float32)
     return nullptr;
   return unitStrideRuns(load->operands[0], variable) ? load.get() : nullptr;
 }
@@ -143,6 +161,8 @@ std::string printMmaContraction(const Contraction &contraction, const MmaTile &t
   for (Operand &o : operands) {
     if ((o.load = vectorLoad(o.value, half, spec.r, spec.k)))
       o.staging = Staging::VectorK;
+    else if ((o.load = narrowedLoad(o.value, half, spec.r, spec.k)))
+      o.staging = Staging::NarrowedK;
     else if (&o == &operands[1] && (o.load = vectorLoad(o.value, half, spec.j, spec.n)))
       o.staging = Staging::VectorMN;
     // A slice is k-contiguous rows (8 halves of padding: a row is 20 words for BK = 32, so the
@@ -157,7 +177,13 @@ std::string printMmaContraction(const Contraction &contraction, const MmaTile &t
     }
   }
   auto stagingName = [](Staging s) {
-    return s == Staging::VectorK ? "vector along k" : s == Staging::VectorMN ? "vector along n" : "scalar";
+    switch (s) {
+    case Staging::VectorK: return "vector along k";
+    case Staging::VectorMN: return "vector along n";
+    case Staging::NarrowedK: return "narrowed vector along k";
+    case Staging::Scalar: break;
+    }
+    return "scalar";
   };
 
   std::ostringstream out;
@@ -270,12 +296,57 @@ std::string printMmaContraction(const Contraction &contraction, const MmaTile &t
     if (o.staging == Staging::Scalar)
       out << "  " << (readsBits(o) ? "unsigned short" : "float") << " " << o.registers << "["
           << scalarRuns(o) * runLength(o) << "];\n";
+  // Narrowed vectors: the same runs as a vector along k, read as two float4 into registers and
+  // rounded when stored (cvt.rn, as the expression's cast does).
+  auto runPositionK = [&](const Operand &o, const std::string &indent) {
+    out << indent << "const int e = tid + u * " << threads << ";\n";
+    out << indent << "const int kk = (e % " << tile.bk / 8 << ") * 8, ii = e / " << tile.bk / 8 << ";\n";
+  };
+  auto loadNarrowed = [&](const Operand &o, const char *k, const std::string &indent) {
+    out << indent << "#pragma unroll\n" << indent << "for (int u = 0; u < " << vectorRuns(o) << "; ++u) {\n";
+    runPositionK(o, indent + "  ");
+    out << indent << "  " << v(o.indexVar) << " = " << o.base << " + ii; " << v(spec.r) << " = " << k << " + kk;\n";
+    out << indent << "  if (" << v(o.indexVar) << " < " << o.limit << "LL && " << v(spec.r) << " < " << spec.k
+        << "LL) {\n";
+    out << indent << "    const float4 *run = reinterpret_cast<const float4 *>(b" << o.load->id << " + "
+        << printer.expr(o.load->operands[0]) << ");\n";
+    out << indent << "    " << o.registers << "[2 * u] = run[0]; " << o.registers << "[2 * u + 1] = run[1];\n";
+    out << indent << "  } else {\n";
+    out << indent << "    " << o.registers << "[2 * u] = " << o.registers << "[2 * u + 1] = float4{0.f, 0.f, 0.f, 0.f};\n";
+    out << indent << "  }\n" << indent << "}\n";
+  };
+  auto storeNarrowed = [&](const Operand &o, const char *stage, const std::string &indent) {
+    auto pair = [&](const std::string &low, const std::string &high) {
+      return std::string("((unsigned)") + toHalf + "(" + low + ") | ((unsigned)" + toHalf + "(" + high + ") << 16))";
+    };
+    std::string first = std::string(o.registers) + "[2 * u]", second = std::string(o.registers) + "[2 * u + 1]";
+    out << indent << "#pragma unroll\n" << indent << "for (int u = 0; u < " << vectorRuns(o) << "; ++u) {\n";
+    runPositionK(o, indent + "  ");
+    out << indent << "  *reinterpret_cast<uint4 *>(&" << o.shared << "[" << stage << "][ii][kk]) = uint4{"
+        << pair(first + ".x", first + ".y") << ", " << pair(first + ".z", first + ".w") << ", "
+        << pair(second + ".x", second + ".y") << ", " << pair(second + ".z", second + ".w") << "};\n";
+    out << indent << "}\n";
+  };
+  for (const Operand &o : operands)
+    if (o.staging == Staging::NarrowedK)
+      out << "  float4 " << o.registers << "[" << 2 * vectorRuns(o) << "];\n";
+  auto registerStaged = [](const Operand &o) {
+    return o.staging == Staging::Scalar || o.staging == Staging::NarrowedK;
+  };
+  auto storeStaged = [&](const Operand &o, const char *stage, const std::string &indent) {
+    if (o.staging == Staging::NarrowedK)
+      storeNarrowed(o, stage, indent);
+    else
+      storeScalar(o, stage, indent);
+  };
   auto issue = [&](const char *stage, const char *k, const std::string &indent) {
     for (const Operand &o : operands)
-      if (o.staging != Staging::Scalar)
-        issueVector(o, stage, k, indent);
-      else
+      if (o.staging == Staging::Scalar)
         loadScalar(o, k, indent);
+      else if (o.staging == Staging::NarrowedK)
+        loadNarrowed(o, k, indent);
+      else
+        issueVector(o, stage, k, indent);
   };
 
   // The ring: slices 0 .. STAGES-2 are requested first; then at step t the warps wait for slice
@@ -285,8 +356,8 @@ std::string printMmaContraction(const Contraction &contraction, const MmaTile &t
   out << "    if (t < " << kTiles << "LL) {\n      const long long k0 = (long long)t * " << tile.bk << ";\n";
   issue("t", "k0", "      ");
   for (const Operand &o : operands)
-    if (o.staging == Staging::Scalar)
-      storeScalar(o, "t", "      ");
+    if (registerStaged(o))
+      storeStaged(o, "t", "      ");
   out << "    }\n    sn_cp_async_commit<0>();\n  }\n";
   out << "  for (long long t = 0; t < " << kTiles << "LL; ++t) {\n";
   out << "    sn_cp_async_wait<" << kStages - 2 << ">();\n    __syncthreads();\n";
@@ -327,14 +398,14 @@ std::string printMmaContraction(const Contraction &contraction, const MmaTile &t
       << "                       : \"+f\"(acc[p][q][0]), \"+f\"(acc[p][q][1]), \"+f\"(acc[p][q][2]), \"+f\"(acc[p][q][3])\n"
       << "                       : \"r\"(a[p][0]), \"r\"(a[p][1]), \"r\"(a[p][2]), \"r\"(a[p][3]), \"r\"(b[q][0]), \"r\"(b[q][1]));\n";
   out << "    }\n";
-  bool anyScalar = false;
+  bool anyStaged = false;
   for (const Operand &o : operands)
-    anyScalar |= o.staging == Staging::Scalar;
-  if (anyScalar) {
+    anyStaged |= registerStaged(o);
+  if (anyStaged) {
     out << "    if (more) {\n";
     for (const Operand &o : operands)
-      if (o.staging == Staging::Scalar)
-        storeScalar(o, "nextStage", "      ");
+      if (registerStaged(o))
+        storeStaged(o, "nextStage", "      ");
     out << "    }\n";
   }
   out << "  }\n";
