@@ -144,7 +144,7 @@ def test_16_bit_convolutions_run_on_tensor_cores(precision, tmp_path):
 
 @pytest.mark.parametrize("flags,message", [
     (["--precision", "fp8"], "unknown --precision 'fp8'"),
-    (["--precision", "tf32", "--target", "cuda"], "does not round float32 operands to tf32 yet"),
+    (["--fp32-contractions", "tf32"], "unknown --fp32-contractions 'tf32'"),
     (["--precision", "tf32", "--target", "cpu"], "tf32 is a CUDA tensor-core mode"),
 ])
 def test_bad_precision_is_a_user_error(flags, message, tmp_path):
@@ -167,3 +167,33 @@ def test_16_bit_matmuls_stage_operands_by_their_reads(tmp_path):
                 for line in path.read_text().splitlines() if "contraction on tensor cores" in line]
     assert "lhs narrowed vector along k, rhs vector along n" in stagings, stagings
     assert "lhs vector along k, rhs vector along n" in stagings, stagings
+
+
+@pytest.mark.parametrize("flags,kernel,instruction", [
+    ([], "f32 operands as tf32 pairs, three products", "cvt.rna.tf32.f32"),
+    (["--precision", "tf32"], "f32 operands rounded to tf32", "cvt.rna.tf32.f32"),
+    (["--fp32-contractions", "simt"], None, None),
+])
+def test_fp32_contractions_choose_their_kernel(flags, kernel, instruction, tmp_path):
+    """At fp32 a transformer's contractions run on tensor cores as tf32 pairs (fp32 accuracy),
+    with --precision tf32 on single tf32 roundings, and with --fp32-contractions simt on the f32
+    FMA kernel; inspect --plan names the choice per kernel."""
+    source = tmp_path / "source"
+    library = tmp_path / "model.so"
+    st.run_cli(["compile", st.MODELS_DIR / "bert_tiny.onnx", "--target", "cuda", "--arch",
+                "sm_90", "--dim", "batch=64", "--dim", "seq=64", *flags,
+                "--emit-source", source, "-o", library])
+    headers = [line for path in sorted(source.glob("fused_*.cu"))
+               for line in path.read_text().splitlines() if "contraction on tensor cores" in line]
+    plan = st.run_cli(["inspect", library, "--plan"]).stdout
+    if kernel is None:
+        assert headers == [], headers
+        assert "tensor-core" not in plan and "cuda-c tiled" in plan
+        return
+    assert headers and all(kernel in header for header in headers), headers
+    # The f32 GEMMs by row-major weights copy both operands as 16-byte runs.
+    assert any("lhs vector along k, rhs vector along n" in header for header in headers), headers
+    ptx = (source / "module.sm_90.ptx").read_text()
+    assert instruction in ptx and "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32" in ptx
+    name = "tf32x3" if not flags else "tf32"
+    assert f"cuda-c tensor-core {name}" in plan

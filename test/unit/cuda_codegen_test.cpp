@@ -143,10 +143,11 @@ TEST(CudaCodegen, LargeContractionsGetTiledKernels) {
   std::filesystem::remove_all(work);
 }
 
-// Products of 16-bit values (f16 or bf16 storage widened to f32) run on tensor cores: both
-// operands must be exact in one 16-bit type, every architecture must have mma.sync (sm_80), and
-// the grid must give most SMs a tile (else the f32 kernel, which splits k, does better).
-TEST(CudaCodegen, HalfOperandsGetTensorCoreKernels) {
+// Contractions run on tensor cores when every architecture has mma.sync (sm_80) and the grid
+// gives most SMs a tile (else the f32 kernel, which splits k, does better): products of 16-bit
+// values (f16 or bf16 storage widened to f32) as they are when both operands are exact in one
+// 16-bit type, and f32 operands as tf32 pairs unless the f32 SIMT kernel is asked for.
+TEST(CudaCodegen, ContractionsGetTensorCoreKernels) {
   constexpr int64_t kOnnxFloat = 1; // TensorProto.FLOAT, Cast's `to`
   Graph graph;
   auto widen = [&](Value *value) {
@@ -187,13 +188,18 @@ TEST(CudaCodegen, HalfOperandsGetTensorCoreKernels) {
   groups.pop_back();
   EXPECT_FALSE(worthTiling(lowerContraction(gemv)->spec));
   EXPECT_TRUE(cuda::warpPerPoint(lowerGroup(gemv))) << printKernel(lowerGroup(gemv));
-  std::vector<std::optional<DType>> types;
-  for (const KernelGroup &group : groups)
-    types.push_back(cuda::mmaOperandType(lowerContraction(group)->spec));
-  EXPECT_EQ(types[0], DType::Float16);
-  EXPECT_EQ(types[1], DType::BFloat16); // the window's zero padding is exact too
-  EXPECT_EQ(types[2], std::nullopt);    // f is f32
-  EXPECT_EQ(types[3], DType::Float16);
+  using Fp32 = TargetOptions::Fp32Contractions;
+  std::vector<std::optional<cuda::MmaOperands>> operands, simt;
+  for (const KernelGroup &group : groups) {
+    operands.push_back(cuda::mmaOperands(lowerContraction(group)->spec, Fp32::Tf32x3));
+    simt.push_back(cuda::mmaOperands(lowerContraction(group)->spec, Fp32::Simt));
+  }
+  EXPECT_EQ(operands[0], cuda::MmaOperands::Float16);
+  EXPECT_EQ(operands[1], cuda::MmaOperands::BFloat16); // the window's zero padding is exact too
+  EXPECT_EQ(operands[2], cuda::MmaOperands::Tf32x3);   // f is f32
+  EXPECT_EQ(operands[3], cuda::MmaOperands::Float16);
+  EXPECT_EQ(simt[0], cuda::MmaOperands::Float16);      // 16-bit operands ignore the fp32 choice
+  EXPECT_EQ(simt[2], std::nullopt);
 
   for (const char *arch : {"sm_80", "sm_75"}) {
     TargetOptions options;
@@ -201,8 +207,10 @@ TEST(CudaCodegen, HalfOperandsGetTensorCoreKernels) {
     options.cudaArchs = {arch, "sm_90"};
     std::unique_ptr<Backend> backend = createBackend(options);
     package::Manifest manifest;
-    std::string tensorCores = std::string(arch) == "sm_80" ? "cuda-c tensor-core" : "cuda-c tiled";
-    const char *expected[] = {tensorCores.c_str(), tensorCores.c_str(), "cuda-c tiled", "cuda-c tiled"};
+    bool mma = std::string(arch) == "sm_80";
+    const char *expected[] = {mma ? "cuda-c tensor-core f16" : "cuda-c tiled",
+                              mma ? "cuda-c tensor-core bf16" : "cuda-c tiled",
+                              mma ? "cuda-c tensor-core tf32x3" : "cuda-c tiled", "cuda-c tiled"};
     for (size_t i = 0; i < groups.size(); ++i) {
       LaunchShape launch;
       manifest.kernels.push_back(backend->addKernel(groups[i], lowerGroup(groups[i]), launch));

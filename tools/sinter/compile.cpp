@@ -28,6 +28,7 @@ struct CompileFlags {
   std::string gpuCodegen = "cuda-c";
   std::string precision = "fp32";
   std::string emitSource;
+  std::string fp32Contractions = "tensor-core";
   std::string dumpIrAfter;
   std::vector<std::string> disabledPasses;
   bool printPipeline = false;
@@ -46,8 +47,10 @@ std::vector<std::string> splitList(const std::string &text) {
   return items;
 }
 
-/// --precision: the storage type of float32 weights and activations (kernels compute in f32).
-DType parsePrecision(const std::string &precision, package::Target target) {
+/// --precision: the storage type of float32 weights and activations (kernels compute in f32),
+/// and for tf32 how f32 contractions use the tensor cores.
+DType parsePrecision(const std::string &precision, package::Target target,
+                     codegen::TargetOptions::Fp32Contractions &fp32) {
   if (precision == "fp32")
     return DType::Float32;
   if (precision == "fp16")
@@ -58,10 +61,10 @@ DType parsePrecision(const std::string &precision, package::Target target) {
     if (target != package::Target::Cuda)
       userError("--precision tf32 is a CUDA tensor-core mode; with --target cpu use fp32, fp16 "
                 "or bf16");
-    userError("--precision tf32: sinter does not round float32 operands to tf32 yet; use fp32, "
-              "or fp16/bf16, whose contractions run on tensor cores (docs/precision.md)");
+    fp32 = codegen::TargetOptions::Fp32Contractions::Tf32;
+    return DType::Float32;
   }
-  userError("unknown --precision '", precision, "'; use fp32, fp16 or bf16");
+  userError("unknown --precision '", precision, "'; use fp32, tf32, fp16 or bf16");
 }
 
 void runCompile(const CompileFlags &flags) {
@@ -94,7 +97,14 @@ void runCompile(const CompileFlags &flags) {
     userError("unknown --gpu-codegen '", flags.gpuCodegen, "'; use cuda-c or llvm");
   options.target.gpuCodegen = flags.gpuCodegen;
   options.target.emitSourceDirectory = flags.emitSource;
-  options.pipeline.precision = parsePrecision(flags.precision, options.target.target);
+  if (flags.fp32Contractions == "tensor-core")
+    options.target.fp32Contractions = codegen::TargetOptions::Fp32Contractions::Tf32x3;
+  else if (flags.fp32Contractions == "simt")
+    options.target.fp32Contractions = codegen::TargetOptions::Fp32Contractions::Simt;
+  else
+    userError("unknown --fp32-contractions '", flags.fp32Contractions, "'; use tensor-core or simt");
+  options.pipeline.precision = parsePrecision(flags.precision, options.target.target,
+                                              options.target.fp32Contractions);
   options.pipeline.disabled.insert(flags.disabledPasses.begin(), flags.disabledPasses.end());
   options.pipeline.dumpAfter = flags.dumpIrAfter;
   options.pipeline.dumpStream = &std::cerr;
@@ -136,8 +146,12 @@ Command addCompileCommand(CLI::App &parent) {
       ->capture_default_str();
   command->add_option("--precision", flags->precision,
                       "Storage of float32 weights and activations: fp32 (default), fp16 or bf16 "
-                      "(f32 math; 16-bit contractions on tensor cores; docs/precision.md). "
-                      "tf32 is refused: not generated yet")
+                      "(f32 math; contractions on tensor cores; docs/precision.md); tf32: fp32 "
+                      "storage, contraction operands rounded to tf32 (CUDA only)")
+      ->capture_default_str();
+  command->add_option("--fp32-contractions", flags->fp32Contractions,
+                      "CUDA, sm_80+: f32 contractions on tensor-core (default: operands as tf32 "
+                      "pairs, fp32 accuracy) or simt (f32 FMA); docs/precision.md")
       ->capture_default_str();
   command->add_option("--emit-source", flags->emitSource, "Write the generated code, kernel by kernel, here")
       ->type_name("DIR");

@@ -26,6 +26,13 @@ struct TargetOptions {
   std::string gpuCodegen = "cuda-c";
   /// CPU: "x86-64-v2" (default, portable), "x86-64-v3", "x86-64-v4" or "native".
   std::string cpuLevel = "x86-64-v2";
+  /// CUDA on sm_80 and newer: how float32 contractions whose operands are not exact 16-bit
+  /// values run. Tf32x3 (the default) splits each operand into a tf32 value and a tf32
+  /// remainder and sums three tensor-core products, which keeps fp32's accuracy; Tf32
+  /// (--precision tf32) rounds the operands to tf32 for one product; Simt keeps the f32 FMA
+  /// kernel (--fp32-contractions simt). docs/precision.md has the measurements.
+  enum class Fp32Contractions { Tf32x3, Tf32, Simt };
+  Fp32Contractions fp32Contractions = Fp32Contractions::Tf32x3;
   /// When set, every generated source (CUDA C, PTX, SASS listing, LLVM IR, assembly) is written
   /// here, kernel by kernel.
   std::string emitSourceDirectory;

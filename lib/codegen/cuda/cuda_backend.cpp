@@ -62,19 +62,19 @@ public:
     std::string generator = "cuda-c";
     std::optional<Contraction> contraction = lowerContraction(group);
     std::optional<cuda::TileShape> tile;
-    std::optional<DType> half;
+    std::optional<cuda::MmaOperands> operands;
     if (contraction && worthTiling(contraction->spec)) {
       tile = cuda::chooseTile(contraction->spec);
-      // mma.sync with f16/bf16 operands needs sm_80; the list is sorted, oldest first.
+      // mma.sync with f16/bf16/tf32 operands needs sm_80; the list is sorted, oldest first.
       if (archNumber(options_.cudaArchs.front()) >= 80)
-        half = cuda::mmaOperandType(contraction->spec);
+        operands = cuda::mmaOperands(contraction->spec, options_.fp32Contractions);
     }
     std::optional<cuda::MmaTile> mmaTile;
-    if (half)
-      mmaTile = cuda::chooseMmaTile(contraction->spec);
+    if (operands)
+      mmaTile = cuda::chooseMmaTile(contraction->spec, *operands);
     if (mmaTile && cuda::fitsGrid(contraction->spec, mmaTile->bm, mmaTile->bn)) {
-      source = cuda::printMmaContraction(*contraction, *mmaTile, *half, launch);
-      generator = "cuda-c tensor-core";
+      source = cuda::printMmaContraction(*contraction, *mmaTile, *operands, launch);
+      generator = std::string("cuda-c tensor-core ") + cuda::mmaOperandsName(*operands);
     } else if (tile && cuda::fitsGrid(contraction->spec, tile->bm, tile->bn)) {
       source = cuda::printTiledContraction(*contraction, *tile, launch);
       generator = "cuda-c tiled";

@@ -2,8 +2,8 @@
 // batch's output, staging BK-deep slices of lhs and rhs in shared memory; each thread keeps a
 // TM x TN block of accumulators in registers. Operands are read through the contraction's own
 // expressions, so a convolution gathers its input window straight into shared memory.
-// When both operands come from 16-bit storage, a tensor-core variant (cuda_mma_contraction.cpp)
-// multiplies them with warp-level mma.sync instead.
+// On sm_80 and newer a tensor-core variant (cuda_mma_contraction.cpp) multiplies them with
+// warp-level mma.sync instead: 16-bit operands exactly, f32 operands as tf32 pairs.
 #pragma once
 
 #include "sinter/codegen/backend.h"
@@ -55,6 +55,15 @@ std::string guardedEpilogue(CudaPrinter &printer, const ContractionSpec &spec,
 std::string printTiledContraction(const Contraction &contraction, const TileShape &tile,
                                   LaunchShape &launch);
 
+/// What the tensor cores multiply in a float32 contraction.
+enum class MmaOperands {
+  Float16,  ///< operands exact in f16 (widened f16 values, or zero): m16n8k16, exact products
+  BFloat16, ///< likewise bf16
+  Tf32x3,   ///< f32 operands, each a tf32 value plus a tf32 remainder: three m16n8k8 products
+            ///< (small·big, big·small, big·big) carry about 22 significant bits, fp32's accuracy
+  Tf32,     ///< f32 operands rounded to tf32 (10-bit significands): one product
+};
+
 /// The tensor-core tile: a block of warpsM x warpsN warps covers bm x bn outputs, each warp
 /// (bm / warpsM) x (bn / warpsN) of them as 16x8 mma tiles; bk reduction steps per stage.
 struct MmaTile {
@@ -63,18 +72,21 @@ struct MmaTile {
   int threads() const { return 32 * warpsM * warpsN; }
 };
 
-/// The 16-bit type (f16 or bf16) in which both operands of an f32 contraction are exact (each
-/// is a widened 16-bit value or zero), so tensor cores can multiply them with f32 sums; nullopt
-/// when they are not, or the reduction is shorter than one mma step.
-std::optional<DType> mmaOperandType(const ContractionSpec &spec);
+/// How an f32 contraction's operands go to the tensor cores: as 16-bit values when both are
+/// exact in f16 or bf16, else as tf32 (split or rounded, as `fp32` says); nullopt for the f32
+/// SIMT kernel (fp32 is Simt, or the reduction is shorter than one mma step).
+std::optional<MmaOperands> mmaOperands(const ContractionSpec &spec, TargetOptions::Fp32Contractions fp32);
 
 /// The largest tile that still gives every SM a block; the smallest when it gives at least half
 /// of them one; nullopt when even that leaves most SMs idle (the f32 tiled kernel, which splits
 /// the reduction within its blocks, does better there).
-std::optional<MmaTile> chooseMmaTile(const ContractionSpec &spec);
+std::optional<MmaTile> chooseMmaTile(const ContractionSpec &spec, MmaOperands operands);
 
 /// The tensor-core kernel's CUDA C (mma.sync needs sm_80 or newer) and its launch shape.
-std::string printMmaContraction(const Contraction &contraction, const MmaTile &tile, DType half,
-                                LaunchShape &launch);
+std::string printMmaContraction(const Contraction &contraction, const MmaTile &tile,
+                                MmaOperands operands, LaunchShape &launch);
+
+/// A short name for the generator column of `inspect --plan`: "f16", "bf16", "tf32x3", "tf32".
+const char *mmaOperandsName(MmaOperands operands);
 
 } // namespace sinter::codegen::cuda

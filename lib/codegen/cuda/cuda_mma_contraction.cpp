@@ -1,16 +1,23 @@
-// Tensor-core contractions: a block computes a BM x BN output tile with warp-level
-// `mma.sync.m16n8k16` (f16 or bf16 operands, f32 sums), its operands staged in shared memory
-// through a ring of STAGES slices of BK reduction steps, so that several slices are in flight
-// while the warps multiply an earlier one. Taken only when both operands hold values the 16-bit
-// type represents exactly (they were loaded from 16-bit storage), so the products are the ones
-// the f32 kernel computes; only the order of the f32 additions differs.
+// Tensor-core contractions: a block computes a BM x BN output tile with warp-level mma.sync
+// (f32 sums), its operands staged in shared memory through a ring of STAGES slices of BK
+// reduction steps, so that several slices are in flight while the warps multiply an earlier one.
+// The operands go to the tensor cores in one of two forms (MmaOperands):
+//   16-bit:  when both hold values f16 (or bf16) represents exactly (they were loaded from 16-bit
+//            storage), m16n8k16 multiplies them as they are: the products are the ones the f32
+//            kernel computes, only the order of the f32 additions differs;
+//   tf32:    any f32 operands, m16n8k8. For fp32 each operand is split into its tf32 rounding and
+//            the tf32 rounding of the remainder, and three products (the small·small one is
+//            below f32's rounding) give about 22 significant bits, the accuracy of the f32 FMA
+//            kernel; --precision tf32 multiplies the roundings alone.
 //
-// How an operand reaches shared memory depends on its expression:
-//   vector along k:  a plain 16-bit load whose index is r + (a multiple of 8): eight reduction
-//                    steps are 16 contiguous bytes, copied by cp.async without registers;
-//   vector along n:  (rhs) likewise with j: eight columns of one step, copied by cp.async into a
-//                    k-major slice that ldmatrix.trans turns into fragments;
-//   narrowed vector: a float32 load rounded to the 16-bit type in the kernel (a LayerNorm's or a
+// How an operand reaches shared memory depends on its expression ("a run" is 16 bytes: eight
+// 16-bit values, or four f32):
+//   vector along k:  a plain load of the operand type whose index is r + (a multiple of the
+//                    run): a run of reduction steps is contiguous, copied by cp.async without
+//                    registers;
+//   vector along n:  (rhs) likewise with j: a run of columns of one step, copied by cp.async
+//                    into a k-major slice (read by ldmatrix.trans when 16-bit);
+//   narrowed vector: (16-bit) a float32 load rounded to the 16-bit type in the kernel (a LayerNorm's or a
 //                    softmax's f32 output read by a 16-bit MatMul) with the same index form:
 //                    eight steps are two 16-byte loads into registers before the products,
 //                    rounded and stored as one 16-byte run after them;
@@ -38,22 +45,22 @@ bool exactIn(const ExprRef &e, DType half) {
   }
 }
 
-/// Whether an integer expression is a multiple of 8 for every value of its variables.
-bool multipleOf8(const ExprRef &e) {
+/// Whether an integer expression is a multiple of `n` for every value of its variables.
+bool multipleOf(const ExprRef &e, int n) {
   if (e->kind == ExprKind::Constant)
-    return e->intValue % 8 == 0;
+    return e->intValue % n == 0;
   if (e->kind != ExprKind::Binary)
     return false;
   switch (e->binary) {
-  case BinaryOp::Mul: return multipleOf8(e->operands[0]) || multipleOf8(e->operands[1]);
+  case BinaryOp::Mul: return multipleOf(e->operands[0], n) || multipleOf(e->operands[1], n);
   case BinaryOp::Add:
-  case BinaryOp::Sub: return multipleOf8(e->operands[0]) && multipleOf8(e->operands[1]);
+  case BinaryOp::Sub: return multipleOf(e->operands[0], n) && multipleOf(e->operands[1], n);
   default: return false;
   }
 }
 
-/// Whether `index` is `variable + rest`, rest free of the variable and a multiple of 8.
-bool unitStrideRuns(const ExprRef &index, int variable) {
+/// Whether `index` is `variable + rest`, rest free of the variable and a multiple of `run`.
+bool unitStrideRuns(const ExprRef &index, int variable, int run) {
   if (index->kind == ExprKind::Var)
     return index->id == variable;
   if (index->kind != ExprKind::Binary || index->binary != BinaryOp::Add)
@@ -61,22 +68,29 @@ bool unitStrideRuns(const ExprRef &index, int variable) {
   for (int side : {0, 1}) {
     const ExprRef &term = index->operands[side], &rest = index->operands[1 - side];
     if (usesVariable(term, variable) && !usesVariable(rest, variable))
-      return multipleOf8(rest) && unitStrideRuns(term, variable);
+      return multipleOf(rest, run) && unitStrideRuns(term, variable, run);
   }
   return false;
 }
 
 enum class Staging { VectorK, VectorMN, NarrowedK, Scalar };
 
-/// The 16-bit load behind an operand `cast<f32>(load)`, when runs of eight along `variable`
-/// (whose extent is `extent`) are contiguous and 16-byte aligned; null otherwise.
-const Expr *vectorLoad(const ExprRef &value, DType half, int variable, int64_t extent) {
-  if (extent % 8 != 0 || value->kind != ExprKind::Cast)
+/// The load behind an operand that is copied as it is stored: `cast<f32>(load)` of the 16-bit
+/// type `stored`, or a float32 `load` when `stored` is f32; when its runs of `run` elements
+/// along `variable` (whose extent is `extent`) are contiguous and 16-byte aligned; null
+/// otherwise.
+const Expr *vectorLoad(const ExprRef &value, DType stored, int run, int variable, int64_t extent) {
+  if (extent % run != 0)
     return nullptr;
-  const ExprRef &load = value->operands[0];
-  if (load->kind != ExprKind::Load || load->type != half)
+  const Expr *load = value.get();
+  if (stored != DType::Float32) {
+    if (value->kind != ExprKind::Cast)
+      return nullptr;
+    load = value->operands[0].get();
+  }
+  if (load->kind != ExprKind::Load || load->type != stored)
     return nullptr;
-  return unitStrideRuns(load->operands[0], variable) ? load.get() : nullptr;
+  return unitStrideRuns(load->operands[0], variable, run) ? load : nullptr;
 }
 
 /// The float32 load behind an operand `cast<f32>(cast<half>(load))` whose runs of eight along
@@ -90,7 +104,7 @@ const Expr *narrowedLoad(const ExprRef &value, DType half, int variable, int64_t
   const ExprRef &load = rounded->operands[0];
   if (load->kind != ExprKind::Load || load->type != DType::Float32)
     return nullptr;
-  return unitStrideRuns(load->operands[0], variable) ? load.get() : nullptr;
+  return unitStrideRuns(load->operands[0], variable, 8) ? load.get() : nullptr;
 }
 
 constexpr MmaTile kMmaTiles[] = {
@@ -104,35 +118,91 @@ constexpr int64_t kEnoughBlocks = 132;
 /// Slices in the ring: three in flight while the warps multiply the fourth.
 constexpr int kStages = 4;
 
+/// How the operands sit in shared memory and reach the tensor cores.
+struct Format {
+  DType stored;        ///< the element type in shared memory: f16, bf16 or f32
+  const char *element; ///< its C type there
+  int bytes;           ///< its size
+  int run;             ///< elements in 16 bytes
+  int kStep;           ///< reduction steps of one mma
+  const char *mma;     ///< the mma.sync instruction
+  bool split = false;  ///< three products of tf32 pairs (fp32), or one
+  bool tf32() const { return stored == DType::Float32; }
+};
+
+Format formatOf(MmaOperands operands) {
+  switch (operands) {
+  case MmaOperands::Float16:
+    return {DType::Float16, "unsigned short", 2, 8, 16, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"};
+  case MmaOperands::BFloat16:
+    return {DType::BFloat16, "unsigned short", 2, 8, 16, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"};
+  case MmaOperands::Tf32x3:
+    return {DType::Float32, "float", 4, 4, 8, "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", true};
+  case MmaOperands::Tf32:
+    return {DType::Float32, "float", 4, 4, 8, "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"};
+  }
+  return {};
+}
+
 } // namespace
 
-std::optional<DType> mmaOperandType(const ContractionSpec &spec) {
-  if (spec.type != DType::Float32 || spec.k < 16)
+const char *mmaOperandsName(MmaOperands operands) {
+  switch (operands) {
+  case MmaOperands::Float16: return "f16";
+  case MmaOperands::BFloat16: return "bf16";
+  case MmaOperands::Tf32x3: return "tf32x3";
+  case MmaOperands::Tf32: return "tf32";
+  }
+  return "?";
+}
+
+std::optional<MmaOperands> mmaOperands(const ContractionSpec &spec, TargetOptions::Fp32Contractions fp32) {
+  if (spec.type != DType::Float32)
     return std::nullopt;
-  for (DType half : {DType::Float16, DType::BFloat16})
-    if (exactIn(spec.lhs, half) && exactIn(spec.rhs, half))
-      return half;
+  if (spec.k >= 16) {
+    if (exactIn(spec.lhs, DType::Float16) && exactIn(spec.rhs, DType::Float16))
+      return MmaOperands::Float16;
+    if (exactIn(spec.lhs, DType::BFloat16) && exactIn(spec.rhs, DType::BFloat16))
+      return MmaOperands::BFloat16;
+  }
+  if (spec.k < 8)
+    return std::nullopt;
+  switch (fp32) {
+  case TargetOptions::Fp32Contractions::Tf32x3: return MmaOperands::Tf32x3;
+  case TargetOptions::Fp32Contractions::Tf32: return MmaOperands::Tf32;
+  case TargetOptions::Fp32Contractions::Simt: break;
+  }
   return std::nullopt;
 }
 
-std::optional<MmaTile> chooseMmaTile(const ContractionSpec &spec) {
+std::optional<MmaTile> chooseMmaTile(const ContractionSpec &spec, MmaOperands operands) {
+  // A slice is 32 bytes of reduction per row either way: 32 16-bit steps or 16 f32 ones.
+  auto sized = [&](MmaTile tile) {
+    tile.bk = tile.bk * 2 / formatOf(operands).bytes;
+    return tile;
+  };
   auto blocks = [&](const MmaTile &tile) { return ceilDiv(spec.m, tile.bm) * ceilDiv(spec.n, tile.bn) * spec.batch; };
+  // Outputs computed, padding included: a 128x128 tile over an attention head's 64 x 16 scores
+  // multiplies sixteen times what it keeps.
+  auto padded = [&](const MmaTile &tile) { return blocks(tile) * tile.bm * tile.bn; };
+  int64_t leastPadded = padded(kMmaTiles[std::size(kMmaTiles) - 1]);
   for (const MmaTile &tile : kMmaTiles)
-    if (blocks(tile) >= kEnoughBlocks)
-      return tile;
+    if (blocks(tile) >= kEnoughBlocks && padded(tile) * 4 <= leastPadded * 5)
+      return sized(tile);
   // Without a split of the reduction, a grid that leaves most SMs idle walks the whole of k
   // on a few of them: a classifier's or a late convolution's 16 tiles over k = 4608 took
   // longer on tensor cores than the f32 kernel, which splits k across slices of its block.
   const MmaTile &smallest = kMmaTiles[std::size(kMmaTiles) - 1];
   if (blocks(smallest) >= kEnoughBlocks / 2)
-    return smallest;
+    return sized(smallest);
   return std::nullopt;
 }
 
-std::string printMmaContraction(const Contraction &contraction, const MmaTile &tile, DType half,
-                                LaunchShape &launch) {
+std::string printMmaContraction(const Contraction &contraction, const MmaTile &tile,
+                                MmaOperands mmaOperands, LaunchShape &launch) {
   const ContractionSpec &spec = contraction.spec;
   const Kernel &kernel = contraction.kernel;
+  const Format format = formatOf(mmaOperands);
   CudaPrinter printer;
   IndexRanges ranges(kernel);
   setContractionRanges(ranges, spec);
@@ -142,8 +212,8 @@ std::string printMmaContraction(const Contraction &contraction, const MmaTile &t
   const int warpRows = tile.bm / tile.warpsM, warpColumns = tile.bn / tile.warpsN;
   const int mTiles = warpRows / 16, nTiles = warpColumns / 8;
   const int64_t kTiles = ceilDiv(spec.k, tile.bk);
-  const char *mmaType = half == DType::Float16 ? "f16" : "bf16";
-  const char *toHalf = half == DType::Float16 ? "sn_f2h" : "sn_f2bf";
+  const int run = format.run;
+  const char *toHalf = format.stored == DType::Float16 ? "sn_f2h" : "sn_f2bf";
 
   struct Operand {
     const char *name, *shared, *registers, *base;
@@ -153,27 +223,29 @@ std::string printMmaContraction(const Contraction &contraction, const MmaTile &t
     ExprRef value;
     Staging staging = Staging::Scalar;
     const Expr *load = nullptr;
-    int rows = 0, rowLength = 0; ///< shape of one slice in shared memory, in 16-bit elements
+    int rows = 0, rowLength = 0; ///< shape of one slice in shared memory, in elements
   };
   Operand operands[] = {
       {"lhs", "sA", "ra", "rowBase", tile.bm, spec.i, spec.lhsUnitStrideK, spec.m, spec.lhs},
       {"rhs", "sB", "rb", "columnBase", tile.bn, spec.j, spec.rhsUnitStrideK, spec.n, spec.rhs}};
   for (Operand &o : operands) {
-    if ((o.load = vectorLoad(o.value, half, spec.r, spec.k)))
+    if ((o.load = vectorLoad(o.value, format.stored, run, spec.r, spec.k)))
       o.staging = Staging::VectorK;
-    else if ((o.load = narrowedLoad(o.value, half, spec.r, spec.k)))
+    else if (!format.tf32() && (o.load = narrowedLoad(o.value, format.stored, spec.r, spec.k)))
       o.staging = Staging::NarrowedK;
-    else if (&o == &operands[1] && (o.load = vectorLoad(o.value, half, spec.j, spec.n)))
+    else if (&o == &operands[1] && (o.load = vectorLoad(o.value, format.stored, run, spec.j, spec.n)))
       o.staging = Staging::VectorMN;
-    // A slice is k-contiguous rows (8 halves of padding: a row is 20 words for BK = 32, so the
-    // eight rows a fragment read touches start in eight different bank quads), or for a vector
-    // along n, n-contiguous rows read by ldmatrix.trans (8 halves of padding likewise).
+    // A slice is k-contiguous rows with a run of padding (a row is 20 words for 32 bytes of
+    // reduction, so the eight rows a fragment read touches start in eight different bank
+    // quads), or for a vector along n, n-contiguous rows (16-bit: read by ldmatrix.trans, padded
+    // by a run likewise; f32: padded by 8 words, so a fragment's four steps of eight columns
+    // fall in 32 different banks).
     if (o.staging == Staging::VectorMN) {
       o.rows = tile.bk;
       o.rowLength = o.extent + 8;
     } else {
       o.rows = o.extent;
-      o.rowLength = tile.bk + 8;
+      o.rowLength = tile.bk + run;
     }
   }
   auto stagingName = [](Staging s) {
@@ -185,23 +257,34 @@ std::string printMmaContraction(const Contraction &contraction, const MmaTile &t
     }
     return "scalar";
   };
+  auto operandsDescription = [&]() -> std::string {
+    switch (mmaOperands) {
+    case MmaOperands::Float16: return "f16 operands";
+    case MmaOperands::BFloat16: return "bf16 operands";
+    case MmaOperands::Tf32x3: return "f32 operands as tf32 pairs, three products";
+    case MmaOperands::Tf32: return "f32 operands rounded to tf32";
+    }
+    return "";
+  };
 
   std::ostringstream out;
   // No cap on registers: the accumulators and fragments take most of them, and one block of
   // eight warps per SM keeps the tensor cores busy when its slices arrive ahead of use.
   out << printer.signature(kernel, threads);
-  out << "  // contraction on tensor cores (" << mmaType << " operands, f32 sums): batch " << spec.batch
+  out << "  // contraction on tensor cores (" << operandsDescription() << ", f32 sums): batch " << spec.batch
       << ", m " << spec.m << ", n " << spec.n << ", k " << spec.k << "; tile " << tile.bm << "x"
       << tile.bn << "x" << tile.bk << ", " << tile.warpsM << "x" << tile.warpsN << " warps of "
       << warpRows << "x" << warpColumns << ", " << kStages << " slices in flight; lhs "
       << stagingName(operands[0].staging) << ", rhs " << stagingName(operands[1].staging) << "\n";
-  int64_t offset = 0;
+  // The dynamic shared memory is declared with one type in every kernel of the module (extern
+  // arrays of one name must agree); an f32 slice is a view of it.
+  int64_t offset = 0; // in 16-bit units
   out << "  extern __shared__ __align__(16) unsigned short sn_shared[];\n";
   for (const Operand &o : operands) {
-    out << "  unsigned short (*" << o.shared << ")[" << o.rows << "][" << o.rowLength
-        << "] = reinterpret_cast<unsigned short (*)[" << o.rows << "][" << o.rowLength
+    out << "  " << format.element << " (*" << o.shared << ")[" << o.rows << "][" << o.rowLength
+        << "] = reinterpret_cast<" << format.element << " (*)[" << o.rows << "][" << o.rowLength
         << "]>(sn_shared + " << offset << ");\n";
-    offset += int64_t(kStages) * o.rows * o.rowLength;
+    offset += int64_t(kStages) * o.rows * o.rowLength * format.bytes / 2;
   }
   out << printer.locals(kernel, 1);
   out << "  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;\n";
@@ -216,21 +299,21 @@ std::string printMmaContraction(const Contraction &contraction, const MmaTile &t
       << "#pragma unroll\n    for (int q = 0; q < " << nTiles << "; ++q)\n"
       << "#pragma unroll\n      for (int c = 0; c < 4; ++c) acc[p][q][c] = 0.f;\n";
 
-  // Vector operands: each thread copies whole runs of eight; a run is inside the matrix or
-  // wholly outside it (the extent along the run is a multiple of 8), and outside is zero-filled.
-  auto vectorRuns = [&](const Operand &o) { return o.extent * tile.bk / 8 / threads; };
+  // Vector operands: each thread copies whole runs; a run is inside the matrix or wholly
+  // outside it (the extent along the run is a multiple of it), and outside is zero-filled.
+  auto vectorRuns = [&](const Operand &o) { return o.extent * tile.bk / run / threads; };
   auto issueVector = [&](const Operand &o, const char *stage, const char *k, const std::string &indent) {
     out << indent << "#pragma unroll\n" << indent << "for (int u = 0; u < " << vectorRuns(o) << "; ++u) {\n";
     out << indent << "  const int e = tid + u * " << threads << ";\n";
     if (o.staging == Staging::VectorK) {
-      out << indent << "  const int kk = (e % " << tile.bk / 8 << ") * 8, ii = e / " << tile.bk / 8 << ";\n";
+      out << indent << "  const int kk = (e % " << tile.bk / run << ") * " << run << ", ii = e / " << tile.bk / run << ";\n";
       out << indent << "  " << v(o.indexVar) << " = " << o.base << " + ii; " << v(spec.r) << " = " << k << " + kk;\n";
       out << indent << "  const bool valid = " << v(o.indexVar) << " < " << o.limit << "LL && " << v(spec.r)
           << " < " << spec.k << "LL;\n";
       out << indent << "  sn_cp_async16(&" << o.shared << "[" << stage << "][ii][kk], valid ? b" << o.load->id
           << " + " << printer.expr(o.load->operands[0]) << " : b" << o.load->id << ", valid);\n";
     } else {
-      out << indent << "  const int jj = (e % " << o.extent / 8 << ") * 8, kk = e / " << o.extent / 8 << ";\n";
+      out << indent << "  const int jj = (e % " << o.extent / run << ") * " << run << ", kk = e / " << o.extent / run << ";\n";
       out << indent << "  " << v(o.indexVar) << " = " << o.base << " + jj; " << v(spec.r) << " = " << k << " + kk;\n";
       out << indent << "  const bool valid = " << v(o.indexVar) << " < " << o.limit << "LL && " << v(spec.r)
           << " < " << spec.k << "LL;\n";
@@ -240,17 +323,18 @@ std::string printMmaContraction(const Contraction &contraction, const MmaTile &t
     out << indent << "}\n";
   };
 
-  // Scalar operands: each thread evaluates runs of `run` consecutive reduction steps of one row
-  // (lhs) or column (rhs) into registers, and stores a run packed two to a word. An operand whose
-  // reduction index is its unit stride takes pairs (consecutive threads read consecutive
-  // addresses); the other takes runs of 8 (consecutive threads read consecutive rows of one
-  // step) whose 16-byte stores land in a different bank quad for each of eight adjacent rows.
-  // The registers hold the values as read (16-bit patterns, or f32 to narrow when stored), so
-  // that no conversion waits on a load before the next load is issued.
-  auto runLength = [](const Operand &o) { return o.unitStrideK ? 2 : 8; };
+  // Scalar operands: each thread evaluates runs of `length` consecutive reduction steps of one
+  // row (lhs) or column (rhs) into registers, and stores a run at once. An operand whose
+  // reduction index is its unit stride takes short runs (consecutive threads read consecutive
+  // addresses): pairs of 16-bit values packed in a word, or single f32; the other takes 16-byte
+  // runs (consecutive threads read consecutive rows of one step) whose stores land in a
+  // different bank quad for each of eight adjacent rows. The registers hold the values as read
+  // (16-bit patterns, or f32 to narrow when stored), so that no conversion waits on a load
+  // before the next load is issued.
+  auto runLength = [&](const Operand &o) { return o.unitStrideK ? (format.tf32() ? 1 : 2) : run; };
   auto scalarRuns = [&](const Operand &o) { return o.extent * tile.bk / runLength(o) / threads; };
   auto readsBits = [&](const Operand &o) {
-    return o.value->kind == ExprKind::Cast && o.value->operands[0]->type == half;
+    return !format.tf32() && o.value->kind == ExprKind::Cast && o.value->operands[0]->type == format.stored;
   };
   auto runPosition = [&](const Operand &o, const std::string &indent) {
     int length = runLength(o), perRow = tile.bk / length;
@@ -274,22 +358,26 @@ std::string printMmaContraction(const Contraction &contraction, const MmaTile &t
   };
   auto storeScalar = [&](const Operand &o, const char *stage, const std::string &indent) {
     int length = runLength(o);
+    auto element = [&](int s) {
+      return o.registers + std::string("[u * ") + std::to_string(length) + " + " + std::to_string(s) + "]";
+    };
     auto bits = [&](const std::string &element) {
       return readsBits(o) ? "(unsigned)" + element : "(unsigned)" + std::string(toHalf) + "(" + element + ")";
     };
-    auto word = [&](int w) {
-      std::string first = o.registers + std::string("[u * ") + std::to_string(length) + " + " + std::to_string(2 * w) + "]";
-      std::string second = o.registers + std::string("[u * ") + std::to_string(length) + " + " + std::to_string(2 * w + 1) + "]";
-      return "(" + bits(first) + " | (" + bits(second) + " << 16))";
-    };
+    auto word = [&](int w) { return "(" + bits(element(2 * w)) + " | (" + bits(element(2 * w + 1)) + " << 16))"; };
     out << indent << "#pragma unroll\n" << indent << "for (int u = 0; u < " << scalarRuns(o) << "; ++u) {\n";
     runPosition(o, indent + "  ");
-    if (length == 2)
-      out << indent << "  *reinterpret_cast<unsigned *>(&" << o.shared << "[" << stage << "][ii][kk]) = "
-          << word(0) << ";\n";
+    std::string place = std::string("&") + o.shared + "[" + stage + "][ii][kk]";
+    if (format.tf32() && length == 1)
+      out << indent << "  " << o.shared << "[" << stage << "][ii][kk] = " << element(0) << ";\n";
+    else if (format.tf32())
+      out << indent << "  *reinterpret_cast<float4 *>(" << place << ") = float4{" << element(0) << ", "
+          << element(1) << ", " << element(2) << ", " << element(3) << "};\n";
+    else if (length == 2)
+      out << indent << "  *reinterpret_cast<unsigned *>(" << place << ") = " << word(0) << ";\n";
     else
-      out << indent << "  *reinterpret_cast<uint4 *>(&" << o.shared << "[" << stage << "][ii][kk]) = uint4{"
-          << word(0) << ", " << word(1) << ", " << word(2) << ", " << word(3) << "};\n";
+      out << indent << "  *reinterpret_cast<uint4 *>(" << place << ") = uint4{" << word(0) << ", " << word(1)
+          << ", " << word(2) << ", " << word(3) << "};\n";
     out << indent << "}\n";
   };
   for (const Operand &o : operands)
@@ -372,31 +460,76 @@ std::string printMmaContraction(const Contraction &contraction, const MmaTile &t
   // column group at rows 2 * quad (+1) and 2 * quad + 8 (+1); the f32 sums are rows group and
   // group + 8 at columns 2 * quad (+1). ldmatrix.x2.trans of two 8x8 k-major blocks gives B's
   // two registers directly: lanes 0-15 name the blocks' rows kk .. kk + 15.
-  const Operand &rhs = operands[1];
-  out << "#pragma unroll\n    for (int kk = 0; kk < " << tile.bk << "; kk += 16) {\n";
+  // m16n8k8 with .tf32: A's registers hold rows group and group + 8 at columns quad and
+  // quad + 4; B's hold column group at rows quad and quad + 4; the sums are laid out as above.
+  const Operand &lhs = operands[0], &rhs = operands[1];
+  out << "#pragma unroll\n    for (int kk = 0; kk < " << tile.bk << "; kk += " << format.kStep << ") {\n";
   out << "      unsigned a[" << mTiles << "][4], b[" << nTiles << "][2];\n";
-  out << "#pragma unroll\n      for (int p = 0; p < " << mTiles << "; ++p) {\n"
-      << "        const unsigned short *top = &sA[stage][warpRow + p * 16 + group][kk + 2 * quad];\n"
-      << "        a[p][0] = *reinterpret_cast<const unsigned *>(top);\n"
-      << "        a[p][1] = *reinterpret_cast<const unsigned *>(top + 8 * " << operands[0].rowLength << ");\n"
-      << "        a[p][2] = *reinterpret_cast<const unsigned *>(top + 8);\n"
-      << "        a[p][3] = *reinterpret_cast<const unsigned *>(top + 8 * " << operands[0].rowLength << " + 8);\n"
-      << "      }\n";
-  out << "#pragma unroll\n      for (int q = 0; q < " << nTiles << "; ++q) {\n";
-  if (rhs.staging == Staging::VectorMN) {
-    out << "        sn_ldmatrix_x2_trans(b[q], &sB[stage][kk + lane % 16][warpColumn + q * 8]);\n";
+  if (format.split)
+    out << "      unsigned aRest[" << mTiles << "][4], bRest[" << nTiles << "][2];\n";
+  // An f32 element of a slice into its tf32 fragment register (and remainder, when split).
+  auto tf32 = [&](const std::string &element, const std::string &fragment, const std::string &rest) {
+    if (format.split)
+      return "sn_tf32_split(" + element + ", " + fragment + ", " + rest + ");";
+    return fragment + " = sn_tf32(" + element + ");";
+  };
+  if (format.tf32()) {
+    const std::string below = std::to_string(8 * lhs.rowLength);
+    out << "#pragma unroll\n      for (int p = 0; p < " << mTiles << "; ++p) {\n"
+        << "        const float *top = &sA[stage][warpRow + p * 16 + group][kk + quad];\n"
+        << "        " << tf32("top[0]", "a[p][0]", "aRest[p][0]") << "\n"
+        << "        " << tf32("top[" + below + "]", "a[p][1]", "aRest[p][1]") << "\n"
+        << "        " << tf32("top[4]", "a[p][2]", "aRest[p][2]") << "\n"
+        << "        " << tf32("top[" + below + " + 4]", "a[p][3]", "aRest[p][3]") << "\n"
+        << "      }\n";
+    out << "#pragma unroll\n      for (int q = 0; q < " << nTiles << "; ++q) {\n";
+    if (rhs.staging == Staging::VectorMN)
+      out << "        const float *column = &sB[stage][kk + quad][warpColumn + q * 8 + group];\n"
+          << "        " << tf32("column[0]", "b[q][0]", "bRest[q][0]") << "\n"
+          << "        " << tf32("column[" + std::to_string(4 * rhs.rowLength) + "]", "b[q][1]", "bRest[q][1]") << "\n";
+    else
+      out << "        const float *column = &sB[stage][warpColumn + q * 8 + group][kk + quad];\n"
+          << "        " << tf32("column[0]", "b[q][0]", "bRest[q][0]") << "\n"
+          << "        " << tf32("column[4]", "b[q][1]", "bRest[q][1]") << "\n";
+    out << "      }\n";
   } else {
-    out << "        const unsigned short *column = &sB[stage][warpColumn + q * 8 + group][kk + 2 * quad];\n"
-        << "        b[q][0] = *reinterpret_cast<const unsigned *>(column);\n"
-        << "        b[q][1] = *reinterpret_cast<const unsigned *>(column + 8);\n";
+    out << "#pragma unroll\n      for (int p = 0; p < " << mTiles << "; ++p) {\n"
+        << "        const unsigned short *top = &sA[stage][warpRow + p * 16 + group][kk + 2 * quad];\n"
+        << "        a[p][0] = *reinterpret_cast<const unsigned *>(top);\n"
+        << "        a[p][1] = *reinterpret_cast<const unsigned *>(top + 8 * " << lhs.rowLength << ");\n"
+        << "        a[p][2] = *reinterpret_cast<const unsigned *>(top + 8);\n"
+        << "        a[p][3] = *reinterpret_cast<const unsigned *>(top + 8 * " << lhs.rowLength << " + 8);\n"
+        << "      }\n";
+    out << "#pragma unroll\n      for (int q = 0; q < " << nTiles << "; ++q) {\n";
+    if (rhs.staging == Staging::VectorMN) {
+      out << "        sn_ldmatrix_x2_trans(b[q], &sB[stage][kk + lane % 16][warpColumn + q * 8]);\n";
+    } else {
+      out << "        const unsigned short *column = &sB[stage][warpColumn + q * 8 + group][kk + 2 * quad];\n"
+          << "        b[q][0] = *reinterpret_cast<const unsigned *>(column);\n"
+          << "        b[q][1] = *reinterpret_cast<const unsigned *>(column + 8);\n";
+    }
+    out << "      }\n";
   }
-  out << "      }\n";
+  // The remainders' products first: they are the smallest terms.
+  auto mma = [&](const char *a, const char *b) {
+    out << "          asm volatile(\"" << format.mma
+        << " {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\"\n"
+        << "                       : \"+f\"(acc[p][q][0]), \"+f\"(acc[p][q][1]), \"+f\"(acc[p][q][2]), \"+f\"(acc[p][q][3])\n"
+        << "                       : \"r\"(" << a << "[p][0]), \"r\"(" << a << "[p][1]), \"r\"(" << a << "[p][2]), \"r\"("
+        << a << "[p][3]), \"r\"(" << b << "[q][0]), \"r\"(" << b << "[q][1]));\n";
+  };
   out << "#pragma unroll\n      for (int p = 0; p < " << mTiles << "; ++p)\n"
-      << "#pragma unroll\n        for (int q = 0; q < " << nTiles << "; ++q)\n"
-      << "          asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32." << mmaType << "." << mmaType
-      << ".f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\"\n"
-      << "                       : \"+f\"(acc[p][q][0]), \"+f\"(acc[p][q][1]), \"+f\"(acc[p][q][2]), \"+f\"(acc[p][q][3])\n"
-      << "                       : \"r\"(a[p][0]), \"r\"(a[p][1]), \"r\"(a[p][2]), \"r\"(a[p][3]), \"r\"(b[q][0]), \"r\"(b[q][1]));\n";
+      << "#pragma unroll\n        for (int q = 0; q < " << nTiles << "; ++q)";
+  if (format.split) {
+    out << " {\n";
+    mma("aRest", "b");
+    mma("a", "bRest");
+    mma("a", "b");
+    out << "        }\n";
+  } else {
+    out << "\n";
+    mma("a", "b");
+  }
   out << "    }\n";
   bool anyStaged = false;
   for (const Operand &o : operands)
@@ -419,7 +552,7 @@ std::string printMmaContraction(const Contraction &contraction, const MmaTile &t
   out << "      }\n}\n";
 
   setTiledLaunch(spec, tile.bm, tile.bn, threads, launch);
-  launch.sharedBytes = uint32_t(offset * 2);
+  launch.sharedBytes = uint32_t(offset * 2); // offset counts 16-bit units
   return out.str();
 }
 

@@ -58,6 +58,14 @@ template <int Pending> __device__ __forceinline__ void sn_cp_async_wait() { asm 
 template <typename T> __device__ __forceinline__ void sn_ldmatrix_x2_trans(unsigned *fragment, const T *shared) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];" : "=r"(fragment[0]), "=r"(fragment[1]) : "r"(sn_shared_address(shared)));
 }
+// tf32 operands (sm_80+): an f32 rounded to tf32 (to nearest, ties away), and an f32 as that
+// rounding plus the rounding of the remainder, which is exact in f32.
+template <typename T> __device__ __forceinline__ unsigned sn_tf32(T x) {
+  unsigned r; asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x)); return r;
+}
+template <typename T> __device__ __forceinline__ void sn_tf32_split(T x, unsigned &big, unsigned &rest) {
+  big = sn_tf32(x); rest = sn_tf32(x - __uint_as_float(big));
+}
 template <typename T> __device__ __forceinline__ T sn_max(T a, T b) { return a > b ? a : b; }
 template <typename T> __device__ __forceinline__ T sn_min(T a, T b) { return a < b ? a : b; }
 __device__ __forceinline__ float sn_max(float a, float b) { return (a != a || b != b) ? SN_NAN : fmaxf(a, b); }
