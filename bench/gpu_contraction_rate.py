@@ -3,7 +3,7 @@
 and bf16, with the models' per-kernel overheads out of the picture.
 
     python3 bench/gpu_contraction_rate.py --bin DIR --out DIR [--cases REGEX]
-        [--precisions fp32 fp16 bf16] [--budget S] [--list] [--no-gpu]
+        [--precisions fp32 fp32-simt fp16 bf16] [--budget S] [--list] [--no-gpu]
 
 Runs on the GPU machine (scripts/device/contraction.sh unpacks the portable binaries and calls
 this; docs/performance.md has the method). Each case is a one-contraction ONNX model with the
@@ -59,7 +59,12 @@ sys.path.insert(0, str(ROOT / "test" / "gpu"))
 import gpu_vs_torch as bench  # noqa: E402  (sinter on the command line, budget, SIGTERM)
 import run_gpu_suite as suite  # noqa: E402  (CUDA-event timing, relative errors)
 
-PRECISIONS = ("fp32", "fp16", "bf16")
+PRECISIONS = ("fp32", "fp32-simt", "fp16", "bf16")
+# fp32-simt: fp32 with --fp32-contractions simt (the f32 FMA kernel instead of tf32 pairs on the
+# tensor cores), for the two side by side; it stores, rounds and checks like fp32.
+SINTER_FLAGS = {"fp32": [], "fp32-simt": ["--fp32-contractions", "simt"],
+                "fp16": ["--precision", "fp16"], "bf16": ["--precision", "bf16"]}
+STORAGE = {"fp32": "fp32", "fp32-simt": "fp32", "fp16": "fp16", "bf16": "bf16"}
 L2_TOLERANCE = {"fp32": 1e-5, "fp16": 1e-3, "bf16": 1e-2}
 OPSET = 17
 
@@ -335,8 +340,7 @@ class ContractionBench(bench.BudgetedRun):
                 for target, flags in targets:
                     artifact = folder / f"{precision}-{target}.so"
                     command = [self.sinter, "compile", path, *flags, "-o", artifact, "--force"]
-                    if precision != "fp32":
-                        command += ["--precision", precision]
+                    command += SINTER_FLAGS[precision]
                     futures[(case.name, precision, target)] = pool.submit(
                         self.compile_one, command, artifact)
         return futures
@@ -370,8 +374,8 @@ class ContractionBench(bench.BudgetedRun):
 
     def run_row(self, case, row, folder, inputs, constants, futures):
         precision = row["precision"]
-        rounded_inputs = {name: round_to(a, precision) for name, a in inputs.items()}
-        rounded_constants = {name: round_to(a, precision) for name, a in constants.items()}
+        rounded_inputs = {name: round_to(a, STORAGE[precision]) for name, a in inputs.items()}
+        rounded_constants = {name: round_to(a, STORAGE[precision]) for name, a in constants.items()}
         started = time.time()
         reference = case.reference(rounded_inputs, rounded_constants)
         row["reference_s"] = round(time.time() - started, 2)
@@ -411,7 +415,7 @@ class ContractionBench(bench.BudgetedRun):
                                    f"{None if actual is None else list(actual.shape)}, expected "
                                    f"{list(reference.shape)}")
             row["max_rel_err"], row["rel_l2_err"] = suite.relative_errors(actual, reference)
-            tolerance = L2_TOLERANCE[precision]
+            tolerance = L2_TOLERANCE[STORAGE[precision]]
             row["check"] = "ok" if row["rel_l2_err"] <= tolerance else \
                 f"fail: relative L2 error {row['rel_l2_err']:.3g} > {tolerance:g}"
             if row["check"] != "ok":
@@ -430,7 +434,7 @@ class ContractionBench(bench.BudgetedRun):
         import torch
 
         dtype = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[
-            row["precision"]]
+            STORAGE[row["precision"]]]
         tensors = {name: torch.from_numpy(array).to("cuda", dtype)
                    for name, array in {**inputs, **constants}.items()}
         call = case.torch_call(tensors)
