@@ -77,9 +77,10 @@ struct MmaTile {
 /// SIMT kernel (fp32 is Simt, or the reduction is shorter than one mma step).
 std::optional<MmaOperands> mmaOperands(const ContractionSpec &spec, TargetOptions::Fp32Contractions fp32);
 
-/// The largest tile that still gives every SM a block; the smallest when it gives at least half
-/// of them one; nullopt when even that leaves most SMs idle (the f32 tiled kernel, which splits
-/// the reduction within its blocks, does better there).
+/// The largest tile that still gives every SM a block (without padding the output much more
+/// than the smallest tile); for 16-bit operands the smallest when it gives at least half of
+/// them one; nullopt when even that leaves SMs idle (the f32 tiled kernel, which splits the
+/// reduction within its blocks, does better there).
 std::optional<MmaTile> chooseMmaTile(const ContractionSpec &spec, MmaOperands operands);
 
 /// The tensor-core kernel's CUDA C (mma.sync needs sm_80 or newer) and its launch shape.

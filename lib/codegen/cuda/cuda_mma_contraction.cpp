@@ -192,8 +192,12 @@ std::optional<MmaTile> chooseMmaTile(const ContractionSpec &spec, MmaOperands op
   // Without a split of the reduction, a grid that leaves most SMs idle walks the whole of k
   // on a few of them: a classifier's or a late convolution's 16 tiles over k = 4608 took
   // longer on tensor cores than the f32 kernel, which splits k across slices of its block.
+  // tf32 pairs gain less over the f32 kernel (1.4x on large GEMMs, against 5x for 16-bit
+  // operands): a ViT-B/16 b1 MLP-out GEMM (197x3072x768, 84 tiles) took 0.132 ms on them
+  // against 0.106 ms on the f32 kernel's k-slices, so they need every SM busy.
   const MmaTile &smallest = kMmaTiles[std::size(kMmaTiles) - 1];
-  if (blocks(smallest) >= kEnoughBlocks / 2)
+  bool sixteenBit = operands == MmaOperands::Float16 || operands == MmaOperands::BFloat16;
+  if (sixteenBit && blocks(smallest) >= kEnoughBlocks / 2)
     return sized(smallest);
   return std::nullopt;
 }
