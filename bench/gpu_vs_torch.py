@@ -33,8 +33,9 @@ order puts the batch-1 rows first, each model's fp32 row before its fp16 row). F
      measured at the start (an 8192^3 matmul in each precision, TF32 off at fp32, and a 1 GiB
      device copy).
 
-fp32 means fp32 everywhere: TF32 is off for torch (matmul and cuDNN), and sinter runs fp32
-kernels. Every failure (export, compile, run, check, a torch mode) is recorded in its row and the
+fp32 means fp32 accuracy everywhere: TF32 is off for torch (matmul and cuDNN), and sinter runs
+its default fp32 contractions (on sm_80+ tensor cores as tf32 pairs, as accurate as its f32 FMA
+kernel: docs/precision.md; `--sinter-flags '--fp32-contractions simt'` is the ablation). Every failure (export, compile, run, check, a torch mode) is recorded in its row and the
 log, and the other rows go on. --budget bounds the run: no row or stage starts after it, and every
 wait on sinter ends by budget + 60 s; a SIGTERM (bench.sh's hard limit) marks the rows not
 finished, writes the JSON and prints the table. Results go to OUT/bench.json (after every stage)
