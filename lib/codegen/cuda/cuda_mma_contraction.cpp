@@ -96,15 +96,12 @@ const Expr *vectorLoad(const ExprRef &value, DType stored, int run, int variable
 /// The float32 load behind an operand `cast<f32>(cast<half>(load))` whose runs of eight along
 /// `variable` are contiguous and 32-byte aligned; null otherwise.
 const Expr *narrowedLoad(const ExprRef &value, DType half, int variable, int64_t extent) {
-  if (extent % 8 != 0 || value->kind != ExprKind::Cast)
+  if (value->kind != ExprKind::Cast)
     return nullptr;
   const ExprRef &rounded = value->operands[0];
   if (rounded->kind != ExprKind::Cast || rounded->type != half)
     return nullptr;
-  const ExprRef &load = rounded->operands[0];
-  if (load->kind != ExprKind::Load || load->type != DType::Float32)
-    return nullptr;
-  return unitStrideRuns(load->operands[0], variable, 8) ? load.get() : nullptr;
+  return vectorLoad(rounded->operands[0], DType::Float32, 8, variable, extent);
 }
 
 constexpr MmaTile kMmaTiles[] = {
@@ -120,41 +117,38 @@ constexpr int kStages = 4;
 
 /// How the operands sit in shared memory and reach the tensor cores.
 struct Format {
-  DType stored;        ///< the element type in shared memory: f16, bf16 or f32
-  const char *element; ///< its C type there
-  int bytes;           ///< its size
-  int run;             ///< elements in 16 bytes
-  int kStep;           ///< reduction steps of one mma
-  const char *mma;     ///< the mma.sync instruction
-  bool split = false;  ///< three products of tf32 pairs (fp32), or one
+  const char *name;        ///< mmaOperandsName
+  const char *description; ///< for the kernel's header comment
+  DType stored;            ///< the element type in shared memory: f16, bf16 or f32
+  const char *element;     ///< its C type there
+  int bytes;               ///< its size
+  int kStep;               ///< reduction steps of one mma
+  const char *mma;         ///< the mma.sync instruction
+  bool split = false;      ///< three products of tf32 pairs (fp32), or one
   bool tf32() const { return stored == DType::Float32; }
+  int run() const { return 16 / bytes; } ///< elements in 16 bytes
 };
 
 Format formatOf(MmaOperands operands) {
+  const char *m16n8k8 = "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32";
   switch (operands) {
   case MmaOperands::Float16:
-    return {DType::Float16, "unsigned short", 2, 8, 16, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"};
+    return {"f16", "f16 operands", DType::Float16, "unsigned short", 2, 16,
+            "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"};
   case MmaOperands::BFloat16:
-    return {DType::BFloat16, "unsigned short", 2, 8, 16, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"};
+    return {"bf16", "bf16 operands", DType::BFloat16, "unsigned short", 2, 16,
+            "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"};
   case MmaOperands::Tf32x3:
-    return {DType::Float32, "float", 4, 4, 8, "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", true};
+    return {"tf32x3", "f32 operands as tf32 pairs, three products", DType::Float32, "float", 4, 8, m16n8k8, true};
   case MmaOperands::Tf32:
-    return {DType::Float32, "float", 4, 4, 8, "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"};
+    return {"tf32", "f32 operands rounded to tf32", DType::Float32, "float", 4, 8, m16n8k8};
   }
   return {};
 }
 
 } // namespace
 
-const char *mmaOperandsName(MmaOperands operands) {
-  switch (operands) {
-  case MmaOperands::Float16: return "f16";
-  case MmaOperands::BFloat16: return "bf16";
-  case MmaOperands::Tf32x3: return "tf32x3";
-  case MmaOperands::Tf32: return "tf32";
-  }
-  return "?";
-}
+const char *mmaOperandsName(MmaOperands operands) { return formatOf(operands).name; }
 
 std::optional<MmaOperands> mmaOperands(const ContractionSpec &spec, TargetOptions::Fp32Contractions fp32) {
   if (spec.type != DType::Float32)
@@ -216,7 +210,7 @@ std::string printMmaContraction(const Contraction &contraction, const MmaTile &t
   const int warpRows = tile.bm / tile.warpsM, warpColumns = tile.bn / tile.warpsN;
   const int mTiles = warpRows / 16, nTiles = warpColumns / 8;
   const int64_t kTiles = ceilDiv(spec.k, tile.bk);
-  const int run = format.run;
+  const int run = format.run();
   const char *toHalf = format.stored == DType::Float16 ? "sn_f2h" : "sn_f2bf";
 
   struct Operand {
@@ -261,21 +255,12 @@ std::string printMmaContraction(const Contraction &contraction, const MmaTile &t
     }
     return "scalar";
   };
-  auto operandsDescription = [&]() -> std::string {
-    switch (mmaOperands) {
-    case MmaOperands::Float16: return "f16 operands";
-    case MmaOperands::BFloat16: return "bf16 operands";
-    case MmaOperands::Tf32x3: return "f32 operands as tf32 pairs, three products";
-    case MmaOperands::Tf32: return "f32 operands rounded to tf32";
-    }
-    return "";
-  };
 
   std::ostringstream out;
   // No cap on registers: the accumulators and fragments take most of them, and one block of
   // eight warps per SM keeps the tensor cores busy when its slices arrive ahead of use.
   out << printer.signature(kernel, threads);
-  out << "  // contraction on tensor cores (" << operandsDescription() << ", f32 sums): batch " << spec.batch
+  out << "  // contraction on tensor cores (" << format.description << ", f32 sums): batch " << spec.batch
       << ", m " << spec.m << ", n " << spec.n << ", k " << spec.k << "; tile " << tile.bm << "x"
       << tile.bn << "x" << tile.bk << ", " << tile.warpsM << "x" << tile.warpsN << " warps of "
       << warpRows << "x" << warpColumns << ", " << kStages << " slices in flight; lhs "
@@ -306,17 +291,22 @@ std::string printMmaContraction(const Contraction &contraction, const MmaTile &t
   // Vector operands: each thread copies whole runs; a run is inside the matrix or wholly
   // outside it (the extent along the run is a multiple of it), and outside is zero-filled.
   auto vectorRuns = [&](const Operand &o) { return o.extent * tile.bk / run / threads; };
+  // Where run u of a thread starts in a slice of k-contiguous rows (copied or narrowed).
+  auto runPositionK = [&](const std::string &indent) {
+    out << indent << "const int e = tid + u * " << threads << ";\n";
+    out << indent << "const int kk = (e % " << tile.bk / run << ") * " << run << ", ii = e / " << tile.bk / run << ";\n";
+  };
   auto issueVector = [&](const Operand &o, const char *stage, const char *k, const std::string &indent) {
     out << indent << "#pragma unroll\n" << indent << "for (int u = 0; u < " << vectorRuns(o) << "; ++u) {\n";
-    out << indent << "  const int e = tid + u * " << threads << ";\n";
     if (o.staging == Staging::VectorK) {
-      out << indent << "  const int kk = (e % " << tile.bk / run << ") * " << run << ", ii = e / " << tile.bk / run << ";\n";
+      runPositionK(indent + "  ");
       out << indent << "  " << v(o.indexVar) << " = " << o.base << " + ii; " << v(spec.r) << " = " << k << " + kk;\n";
       out << indent << "  const bool valid = " << v(o.indexVar) << " < " << o.limit << "LL && " << v(spec.r)
           << " < " << spec.k << "LL;\n";
       out << indent << "  sn_cp_async16(&" << o.shared << "[" << stage << "][ii][kk], valid ? b" << o.load->id
           << " + " << printer.expr(o.load->operands[0]) << " : b" << o.load->id << ", valid);\n";
     } else {
+      out << indent << "  const int e = tid + u * " << threads << ";\n";
       out << indent << "  const int jj = (e % " << o.extent / run << ") * " << run << ", kk = e / " << o.extent / run << ";\n";
       out << indent << "  " << v(o.indexVar) << " = " << o.base << " + jj; " << v(spec.r) << " = " << k << " + kk;\n";
       out << indent << "  const bool valid = " << v(o.indexVar) << " < " << o.limit << "LL && " << v(spec.r)
@@ -390,13 +380,9 @@ std::string printMmaContraction(const Contraction &contraction, const MmaTile &t
           << scalarRuns(o) * runLength(o) << "];\n";
   // Narrowed vectors: the same runs as a vector along k, read as two float4 into registers and
   // rounded when stored (cvt.rn, as the expression's cast does).
-  auto runPositionK = [&](const Operand &o, const std::string &indent) {
-    out << indent << "const int e = tid + u * " << threads << ";\n";
-    out << indent << "const int kk = (e % " << tile.bk / 8 << ") * 8, ii = e / " << tile.bk / 8 << ";\n";
-  };
   auto loadNarrowed = [&](const Operand &o, const char *k, const std::string &indent) {
     out << indent << "#pragma unroll\n" << indent << "for (int u = 0; u < " << vectorRuns(o) << "; ++u) {\n";
-    runPositionK(o, indent + "  ");
+    runPositionK(indent + "  ");
     out << indent << "  " << v(o.indexVar) << " = " << o.base << " + ii; " << v(spec.r) << " = " << k << " + kk;\n";
     out << indent << "  if (" << v(o.indexVar) << " < " << o.limit << "LL && " << v(spec.r) << " < " << spec.k
         << "LL) {\n";
@@ -413,7 +399,7 @@ std::string printMmaContraction(const Contraction &contraction, const MmaTile &t
     };
     std::string first = std::string(o.registers) + "[2 * u]", second = std::string(o.registers) + "[2 * u + 1]";
     out << indent << "#pragma unroll\n" << indent << "for (int u = 0; u < " << vectorRuns(o) << "; ++u) {\n";
-    runPositionK(o, indent + "  ");
+    runPositionK(indent + "  ");
     out << indent << "  *reinterpret_cast<uint4 *>(&" << o.shared << "[" << stage << "][ii][kk]) = uint4{"
         << pair(first + ".x", first + ".y") << ", " << pair(first + ".z", first + ".w") << ", "
         << pair(second + ".x", second + ".y") << ", " << pair(second + ".z", second + ".w") << "};\n";
