@@ -59,11 +59,12 @@ sys.path.insert(0, str(ROOT / "test" / "gpu"))
 import gpu_vs_torch as bench  # noqa: E402  (sinter on the command line, budget, SIGTERM)
 import run_gpu_suite as suite  # noqa: E402  (CUDA-event timing, relative errors)
 
-PRECISIONS = ("fp32", "fp32-simt", "fp16", "bf16")
-# fp32-simt: fp32 with --fp32-contractions simt (the f32 FMA kernel instead of tf32 pairs on the
-# tensor cores), for the two side by side; it stores, rounds and checks like fp32.
+# The precisions a case can run at, with their `sinter compile` flags. fp32-simt: fp32 with
+# --fp32-contractions simt (the f32 FMA kernel instead of tf32 pairs on the tensor cores), for
+# the two side by side; it stores, rounds and checks like fp32.
 SINTER_FLAGS = {"fp32": [], "fp32-simt": ["--fp32-contractions", "simt"],
                 "fp16": ["--precision", "fp16"], "bf16": ["--precision", "bf16"]}
+PRECISIONS = tuple(SINTER_FLAGS)
 STORAGE = {"fp32": "fp32", "fp32-simt": "fp32", "fp16": "fp16", "bf16": "bf16"}
 L2_TOLERANCE = {"fp32": 1e-5, "fp16": 1e-3, "bf16": 1e-2}
 OPSET = 17
