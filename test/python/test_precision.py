@@ -155,6 +155,12 @@ def test_bad_precision_is_a_user_error(flags, message, tmp_path):
     assert message in result.stderr
 
 
+def tensor_core_headers(source):
+    """The header comment of every tensor-core kernel in an --emit-source folder."""
+    return [line for path in sorted(source.glob("fused_*.cu"))
+            for line in path.read_text().splitlines() if "contraction on tensor cores" in line]
+
+
 def test_16_bit_matmuls_stage_operands_by_their_reads(tmp_path):
     """In a transformer stored in f16 at a batch that fills the GPU, the tensor-core kernels copy
     16-bit activations and weights as 16-byte runs (along k, or along n for row-major weights),
@@ -163,18 +169,17 @@ def test_16_bit_matmuls_stage_operands_by_their_reads(tmp_path):
     st.run_cli(["compile", st.MODELS_DIR / "bert_tiny.onnx", "--target", "cuda", "--arch",
                 "sm_90", "--dim", "batch=64", "--dim", "seq=64", "--precision", "fp16",
                 "--emit-source", source, "-o", tmp_path / "model.so"])
-    stagings = [line.split("in flight; ")[1] for path in sorted(source.glob("fused_*.cu"))
-                for line in path.read_text().splitlines() if "contraction on tensor cores" in line]
+    stagings = [header.split("in flight; ")[1] for header in tensor_core_headers(source)]
     assert "lhs narrowed vector along k, rhs vector along n" in stagings, stagings
     assert "lhs vector along k, rhs vector along n" in stagings, stagings
 
 
-@pytest.mark.parametrize("flags,kernel,instruction", [
-    ([], "f32 operands as tf32 pairs, three products", "cvt.rna.tf32.f32"),
-    (["--precision", "tf32"], "f32 operands rounded to tf32", "cvt.rna.tf32.f32"),
-    (["--fp32-contractions", "simt"], None, None),
+@pytest.mark.parametrize("flags,kernel", [
+    ([], "f32 operands as tf32 pairs, three products"),
+    (["--precision", "tf32"], "f32 operands rounded to tf32"),
+    (["--fp32-contractions", "simt"], None),
 ])
-def test_fp32_contractions_choose_their_kernel(flags, kernel, instruction, tmp_path):
+def test_fp32_contractions_choose_their_kernel(flags, kernel, tmp_path):
     """At fp32 a transformer's contractions run on tensor cores as tf32 pairs (fp32 accuracy),
     with --precision tf32 on single tf32 roundings, and with --fp32-contractions simt on the f32
     FMA kernel; inspect --plan names the choice per kernel."""
@@ -183,8 +188,7 @@ def test_fp32_contractions_choose_their_kernel(flags, kernel, instruction, tmp_p
     st.run_cli(["compile", st.MODELS_DIR / "bert_tiny.onnx", "--target", "cuda", "--arch",
                 "sm_90", "--dim", "batch=64", "--dim", "seq=64", *flags,
                 "--emit-source", source, "-o", library])
-    headers = [line for path in sorted(source.glob("fused_*.cu"))
-               for line in path.read_text().splitlines() if "contraction on tensor cores" in line]
+    headers = tensor_core_headers(source)
     plan = st.run_cli(["inspect", library, "--plan"]).stdout
     if kernel is None:
         assert headers == [], headers
@@ -194,6 +198,6 @@ def test_fp32_contractions_choose_their_kernel(flags, kernel, instruction, tmp_p
     # The f32 GEMMs by row-major weights copy both operands as 16-byte runs.
     assert any("lhs vector along k, rhs vector along n" in header for header in headers), headers
     ptx = (source / "module.sm_90.ptx").read_text()
-    assert instruction in ptx and "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32" in ptx
+    assert "cvt.rna.tf32.f32" in ptx and "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32" in ptx
     name = "tf32x3" if not flags else "tf32"
     assert f"cuda-c tensor-core {name}" in plan
