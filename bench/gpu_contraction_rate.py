@@ -3,7 +3,7 @@
 and bf16, with the models' per-kernel overheads out of the picture.
 
     python3 bench/gpu_contraction_rate.py --bin DIR --out DIR [--cases REGEX]
-        [--precisions fp32 fp32-simt fp16 bf16] [--budget S] [--list] [--no-gpu]
+        [--precisions fp32 fp32-simt fp16 bf16 fp32@96x128 ...] [--budget S] [--list] [--no-gpu]
 
 Runs on the GPU machine (scripts/device/contraction.sh unpacks the portable binaries and calls
 this; docs/performance.md has the method). Each case is a one-contraction ONNX model with the
@@ -15,7 +15,9 @@ partial tile on every edge:
   BatchMatMul BxMxKxN         A[B,M,K] x B[B,K,N], both inputs (attention's two products)
   Conv KxK CIN->COUT HxW bN   X[N,CIN,H,W] (input) * W (initializer) + bias, padding K/2
 
-For each case and precision (sinter compile --precision; torch in that dtype, TF32 off at fp32):
+For each case and precision (sinter compile --precision; torch in that dtype, TF32 off at fp32;
+a precision with a tile, such as fp32@96x128, adds `--tensor-core-tile 96x128`, for sweeping
+the tensor-core tiles; its reference and torch's time are those of its precision):
 
   1. every artifact is compiled first (`sinter compile --target cuda --arch sm_90`, --jobs at a
      time), so no compile competes with a timing;
@@ -78,6 +80,29 @@ def round_to_bf16(values):
     return rounded.view(np.float32)
 
 
+def split_precision(precision):
+    """'fp32@96x128' -> ('fp32', '96x128'); 'fp16' -> ('fp16', None)."""
+    name, _, tile = precision.partition("@")
+    return name, tile or None
+
+
+def sinter_flags(precision):
+    name, tile = split_precision(precision)
+    return SINTER_FLAGS[name] + (["--tensor-core-tile", tile] if tile else [])
+
+
+def storage(precision):
+    return STORAGE[split_precision(precision)[0]]
+
+
+def precision_argument(text):
+    name, tile = split_precision(text)
+    if name not in SINTER_FLAGS or (tile is not None and not re.fullmatch(r"\d+x\d+", tile)):
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: use one of {', '.join(PRECISIONS)}, optionally with @ROWSxCOLUMNS")
+    return text
+
+
 def round_to(values, precision):
     """`values` (float32) as the storage type of `precision` holds them, in float32; values
     already in float16 (a case stored in 16 bits end to end) stay as they are."""
@@ -120,7 +145,7 @@ class Case:
 
     def precisions(self, requested):
         """The precisions this case runs at: a float16 model only at fp16."""
-        return [p for p in requested if p == "fp16"] if self.half else list(requested)
+        return [p for p in requested if storage(p) == "fp16"] if self.half else list(requested)
 
     @property
     def flops(self):
@@ -274,6 +299,9 @@ CASES = [
     matmul(4096, 3072, 768, "BERT-base b32: FFN out"),
     matmul(4096, 768, 768, "BERT-base b32: attention output projection"),
     matmul(6304, 768, 2304, "ViT-B/16 b32: QKV projection"),
+    matmul(6304, 768, 3072, "ViT-B/16 b32: MLP in"),
+    matmul(6304, 3072, 768, "ViT-B/16 b32: MLP out"),
+    matmul(6304, 768, 768, "ViT-B/16 b32: attention output projection"),
     transposed(197, 32, 768, 2304, "ViT-B/16 b32: QKV projection of the sequence-first input"),
     batched(384, 128, 64, 128, "BERT-base b32: attention scores Q.K^T (32 x 12 heads)"),
     batched(384, 128, 128, 64, "BERT-base b32: attention probabilities . V"),
@@ -281,6 +309,9 @@ CASES = [
     conv(1, 256, 64, 56, 32, "ResNet-50 b32: layer1 1x1 reduce"),
     conv(3, 256, 256, 14, 32, "ResNet-50 b32: layer3 3x3"),
     conv(7, 3, 64, 224, 32, "ResNet-50 b32: stem", stride=2),
+    conv(3, 512, 512, 7, 32, "ResNet-50 b32: layer4 3x3"),
+    conv(1, 2048, 512, 7, 32, "ResNet-50 b32: layer4 1x1 reduce"),
+    conv(1, 512, 2048, 7, 32, "ResNet-50 b32: layer4 1x1 expand"),
     matmul(197, 768, 3072, "ViT-B/16 b1: MLP in"),
     matmul(197, 3072, 768, "ViT-B/16 b1: MLP out"),
     transposed(197, 1, 768, 2304, "ViT-B/16 b1: QKV projection of the sequence-first input"),
@@ -341,7 +372,7 @@ class ContractionBench(bench.BudgetedRun):
                 for target, flags in targets:
                     artifact = folder / f"{precision}-{target}.so"
                     command = [self.sinter, "compile", path, *flags, "-o", artifact, "--force"]
-                    command += SINTER_FLAGS[precision]
+                    command += sinter_flags(precision)
                     futures[(case.name, precision, target)] = pool.submit(
                         self.compile_one, command, artifact)
         return futures
@@ -353,6 +384,7 @@ class ContractionBench(bench.BudgetedRun):
     def run_case(self, case, futures):
         inputs, constants = case.values()
         folder = self.work / case.slug
+        shared = {}  # per storage type: the reference and torch's side, measured once
         for precision in case.precisions(self.args.precisions):
             row = next(r for r in self.rows if r["case"] == case.name and
                        r["precision"] == precision)
@@ -363,7 +395,8 @@ class ContractionBench(bench.BudgetedRun):
                 continue
             row["status"] = "running"
             try:
-                self.run_row(case, row, folder, inputs, constants, futures)
+                self.run_row(case, row, folder, inputs, constants, futures,
+                             shared.setdefault(storage(precision), {}))
             except Exception:  # noqa: BLE001
                 self.fail(row, "error", traceback.format_exc(limit=3))
             if row["status"] == "running":
@@ -373,21 +406,29 @@ class ContractionBench(bench.BudgetedRun):
                      f"{fmt(row.get('torch_ms'), '{:.4f}')} ms, {row['status']}")
             self.save()
 
-    def run_row(self, case, row, folder, inputs, constants, futures):
-        precision = row["precision"]
-        rounded_inputs = {name: round_to(a, STORAGE[precision]) for name, a in inputs.items()}
-        rounded_constants = {name: round_to(a, STORAGE[precision]) for name, a in constants.items()}
-        started = time.time()
-        reference = case.reference(rounded_inputs, rounded_constants)
-        row["reference_s"] = round(time.time() - started, 2)
-        self.sinter_side(case, row, folder, rounded_inputs, reference, futures)
+    def run_row(self, case, row, folder, inputs, constants, futures, shared):
+        """`shared` holds what rows of one storage type have in common (the rounded values, the
+        reference, torch's measurements), filled by the first of them."""
+        kind = storage(row["precision"])
+        if "reference" not in shared:
+            shared["inputs"] = {name: round_to(a, kind) for name, a in inputs.items()}
+            shared["constants"] = {name: round_to(a, kind) for name, a in constants.items()}
+            started = time.time()
+            shared["reference"] = case.reference(shared["inputs"], shared["constants"])
+            shared["reference_s"] = round(time.time() - started, 2)
+        row["reference_s"] = shared["reference_s"]
+        reference = shared["reference"]
+        self.sinter_side(case, row, folder, shared["inputs"], reference, futures)
         if self.args.no_gpu:
             row["torch_note"] = "not run: --no-gpu"
+        elif "torch" in shared:
+            row.update(shared["torch"])
         elif self.remaining() <= 0:
             self.fail(row, "torch_error", "not run: the time budget is spent")
         else:
             try:
-                self.torch_side(case, row, rounded_inputs, rounded_constants, reference)
+                self.torch_side(case, row, shared["inputs"], shared["constants"], reference)
+                shared["torch"] = {key: row[key] for key in row if key.startswith("torch_")}
             except Exception:  # noqa: BLE001
                 self.fail(row, "torch_error", traceback.format_exc(limit=2))
         if row.get("sinter_ms") and row.get("torch_ms"):
@@ -416,7 +457,7 @@ class ContractionBench(bench.BudgetedRun):
                                    f"{None if actual is None else list(actual.shape)}, expected "
                                    f"{list(reference.shape)}")
             row["max_rel_err"], row["rel_l2_err"] = suite.relative_errors(actual, reference)
-            tolerance = L2_TOLERANCE[STORAGE[precision]]
+            tolerance = L2_TOLERANCE[storage(precision)]
             row["check"] = "ok" if row["rel_l2_err"] <= tolerance else \
                 f"fail: relative L2 error {row['rel_l2_err']:.3g} > {tolerance:g}"
             if row["check"] != "ok":
@@ -435,7 +476,7 @@ class ContractionBench(bench.BudgetedRun):
         import torch
 
         dtype = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[
-            STORAGE[row["precision"]]]
+            storage(row["precision"])]
         tensors = {name: torch.from_numpy(array).to("cuda", dtype)
                    for name, array in {**inputs, **constants}.items()}
         call = case.torch_call(tensors)
@@ -546,7 +587,10 @@ def main():
     bench.add_run_arguments(parser, "contraction")
     parser.add_argument("--cases", default=None, metavar="REGEX",
                         help="run the cases whose 'name (origin)' this matches (case-insensitive)")
-    parser.add_argument("--precisions", nargs="+", choices=PRECISIONS, default=list(PRECISIONS))
+    parser.add_argument("--precisions", nargs="+", type=precision_argument,
+                        default=list(PRECISIONS), metavar="PRECISION[@ROWSxCOLUMNS]",
+                        help=f"{', '.join(PRECISIONS)} (default: all), each optionally with a "
+                             "tensor-core tile")
     parser.add_argument("--budget", type=float, default=480,
                         help="seconds: no case starts after this, and waits on sinter end by "
                              f"budget + {bench.GRACE_S} s (default 480; contraction.sh kills at "

@@ -26,7 +26,7 @@ order puts the batch-1 rows first, each model's fp32 row before its fp16 row). F
      reference: max |a-b| / max |b| <= 1e-4 and ||a-b|| / ||b|| <= 1e-4 at fp32, relative L2
      <= 1e-2 at fp16 (max rel err is then reported, not required). Only an artifact that passes
      is timed, with `sinter bench` (CUDA graph replay, the same event method), then
-     `sinter bench --per-step` for the slowest kernels;
+     `sinter bench --per-step` for each kernel alone (all of them in bench.json);
   5. computes the hardware floor of the row: max(FLOP / measured matmul rate, bytes / measured
      copy bandwidth), FLOP counted by torch's FlopCounterMode, bytes the weights plus the input
      and output (the least any system must move), 2 bytes per weight at fp16; the rates are
@@ -140,13 +140,12 @@ def sinter_latency(sinter, artifact, warmup, iterations, timeout):
     return json.loads(stdout)["latency_ms"]
 
 
-def sinter_steps(sinter, artifact, timeout, keep=10):
-    """(sum of the steps' ms, the `keep` slowest steps): each step of the plan run alone
-    (`sinter bench --per-step`, no graph)."""
+def sinter_steps(sinter, artifact, timeout):
+    """Each step of the plan run alone (`sinter bench --per-step`, no graph), in plan order:
+    [{"name", "ms"}]."""
     stdout, _ = run_sinter([sinter, "bench", artifact, "--warmup", 3, "--iterations", 20,
                             "--per-step", "--json"], timeout)
-    steps = json.loads(stdout)["steps"]
-    return sum(step["ms"] for step in steps), sorted(steps, key=lambda step: -step["ms"])[:keep]
+    return json.loads(stdout)["steps"]
 
 
 def example_input(name, batch):
@@ -421,6 +420,8 @@ class Bench(BudgetedRun):
         self.save()
 
         systems = [("eager", None), ("default", "default"), ("reduce-overhead", "reduce-overhead")]
+        if self.args.eager_only:
+            systems = systems[:1]
         for system, mode in systems:
             if self.remaining() < (TORCH_COMPILE_MIN_S if mode else 0):
                 self.fail(row, f"{system}_error", "not run: the time budget is spent")
@@ -495,10 +496,13 @@ class Bench(BudgetedRun):
         plans.mkdir(exist_ok=True)
         plan = run_sinter([self.sinter, "inspect", artifact, "--plan"], self.wait_limit(60))[0]
         (plans / f"{row['model']}-b{row['batch']}-{row['precision']}.txt").write_text(plan)
-        # Where sinter's time goes: each kernel run alone (no graph), the ten slowest.
+        # Where sinter's time goes: each kernel run alone (no graph); all of them, and the ten
+        # slowest for a quick look.
         if self.remaining() > 0:
-            row["sinter_steps_ms"], row["sinter_slowest_steps"] = sinter_steps(
-                self.sinter, artifact, self.wait_limit(300))
+            steps = sinter_steps(self.sinter, artifact, self.wait_limit(300))
+            row["sinter_steps"] = steps
+            row["sinter_steps_ms"] = sum(step["ms"] for step in steps)
+            row["sinter_slowest_steps"] = sorted(steps, key=lambda step: -step["ms"])[:10]
 
     # The whole run.
 
@@ -636,6 +640,9 @@ def main():
                         help="more `sinter compile` flags for every row, one string (an ablation: "
                              "--sinter-flags '--disable-pass merge-sibling-matmuls'); recorded in "
                              "bench.json")
+    parser.add_argument("--eager-only", action="store_true",
+                        help="time torch eager only, not torch.compile (a quicker check of "
+                             "sinter's side; the table's torch.compile columns stay empty)")
     parser.add_argument("--list", action="store_true", help="print the rows in order and stop")
     parser.add_argument("--markdown", metavar="BENCH_JSON",
                         help="print the table of an earlier run's bench.json as markdown and stop")

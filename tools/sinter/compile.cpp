@@ -10,7 +10,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <array>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -29,6 +31,7 @@ struct CompileFlags {
   std::string precision = "fp32";
   std::string emitSource;
   std::string fp32Contractions = "tensor-core";
+  std::string tensorCoreTile;
   std::string dumpIrAfter;
   std::vector<std::string> disabledPasses;
   bool printPipeline = false;
@@ -61,10 +64,23 @@ DType parsePrecision(const std::string &precision, package::Target target,
     if (target != package::Target::Cuda)
       userError("--precision tf32 is a CUDA tensor-core mode; with --target cpu use fp32, fp16 "
                 "or bf16");
+    if (fp32 == codegen::TargetOptions::Fp32Contractions::Simt)
+      userError("--precision tf32 rounds the operands of f32 contractions for the tensor cores; "
+                "it cannot go with --fp32-contractions simt");
     fp32 = codegen::TargetOptions::Fp32Contractions::Tf32;
     return DType::Float32;
   }
   userError("unknown --precision '", precision, "'; use fp32, tf32, fp16 or bf16");
+}
+
+/// --tensor-core-tile ROWSxCOLUMNS.
+std::array<int, 2> parseTile(const std::string &text) {
+  int rows = 0, columns = 0;
+  char separator = 0, rest = 0;
+  if (std::sscanf(text.c_str(), "%d%c%d%c", &rows, &separator, &columns, &rest) != 3 ||
+      separator != 'x' || rows <= 0 || columns <= 0)
+    userError("--tensor-core-tile '", text, "' is not ROWSxCOLUMNS, such as 128x128");
+  return {rows, columns};
 }
 
 void runCompile(const CompileFlags &flags) {
@@ -103,6 +119,11 @@ void runCompile(const CompileFlags &flags) {
     options.target.fp32Contractions = codegen::TargetOptions::Fp32Contractions::Simt;
   else
     userError("unknown --fp32-contractions '", flags.fp32Contractions, "'; use tensor-core or simt");
+  if (!flags.tensorCoreTile.empty()) {
+    if (options.target.target != package::Target::Cuda)
+      userError("--tensor-core-tile chooses the CUDA tensor-core tile; it has no meaning with --target cpu");
+    options.target.tensorCoreTile = parseTile(flags.tensorCoreTile);
+  }
   options.pipeline.precision = parsePrecision(flags.precision, options.target.target,
                                               options.target.fp32Contractions);
   options.pipeline.disabled.insert(flags.disabledPasses.begin(), flags.disabledPasses.end());
@@ -153,6 +174,10 @@ Command addCompileCommand(CLI::App &parent) {
                       "CUDA, sm_80+: f32 contractions on tensor-core (default: operands as tf32 "
                       "pairs, fp32 accuracy) or simt (f32 FMA); docs/precision.md")
       ->capture_default_str();
+  command->add_option("--tensor-core-tile", flags->tensorCoreTile,
+                      "CUDA: every tensor-core contraction uses this block tile (ROWSxCOLUMNS, "
+                      "e.g. 96x128) instead of the one sinter chooses; for tuning and ablations")
+      ->type_name("ROWSxCOLUMNS");
   command->add_option("--emit-source", flags->emitSource, "Write the generated code, kernel by kernel, here")
       ->type_name("DIR");
   command->add_option("--dump-ir-after", flags->dumpIrAfter, "Print the IR after PASS (or all) to stderr")

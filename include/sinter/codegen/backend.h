@@ -11,7 +11,9 @@
 #include "sinter/codegen/lowering.h"
 #include "sinter/package/manifest.h"
 
+#include <array>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +35,10 @@ struct TargetOptions {
   /// kernel (--fp32-contractions simt). docs/precision.md has the measurements.
   enum class Fp32Contractions { Tf32x3, Tf32, Simt };
   Fp32Contractions fp32Contractions = Fp32Contractions::Tf32x3;
+  /// CUDA tensor-core contractions: when set, every one of them uses this block tile (rows,
+  /// columns; one of the generator's tiles) instead of the one it would choose
+  /// (--tensor-core-tile, for tuning and ablations).
+  std::optional<std::array<int, 2>> tensorCoreTile;
   /// When set, every generated source (CUDA C, PTX, SASS listing, LLVM IR, assembly) is written
   /// here, kernel by kernel.
   std::string emitSourceDirectory;

@@ -71,7 +71,7 @@ public:
     }
     std::optional<cuda::MmaTile> mmaTile;
     if (operands)
-      mmaTile = cuda::chooseMmaTile(contraction->spec, *operands);
+      mmaTile = cuda::chooseMmaTile(contraction->spec, *operands, options_.tensorCoreTile);
     if (mmaTile && cuda::fitsGrid(contraction->spec, mmaTile->bm, mmaTile->bn)) {
       source = cuda::printMmaContraction(*contraction, *mmaTile, *operands, launch);
       generator = std::string("cuda-c tensor-core ") + cuda::mmaOperandsName(*operands);

@@ -81,7 +81,9 @@ std::optional<MmaOperands> mmaOperands(const ContractionSpec &spec, TargetOption
 /// than the smallest tile); for 16-bit operands the smallest when it gives at least half of
 /// them one; nullopt when even that leaves SMs idle (the f32 tiled kernel, which splits the
 /// reduction within its blocks, does better there).
-std::optional<MmaTile> chooseMmaTile(const ContractionSpec &spec, MmaOperands operands);
+/// `forced` (rows, columns) names the tile to use instead; a size no tile has is a user error.
+std::optional<MmaTile> chooseMmaTile(const ContractionSpec &spec, MmaOperands operands,
+                                     const std::optional<std::array<int, 2>> &forced = std::nullopt);
 
 /// The tensor-core kernel's CUDA C (mma.sync needs sm_80 or newer) and its launch shape.
 std::string printMmaContraction(const Contraction &contraction, const MmaTile &tile,

@@ -28,6 +28,8 @@
 
 #include "cuda_source.h"
 
+#include "sinter/support/error.h"
+
 #include <sstream>
 
 namespace sinter::codegen::cuda {
@@ -104,10 +106,21 @@ const Expr *narrowedLoad(const ExprRef &value, DType half, int variable, int64_t
   return vectorLoad(rounded->operands[0], DType::Float32, 8, variable, extent);
 }
 
-constexpr MmaTile kMmaTiles[] = {
-    {128, 128, 32, 2, 4}, // 8 warps, each 64x32: 4x4 mma tiles
-    {64, 64, 32, 2, 2},   // 4 warps, each 32x32: 2x4
-    {32, 64, 32, 1, 2},   // 2 warps, each 32x32
+/// A tile and its rate: outputs per unit time of an SM busy with such blocks, relative to the
+/// 128x128 tile's (smaller warp tiles read more shared memory per mma; fewer warps hide less
+/// latency).
+struct TileRate {
+  MmaTile tile;
+  double rate;
+};
+
+constexpr TileRate kMmaTiles[] = {
+    {{128, 128, 32, 2, 4}, 1.0},  // 8 warps, each 64x32: 4x4 mma tiles
+    {{96, 128, 32, 2, 4}, 0.92},  // 8 warps, each 48x32: 3x4
+    {{128, 64, 32, 2, 2}, 0.95},  // 4 warps, each 64x32
+    {{64, 128, 32, 1, 4}, 0.95},  // 4 warps, each 64x32
+    {{64, 64, 32, 2, 2}, 0.8},    // 4 warps, each 32x32: 2x4
+    {{32, 64, 32, 1, 2}, 0.65},   // 2 warps, each 32x32
 };
 
 /// A block per SM at least: the H100/H200 has 132.
@@ -169,27 +182,46 @@ std::optional<MmaOperands> mmaOperands(const ContractionSpec &spec, TargetOption
   return std::nullopt;
 }
 
-std::optional<MmaTile> chooseMmaTile(const ContractionSpec &spec, MmaOperands operands) {
+std::optional<MmaTile> chooseMmaTile(const ContractionSpec &spec, MmaOperands operands,
+                                     const std::optional<std::array<int, 2>> &forced) {
   // A slice is 32 bytes of reduction per row either way: 32 16-bit steps or 16 f32 ones.
   auto sized = [&](MmaTile tile) {
     tile.bk = tile.bk * 2 / formatOf(operands).bytes;
     return tile;
   };
+  if (forced) {
+    std::string known;
+    for (const auto &[tile, rate] : kMmaTiles) {
+      if (tile.bm == (*forced)[0] && tile.bn == (*forced)[1])
+        return sized(tile);
+      known += (known.empty() ? "" : ", ") + std::to_string(tile.bm) + "x" + std::to_string(tile.bn);
+    }
+    userError("--tensor-core-tile ", (*forced)[0], "x", (*forced)[1], " is not a tensor-core tile; use one of ", known);
+  }
   auto blocks = [&](const MmaTile &tile) { return ceilDiv(spec.m, tile.bm) * ceilDiv(spec.n, tile.bn) * spec.batch; };
-  // Outputs computed, padding included: a 128x128 tile over an attention head's 64 x 16 scores
-  // multiplies sixteen times what it keeps.
-  auto padded = [&](const MmaTile &tile) { return blocks(tile) * tile.bm * tile.bn; };
-  int64_t leastPadded = padded(kMmaTiles[std::size(kMmaTiles) - 1]);
-  for (const MmaTile &tile : kMmaTiles)
-    if (blocks(tile) >= kEnoughBlocks && padded(tile) * 4 <= leastPadded * 5)
-      return sized(tile);
+  // The time of the grid, in units of one 128x128 block's: the blocks are dealt evenly to the
+  // SMs, so the busiest SM runs ceil(blocks / SMs) of them, each bm x bn outputs at the tile's
+  // rate. Padding counts (a 128x128 tile over an attention head's 64 x 16 scores multiplies
+  // sixteen times what it keeps), and so does the last round's idle SMs: on 132 SMs, ViT-B/16
+  // b32's MLP-out (6304 x 768 outputs) is 300 blocks of 128x128, three rounds of which the last
+  // is a quarter full, against 396 blocks of 96x128, three full rounds.
+  auto time = [&](const TileRate &candidate) {
+    const MmaTile &tile = candidate.tile;
+    return double(ceilDiv(blocks(tile), kEnoughBlocks)) * tile.bm * tile.bn / (128.0 * 128.0) / candidate.rate;
+  };
+  const TileRate *best = nullptr;
+  for (const TileRate &candidate : kMmaTiles)
+    if (blocks(candidate.tile) >= kEnoughBlocks && (!best || time(candidate) < time(*best)))
+      best = &candidate;
+  if (best)
+    return sized(best->tile);
   // Without a split of the reduction, a grid that leaves most SMs idle walks the whole of k
   // on a few of them: a classifier's or a late convolution's 16 tiles over k = 4608 took
   // longer on tensor cores than the f32 kernel, which splits k across slices of its block.
   // tf32 pairs gain less over the f32 kernel (1.4x on large GEMMs, against 5x for 16-bit
   // operands): a ViT-B/16 b1 MLP-out GEMM (197x3072x768, 84 tiles) took 0.132 ms on them
   // against 0.106 ms on the f32 kernel's k-slices, so they need every SM busy.
-  const MmaTile &smallest = kMmaTiles[std::size(kMmaTiles) - 1];
+  const MmaTile &smallest = kMmaTiles[std::size(kMmaTiles) - 1].tile;
   bool sixteenBit = operands == MmaOperands::Float16 || operands == MmaOperands::BFloat16;
   if (sixteenBit && blocks(smallest) >= kEnoughBlocks / 2)
     return sized(smallest);
@@ -290,23 +322,31 @@ std::string printMmaContraction(const Contraction &contraction, const MmaTile &t
 
   // Vector operands: each thread copies whole runs; a run is inside the matrix or wholly
   // outside it (the extent along the run is a multiple of it), and outside is zero-filled.
-  auto vectorRuns = [&](const Operand &o) { return o.extent * tile.bk / run / threads; };
-  // Where run u of a thread starts in a slice of k-contiguous rows (copied or narrowed).
-  auto runPositionK = [&](const std::string &indent) {
+  // A slice's runs are dealt to the threads in turn; where they do not divide evenly (a 96-row
+  // tile), the threads past the last run skip their final turn.
+  auto runIndex = [&](int runs, const std::string &indent) {
     out << indent << "const int e = tid + u * " << threads << ";\n";
+    if (runs % threads != 0)
+      out << indent << "if (e >= " << runs << ") break;\n";
+  };
+  auto vectorRunCount = [&](const Operand &o) { return o.extent * tile.bk / run; };
+  auto vectorRuns = [&](const Operand &o) { return ceilDiv(vectorRunCount(o), threads); };
+  // Where run u of a thread starts in a slice of k-contiguous rows (copied or narrowed).
+  auto runPositionK = [&](const Operand &o, const std::string &indent) {
+    runIndex(vectorRunCount(o), indent);
     out << indent << "const int kk = (e % " << tile.bk / run << ") * " << run << ", ii = e / " << tile.bk / run << ";\n";
   };
   auto issueVector = [&](const Operand &o, const char *stage, const char *k, const std::string &indent) {
     out << indent << "#pragma unroll\n" << indent << "for (int u = 0; u < " << vectorRuns(o) << "; ++u) {\n";
     if (o.staging == Staging::VectorK) {
-      runPositionK(indent + "  ");
+      runPositionK(o, indent + "  ");
       out << indent << "  " << v(o.indexVar) << " = " << o.base << " + ii; " << v(spec.r) << " = " << k << " + kk;\n";
       out << indent << "  const bool valid = " << v(o.indexVar) << " < " << o.limit << "LL && " << v(spec.r)
           << " < " << spec.k << "LL;\n";
       out << indent << "  sn_cp_async16(&" << o.shared << "[" << stage << "][ii][kk], valid ? b" << o.load->id
           << " + " << printer.expr(o.load->operands[0]) << " : b" << o.load->id << ", valid);\n";
     } else {
-      out << indent << "  const int e = tid + u * " << threads << ";\n";
+      runIndex(vectorRunCount(o), indent + "  ");
       out << indent << "  const int jj = (e % " << o.extent / run << ") * " << run << ", kk = e / " << o.extent / run << ";\n";
       out << indent << "  " << v(o.indexVar) << " = " << o.base << " + jj; " << v(spec.r) << " = " << k << " + kk;\n";
       out << indent << "  const bool valid = " << v(o.indexVar) << " < " << o.limit << "LL && " << v(spec.r)
@@ -326,13 +366,14 @@ std::string printMmaContraction(const Contraction &contraction, const MmaTile &t
   // (16-bit patterns, or f32 to narrow when stored), so that no conversion waits on a load
   // before the next load is issued.
   auto runLength = [&](const Operand &o) { return o.unitStrideK ? (format.tf32() ? 1 : 2) : run; };
-  auto scalarRuns = [&](const Operand &o) { return o.extent * tile.bk / runLength(o) / threads; };
+  auto scalarRunCount = [&](const Operand &o) { return o.extent * tile.bk / runLength(o); };
+  auto scalarRuns = [&](const Operand &o) { return ceilDiv(scalarRunCount(o), threads); };
   auto readsBits = [&](const Operand &o) {
     return !format.tf32() && o.value->kind == ExprKind::Cast && o.value->operands[0]->type == format.stored;
   };
   auto runPosition = [&](const Operand &o, const std::string &indent) {
     int length = runLength(o), perRow = tile.bk / length;
-    out << indent << "const int e = tid + u * " << threads << ";\n";
+    runIndex(scalarRunCount(o), indent);
     if (o.unitStrideK)
       out << indent << "const int kk = (e % " << perRow << ") * " << length << ", ii = e / " << perRow << ";\n";
     else
@@ -382,7 +423,7 @@ std::string printMmaContraction(const Contraction &contraction, const MmaTile &t
   // rounded when stored (cvt.rn, as the expression's cast does).
   auto loadNarrowed = [&](const Operand &o, const char *k, const std::string &indent) {
     out << indent << "#pragma unroll\n" << indent << "for (int u = 0; u < " << vectorRuns(o) << "; ++u) {\n";
-    runPositionK(indent + "  ");
+    runPositionK(o, indent + "  ");
     out << indent << "  " << v(o.indexVar) << " = " << o.base << " + ii; " << v(spec.r) << " = " << k << " + kk;\n";
     out << indent << "  if (" << v(o.indexVar) << " < " << o.limit << "LL && " << v(spec.r) << " < " << spec.k
         << "LL) {\n";
@@ -399,7 +440,7 @@ std::string printMmaContraction(const Contraction &contraction, const MmaTile &t
     };
     std::string first = std::string(o.registers) + "[2 * u]", second = std::string(o.registers) + "[2 * u + 1]";
     out << indent << "#pragma unroll\n" << indent << "for (int u = 0; u < " << vectorRuns(o) << "; ++u) {\n";
-    runPositionK(indent + "  ");
+    runPositionK(o, indent + "  ");
     out << indent << "  *reinterpret_cast<uint4 *>(&" << o.shared << "[" << stage << "][ii][kk]) = uint4{"
         << pair(first + ".x", first + ".y") << ", " << pair(first + ".z", first + ".w") << ", "
         << pair(second + ".x", second + ".y") << ", " << pair(second + ".z", second + ".w") << "};\n";
