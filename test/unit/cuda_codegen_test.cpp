@@ -224,6 +224,34 @@ TEST(CudaCodegen, ContractionsGetTensorCoreKernels) {
   }
 }
 
+// Attention's head merge: [batch, heads, positions, dim] transposed to [batch, positions, heads,
+// dim] and flattened to rows of heads x dim before the output projection. Along a row, runs of
+// dim are contiguous in the stored tensor, so the tensor-core kernel copies whole 16-byte runs
+// (tf32: four values) when dim is a multiple of four; with dim 2 a run would cross heads, and it
+// gathers element by element.
+TEST(CudaCodegen, HeadMergeIsReadInRunsWhereTheyAreContiguous) {
+  for (int64_t dim : {16, 2}) {
+    Graph graph;
+    Value *x = graph.addInput("x", {DType::Float32, {2, 4, 64, dim}});
+    Node *transpose = graph.addNode(OpKind::Transpose, {x}, 1, "transpose");
+    transpose->setAttr("perm", std::vector<int64_t>{0, 2, 1, 3});
+    Value *shape = graph.addConstant("shape", Tensor::fromInts({2, 64, 4 * dim}));
+    Node *merge = graph.addNode(OpKind::Reshape, {transpose->output(0), shape}, 1, "merge");
+    Value *w = graph.addInput("w", {DType::Float32, {4 * dim, 96}});
+    graph.addOutput(graph.addNode(OpKind::MatMul, {merge->output(0), w}, 1, "project")->output(0));
+    inferGraph(graph);
+    std::optional<Contraction> contraction;
+    for (KernelGroup &group : formKernelGroups(graph, true))
+      if (!contraction)
+        contraction = lowerContraction(group);
+    ASSERT_TRUE(contraction);
+    LaunchShape launch;
+    std::string source = cuda::printMmaContraction(*contraction, {64, 64, 16, 2, 2}, cuda::MmaOperands::Tf32x3, launch);
+    const char *expected = dim == 16 ? "lhs vector along k" : "lhs scalar";
+    EXPECT_NE(source.find(expected), std::string::npos) << "dim " << dim << "\n" << source.substr(0, 600);
+  }
+}
+
 // Row reductions long enough to share give each row to a warp (32 threads per row in the launch,
 // shuffles in the PTX); short rows keep a thread each. Every accumulator type's identity and
 // exchange must compile, so the test reduces f32, i32, i8 and u8 rows.

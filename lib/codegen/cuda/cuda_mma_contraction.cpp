@@ -61,18 +61,49 @@ bool multipleOf(const ExprRef &e, int n) {
   }
 }
 
-/// Whether `index` is `variable + rest`, rest free of the variable and a multiple of `run`.
-bool unitStrideRuns(const ExprRef &index, int variable, int run) {
-  if (index->kind == ExprKind::Var)
-    return index->id == variable;
-  if (index->kind != ExprKind::Binary || index->binary != BinaryOp::Add)
-    return false;
-  for (int side : {0, 1}) {
-    const ExprRef &term = index->operands[side], &rest = index->operands[1 - side];
-    if (usesVariable(term, variable) && !usesVariable(rest, variable))
-      return multipleOf(rest, run) && unitStrideRuns(term, variable, run);
+/// How an integer expression moves over a run: `variable` taking the values v0 .. v0 + run - 1
+/// for a v0 that is a multiple of `run`, every other variable fixed.
+enum class RunForm {
+  Fixed,   ///< the same value all along the run
+  Unit,    ///< e(v0 + s) = e(v0) + s, and e(v0) is a multiple of the run
+  Unknown, ///< anything else (as far as these rules can tell)
+};
+
+/// The rules: sums of a unit term and a fixed multiple of the run stay unit; a unit term
+/// divided by a multiple of the run is fixed over the run (the run starts at a multiple of
+/// the run, so it does not cross a multiple of the divisor), and its remainder stays unit. They
+/// see through the div/rem chains of a flattened transpose: attention's head merge reads
+/// [batch, head, position, dim] as rows of head x dim, whose runs of dim are contiguous.
+/// Index values are non-negative, as every buffer index is.
+RunForm runForm(const ExprRef &e, int variable, int run) {
+  if (!usesVariable(e, variable))
+    return RunForm::Fixed;
+  if (e->kind == ExprKind::Var)
+    return RunForm::Unit; // it is the variable
+  if (e->kind == ExprKind::Cast && isInteger(e->type) && isInteger(e->operands[0]->type))
+    return runForm(e->operands[0], variable, run);
+  if (e->kind != ExprKind::Binary)
+    return RunForm::Unknown;
+  const ExprRef &a = e->operands[0], &b = e->operands[1];
+  RunForm left = runForm(a, variable, run), right = runForm(b, variable, run);
+  if (left == RunForm::Fixed && right == RunForm::Fixed)
+    return RunForm::Fixed;
+  auto constantMultiple = [&](const ExprRef &divisor) {
+    return divisor->kind == ExprKind::Constant && divisor->intValue > 0 && divisor->intValue % run == 0;
+  };
+  switch (e->binary) {
+  case BinaryOp::Add:
+    if (left == RunForm::Unit && right == RunForm::Fixed && multipleOf(b, run))
+      return RunForm::Unit;
+    if (right == RunForm::Unit && left == RunForm::Fixed && multipleOf(a, run))
+      return RunForm::Unit;
+    return RunForm::Unknown;
+  case BinaryOp::Div:
+    return left == RunForm::Unit && constantMultiple(b) ? RunForm::Fixed : RunForm::Unknown;
+  case BinaryOp::Rem:
+    return left == RunForm::Unit && constantMultiple(b) ? RunForm::Unit : RunForm::Unknown;
+  default: return RunForm::Unknown;
   }
-  return false;
 }
 
 enum class Staging { VectorK, VectorMN, NarrowedK, Scalar };
@@ -92,7 +123,7 @@ const Expr *vectorLoad(const ExprRef &value, DType stored, int run, int variable
   }
   if (load->kind != ExprKind::Load || load->type != stored)
     return nullptr;
-  return unitStrideRuns(load->operands[0], variable, run) ? load : nullptr;
+  return runForm(load->operands[0], variable, run) == RunForm::Unit ? load : nullptr;
 }
 
 /// The float32 load behind an operand `cast<f32>(cast<half>(load))` whose runs of eight along
@@ -106,21 +137,28 @@ const Expr *narrowedLoad(const ExprRef &value, DType half, int variable, int64_t
   return vectorLoad(rounded->operands[0], DType::Float32, 8, variable, extent);
 }
 
-/// A tile and its rate: outputs per unit time of an SM busy with such blocks, relative to the
-/// 128x128 tile's (smaller warp tiles read more shared memory per mma; fewer warps hide less
-/// latency).
+/// A tile and its rates: outputs per unit time of an SM busy with such blocks, relative to the
+/// 128x128 tile's, for 16-bit and for tf32 operands; 0 where the tile is not used. Measured on
+/// an H200 (bench/gpu_contraction_rate.py with --precisions fp32@ROWSxCOLUMNS ...: the median,
+/// over the GEMM, batched-GEMM and convolution shapes of ViT-B/16, BERT-base and ResNet-50 at
+/// batch 32, of each tile's outputs per second counted as chooseMmaTile counts them, over the
+/// 128x128 tile's; docs/performance.md). The tf32 128x128 tile takes 185 registers a thread,
+/// one block per SM, while several 4-warp blocks share one, which is why those are close for
+/// tf32. 128x64 gathers a convolution's window with half the threads per row of 128x128 and
+/// was 2.6x slower than 96x128 there for 16-bit operands (0.233 against 0.090 ms on ResNet-50's
+/// 1x1 reduce); 16-bit operands do without it, and without 64x128, not measured for them.
 struct TileRate {
   MmaTile tile;
-  double rate;
+  double rate16, rateTf32;
 };
 
 constexpr TileRate kMmaTiles[] = {
-    {{128, 128, 32, 2, 4}, 1.0},  // 8 warps, each 64x32: 4x4 mma tiles
-    {{96, 128, 32, 2, 4}, 0.92},  // 8 warps, each 48x32: 3x4
-    {{128, 64, 32, 2, 2}, 0.95},  // 4 warps, each 64x32
-    {{64, 128, 32, 1, 4}, 0.95},  // 4 warps, each 64x32
-    {{64, 64, 32, 2, 2}, 0.8},    // 4 warps, each 32x32: 2x4
-    {{32, 64, 32, 1, 2}, 0.65},   // 2 warps, each 32x32
+    {{128, 128, 32, 2, 4}, 1.0, 1.0},  // 8 warps, each 64x32: 4x4 mma tiles
+    {{96, 128, 32, 2, 4}, 1.06, 0.84}, // 8 warps, each 48x32: 3x4
+    {{128, 64, 32, 2, 2}, 0, 0.79},    // 4 warps, each 64x32
+    {{64, 128, 32, 1, 4}, 0, 0.96},    // 4 warps, each 64x32
+    {{64, 64, 32, 2, 2}, 0.8, 0.91},   // 4 warps, each 32x32: 2x4
+    {{32, 64, 32, 1, 2}, 0.65, 0.6},   // 2 warps, each 32x32
 };
 
 /// A block per SM at least: the H100/H200 has 132.
@@ -191,7 +229,7 @@ std::optional<MmaTile> chooseMmaTile(const ContractionSpec &spec, MmaOperands op
   };
   if (forced) {
     std::string known;
-    for (const auto &[tile, rate] : kMmaTiles) {
+    for (const auto &[tile, rate16, rateTf32] : kMmaTiles) {
       if (tile.bm == (*forced)[0] && tile.bn == (*forced)[1])
         return sized(tile);
       known += (known.empty() ? "" : ", ") + std::to_string(tile.bm) + "x" + std::to_string(tile.bn);
@@ -205,13 +243,15 @@ std::optional<MmaTile> chooseMmaTile(const ContractionSpec &spec, MmaOperands op
   // sixteen times what it keeps), and so does the last round's idle SMs: on 132 SMs, ViT-B/16
   // b32's MLP-out (6304 x 768 outputs) is 300 blocks of 128x128, three rounds of which the last
   // is a quarter full, against 396 blocks of 96x128, three full rounds.
+  const bool sixteenBit = !formatOf(operands).tf32();
+  auto rate = [&](const TileRate &candidate) { return sixteenBit ? candidate.rate16 : candidate.rateTf32; };
   auto time = [&](const TileRate &candidate) {
     const MmaTile &tile = candidate.tile;
-    return double(ceilDiv(blocks(tile), kEnoughBlocks)) * tile.bm * tile.bn / (128.0 * 128.0) / candidate.rate;
+    return double(ceilDiv(blocks(tile), kEnoughBlocks)) * tile.bm * tile.bn / (128.0 * 128.0) / rate(candidate);
   };
   const TileRate *best = nullptr;
   for (const TileRate &candidate : kMmaTiles)
-    if (blocks(candidate.tile) >= kEnoughBlocks && (!best || time(candidate) < time(*best)))
+    if (rate(candidate) > 0 && blocks(candidate.tile) >= kEnoughBlocks && (!best || time(candidate) < time(*best)))
       best = &candidate;
   if (best)
     return sized(best->tile);
@@ -222,7 +262,6 @@ std::optional<MmaTile> chooseMmaTile(const ContractionSpec &spec, MmaOperands op
   // operands): a ViT-B/16 b1 MLP-out GEMM (197x3072x768, 84 tiles) took 0.132 ms on them
   // against 0.106 ms on the f32 kernel's k-slices, so they need every SM busy.
   const MmaTile &smallest = kMmaTiles[std::size(kMmaTiles) - 1].tile;
-  bool sixteenBit = operands == MmaOperands::Float16 || operands == MmaOperands::BFloat16;
   if (sixteenBit && blocks(smallest) >= kEnoughBlocks / 2)
     return sized(smallest);
   return std::nullopt;
