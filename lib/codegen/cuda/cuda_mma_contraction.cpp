@@ -144,9 +144,11 @@ const Expr *narrowedLoad(const ExprRef &value, DType half, int variable, int64_t
 /// batch 32, of each tile's outputs per second counted as chooseMmaTile counts them, over the
 /// 128x128 tile's; docs/performance.md). The tf32 128x128 tile takes 185 registers a thread,
 /// one block per SM, while several 4-warp blocks share one, which is why those are close for
-/// tf32. 128x64 gathers a convolution's window with half the threads per row of 128x128 and
-/// was 2.6x slower than 96x128 there for 16-bit operands (0.233 against 0.090 ms on ResNet-50's
-/// 1x1 reduce); 16-bit operands do without it, and without 64x128, not measured for them.
+/// tf32. The 4-warp tiles with a 64-row warp tile gather a convolution's window with fewer
+/// threads per row: 128x64 was 2.6x slower than 96x128 for 16-bit operands on ResNet-50's 1x1
+/// reduce (0.233 against 0.090 ms), and 64x128 took 0.485 ms on ResNet-50's b32 layer2 3x3
+/// convolutions at tf32 where 128x128 took 0.358; the choice leaves 64x128 out (rate 0: only
+/// --tensor-core-tile uses it), and 128x64 for 16-bit operands.
 struct TileRate {
   MmaTile tile;
   double rate16, rateTf32;
@@ -156,7 +158,7 @@ constexpr TileRate kMmaTiles[] = {
     {{128, 128, 32, 2, 4}, 1.0, 1.0},  // 8 warps, each 64x32: 4x4 mma tiles
     {{96, 128, 32, 2, 4}, 1.06, 0.84}, // 8 warps, each 48x32: 3x4
     {{128, 64, 32, 2, 2}, 0, 0.79},    // 4 warps, each 64x32
-    {{64, 128, 32, 1, 4}, 0, 0.96},    // 4 warps, each 64x32
+    {{64, 128, 32, 1, 4}, 0, 0},       // 4 warps, each 64x32 (measured 0.96 for tf32 GEMMs)
     {{64, 64, 32, 2, 2}, 0.8, 0.91},   // 4 warps, each 32x32: 2x4
     {{32, 64, 32, 1, 2}, 0.65, 0.6},   // 2 warps, each 32x32
 };
