@@ -146,6 +146,9 @@ def test_16_bit_convolutions_run_on_tensor_cores(precision, tmp_path):
     (["--precision", "fp8"], "unknown --precision 'fp8'"),
     (["--fp32-contractions", "tf32"], "unknown --fp32-contractions 'tf32'"),
     (["--precision", "tf32", "--target", "cpu"], "tf32 is a CUDA tensor-core mode"),
+    (["--precision", "tf32", "--fp32-contractions", "simt"], "cannot go with --fp32-contractions simt"),
+    (["--tensor-core-tile", "96"], "--tensor-core-tile '96' is not ROWSxCOLUMNS"),
+    (["--tensor-core-tile", "96x128", "--target", "cpu"], "no meaning with --target cpu"),
 ])
 def test_bad_precision_is_a_user_error(flags, message, tmp_path):
     model = st.MODELS_DIR / "tiny_mlp.onnx"
@@ -153,6 +156,23 @@ def test_bad_precision_is_a_user_error(flags, message, tmp_path):
                              str(tmp_path / "model.so")], capture_output=True, text=True)
     assert result.returncode == 1, result
     assert message in result.stderr
+
+
+def test_forced_tensor_core_tile(tmp_path):
+    """--tensor-core-tile puts every tensor-core contraction on the named tile; a size the
+    generator does not have is an error that lists the ones it has."""
+    model = st.MODELS_DIR / "bert_tiny.onnx"
+    shape = ["--target", "cuda", "--arch", "sm_90", "--dim", "batch=64", "--dim", "seq=64"]
+    source = tmp_path / "source"
+    st.run_cli(["compile", model, *shape, "--tensor-core-tile", "96x128", "--emit-source", source,
+                "-o", tmp_path / "model.so"])
+    headers = tensor_core_headers(source)
+    assert headers and all("tile 96x128x16" in line for line in headers), headers
+    result = subprocess.run([str(st.sinter_bin()), "compile", str(model), *shape,
+                             "--tensor-core-tile", "100x100", "-o", str(tmp_path / "other.so")],
+                            capture_output=True, text=True)
+    assert result.returncode == 1, result
+    assert "--tensor-core-tile 100x100 is not a tensor-core tile; use one of 128x128" in result.stderr
 
 
 def tensor_core_headers(source):
