@@ -32,6 +32,7 @@ struct CompileFlags {
   std::string emitSource;
   std::string fp32Contractions = "tensor-core";
   std::string tensorCoreTile;
+  std::string wgmma = "on";
   std::string dumpIrAfter;
   std::vector<std::string> disabledPasses;
   bool printPipeline = false;
@@ -119,6 +120,9 @@ void runCompile(const CompileFlags &flags) {
     options.target.fp32Contractions = codegen::TargetOptions::Fp32Contractions::Simt;
   else
     userError("unknown --fp32-contractions '", flags.fp32Contractions, "'; use tensor-core or simt");
+  if (flags.wgmma != "on" && flags.wgmma != "off")
+    userError("unknown --wgmma '", flags.wgmma, "'; use on or off");
+  options.target.warpgroupMma = flags.wgmma == "on";
   if (!flags.tensorCoreTile.empty()) {
     if (options.target.target != package::Target::Cuda)
       userError("--tensor-core-tile chooses the CUDA tensor-core tile; it has no meaning with --target cpu");
@@ -178,6 +182,10 @@ Command addCompileCommand(CLI::App &parent) {
                       "CUDA: every tensor-core contraction uses this block tile (ROWSxCOLUMNS, "
                       "e.g. 96x128) instead of the one sinter chooses; for tuning and ablations")
       ->type_name("ROWSxCOLUMNS");
+  command->add_option("--wgmma", flags->wgmma,
+                      "CUDA with sm_90 in --arch: 16-bit contractions on warpgroup MMA in the sm_90 "
+                      "code, built for sm_90a (on, the default) or on mma.sync only (off)")
+      ->capture_default_str();
   command->add_option("--emit-source", flags->emitSource, "Write the generated code, kernel by kernel, here")
       ->type_name("DIR");
   command->add_option("--dump-ir-after", flags->dumpIrAfter, "Print the IR after PASS (or all) to stderr")

@@ -39,6 +39,10 @@ struct TargetOptions {
   /// columns; one of the generator's tiles) instead of the one it would choose
   /// (--tensor-core-tile, for tuning and ablations).
   std::optional<std::array<int, 2>> tensorCoreTile;
+  /// CUDA with sm_90 among the architectures: 16-bit contractions with a 128x128 tile get a
+  /// warpgroup-MMA (wgmma) body in their sm_90 code, which is then built for sm_90a
+  /// (--wgmma on|off; docs/performance.md).
+  bool warpgroupMma = true;
   /// When set, every generated source (CUDA C, PTX, SASS listing, LLVM IR, assembly) is written
   /// here, kernel by kernel.
   std::string emitSourceDirectory;

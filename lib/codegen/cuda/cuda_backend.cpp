@@ -70,11 +70,16 @@ public:
         operands = cuda::mmaOperands(contraction->spec, options_.fp32Contractions);
     }
     std::optional<cuda::MmaTile> mmaTile;
-    if (operands)
+    bool wgmma = false;
+    if (operands && hasSm90() && options_.warpgroupMma && !options_.tensorCoreTile)
+      if ((mmaTile = cuda::wgmmaBlockTile(contraction->spec, *operands)))
+        wgmma = true;
+    if (operands && !mmaTile)
       mmaTile = cuda::chooseMmaTile(contraction->spec, *operands, options_.tensorCoreTile);
     if (mmaTile && cuda::fitsGrid(contraction->spec, mmaTile->bm, mmaTile->bn)) {
-      source = cuda::printMmaContraction(*contraction, *mmaTile, *operands, launch);
-      generator = std::string("cuda-c tensor-core ") + cuda::mmaOperandsName(*operands);
+      source = cuda::printMmaContraction(*contraction, *mmaTile, *operands, launch, wgmma);
+      generator = std::string("cuda-c tensor-core ") + cuda::mmaOperandsName(*operands) + (wgmma ? " wgmma" : "");
+      usesWgmma_ |= wgmma;
     } else if (tile && cuda::fitsGrid(contraction->spec, tile->bm, tile->bn)) {
       source = cuda::printTiledContraction(*contraction, *tile, launch);
       generator = "cuda-c tiled";
@@ -113,11 +118,16 @@ public:
     for (const std::string &arch : options_.cudaArchs) {
       jobs.push_back(std::async(std::launch::async, [&, arch] {
         Result result{arch, {}, {}};
+        // wgmma exists on sm_90a only: that build takes the kernels' wgmma bodies. The PTX kept
+        // for newer GPUs stays compute_90, with the mma.sync bodies.
+        std::string feature = usesWgmma_ && archNumber(arch) == 90 ? "a" : "";
         std::string virtualArch = "compute_" + arch.substr(3);
-        result.ptx = cuda::compileToPtx(unit, virtualArch, "sinter_module.cu");
+        result.ptx = cuda::compileToPtx(unit, virtualArch + feature, "sinter_module.cu");
         fs::path folder = fs::path(workDirectory) / arch;
         fs::create_directories(folder);
-        result.cubin = cuda::assemblePtx(result.ptx, arch, folder.string());
+        result.cubin = cuda::assemblePtx(result.ptx, arch + feature, folder.string());
+        if (!feature.empty() && arch == options_.cudaArchs.back())
+          result.ptx = cuda::compileToPtx(unit, virtualArch, "sinter_module.cu");
         return result;
       }));
     }
@@ -144,7 +154,13 @@ public:
   }
 
 private:
+  bool hasSm90() const {
+    return std::any_of(options_.cudaArchs.begin(), options_.cudaArchs.end(),
+                       [](const std::string &arch) { return archNumber(arch) == 90; });
+  }
+
   TargetOptions options_;
+  bool usesWgmma_ = false; ///< some kernel has a wgmma body: sm_90 is built for sm_90a
   std::vector<std::string> sources_;
 };
 

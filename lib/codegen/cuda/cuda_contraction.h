@@ -86,8 +86,15 @@ std::optional<MmaTile> chooseMmaTile(const ContractionSpec &spec, MmaOperands op
                                      const std::optional<std::array<int, 2>> &forced = std::nullopt);
 
 /// The tensor-core kernel's CUDA C (mma.sync needs sm_80 or newer) and its launch shape.
+/// With `warpgroupMma` (16-bit operands, a 128x128 tile), the kernel has a second body for
+/// sm_90a, on warpgroup MMA (wgmma), chosen at compile time by __CUDA_ARCH_FEAT_SM90_ALL: the
+/// module's sm_90 code must then be built for sm_90a.
 std::string printMmaContraction(const Contraction &contraction, const MmaTile &tile,
-                                MmaOperands operands, LaunchShape &launch);
+                                MmaOperands operands, LaunchShape &launch, bool warpgroupMma = false);
+
+/// The block tile of a contraction with a wgmma body: 128x128 (its mma.sync form for other
+/// architectures), for 16-bit operands on a grid that gives every SM a block; nullopt otherwise.
+std::optional<MmaTile> wgmmaBlockTile(const ContractionSpec &spec, MmaOperands operands);
 
 /// A short name for the generator column of `inspect --plan`: "f16", "bf16", "tf32x3", "tf32".
 const char *mmaOperandsName(MmaOperands operands);

@@ -30,6 +30,8 @@
 
 #include "sinter/support/error.h"
 
+#include <algorithm>
+#include <functional>
 #include <sstream>
 
 namespace sinter::codegen::cuda {
@@ -203,6 +205,18 @@ Format formatOf(MmaOperands operands) {
 
 const char *mmaOperandsName(MmaOperands operands) { return formatOf(operands).name; }
 
+std::optional<MmaTile> wgmmaBlockTile(const ContractionSpec &spec, MmaOperands operands) {
+  if (formatOf(operands).tf32())
+    return std::nullopt;
+  const MmaTile &tile = kMmaTiles[0].tile; // 128x128, 2x4 warps: two warpgroups
+  const int64_t blocks = ceilDiv(spec.m, tile.bm) * ceilDiv(spec.n, tile.bn) * spec.batch;
+  // Every SM a block, and no more than a quarter of the tile's outputs padding (attention's
+  // P.V with 64 columns per head would waste half).
+  if (blocks < kEnoughBlocks || blocks * tile.bm * tile.bn * 4 > spec.batch * spec.m * spec.n * 5)
+    return std::nullopt;
+  return tile;
+}
+
 std::optional<MmaOperands> mmaOperands(const ContractionSpec &spec, TargetOptions::Fp32Contractions fp32) {
   if (spec.type != DType::Float32)
     return std::nullopt;
@@ -269,8 +283,78 @@ std::optional<MmaTile> chooseMmaTile(const ContractionSpec &spec, MmaOperands op
   return std::nullopt;
 }
 
-std::string printMmaContraction(const Contraction &contraction, const MmaTile &tile,
-                                MmaOperands mmaOperands, LaunchShape &launch) {
+namespace {
+
+/// The wgmma form of a block tile: the same block (128x128, 256 threads: two warpgroups of 64
+/// rows), with slices of 128 bytes of reduction per row, the width of the 128-byte swizzle.
+MmaTile wgmmaTile(MmaTile tile, const Format &format) {
+  tile.bk = 128 / format.bytes;
+  return tile;
+}
+
+/// The wgmma main loop. `request(stage, k, indent)` prints the copies (and register stores) of
+/// the slice at reduction step k into `stage`. Slices 0 and 1 are requested first; then at step
+/// t every thread waits for its copies of slice t, makes them visible to the tensor cores' proxy
+/// and meets the others (after which both warpgroups are also done with slice t - 2: each waited
+/// for all but its newest group at the end of step t - 1), issues slice t's products
+/// asynchronously, requests slice t + 2 into the place slice t - 2 left, and waits for slice t -
+/// 1's products. The probe in bench/wgmma_probe measured this order (and the descriptors below)
+/// on an H200.
+void printWgmmaLoop(std::ostringstream &out, const MmaTile &tile, const Format &format, int64_t kTiles,
+                    int64_t stageBytes, int64_t aBytes, bool rhsAlongN,
+                    const std::function<void(const char *, const char *, const std::string &)> &request) {
+  const int ahead = kStages - 2;
+  const int steps = tile.bk * format.bytes / 32; // k16 products per slice
+  // Descriptors (PTX ISA, shared-memory matrix layouts, 128-byte swizzle): k-major, the stride
+  // between groups of eight rows is 1024 bytes and a k16 step is 32 bytes along the row; a
+  // vector along n (transposed B) has 64-column atoms 64 * 128 bytes apart and 16 rows of k
+  // (2048 bytes) per step.
+  out << "  const unsigned long long descA = sn_wgmma_descriptor(swizzled + (warp / 4) * " << 64 * 128
+      << ", 16, 1024), descB = sn_wgmma_descriptor(swizzled + " << aBytes << ", "
+      << (rhsAlongN ? tile.bk * 128 : 16) << ", 1024);\n";
+  auto fenceSums = [&](const char *indent) {
+    out << indent << "#pragma unroll\n" << indent << "for (int q = 0; q < " << tile.bn / 8 << "; ++q)\n" << indent
+        << "  asm volatile(\"\" : \"+f\"(acc[0][q][0]), \"+f\"(acc[0][q][1]), \"+f\"(acc[0][q][2]), \"+f\"(acc[0][q][3]) :: \"memory\");\n";
+  };
+  out << "  for (int t = 0; t < " << ahead << "; ++t) {\n";
+  out << "    if (t < " << kTiles << "LL) {\n      const long long k0 = (long long)t * " << tile.bk << ";\n";
+  request("t", "k0", "      ");
+  out << "    }\n    sn_cp_async_commit<0>();\n  }\n";
+  out << "  for (long long t = 0; t < " << kTiles << "LL; ++t) {\n";
+  out << "    sn_cp_async_wait<" << ahead - 1 << ">();\n    sn_fence_proxy_async();\n    __syncthreads();\n";
+  out << "    const int stage = (int)(t % " << kStages << "), nextStage = (int)((t + " << ahead << ") % " << kStages
+      << ");\n";
+  fenceSums("    ");
+  out << "    sn_wgmma_fence();\n";
+  std::string shape = "m64n" + std::to_string(tile.bn) + "k16";
+  std::string sums;
+  for (int i = 0; i < tile.bn / 2; ++i)
+    sums += (i ? ", %" : "%") + std::to_string(i);
+  const int a = tile.bn / 2, b = a + 1, one = a + 2;
+  for (int step = 0; step < steps; ++step) {
+    out << "    asm volatile(\"{ .reg .pred p; setp.ne.b32 p, %" << one << ", 0; wgmma.mma_async.sync.aligned." << shape
+        << ".f32." << format.name << "." << format.name << " {" << sums << "}, %" << a << ", %" << b
+        << ", p, 1, 1, 0, " << (rhsAlongN ? 1 : 0) << "; }\"\n      : ";
+    for (int q = 0; q < tile.bn / 8; ++q)
+      for (int c = 0; c < 4; ++c)
+        out << (q || c ? ", " : "") << "\"+f\"(acc[0][" << q << "][" << c << "])";
+    out << "\n      : \"l\"(descA + ((stage * " << stageBytes << " + " << step * 32 << ") >> 4)), \"l\"(descB + ((stage * "
+        << stageBytes << " + " << step * (rhsAlongN ? 2048 : 32) << ") >> 4)), \"r\"(1) : \"memory\");\n";
+  }
+  out << "    sn_wgmma_commit();\n";
+  fenceSums("    ");
+  out << "    if (t + " << ahead << " < " << kTiles << "LL) {\n      const long long next = (t + " << ahead << ") * "
+      << tile.bk << ";\n";
+  request("nextStage", "next", "      ");
+  out << "    }\n    sn_cp_async_commit<0>();\n    sn_wgmma_wait<1>();\n  }\n";
+  out << "  sn_wgmma_wait<0>();\n";
+  fenceSums("  ");
+}
+
+} // namespace
+
+std::string printMmaContraction(const Contraction &contraction, const MmaTile &blockTile,
+                                MmaOperands mmaOperands, LaunchShape &launch, bool warpgroupMma) {
   const ContractionSpec &spec = contraction.spec;
   const Kernel &kernel = contraction.kernel;
   const Format format = formatOf(mmaOperands);
@@ -279,9 +363,21 @@ std::string printMmaContraction(const Contraction &contraction, const MmaTile &t
   setContractionRanges(ranges, spec);
   printer.setRanges(&ranges);
   auto v = [](int id) { return "v" + std::to_string(id); };
+  std::ostringstream out;
+  // No cap on registers: the accumulators and fragments take most of them, and one block of
+  // eight warps per SM keeps the tensor cores busy when its slices arrive ahead of use.
+  out << printer.signature(kernel, blockTile.threads());
+  // The kernel's body in one of its two forms: warp-level mma.sync, or (wgmma) two warpgroups
+  // of m64n128k16 warpgroup MMA reading 128-byte-swizzled slices (sm_90a). Returns the dynamic
+  // shared memory it needs.
+  auto body = [&](const MmaTile &tile, bool wgmma) -> int64_t {
   const int threads = tile.threads();
   const int warpRows = tile.bm / tile.warpsM, warpColumns = tile.bn / tile.warpsN;
-  const int mTiles = warpRows / 16, nTiles = warpColumns / 8;
+  const int mTiles = wgmma ? 1 : warpRows / 16, nTiles = wgmma ? tile.bn / 8 : warpColumns / 8;
+  // wgmma slices: k-major rows of 128 bytes (64 16-bit steps), the 16-byte chunk c of row r at
+  // chunk c ^ (r % 8); a vector along n as 64-column atoms of 64 rows of k, likewise swizzled.
+  const int64_t aBytes = int64_t(tile.bm) * tile.bk * format.bytes, bBytes = int64_t(tile.bn) * tile.bk * format.bytes;
+  const int64_t stageBytes = aBytes + bBytes;
   const int64_t kTiles = ceilDiv(spec.k, tile.bk);
   const int run = format.run();
   const char *toHalf = format.stored == DType::Float16 ? "sn_f2h" : "sn_f2bf";
@@ -329,30 +425,56 @@ std::string printMmaContraction(const Contraction &contraction, const MmaTile &t
     return "scalar";
   };
 
-  std::ostringstream out;
-  // No cap on registers: the accumulators and fragments take most of them, and one block of
-  // eight warps per SM keeps the tensor cores busy when its slices arrive ahead of use.
-  out << printer.signature(kernel, threads);
   out << "  // contraction on tensor cores (" << format.description << ", f32 sums): batch " << spec.batch
       << ", m " << spec.m << ", n " << spec.n << ", k " << spec.k << "; tile " << tile.bm << "x"
-      << tile.bn << "x" << tile.bk << ", " << tile.warpsM << "x" << tile.warpsN << " warps of "
-      << warpRows << "x" << warpColumns << ", " << kStages << " slices in flight; lhs "
-      << stagingName(operands[0].staging) << ", rhs " << stagingName(operands[1].staging) << "\n";
+      << tile.bn << "x" << tile.bk << ", ";
+  if (wgmma)
+    out << "2 warpgroups of 64x" << tile.bn << " (wgmma), " << kStages - 2 << " slices ahead and one in flight";
+  else
+    out << tile.warpsM << "x" << tile.warpsN << " warps of " << warpRows << "x" << warpColumns << ", " << kStages
+        << " slices in flight";
+  out << "; lhs " << stagingName(operands[0].staging) << ", rhs " << stagingName(operands[1].staging) << "\n";
   // The dynamic shared memory is declared with one type in every kernel of the module (extern
   // arrays of one name must agree); an f32 slice is a view of it.
   int64_t offset = 0; // in 16-bit units
   out << "  extern __shared__ __align__(16) unsigned short sn_shared[];\n";
-  for (const Operand &o : operands) {
-    out << "  " << format.element << " (*" << o.shared << ")[" << o.rows << "][" << o.rowLength
-        << "] = reinterpret_cast<" << format.element << " (*)[" << o.rows << "][" << o.rowLength
-        << "]>(sn_shared + " << offset << ");\n";
-    offset += int64_t(kStages) * o.rows * o.rowLength * format.bytes / 2;
+  if (wgmma) {
+    // The swizzle repeats every 1024 bytes: the slices start at a multiple of it.
+    out << "  const unsigned sharedBase = sn_shared_address(sn_shared), swizzled = (sharedBase + 1023u) & ~1023u;\n";
+    out << "  unsigned char *slices = reinterpret_cast<unsigned char *>(sn_shared) + (swizzled - sharedBase);\n";
+    offset = (kStages * stageBytes + 1024) / 2;
+  } else {
+    for (const Operand &o : operands) {
+      out << "  " << format.element << " (*" << o.shared << ")[" << o.rows << "][" << o.rowLength
+          << "] = reinterpret_cast<" << format.element << " (*)[" << o.rows << "][" << o.rowLength
+          << "]>(sn_shared + " << offset << ");\n";
+      offset += int64_t(kStages) * o.rows * o.rowLength * format.bytes / 2;
+    }
   }
+  // Where element (row, column) of an operand's slice `stage` is: k-contiguous rows (row, k), or
+  // for a vector along n, (k, n).
+  auto place = [&](const Operand &o, const std::string &stage, const std::string &row, const std::string &column) {
+    if (!wgmma)
+      return "&" + std::string(o.shared) + "[" + stage + "][" + row + "][" + column + "]";
+    std::string origin = "slices + (" + stage + ") * " + std::to_string(stageBytes) +
+                         (&o == &operands[1] ? " + " + std::to_string(aBytes) : "");
+    std::string at;
+    if (o.staging == Staging::VectorMN)
+      at = origin + " + ((" + column + ") >> 6) * " + std::to_string(tile.bk * 128) + " + (" + row + ") * 128 + (((((" +
+           column + ") >> 3) & 7) ^ ((" + row + ") & 7)) << 4) + ((" + column + ") & 7) * 2";
+    else
+      at = origin + " + (" + row + ") * 128 + ((((" + column + ") >> 3) ^ ((" + row + ") & 7)) << 4) + ((" + column +
+           ") & 7) * 2";
+    return "reinterpret_cast<" + std::string(format.element) + " *>(" + at + ")";
+  };
   out << printer.locals(kernel, 1);
   out << "  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;\n";
   out << "  const int group = lane / 4, quad = lane % 4;\n";
-  out << "  const int warpRow = (warp / " << tile.warpsN << ") * " << warpRows
-      << ", warpColumn = (warp % " << tile.warpsN << ") * " << warpColumns << ";\n";
+  if (wgmma) // warp w of the block holds rows 16w .. 16w + 15 of the sums, every column
+    out << "  const int warpRow = warp * 16, warpColumn = 0;\n";
+  else
+    out << "  const int warpRow = (warp / " << tile.warpsN << ") * " << warpRows
+        << ", warpColumn = (warp % " << tile.warpsN << ") * " << warpColumns << ";\n";
   out << "  const long long rowBase = (long long)blockIdx.y * " << tile.bm
       << ", columnBase = (long long)blockIdx.x * " << tile.bn << ";\n";
   out << "  " << v(spec.b) << " = blockIdx.z;\n";
@@ -384,7 +506,7 @@ std::string printMmaContraction(const Contraction &contraction, const MmaTile &t
       out << indent << "  " << v(o.indexVar) << " = " << o.base << " + ii; " << v(spec.r) << " = " << k << " + kk;\n";
       out << indent << "  const bool valid = " << v(o.indexVar) << " < " << o.limit << "LL && " << v(spec.r)
           << " < " << spec.k << "LL;\n";
-      out << indent << "  sn_cp_async16(&" << o.shared << "[" << stage << "][ii][kk], valid ? b" << o.load->id
+      out << indent << "  sn_cp_async16(" << place(o, stage, "ii", "kk") << ", valid ? b" << o.load->id
           << " + " << printer.expr(o.load->operands[0]) << " : b" << o.load->id << ", valid);\n";
     } else {
       runIndex(vectorRunCount(o), indent + "  ");
@@ -392,7 +514,7 @@ std::string printMmaContraction(const Contraction &contraction, const MmaTile &t
       out << indent << "  " << v(o.indexVar) << " = " << o.base << " + jj; " << v(spec.r) << " = " << k << " + kk;\n";
       out << indent << "  const bool valid = " << v(o.indexVar) << " < " << o.limit << "LL && " << v(spec.r)
           << " < " << spec.k << "LL;\n";
-      out << indent << "  sn_cp_async16(&" << o.shared << "[" << stage << "][kk][jj], valid ? b" << o.load->id
+      out << indent << "  sn_cp_async16(" << place(o, stage, "kk", "jj") << ", valid ? b" << o.load->id
           << " + " << printer.expr(o.load->operands[0]) << " : b" << o.load->id << ", valid);\n";
     }
     out << indent << "}\n";
@@ -443,16 +565,16 @@ std::string printMmaContraction(const Contraction &contraction, const MmaTile &t
     auto word = [&](int w) { return "(" + bits(element(2 * w)) + " | (" + bits(element(2 * w + 1)) + " << 16))"; };
     out << indent << "#pragma unroll\n" << indent << "for (int u = 0; u < " << scalarRuns(o) << "; ++u) {\n";
     runPosition(o, indent + "  ");
-    std::string place = std::string("&") + o.shared + "[" + stage + "][ii][kk]";
+    std::string at = place(o, stage, "ii", "kk");
     if (format.tf32() && length == 1)
       out << indent << "  " << o.shared << "[" << stage << "][ii][kk] = " << element(0) << ";\n";
     else if (format.tf32())
-      out << indent << "  *reinterpret_cast<float4 *>(" << place << ") = float4{" << element(0) << ", "
+      out << indent << "  *reinterpret_cast<float4 *>(" << at << ") = float4{" << element(0) << ", "
           << element(1) << ", " << element(2) << ", " << element(3) << "};\n";
     else if (length == 2)
-      out << indent << "  *reinterpret_cast<unsigned *>(" << place << ") = " << word(0) << ";\n";
+      out << indent << "  *reinterpret_cast<unsigned *>(" << at << ") = " << word(0) << ";\n";
     else
-      out << indent << "  *reinterpret_cast<uint4 *>(" << place << ") = uint4{" << word(0) << ", " << word(1)
+      out << indent << "  *reinterpret_cast<uint4 *>(" << at << ") = uint4{" << word(0) << ", " << word(1)
           << ", " << word(2) << ", " << word(3) << "};\n";
     out << indent << "}\n";
   };
@@ -482,7 +604,7 @@ std::string printMmaContraction(const Contraction &contraction, const MmaTile &t
     std::string first = std::string(o.registers) + "[2 * u]", second = std::string(o.registers) + "[2 * u + 1]";
     out << indent << "#pragma unroll\n" << indent << "for (int u = 0; u < " << vectorRuns(o) << "; ++u) {\n";
     runPositionK(o, indent + "  ");
-    out << indent << "  *reinterpret_cast<uint4 *>(&" << o.shared << "[" << stage << "][ii][kk]) = uint4{"
+    out << indent << "  *reinterpret_cast<uint4 *>(" << place(o, stage, "ii", "kk") << ") = uint4{"
         << pair(first + ".x", first + ".y") << ", " << pair(first + ".z", first + ".w") << ", "
         << pair(second + ".x", second + ".y") << ", " << pair(second + ".z", second + ".w") << "};\n";
     out << indent << "}\n";
@@ -509,6 +631,15 @@ std::string printMmaContraction(const Contraction &contraction, const MmaTile &t
         issueVector(o, stage, k, indent);
   };
 
+  if (wgmma) {
+    printWgmmaLoop(out, tile, format, kTiles, stageBytes, aBytes, operands[1].staging == Staging::VectorMN,
+                   [&](const char *stage, const char *k, const std::string &indent) {
+                     issue(stage, k, indent);
+                     for (const Operand &o : operands)
+                       if (registerStaged(o))
+                         storeStaged(o, stage, indent);
+                   });
+  } else {
   // The ring: slices 0 .. STAGES-2 are requested first; then at step t the warps wait for slice
   // t, request slice t + STAGES - 1 into the place slice t - 1 left, multiply slice t, and store
   // the scalar operands' registers for slice t + STAGES - 1.
@@ -620,6 +751,7 @@ std::string printMmaContraction(const Contraction &contraction, const MmaTile &t
     out << "    }\n";
   }
   out << "  }\n";
+  }
 
   out << "#pragma unroll\n  for (int p = 0; p < " << mTiles << "; ++p)\n"
       << "#pragma unroll\n    for (int q = 0; q < " << nTiles << "; ++q)\n"
@@ -627,10 +759,24 @@ std::string printMmaContraction(const Contraction &contraction, const MmaTile &t
   out << "        " << v(spec.i) << " = rowBase + warpRow + p * 16 + group + (c / 2) * 8; " << v(spec.j)
       << " = columnBase + warpColumn + q * 8 + 2 * quad + c % 2;\n";
   out << guardedEpilogue(printer, spec, "acc[p][q][c]", 4);
-  out << "      }\n}\n";
+  out << "      }\n";
+  return offset * 2; // offset counts 16-bit units
+  };
 
-  setTiledLaunch(spec, tile.bm, tile.bn, threads, launch);
-  launch.sharedBytes = uint32_t(offset * 2); // offset counts 16-bit units
+  int64_t sharedBytes = 0;
+  if (warpgroupMma) {
+    // The same grid and block either way; the sm_90a build takes the first form.
+    out << "#if defined(__CUDA_ARCH_FEAT_SM90_ALL)\n";
+    sharedBytes = body(wgmmaTile(blockTile, format), true);
+    out << "#else\n";
+    sharedBytes = std::max(sharedBytes, body(blockTile, false));
+    out << "#endif\n";
+  } else {
+    sharedBytes = body(blockTile, false);
+  }
+  out << "}\n";
+  setTiledLaunch(spec, blockTile.bm, blockTile.bn, blockTile.threads(), launch);
+  launch.sharedBytes = uint32_t(sharedBytes);
   return out.str();
 }
 

@@ -58,6 +58,19 @@ template <int Pending> __device__ __forceinline__ void sn_cp_async_wait() { asm 
 template <typename T> __device__ __forceinline__ void sn_ldmatrix_x2_trans(unsigned *fragment, const T *shared) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];" : "=r"(fragment[0]), "=r"(fragment[1]) : "r"(sn_shared_address(shared)));
 }
+// Warpgroup MMA (sm_90a only: the helpers exist where __CUDA_ARCH_FEAT_SM90_ALL is defined, and
+// so do the kernel bodies that call them). A shared-memory matrix descriptor: the start address,
+// the leading and stride byte offsets (each >> 4) and the 128-byte swizzle (mode 1 in bits 62-63).
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+__device__ __forceinline__ unsigned long long sn_wgmma_descriptor(unsigned address, unsigned leading, unsigned stride) {
+  return (unsigned long long)((address & 0x3FFFF) >> 4) | ((unsigned long long)(leading >> 4) << 16) |
+         ((unsigned long long)(stride >> 4) << 32) | (1ull << 62);
+}
+__device__ __forceinline__ void sn_fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+__device__ __forceinline__ void sn_wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+__device__ __forceinline__ void sn_wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int Pending> __device__ __forceinline__ void sn_wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" :: "n"(Pending) : "memory"); }
+#endif
 // tf32 operands (sm_80+): an f32 rounded to tf32 (to nearest, ties away), and an f32 as that
 // rounding plus the rounding of the remainder, which is exact in f32.
 template <typename T> __device__ __forceinline__ unsigned sn_tf32(T x) {
