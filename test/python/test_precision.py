@@ -149,6 +149,7 @@ def test_16_bit_convolutions_run_on_tensor_cores(precision, tmp_path):
     (["--precision", "tf32", "--fp32-contractions", "simt"], "cannot go with --fp32-contractions simt"),
     (["--tensor-core-tile", "96"], "--tensor-core-tile '96' is not ROWSxCOLUMNS"),
     (["--tensor-core-tile", "96x128", "--target", "cpu"], "no meaning with --target cpu"),
+    (["--wgmma", "maybe"], "unknown --wgmma 'maybe'; use on or off"),
 ])
 def test_bad_precision_is_a_user_error(flags, message, tmp_path):
     model = st.MODELS_DIR / "tiny_mlp.onnx"

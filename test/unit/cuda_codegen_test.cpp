@@ -252,6 +252,62 @@ TEST(CudaCodegen, HeadMergeIsReadInRunsWhereTheyAreContiguous) {
   }
 }
 
+// A 16-bit GEMM that fills the GPU with 128x128 tiles gets a warpgroup-MMA body for sm_90a beside
+// its mma.sync body; the module builds its sm_90 code for sm_90a (NVRTC and ptxas accept both
+// forms), and the PTX kept for newer GPUs is compute_90's, without wgmma. --wgmma off, or no sm_90
+// in the list, keeps mma.sync alone.
+TEST(CudaCodegen, SixteenBitGemmsGetAWgmmaBodyForSm90a) {
+  constexpr int64_t kOnnxFloat = 1;
+  Graph graph;
+  auto widen = [&](Value *value) {
+    Node *cast = graph.addNode(OpKind::Cast, {value}, 1);
+    cast->setAttr("to", kOnnxFloat);
+    return cast->output(0);
+  };
+  Value *a = widen(graph.addInput("a", {DType::Float16, {4096, 128}}));
+  Value *b = widen(graph.addInput("b", {DType::Float16, {128, 768}}));
+  graph.addOutput(graph.addNode(OpKind::MatMul, {a, b}, 1, "gemm")->output(0));
+  inferGraph(graph);
+  std::optional<KernelGroup> gemm;
+  for (KernelGroup &group : formKernelGroups(graph, true))
+    if (lowerContraction(group))
+      gemm = group;
+  ASSERT_TRUE(gemm);
+
+  struct Case {
+    std::vector<std::string> archs;
+    bool warpgroupMma;
+    const char *generator;
+  };
+  for (const Case &c : {Case{{"sm_80", "sm_90"}, true, "cuda-c tensor-core f16 wgmma"},
+                        Case{{"sm_80", "sm_90"}, false, "cuda-c tensor-core f16"},
+                        Case{{"sm_80", "sm_89"}, true, "cuda-c tensor-core f16"}}) {
+    TargetOptions options;
+    options.target = package::Target::Cuda;
+    options.cudaArchs = c.archs;
+    options.warpgroupMma = c.warpgroupMma;
+    std::unique_ptr<Backend> backend = createBackend(options);
+    package::Manifest manifest;
+    LaunchShape launch;
+    manifest.kernels.push_back(backend->addKernel(*gemm, lowerGroup(*gemm), launch));
+    EXPECT_EQ(manifest.kernels.back().generator, c.generator) << c.archs.back();
+    auto work = std::filesystem::temp_directory_path() / ("sinter-cuda-wgmma-test-" + c.archs.back());
+    std::filesystem::create_directories(work);
+    backend->finish(manifest, work.string());
+    std::filesystem::remove_all(work);
+    ASSERT_EQ(manifest.cudaModules.size(), 1u);
+    const auto &binaries = manifest.cudaModules[0].binaries;
+    ASSERT_EQ(binaries.size(), 3u); // two cubins and the newest arch's PTX
+    EXPECT_EQ(readCubinHeader(binaries[1].bytes).sm, std::stoi(c.archs.back().substr(3)));
+    std::string ptx(binaries[2].bytes.begin(), binaries[2].bytes.end());
+    EXPECT_TRUE(binaries[2].isPtx);
+    EXPECT_EQ(ptx.find("wgmma"), std::string::npos) << "the PTX for newer GPUs must not need sm_90a";
+    EXPECT_NE(ptx.find("mma.sync.aligned.m16n8k16"), std::string::npos);
+    if (c.warpgroupMma && c.archs.back() == "sm_90")
+      EXPECT_GE(launch.sharedBytes, 4u * 32768u) << "four slices of 16 KiB per operand";
+  }
+}
+
 // Row reductions long enough to share give each row to a warp (32 threads per row in the launch,
 // shuffles in the PTX); short rows keep a thread each. Every accumulator type's identity and
 // exchange must compile, so the test reduces f32, i32, i8 and u8 rows.
