@@ -3,7 +3,9 @@
 // TM x TN block of accumulators in registers. Operands are read through the contraction's own
 // expressions, so a convolution gathers its input window straight into shared memory.
 // On sm_80 and newer a tensor-core variant (cuda_mma_contraction.cpp) multiplies them with
-// warp-level mma.sync instead: 16-bit operands exactly, f32 operands as tf32 pairs.
+// warp-level mma.sync instead: 16-bit operands exactly, f32 operands as tf32 pairs; on sm_90a
+// 16-bit operands also with warpgroup MMA (wgmma). cuda_mma_choice.cpp decides which operand
+// form and block tile a contraction gets.
 #pragma once
 
 #include "sinter/codegen/backend.h"

@@ -1,6 +1,9 @@
 // Tensor-core contractions: a block computes a BM x BN output tile with warp-level mma.sync
 // (f32 sums), its operands staged in shared memory through a ring of STAGES slices of BK
 // reduction steps, so that several slices are in flight while the warps multiply an earlier one.
+// A 16-bit kernel may carry a second body for sm_90a, where two warpgroups multiply 128x128
+// tiles with wgmma straight from 128-byte-swizzled slices that the same staging writes
+// (printWgmmaLoop). Which operand form and tile a contraction gets is cuda_mma_choice.cpp's.
 // The operands go to the tensor cores in one of two forms (MmaOperands):
 //   16-bit:  when both hold values f16 (or bf16) represents exactly (they were loaded from 16-bit
 //            storage), m16n8k16 multiplies them as they are: the products are the ones the f32
@@ -37,17 +40,6 @@
 namespace sinter::codegen::cuda {
 
 namespace {
-
-/// Whether every value `e` can take is exactly a value of `half`: a widening of a `half` value,
-/// or zero, or a choice between such.
-bool exactIn(const ExprRef &e, DType half) {
-  switch (e->kind) {
-  case ExprKind::Cast: return e->operands[0]->type == half;
-  case ExprKind::Constant: return isFloat(e->type) && e->floatValue == 0.0;
-  case ExprKind::Select: return exactIn(e->operands[1], half) && exactIn(e->operands[2], half);
-  default: return false;
-  }
-}
 
 /// Whether an integer expression is a multiple of `n` for every value of its variables.
 bool multipleOf(const ExprRef &e, int n) {
@@ -139,34 +131,6 @@ const Expr *narrowedLoad(const ExprRef &value, DType half, int variable, int64_t
   return vectorLoad(rounded->operands[0], DType::Float32, 8, variable, extent);
 }
 
-/// A tile and its rates: outputs per unit time of an SM busy with such blocks, relative to the
-/// 128x128 tile's, for 16-bit and for tf32 operands; 0 where the tile is not used. Measured on
-/// an H200 (bench/gpu_contraction_rate.py with --precisions fp32@ROWSxCOLUMNS ...: the median,
-/// over the GEMM, batched-GEMM and convolution shapes of ViT-B/16, BERT-base and ResNet-50 at
-/// batch 32, of each tile's outputs per second counted as chooseMmaTile counts them, over the
-/// 128x128 tile's; docs/performance.md). The tf32 128x128 tile takes 185 registers a thread,
-/// one block per SM, while several 4-warp blocks share one, which is why those are close for
-/// tf32. The 4-warp tiles with a 64-row warp tile gather a convolution's window with fewer
-/// threads per row: 128x64 was 2.6x slower than 96x128 for 16-bit operands on ResNet-50's 1x1
-/// reduce (0.233 against 0.090 ms), and 64x128 took 0.485 ms on ResNet-50's b32 layer2 3x3
-/// convolutions at tf32 where 128x128 took 0.358; the choice leaves 64x128 out (rate 0: only
-/// --tensor-core-tile uses it), and 128x64 for 16-bit operands.
-struct TileRate {
-  MmaTile tile;
-  double rate16, rateTf32;
-};
-
-constexpr TileRate kMmaTiles[] = {
-    {{128, 128, 32, 2, 4}, 1.0, 1.0},  // 8 warps, each 64x32: 4x4 mma tiles
-    {{96, 128, 32, 2, 4}, 1.06, 0.84}, // 8 warps, each 48x32: 3x4
-    {{128, 64, 32, 2, 2}, 0, 0.79},    // 4 warps, each 64x32
-    {{64, 128, 32, 1, 4}, 0, 0},       // 4 warps, each 64x32 (measured 0.96 for tf32 GEMMs)
-    {{64, 64, 32, 2, 2}, 0.8, 0.91},   // 4 warps, each 32x32: 2x4
-    {{32, 64, 32, 1, 2}, 0.65, 0.6},   // 2 warps, each 32x32
-};
-
-/// A block per SM at least: the H100/H200 has 132.
-constexpr int64_t kEnoughBlocks = 132;
 /// Slices in the ring: three in flight while the warps multiply the fourth.
 constexpr int kStages = 4;
 
@@ -204,84 +168,6 @@ Format formatOf(MmaOperands operands) {
 } // namespace
 
 const char *mmaOperandsName(MmaOperands operands) { return formatOf(operands).name; }
-
-std::optional<MmaTile> wgmmaBlockTile(const ContractionSpec &spec, MmaOperands operands) {
-  if (formatOf(operands).tf32())
-    return std::nullopt;
-  const MmaTile &tile = kMmaTiles[0].tile; // 128x128, 2x4 warps: two warpgroups
-  const int64_t blocks = ceilDiv(spec.m, tile.bm) * ceilDiv(spec.n, tile.bn) * spec.batch;
-  // Every SM a block, and no more than a quarter of the tile's outputs padding (attention's
-  // P.V with 64 columns per head would waste half).
-  if (blocks < kEnoughBlocks || blocks * tile.bm * tile.bn * 4 > spec.batch * spec.m * spec.n * 5)
-    return std::nullopt;
-  return tile;
-}
-
-std::optional<MmaOperands> mmaOperands(const ContractionSpec &spec, TargetOptions::Fp32Contractions fp32) {
-  if (spec.type != DType::Float32)
-    return std::nullopt;
-  if (spec.k >= 16) {
-    if (exactIn(spec.lhs, DType::Float16) && exactIn(spec.rhs, DType::Float16))
-      return MmaOperands::Float16;
-    if (exactIn(spec.lhs, DType::BFloat16) && exactIn(spec.rhs, DType::BFloat16))
-      return MmaOperands::BFloat16;
-  }
-  if (spec.k < 8)
-    return std::nullopt;
-  switch (fp32) {
-  case TargetOptions::Fp32Contractions::Tf32x3: return MmaOperands::Tf32x3;
-  case TargetOptions::Fp32Contractions::Tf32: return MmaOperands::Tf32;
-  case TargetOptions::Fp32Contractions::Simt: break;
-  }
-  return std::nullopt;
-}
-
-std::optional<MmaTile> chooseMmaTile(const ContractionSpec &spec, MmaOperands operands,
-                                     const std::optional<std::array<int, 2>> &forced) {
-  // A slice is 32 bytes of reduction per row either way: 32 16-bit steps or 16 f32 ones.
-  auto sized = [&](MmaTile tile) {
-    tile.bk = tile.bk * 2 / formatOf(operands).bytes;
-    return tile;
-  };
-  if (forced) {
-    std::string known;
-    for (const auto &[tile, rate16, rateTf32] : kMmaTiles) {
-      if (tile.bm == (*forced)[0] && tile.bn == (*forced)[1])
-        return sized(tile);
-      known += (known.empty() ? "" : ", ") + std::to_string(tile.bm) + "x" + std::to_string(tile.bn);
-    }
-    userError("--tensor-core-tile ", (*forced)[0], "x", (*forced)[1], " is not a tensor-core tile; use one of ", known);
-  }
-  auto blocks = [&](const MmaTile &tile) { return ceilDiv(spec.m, tile.bm) * ceilDiv(spec.n, tile.bn) * spec.batch; };
-  // The time of the grid, in units of one 128x128 block's: the blocks are dealt evenly to the
-  // SMs, so the busiest SM runs ceil(blocks / SMs) of them, each bm x bn outputs at the tile's
-  // rate. Padding counts (a 128x128 tile over an attention head's 64 x 16 scores multiplies
-  // sixteen times what it keeps), and so does the last round's idle SMs: on 132 SMs, ViT-B/16
-  // b32's MLP-out (6304 x 768 outputs) is 300 blocks of 128x128, three rounds of which the last
-  // is a quarter full, against 396 blocks of 96x128, three full rounds.
-  const bool sixteenBit = !formatOf(operands).tf32();
-  auto rate = [&](const TileRate &candidate) { return sixteenBit ? candidate.rate16 : candidate.rateTf32; };
-  auto time = [&](const TileRate &candidate) {
-    const MmaTile &tile = candidate.tile;
-    return double(ceilDiv(blocks(tile), kEnoughBlocks)) * tile.bm * tile.bn / (128.0 * 128.0) / rate(candidate);
-  };
-  const TileRate *best = nullptr;
-  for (const TileRate &candidate : kMmaTiles)
-    if (rate(candidate) > 0 && blocks(candidate.tile) >= kEnoughBlocks && (!best || time(candidate) < time(*best)))
-      best = &candidate;
-  if (best)
-    return sized(best->tile);
-  // Without a split of the reduction, a grid that leaves most SMs idle walks the whole of k
-  // on a few of them: a classifier's or a late convolution's 16 tiles over k = 4608 took
-  // longer on tensor cores than the f32 kernel, which splits k across slices of its block.
-  // tf32 pairs gain less over the f32 kernel (1.4x on large GEMMs, against 5x for 16-bit
-  // operands): a ViT-B/16 b1 MLP-out GEMM (197x3072x768, 84 tiles) took 0.132 ms on them
-  // against 0.106 ms on the f32 kernel's k-slices, so they need every SM busy.
-  const MmaTile &smallest = kMmaTiles[std::size(kMmaTiles) - 1].tile;
-  if (sixteenBit && blocks(smallest) >= kEnoughBlocks / 2)
-    return sized(smallest);
-  return std::nullopt;
-}
 
 namespace {
 
