@@ -303,8 +303,9 @@ TEST(CudaCodegen, SixteenBitGemmsGetAWgmmaBodyForSm90a) {
     EXPECT_TRUE(binaries[2].isPtx);
     EXPECT_EQ(ptx.find("wgmma"), std::string::npos) << "the PTX for newer GPUs must not need sm_90a";
     EXPECT_NE(ptx.find("mma.sync.aligned.m16n8k16"), std::string::npos);
-    if (c.warpgroupMma && c.archs.back() == "sm_90")
+    if (c.warpgroupMma && c.archs.back() == "sm_90") {
       EXPECT_GE(launch.sharedBytes, 4u * 32768u) << "four slices of 16 KiB per operand";
+    }
   }
 }
 

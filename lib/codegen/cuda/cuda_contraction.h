@@ -79,10 +79,10 @@ struct MmaTile {
 /// SIMT kernel (fp32 is Simt, or the reduction is shorter than one mma step).
 std::optional<MmaOperands> mmaOperands(const ContractionSpec &spec, TargetOptions::Fp32Contractions fp32);
 
-/// The largest tile that still gives every SM a block (without padding the output much more
-/// than the smallest tile); for 16-bit operands the smallest when it gives at least half of
-/// them one; nullopt when even that leaves SMs idle (the f32 tiled kernel, which splits the
-/// reduction within its blocks, does better there).
+/// The tile the model of cuda_mma_choice.cpp expects to finish first (rounds of blocks on the
+/// SMs at each tile's measured rate), among those that give every SM a block; for 16-bit
+/// operands the smallest when it gives at least half of them one; nullopt when even that leaves
+/// SMs idle (the f32 tiled kernel, which splits the reduction within its blocks, does better).
 /// `forced` (rows, columns) names the tile to use instead; a size no tile has is a user error.
 std::optional<MmaTile> chooseMmaTile(const ContractionSpec &spec, MmaOperands operands,
                                      const std::optional<std::array<int, 2>> &forced = std::nullopt);

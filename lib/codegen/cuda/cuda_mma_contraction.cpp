@@ -15,9 +15,10 @@
 //
 // How an operand reaches shared memory depends on its expression ("a run" is 16 bytes: eight
 // 16-bit values, or four f32):
-//   vector along k:  a plain load of the operand type whose index is r + (a multiple of the
-//                    run): a run of reduction steps is contiguous, copied by cp.async without
-//                    registers;
+//   vector along k:  a plain load of the operand type whose index advances by one along each
+//                    run of r that starts at a multiple of the run, from a multiple of the run
+//                    (runForm: i * K + r, and the div/rem chains of a flattened transpose): a
+//                    run of reduction steps is contiguous, copied by cp.async without registers;
 //   vector along n:  (rhs) likewise with j: a run of columns of one step, copied by cp.async
 //                    into a k-major slice (read by ldmatrix.trans when 16-bit);
 //   narrowed vector: (16-bit) a float32 load rounded to the 16-bit type in the kernel (a LayerNorm's or a
@@ -237,26 +238,14 @@ void printWgmmaLoop(std::ostringstream &out, const MmaTile &tile, const Format &
   fenceSums("  ");
 }
 
-} // namespace
-
-std::string printMmaContraction(const Contraction &contraction, const MmaTile &blockTile,
-                                MmaOperands mmaOperands, LaunchShape &launch, bool warpgroupMma) {
+/// The kernel's body in one of its two forms: warp-level mma.sync, or (wgmma) two warpgroups of
+/// m64n128k16 warpgroup MMA reading 128-byte-swizzled slices (sm_90a). Returns the dynamic shared
+/// memory it needs.
+int64_t printMmaBody(std::ostringstream &out, CudaPrinter &printer, const Contraction &contraction,
+                     const Format &format, const MmaTile &tile, bool wgmma) {
   const ContractionSpec &spec = contraction.spec;
   const Kernel &kernel = contraction.kernel;
-  const Format format = formatOf(mmaOperands);
-  CudaPrinter printer;
-  IndexRanges ranges(kernel);
-  setContractionRanges(ranges, spec);
-  printer.setRanges(&ranges);
   auto v = [](int id) { return "v" + std::to_string(id); };
-  std::ostringstream out;
-  // No cap on registers: the accumulators and fragments take most of them, and one block of
-  // eight warps per SM keeps the tensor cores busy when its slices arrive ahead of use.
-  out << printer.signature(kernel, blockTile.threads());
-  // The kernel's body in one of its two forms: warp-level mma.sync, or (wgmma) two warpgroups
-  // of m64n128k16 warpgroup MMA reading 128-byte-swizzled slices (sm_90a). Returns the dynamic
-  // shared memory it needs.
-  auto body = [&](const MmaTile &tile, bool wgmma) -> int64_t {
   const int threads = tile.threads();
   const int warpRows = tile.bm / tile.warpsM, warpColumns = tile.bn / tile.warpsN;
   const int mTiles = wgmma ? 1 : warpRows / 16, nTiles = wgmma ? tile.bn / 8 : warpColumns / 8;
@@ -387,22 +376,21 @@ std::string printMmaContraction(const Contraction &contraction, const MmaTile &b
   };
   auto issueVector = [&](const Operand &o, const char *stage, const char *k, const std::string &indent) {
     out << indent << "#pragma unroll\n" << indent << "for (int u = 0; u < " << vectorRuns(o) << "; ++u) {\n";
-    if (o.staging == Staging::VectorK) {
+    // The run's row (or column) within the tile: ii along k, jj along n.
+    const bool alongK = o.staging == Staging::VectorK;
+    const char *within = alongK ? "ii" : "jj";
+    if (alongK) {
       runPositionK(o, indent + "  ");
-      out << indent << "  " << v(o.indexVar) << " = " << o.base << " + ii; " << v(spec.r) << " = " << k << " + kk;\n";
-      out << indent << "  const bool valid = " << v(o.indexVar) << " < " << o.limit << "LL && " << v(spec.r)
-          << " < " << spec.k << "LL;\n";
-      out << indent << "  sn_cp_async16(" << place(o, stage, "ii", "kk") << ", valid ? b" << o.load->id
-          << " + " << printer.expr(o.load->operands[0]) << " : b" << o.load->id << ", valid);\n";
     } else {
       runIndex(vectorRunCount(o), indent + "  ");
       out << indent << "  const int jj = (e % " << o.extent / run << ") * " << run << ", kk = e / " << o.extent / run << ";\n";
-      out << indent << "  " << v(o.indexVar) << " = " << o.base << " + jj; " << v(spec.r) << " = " << k << " + kk;\n";
-      out << indent << "  const bool valid = " << v(o.indexVar) << " < " << o.limit << "LL && " << v(spec.r)
-          << " < " << spec.k << "LL;\n";
-      out << indent << "  sn_cp_async16(" << place(o, stage, "kk", "jj") << ", valid ? b" << o.load->id
-          << " + " << printer.expr(o.load->operands[0]) << " : b" << o.load->id << ", valid);\n";
     }
+    out << indent << "  " << v(o.indexVar) << " = " << o.base << " + " << within << "; " << v(spec.r) << " = " << k << " + kk;\n";
+    out << indent << "  const bool valid = " << v(o.indexVar) << " < " << o.limit << "LL && " << v(spec.r)
+        << " < " << spec.k << "LL;\n";
+    out << indent << "  sn_cp_async16(" << (alongK ? place(o, stage, "ii", "kk") : place(o, stage, "kk", "jj"))
+        << ", valid ? b" << o.load->id << " + " << printer.expr(o.load->operands[0]) << " : b" << o.load->id
+        << ", valid);\n";
     out << indent << "}\n";
   };
 
@@ -516,127 +504,125 @@ std::string printMmaContraction(const Contraction &contraction, const MmaTile &b
       else
         issueVector(o, stage, k, indent);
   };
-
-  if (wgmma) {
-    printWgmmaLoop(out, tile, format, kTiles, stageBytes, aBytes, operands[1].staging == Staging::VectorMN,
-                   [&](const char *stage, const char *k, const std::string &indent) {
-                     issue(stage, k, indent);
-                     for (const Operand &o : operands)
-                       if (registerStaged(o))
-                         storeStaged(o, stage, indent);
-                   });
-  } else {
-  // The ring: slices 0 .. STAGES-2 are requested first; then at step t the warps wait for slice
-  // t, request slice t + STAGES - 1 into the place slice t - 1 left, multiply slice t, and store
-  // the scalar operands' registers for slice t + STAGES - 1.
-  out << "  for (int t = 0; t < " << kStages - 1 << "; ++t) {\n";
-  out << "    if (t < " << kTiles << "LL) {\n      const long long k0 = (long long)t * " << tile.bk << ";\n";
-  issue("t", "k0", "      ");
-  for (const Operand &o : operands)
-    if (registerStaged(o))
-      storeStaged(o, "t", "      ");
-  out << "    }\n    sn_cp_async_commit<0>();\n  }\n";
-  out << "  for (long long t = 0; t < " << kTiles << "LL; ++t) {\n";
-  out << "    sn_cp_async_wait<" << kStages - 2 << ">();\n    __syncthreads();\n";
-  out << "    const int stage = (int)(t % " << kStages << "), nextStage = (int)((t + " << kStages - 1
-      << ") % " << kStages << ");\n";
-  out << "    const bool more = t + " << kStages - 1 << " < " << kTiles << "LL;\n";
-  out << "    if (more) {\n      const long long next = (t + " << kStages - 1 << ") * " << tile.bk << ";\n";
-  issue("nextStage", "next", "      ");
-  out << "    }\n    sn_cp_async_commit<0>();\n";
-  // Fragments (PTX ISA, mma.m16n8k16 with .f16/.bf16): lane = 4 * group + quad; A's registers
-  // hold rows group and group + 8 at columns 2 * quad (+1) and 2 * quad + 8 (+1); B's hold
-  // column group at rows 2 * quad (+1) and 2 * quad + 8 (+1); the f32 sums are rows group and
-  // group + 8 at columns 2 * quad (+1). ldmatrix.x2.trans of two 8x8 k-major blocks gives B's
-  // two registers directly: lanes 0-15 name the blocks' rows kk .. kk + 15.
-  // m16n8k8 with .tf32: A's registers hold rows group and group + 8 at columns quad and
-  // quad + 4; B's hold column group at rows quad and quad + 4; the sums are laid out as above.
-  const Operand &lhs = operands[0], &rhs = operands[1];
-  out << "#pragma unroll\n    for (int kk = 0; kk < " << tile.bk << "; kk += " << format.kStep << ") {\n";
-  out << "      unsigned a[" << mTiles << "][4], b[" << nTiles << "][2];\n";
-  if (format.split)
-    out << "      unsigned aRest[" << mTiles << "][4], bRest[" << nTiles << "][2];\n";
-  // An f32 element of a slice into its tf32 fragment register (and remainder, when split).
-  auto tf32 = [&](const std::string &element, const std::string &fragment, const std::string &rest) {
-    if (format.split)
-      return "sn_tf32_split(" + element + ", " + fragment + ", " + rest + ");";
-    return fragment + " = sn_tf32(" + element + ");";
-  };
-  if (format.tf32()) {
-    const std::string below = std::to_string(8 * lhs.rowLength);
-    out << "#pragma unroll\n      for (int p = 0; p < " << mTiles << "; ++p) {\n"
-        << "        const float *top = &sA[stage][warpRow + p * 16 + group][kk + quad];\n"
-        << "        " << tf32("top[0]", "a[p][0]", "aRest[p][0]") << "\n"
-        << "        " << tf32("top[" + below + "]", "a[p][1]", "aRest[p][1]") << "\n"
-        << "        " << tf32("top[4]", "a[p][2]", "aRest[p][2]") << "\n"
-        << "        " << tf32("top[" + below + " + 4]", "a[p][3]", "aRest[p][3]") << "\n"
-        << "      }\n";
-    out << "#pragma unroll\n      for (int q = 0; q < " << nTiles << "; ++q) {\n";
-    if (rhs.staging == Staging::VectorMN)
-      out << "        const float *column = &sB[stage][kk + quad][warpColumn + q * 8 + group];\n"
-          << "        " << tf32("column[0]", "b[q][0]", "bRest[q][0]") << "\n"
-          << "        " << tf32("column[" + std::to_string(4 * rhs.rowLength) + "]", "b[q][1]", "bRest[q][1]") << "\n";
-    else
-      out << "        const float *column = &sB[stage][warpColumn + q * 8 + group][kk + quad];\n"
-          << "        " << tf32("column[0]", "b[q][0]", "bRest[q][0]") << "\n"
-          << "        " << tf32("column[4]", "b[q][1]", "bRest[q][1]") << "\n";
-    out << "      }\n";
-  } else {
-    out << "#pragma unroll\n      for (int p = 0; p < " << mTiles << "; ++p) {\n"
-        << "        const unsigned short *top = &sA[stage][warpRow + p * 16 + group][kk + 2 * quad];\n"
-        << "        a[p][0] = *reinterpret_cast<const unsigned *>(top);\n"
-        << "        a[p][1] = *reinterpret_cast<const unsigned *>(top + 8 * " << lhs.rowLength << ");\n"
-        << "        a[p][2] = *reinterpret_cast<const unsigned *>(top + 8);\n"
-        << "        a[p][3] = *reinterpret_cast<const unsigned *>(top + 8 * " << lhs.rowLength << " + 8);\n"
-        << "      }\n";
-    out << "#pragma unroll\n      for (int q = 0; q < " << nTiles << "; ++q) {\n";
-    if (rhs.staging == Staging::VectorMN) {
-      out << "        sn_ldmatrix_x2_trans(b[q], &sB[stage][kk + lane % 16][warpColumn + q * 8]);\n";
-    } else {
-      out << "        const unsigned short *column = &sB[stage][warpColumn + q * 8 + group][kk + 2 * quad];\n"
-          << "        b[q][0] = *reinterpret_cast<const unsigned *>(column);\n"
-          << "        b[q][1] = *reinterpret_cast<const unsigned *>(column + 8);\n";
-    }
-    out << "      }\n";
-  }
-  auto mma = [&](const char *sums, const char *a, const char *b) {
-    out << "          asm volatile(\"" << format.mma
-        << " {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\"\n"
-        << "                       : \"+f\"(" << sums << "[0]), \"+f\"(" << sums << "[1]), \"+f\"(" << sums
-        << "[2]), \"+f\"(" << sums << "[3])\n"
-        << "                       : \"r\"(" << a << "[p][0]), \"r\"(" << a << "[p][1]), \"r\"(" << a << "[p][2]), \"r\"("
-        << a << "[p][3]), \"r\"(" << b << "[q][0]), \"r\"(" << b << "[q][1]));\n";
-  };
-  out << "#pragma unroll\n      for (int p = 0; p < " << mTiles << "; ++p)\n"
-      << "#pragma unroll\n        for (int q = 0; q < " << nTiles << "; ++q)";
-  if (format.split) {
-    // The tensor cores add into their accumulator with truncation, not rounding to nearest: a
-    // bias of up to an ulp of the running sum per step, which grew with k to 2e-5 (relative
-    // L2) at k = 3072. So each step's three products (the remainders' first: they are the
-    // smallest terms) are summed from zero and added to the running sum by a rounding FADD; the
-    // truncation is then relative to one step's sum, and the error is the f32 FMA kernel's.
-    out << " {\n          float step[4] = {0.f, 0.f, 0.f, 0.f};\n";
-    mma("step", "aRest", "b");
-    mma("step", "a", "bRest");
-    mma("step", "a", "b");
-    out << "#pragma unroll\n          for (int c = 0; c < 4; ++c) acc[p][q][c] += step[c];\n";
-    out << "        }\n";
-  } else {
-    out << "\n";
-    mma("acc[p][q]", "a", "b");
-  }
-  out << "    }\n";
-  bool anyStaged = false;
-  for (const Operand &o : operands)
-    anyStaged |= registerStaged(o);
-  if (anyStaged) {
-    out << "    if (more) {\n";
+  // A whole slice at once: the copies, and the registers' stores right after their loads.
+  auto request = [&](const char *stage, const char *k, const std::string &indent) {
+    issue(stage, k, indent);
     for (const Operand &o : operands)
       if (registerStaged(o))
-        storeStaged(o, "nextStage", "      ");
+        storeStaged(o, stage, indent);
+  };
+
+  if (wgmma) {
+    printWgmmaLoop(out, tile, format, kTiles, stageBytes, aBytes, operands[1].staging == Staging::VectorMN, request);
+  } else {
+    // The ring: slices 0 .. STAGES-2 are requested first; then at step t the warps wait for slice
+    // t, request slice t + STAGES - 1 into the place slice t - 1 left, multiply slice t, and store
+    // the scalar operands' registers for slice t + STAGES - 1.
+    out << "  for (int t = 0; t < " << kStages - 1 << "; ++t) {\n";
+    out << "    if (t < " << kTiles << "LL) {\n      const long long k0 = (long long)t * " << tile.bk << ";\n";
+    request("t", "k0", "      ");
+    out << "    }\n    sn_cp_async_commit<0>();\n  }\n";
+    out << "  for (long long t = 0; t < " << kTiles << "LL; ++t) {\n";
+    out << "    sn_cp_async_wait<" << kStages - 2 << ">();\n    __syncthreads();\n";
+    out << "    const int stage = (int)(t % " << kStages << "), nextStage = (int)((t + " << kStages - 1
+        << ") % " << kStages << ");\n";
+    out << "    const bool more = t + " << kStages - 1 << " < " << kTiles << "LL;\n";
+    out << "    if (more) {\n      const long long next = (t + " << kStages - 1 << ") * " << tile.bk << ";\n";
+    issue("nextStage", "next", "      ");
+    out << "    }\n    sn_cp_async_commit<0>();\n";
+    // Fragments (PTX ISA, mma.m16n8k16 with .f16/.bf16): lane = 4 * group + quad; A's registers
+    // hold rows group and group + 8 at columns 2 * quad (+1) and 2 * quad + 8 (+1); B's hold
+    // column group at rows 2 * quad (+1) and 2 * quad + 8 (+1); the f32 sums are rows group and
+    // group + 8 at columns 2 * quad (+1). ldmatrix.x2.trans of two 8x8 k-major blocks gives B's
+    // two registers directly: lanes 0-15 name the blocks' rows kk .. kk + 15.
+    // m16n8k8 with .tf32: A's registers hold rows group and group + 8 at columns quad and
+    // quad + 4; B's hold column group at rows quad and quad + 4; the sums are laid out as above.
+    const Operand &lhs = operands[0], &rhs = operands[1];
+    out << "#pragma unroll\n    for (int kk = 0; kk < " << tile.bk << "; kk += " << format.kStep << ") {\n";
+    out << "      unsigned a[" << mTiles << "][4], b[" << nTiles << "][2];\n";
+    if (format.split)
+      out << "      unsigned aRest[" << mTiles << "][4], bRest[" << nTiles << "][2];\n";
+    // An f32 element of a slice into its tf32 fragment register (and remainder, when split).
+    auto tf32 = [&](const std::string &element, const std::string &fragment, const std::string &rest) {
+      if (format.split)
+        return "sn_tf32_split(" + element + ", " + fragment + ", " + rest + ");";
+      return fragment + " = sn_tf32(" + element + ");";
+    };
+    if (format.tf32()) {
+      const std::string below = std::to_string(8 * lhs.rowLength);
+      out << "#pragma unroll\n      for (int p = 0; p < " << mTiles << "; ++p) {\n"
+          << "        const float *top = &sA[stage][warpRow + p * 16 + group][kk + quad];\n"
+          << "        " << tf32("top[0]", "a[p][0]", "aRest[p][0]") << "\n"
+          << "        " << tf32("top[" + below + "]", "a[p][1]", "aRest[p][1]") << "\n"
+          << "        " << tf32("top[4]", "a[p][2]", "aRest[p][2]") << "\n"
+          << "        " << tf32("top[" + below + " + 4]", "a[p][3]", "aRest[p][3]") << "\n"
+          << "      }\n";
+      out << "#pragma unroll\n      for (int q = 0; q < " << nTiles << "; ++q) {\n";
+      if (rhs.staging == Staging::VectorMN)
+        out << "        const float *column = &sB[stage][kk + quad][warpColumn + q * 8 + group];\n"
+            << "        " << tf32("column[0]", "b[q][0]", "bRest[q][0]") << "\n"
+            << "        " << tf32("column[" + std::to_string(4 * rhs.rowLength) + "]", "b[q][1]", "bRest[q][1]") << "\n";
+      else
+        out << "        const float *column = &sB[stage][warpColumn + q * 8 + group][kk + quad];\n"
+            << "        " << tf32("column[0]", "b[q][0]", "bRest[q][0]") << "\n"
+            << "        " << tf32("column[4]", "b[q][1]", "bRest[q][1]") << "\n";
+      out << "      }\n";
+    } else {
+      out << "#pragma unroll\n      for (int p = 0; p < " << mTiles << "; ++p) {\n"
+          << "        const unsigned short *top = &sA[stage][warpRow + p * 16 + group][kk + 2 * quad];\n"
+          << "        a[p][0] = *reinterpret_cast<const unsigned *>(top);\n"
+          << "        a[p][1] = *reinterpret_cast<const unsigned *>(top + 8 * " << lhs.rowLength << ");\n"
+          << "        a[p][2] = *reinterpret_cast<const unsigned *>(top + 8);\n"
+          << "        a[p][3] = *reinterpret_cast<const unsigned *>(top + 8 * " << lhs.rowLength << " + 8);\n"
+          << "      }\n";
+      out << "#pragma unroll\n      for (int q = 0; q < " << nTiles << "; ++q) {\n";
+      if (rhs.staging == Staging::VectorMN) {
+        out << "        sn_ldmatrix_x2_trans(b[q], &sB[stage][kk + lane % 16][warpColumn + q * 8]);\n";
+      } else {
+        out << "        const unsigned short *column = &sB[stage][warpColumn + q * 8 + group][kk + 2 * quad];\n"
+            << "        b[q][0] = *reinterpret_cast<const unsigned *>(column);\n"
+            << "        b[q][1] = *reinterpret_cast<const unsigned *>(column + 8);\n";
+      }
+      out << "      }\n";
+    }
+    auto mma = [&](const char *sums, const char *a, const char *b) {
+      out << "          asm volatile(\"" << format.mma
+          << " {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\"\n"
+          << "                       : \"+f\"(" << sums << "[0]), \"+f\"(" << sums << "[1]), \"+f\"(" << sums
+          << "[2]), \"+f\"(" << sums << "[3])\n"
+          << "                       : \"r\"(" << a << "[p][0]), \"r\"(" << a << "[p][1]), \"r\"(" << a << "[p][2]), \"r\"("
+          << a << "[p][3]), \"r\"(" << b << "[q][0]), \"r\"(" << b << "[q][1]));\n";
+    };
+    out << "#pragma unroll\n      for (int p = 0; p < " << mTiles << "; ++p)\n"
+        << "#pragma unroll\n        for (int q = 0; q < " << nTiles << "; ++q)";
+    if (format.split) {
+      // The tensor cores add into their accumulator with truncation, not rounding to nearest: a
+      // bias of up to an ulp of the running sum per step, which grew with k to 2e-5 (relative
+      // L2) at k = 3072. So each step's three products (the remainders' first: they are the
+      // smallest terms) are summed from zero and added to the running sum by a rounding FADD; the
+      // truncation is then relative to one step's sum, and the error is the f32 FMA kernel's.
+      out << " {\n          float step[4] = {0.f, 0.f, 0.f, 0.f};\n";
+      mma("step", "aRest", "b");
+      mma("step", "a", "bRest");
+      mma("step", "a", "b");
+      out << "#pragma unroll\n          for (int c = 0; c < 4; ++c) acc[p][q][c] += step[c];\n";
+      out << "        }\n";
+    } else {
+      out << "\n";
+      mma("acc[p][q]", "a", "b");
+    }
     out << "    }\n";
-  }
-  out << "  }\n";
+    bool anyStaged = false;
+    for (const Operand &o : operands)
+      anyStaged |= registerStaged(o);
+    if (anyStaged) {
+      out << "    if (more) {\n";
+      for (const Operand &o : operands)
+        if (registerStaged(o))
+          storeStaged(o, "nextStage", "      ");
+      out << "    }\n";
+    }
+    out << "  }\n";
   }
 
   out << "#pragma unroll\n  for (int p = 0; p < " << mTiles << "; ++p)\n"
@@ -647,18 +633,34 @@ std::string printMmaContraction(const Contraction &contraction, const MmaTile &b
   out << guardedEpilogue(printer, spec, "acc[p][q][c]", 4);
   out << "      }\n";
   return offset * 2; // offset counts 16-bit units
-  };
+}
+
+} // namespace
+
+std::string printMmaContraction(const Contraction &contraction, const MmaTile &blockTile,
+                                MmaOperands mmaOperands, LaunchShape &launch, bool warpgroupMma) {
+  const ContractionSpec &spec = contraction.spec;
+  const Kernel &kernel = contraction.kernel;
+  const Format format = formatOf(mmaOperands);
+  CudaPrinter printer;
+  IndexRanges ranges(kernel);
+  setContractionRanges(ranges, spec);
+  printer.setRanges(&ranges);
+  std::ostringstream out;
+  // No cap on registers: the accumulators and fragments take most of them, and one block of
+  // eight warps per SM keeps the tensor cores busy when its slices arrive ahead of use.
+  out << printer.signature(kernel, blockTile.threads());
 
   int64_t sharedBytes = 0;
   if (warpgroupMma) {
     // The same grid and block either way; the sm_90a build takes the first form.
     out << "#if defined(__CUDA_ARCH_FEAT_SM90_ALL)\n";
-    sharedBytes = body(wgmmaTile(blockTile, format), true);
+    sharedBytes = printMmaBody(out, printer, contraction, format, wgmmaTile(blockTile, format), true);
     out << "#else\n";
-    sharedBytes = std::max(sharedBytes, body(blockTile, false));
+    sharedBytes = std::max(sharedBytes, printMmaBody(out, printer, contraction, format, blockTile, false));
     out << "#endif\n";
   } else {
-    sharedBytes = body(blockTile, false);
+    sharedBytes = printMmaBody(out, printer, contraction, format, blockTile, false);
   }
   out << "}\n";
   setTiledLaunch(spec, blockTile.bm, blockTile.bn, blockTile.threads(), launch);
