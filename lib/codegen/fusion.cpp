@@ -53,6 +53,28 @@ public:
         group_[next] = group_[node];
         value = next->output(0);
       }
+      fuseSideCasts(*node, value);
+    }
+  }
+
+  /// Casts of a kernel's last value beside its other uses join the kernel, which stores both (a
+  /// LayerNorm's f32 output for a residual add, and its f16 rounding for the next MatMul). The
+  /// group runs at its last node's position, so a Cast joins only when every other use of the
+  /// value comes after it.
+  void fuseSideCasts(const Node &kernel, const Value *value) {
+    if (value->uses().size() < 2)
+      return;
+    for (const Use &use : value->uses()) {
+      const Node *cast = use.user;
+      if (cast->kind() != OpKind::Cast || cast->numInputs() != 1 || cast->numOutputs() != 1 ||
+          group_[cast] != position_[cast] || !isStatic(cast->output(0)->shape()) ||
+          staticDims(cast->output(0)->shape()) != staticDims(value->shape()))
+        continue;
+      bool laterUses = std::all_of(value->uses().begin(), value->uses().end(), [&](const Use &other) {
+        return other.user == cast || position_[other.user] > position_[cast];
+      });
+      if (laterUses)
+        group_[cast] = group_[&kernel];
     }
   }
 

@@ -214,6 +214,19 @@ bool usesVariable(const ExprRef &e, int id) {
   return false;
 }
 
+bool multipleOf(const ExprRef &e, int64_t n) {
+  if (e->kind == ExprKind::Constant)
+    return e->intValue % n == 0;
+  if (e->kind != ExprKind::Binary)
+    return false;
+  switch (e->binary) {
+  case BinaryOp::Mul: return multipleOf(e->operands[0], n) || multipleOf(e->operands[1], n);
+  case BinaryOp::Add:
+  case BinaryOp::Sub: return multipleOf(e->operands[0], n) && multipleOf(e->operands[1], n);
+  default: return false;
+  }
+}
+
 BinaryOp reductionOp(const Stmt &assignment) { return assignment.a->binary; }
 
 StmtRef reductionLoop(int variable, ExprRef extent, std::vector<StmtRef> body) {

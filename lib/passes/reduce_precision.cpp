@@ -7,7 +7,10 @@
 //     Follow ops (views of the value), so the values they read were never rounded.
 //  3. In node order: the node's data inputs are made to match its mode, by Casts that are shared
 //     per value (one Cast down, one Cast up) or by converted copies of constants; a Reduced node's
-//     outputs are re-inferred, which turns them to the storage type. Graph outputs that became
+//     outputs are re-inferred, which turns them to the storage type. A Follow node whose inputs
+//     are float32 stores reduced anyway when all its uses want the storage type (the Cast moves
+//     up, next to the producer: a LayerNorm's output transposed for a MatMul is rounded by the
+//     LayerNorm's kernel, and the MatMul copies 16-bit runs). Graph outputs that became
 //     reduced are cast back up under their own names, so the signature is unchanged.
 //
 // Maps keyed by pointers are only looked up, never iterated, so the output is deterministic.
@@ -132,6 +135,34 @@ private:
     return Mode::Reduced;
   }
 
+  /// Whether every use of the node's outputs wants them in the storage type: a data input of a
+  /// Reduced node, or of a Follow node whose own outputs are all wanted so (and none is a graph
+  /// output). Rounding before such a node is then the same as rounding after it (moving,
+  /// selecting and comparing values commutes with rounding them), and the node moves half the
+  /// bytes; the rounding lands next to the producer, whose kernel stores the storage type.
+  bool onlyReducedUses(const Node &node) {
+    auto [it, isNew] = onlyReducedUses_.try_emplace(&node, false);
+    if (!isNew)
+      return it->second;
+    bool any = false;
+    for (const Value *output : node.outputs()) {
+      if (!output)
+        continue;
+      if (graph_.isOutput(output))
+        return false;
+      for (const Use &use : output->uses()) {
+        const Node &user = *use.user;
+        Mode mode = mode_.at(&user);
+        if (!precisionRule(user.kind()).carriesData(use.index) ||
+            !(mode == Mode::Reduced || (mode == Mode::Follow && onlyReducedUses(user))))
+          return false;
+        any = true;
+      }
+    }
+    it->second = any;
+    return any;
+  }
+
   Value *addCast(Value *value, DType to, Node *before) {
     Node *cast = graph_.addNode(OpKind::Cast, {value}, 1, "",
                                 {value->name() + "." + std::string(dtypeName(to))}, before);
@@ -175,8 +206,11 @@ private:
     if (mode == Mode::Skip)
       return;
     const PrecisionRule &rule = precisionRule(node.kind());
-    if (mode == Mode::Follow)
+    if (mode == Mode::Follow) {
       mode = followMode(node, rule);
+      if (mode == Mode::Float32 && onlyReducedUses(node))
+        mode = Mode::Reduced;
+    }
     for (int i = 0; i < node.numInputs(); ++i) {
       Value *input = node.input(i);
       if (!input)
@@ -233,6 +267,7 @@ private:
   DType storage_;
   std::map<const Node *, Mode> mode_;
   std::set<const Node *> pinned_;
+  std::map<const Node *, bool> onlyReducedUses_;
   std::set<const Value *> converted_;          ///< values this pass turned to the storage type
   std::map<Value *, Value *> reducedOf_, widenedOf_; ///< shared casts and converted constants
   bool changed_ = false;

@@ -184,15 +184,44 @@ def tensor_core_headers(source):
 
 def test_16_bit_matmuls_stage_operands_by_their_reads(tmp_path):
     """In a transformer stored in f16 at a batch that fills the GPU, the tensor-core kernels copy
-    16-bit activations and weights as 16-byte runs (along k, or along n for row-major weights),
-    and read the float32 outputs of layer norms (which stay f32) as runs rounded in the kernel."""
+    16-bit activations and weights as 16-byte runs (along k, or along n for row-major weights):
+    the layer norms (which compute and keep their outputs in f32 for the residual adds) also
+    store the f16 rounding the next MatMul reads."""
     source = tmp_path / "source"
     st.run_cli(["compile", st.MODELS_DIR / "bert_tiny.onnx", "--target", "cuda", "--arch",
                 "sm_90", "--dim", "batch=64", "--dim", "seq=64", "--precision", "fp16",
                 "--emit-source", source, "-o", tmp_path / "model.so"])
     stagings = [header.split("in flight; ")[1] for header in tensor_core_headers(source)]
-    assert "lhs narrowed vector along k, rhs vector along n" in stagings, stagings
     assert "lhs vector along k, rhs vector along n" in stagings, stagings
+    assert not any("narrowed" in staging for staging in stagings), stagings
+    norms = sorted(path.stem for path in source.glob("fused_layernormalization*.kir"))
+    assert norms and sum(name.startswith("fused_layernormalization_cast_") for name in norms) >= 4, norms
+
+
+def test_a_float32_operand_is_rounded_by_the_tensor_core_kernel(tmp_path):
+    """A LayerNorm's f32 output that is also a graph output reaches a 16-bit MatMul as f32 (the
+    graph output keeps its type); the tensor-core kernel reads it in 16-byte runs and rounds it."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.default_rng(3)
+    rows, width = 4096, 256
+    nodes = [helper.make_node("LayerNormalization", ["x", "scale", "bias"], ["normed"], axis=-1),
+             helper.make_node("MatMul", ["normed", "weight"], ["y"])]
+    initializers = [numpy_helper.from_array(rng.standard_normal(width).astype(np.float32), "scale"),
+                    numpy_helper.from_array(rng.standard_normal(width).astype(np.float32), "bias"),
+                    numpy_helper.from_array(rng.standard_normal((width, width)).astype(np.float32), "weight")]
+    graph = helper.make_graph(nodes, "norm_matmul",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [rows, width])],
+                              [helper.make_tensor_value_info("normed", TensorProto.FLOAT, [rows, width]),
+                               helper.make_tensor_value_info("y", TensorProto.FLOAT, [rows, width])],
+                              initializers)
+    model = tmp_path / "norm_matmul.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), str(model))
+    source = tmp_path / "source"
+    st.run_cli(["compile", model, "--target", "cuda", "--arch", "sm_90", "--precision", "fp16",
+                "--emit-source", source, "-o", tmp_path / "model.so"])
+    stagings = [header.split("in flight; ")[1] for header in tensor_core_headers(source)]
+    assert "lhs narrowed vector along k, rhs vector along n" in stagings, stagings
 
 
 @pytest.mark.parametrize("flags,kernel", [

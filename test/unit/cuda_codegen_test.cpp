@@ -252,6 +252,41 @@ TEST(CudaCodegen, HeadMergeIsReadInRunsWhereTheyAreContiguous) {
   }
 }
 
+// A GEMM's operands are copied from sources computed once per run and advanced a slice at a
+// time, rows past the matrix's edge read its last row with a zero-filling copy; the bias of its
+// epilogue is read by column (rem(i * N + j, N) is j, which the printer's ranges show). A
+// reduction that is not whole slices computes each run's source per slice.
+TEST(CudaCodegen, GemmOperandsAdvancePrecomputedSourcesAndTheBiasIsReadByColumn) {
+  for (int64_t k : {64, 60}) {
+    Graph graph;
+    Value *x = graph.addInput("x", {DType::Float32, {100, k}});
+    Value *w = graph.addInput("w", {DType::Float32, {k, 96}});
+    Value *bias = graph.addInput("bias", {DType::Float32, {96}});
+    Value *product = graph.addNode(OpKind::MatMul, {x, w}, 1, "project")->output(0);
+    graph.addOutput(graph.addNode(OpKind::Add, {product, bias}, 1, "bias")->output(0));
+    inferGraph(graph);
+    std::optional<Contraction> contraction;
+    for (KernelGroup &group : formKernelGroups(graph, true))
+      if (!contraction)
+        contraction = lowerContraction(group);
+    ASSERT_TRUE(contraction);
+    LaunchShape launch;
+    std::string source = cuda::printMmaContraction(*contraction, {64, 64, 16, 2, 2}, cuda::MmaOperands::Tf32x3, launch);
+    SCOPED_TRACE("k " + std::to_string(k) + "\n" + source);
+    EXPECT_NE(source.find("lhs vector along k, rhs vector along n"), std::string::npos);
+    EXPECT_EQ(source.find("sn_rem("), std::string::npos);
+    if (k == 64) {
+      EXPECT_NE(source.find("lhsSource[u] += 16;"), std::string::npos);
+      EXPECT_NE(source.find("rhsSource[u] += 1536;"), std::string::npos); // 16 rows of 96
+      EXPECT_NE(source.find("lhsInside[u] = rowBase + ii < 100LL;"), std::string::npos);
+      EXPECT_NE(source.find("rhsInside[u] = columnBase + jj < 96LL;"), std::string::npos);
+      EXPECT_NE(source.find("lhsInside[u] ? rowBase + ii : 100LL - 1;"), std::string::npos);
+    } else {
+      EXPECT_EQ(source.find("Source["), std::string::npos);
+    }
+  }
+}
+
 // A 16-bit GEMM that fills the GPU with 128x128 tiles gets a warpgroup-MMA body for sm_90a beside
 // its mma.sync body; the module builds its sm_90 code for sm_90a (NVRTC and ptxas accept both
 // forms), and the PTX kept for newer GPUs is compute_90's, without wgmma. --wgmma off, or no sm_90

@@ -88,3 +88,30 @@ TEST(Fusion, BroadcastingConsumersAreNotEpilogues) {
 })");
   EXPECT_EQ(describe(formKernelGroups(*graph, true)), "MatMul | Add");
 }
+
+TEST(Fusion, ACastBesideOtherUsesIsStoredByTheKernel) {
+  // A post-norm block in f16: the LayerNorm's f32 output feeds the residual add later, and its
+  // f16 rounding feeds the MatMul now. The Cast joins the LayerNorm, which writes both.
+  std::unique_ptr<Graph> graph = parseGraph(R"(graph @main(%x: f32[4,8], %s: f32[8], %w: f16[8,8]) -> (%y) {
+  %n = LayerNormalization(%x, %s, %s) {axis = -1} : f32[4,8]
+  %h = Cast(%n) {to = 10} : f16[4,8]
+  %m = MatMul(%h, %w) : f16[4,8]
+  %u = Cast(%m) {to = 1} : f32[4,8]
+  %y = Add(%u, %n) : f32[4,8]
+  return
+})");
+  std::vector<KernelGroup> groups = formKernelGroups(*graph, true);
+  EXPECT_EQ(describe(groups), "LayerNormalization+Cast | MatMul+Cast+Add");
+  EXPECT_EQ(names(groups[0].outputs), (std::vector<std::string>{"n", "h"}));
+
+  // Here the Add reads %n before the Cast's place: the LayerNorm's kernel must run first, so the
+  // Cast cannot wait for it; it stays with its MatMul.
+  graph = parseGraph(R"(graph @main(%x: f32[4,8], %s: f32[8], %w: f16[8,8]) -> (%y, %z) {
+  %n = LayerNormalization(%x, %s, %s) {axis = -1} : f32[4,8]
+  %z = Add(%n, %x) : f32[4,8]
+  %h = Cast(%n) {to = 10} : f16[4,8]
+  %y = MatMul(%h, %w) : f16[4,8]
+  return
+})");
+  EXPECT_EQ(describe(formKernelGroups(*graph, true)), "LayerNormalization | Add | Cast+MatMul");
+}

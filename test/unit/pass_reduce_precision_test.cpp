@@ -158,7 +158,8 @@ TEST(ReducePrecision, ConstantsOutsideTheStorageRangeKeepTheirNodeInFloat32) {
 
 TEST(ReducePrecision, LeavesOtherTypesAloneAndShapesReadAnyType) {
   // f64 and integer arithmetic are untouched; Shape reads the f16 value with no cast; a view
-  // of a graph input follows its f32 data, and the Relu after it casts.
+  // of a graph input whose only use is a Relu (which stores f16) moves f16: the cast comes
+  // before the view.
   EXPECT_EQ(toF16(R"(graph @main(%x: f32[2,3], %d: f64[2,3], %i: i64[2,3]) -> (%y, %s, %e, %j) {
   %t = Transpose(%x) {perm = [1, 0]} : f32[3,2]
   %y = Relu(%t) : f32[3,2]
@@ -168,13 +169,48 @@ TEST(ReducePrecision, LeavesOtherTypesAloneAndShapesReadAnyType) {
   return
 })"),
             R"(graph @main(%x: f32[2,3], %d: f64[2,3], %i: i64[2,3]) -> (%y, %s, %e, %j) {
-  %t = Transpose(%x) {perm = [1, 0]} : f32[3,2]
-  %t.f16 = Cast(%t) {to = 10} : f16[3,2]
-  %y.f16 = Relu(%t.f16) : f16[3,2]
+  %x.f16 = Cast(%x) {to = 10} : f16[2,3]
+  %t = Transpose(%x.f16) {perm = [1, 0]} : f16[3,2]
+  %y.f16 = Relu(%t) : f16[3,2]
   %s = Shape(%y.f16) : i64[2]
   %e = Relu(%d) : f64[2,3]
   %j = Add(%i, %i) : i64[2,3]
   %y = Cast(%y.f16) {to = 1} : f32[3,2]
+  return
+}
+)");
+}
+
+TEST(ReducePrecision, AViewRoundsBeforeItOnlyWhenEveryUseWantsTheStorageType) {
+  // %t's uses are a MatMul and a Flatten that feeds only a Relu: the cast moves above %t.
+  // %u also feeds a Softmax, which reads float32: it stays float32, and the MatMul
+  // after it casts. %v is a graph output: it stays float32.
+  EXPECT_EQ(toF16(R"(graph @main(%x: f32[2,3], %w: f32[3,3]) -> (%y, %z, %n, %m, %v) {
+  %t = Transpose(%x) {perm = [1, 0]} : f32[3,2]
+  %y = MatMul(%w, %t) : f32[3,2]
+  %r = Flatten(%t) {axis = 0} : f32[1,6]
+  %z = Relu(%r) : f32[1,6]
+  %u = Transpose(%x) {perm = [1, 0]} : f32[3,2]
+  %n = Softmax(%u) {axis = -1} : f32[3,2]
+  %m = MatMul(%w, %u) : f32[3,2]
+  %v = Transpose(%x) {perm = [1, 0]} : f32[3,2]
+  return
+})"),
+            R"(graph @main(%x: f32[2,3], %w: f32[3,3]) -> (%y, %z, %n, %m, %v) {
+  %x.f16 = Cast(%x) {to = 10} : f16[2,3]
+  %t = Transpose(%x.f16) {perm = [1, 0]} : f16[3,2]
+  %w.f16 = Cast(%w) {to = 10} : f16[3,3]
+  %y.f16 = MatMul(%w.f16, %t) : f16[3,2]
+  %r = Flatten(%t) {axis = 0} : f16[1,6]
+  %z.f16 = Relu(%r) : f16[1,6]
+  %u = Transpose(%x) {perm = [1, 0]} : f32[3,2]
+  %n = Softmax(%u) {axis = -1} : f32[3,2]
+  %u.f16 = Cast(%u) {to = 10} : f16[3,2]
+  %m.f16 = MatMul(%w.f16, %u.f16) : f16[3,2]
+  %v = Transpose(%x) {perm = [1, 0]} : f32[3,2]
+  %y = Cast(%y.f16) {to = 1} : f32[3,2]
+  %z = Cast(%z.f16) {to = 1} : f32[1,6]
+  %m = Cast(%m.f16) {to = 1} : f32[3,2]
   return
 }
 )");

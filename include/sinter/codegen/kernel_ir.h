@@ -149,6 +149,10 @@ ExprRef bitcast(ExprRef a, DType type);
 /// Whether `e` reads variable `id` anywhere.
 bool usesVariable(const ExprRef &e, int id);
 
+/// Whether an integer expression is a multiple of `n` for every value of its variables (as far
+/// as constants, products with a multiple, and sums and differences of multiples show).
+bool multipleOf(const ExprRef &e, int64_t n);
+
 /// Convenience for index arithmetic on i64.
 ExprRef add(ExprRef a, ExprRef b);
 ExprRef sub(ExprRef a, ExprRef b);

@@ -36,25 +36,12 @@
 
 #include <algorithm>
 #include <functional>
+#include <optional>
 #include <sstream>
 
 namespace sinter::codegen::cuda {
 
 namespace {
-
-/// Whether an integer expression is a multiple of `n` for every value of its variables.
-bool multipleOf(const ExprRef &e, int n) {
-  if (e->kind == ExprKind::Constant)
-    return e->intValue % n == 0;
-  if (e->kind != ExprKind::Binary)
-    return false;
-  switch (e->binary) {
-  case BinaryOp::Mul: return multipleOf(e->operands[0], n) || multipleOf(e->operands[1], n);
-  case BinaryOp::Add:
-  case BinaryOp::Sub: return multipleOf(e->operands[0], n) && multipleOf(e->operands[1], n);
-  default: return false;
-  }
-}
 
 /// How an integer expression moves over a run: `variable` taking the values v0 .. v0 + run - 1
 /// for a v0 that is a multiple of `run`, every other variable fixed.
@@ -101,6 +88,35 @@ RunForm runForm(const ExprRef &e, int variable, int run) {
   }
 }
 
+/// The constant by which an integer expression grows per step of `variable`, when it is linear in
+/// it (sums, differences and products by constants of the variable and of terms without it);
+/// nullopt otherwise (a remainder, a division, a product of two variables).
+std::optional<int64_t> linearStride(const ExprRef &e, int variable) {
+  if (!usesVariable(e, variable))
+    return 0;
+  if (e->kind == ExprKind::Var)
+    return 1; // it is the variable
+  if (e->kind == ExprKind::Cast && isInteger(e->type) && isInteger(e->operands[0]->type))
+    return linearStride(e->operands[0], variable);
+  if (e->kind != ExprKind::Binary)
+    return std::nullopt;
+  const ExprRef &a = e->operands[0], &b = e->operands[1];
+  std::optional<int64_t> left = linearStride(a, variable), right = linearStride(b, variable);
+  if (!left || !right)
+    return std::nullopt;
+  switch (e->binary) {
+  case BinaryOp::Add: return *left + *right;
+  case BinaryOp::Sub: return *left - *right;
+  case BinaryOp::Mul:
+    if (a->kind == ExprKind::Constant)
+      return a->intValue * *right;
+    if (b->kind == ExprKind::Constant)
+      return *left * b->intValue;
+    return std::nullopt;
+  default: return std::nullopt;
+  }
+}
+
 enum class Staging { VectorK, VectorMN, NarrowedK, Scalar };
 
 /// The load behind an operand that is copied as it is stored: `cast<f32>(load)` of the 16-bit
@@ -134,6 +150,10 @@ const Expr *narrowedLoad(const ExprRef &value, DType half, int variable, int64_t
 
 /// Slices in the ring: three in flight while the warps multiply the fourth.
 constexpr int kStages = 4;
+/// The wgmma ring: five slices of 32 KiB (128x128 tiles, 128 bytes of reduction per row), three
+/// ahead and one group of products in flight. The probe measured five above four on four of the
+/// five GEMM shapes it timed (381-423 against 370-386 TFLOP/s).
+constexpr int kWgmmaStages = 5;
 
 /// How the operands sit in shared memory and reach the tensor cores.
 struct Format {
@@ -180,17 +200,17 @@ MmaTile wgmmaTile(MmaTile tile, const Format &format) {
 }
 
 /// The wgmma main loop. `request(stage, k, indent)` prints the copies (and register stores) of
-/// the slice at reduction step k into `stage`. Slices 0 and 1 are requested first; then at step
-/// t every thread waits for its copies of slice t, makes them visible to the tensor cores' proxy
-/// and meets the others (after which both warpgroups are also done with slice t - 2: each waited
-/// for all but its newest group at the end of step t - 1), issues slice t's products
-/// asynchronously, requests slice t + 2 into the place slice t - 2 left, and waits for slice t -
-/// 1's products. The probe in bench/wgmma_probe measured this order (and the descriptors below)
+/// the slice at reduction step k into `stage`. Slices 0 .. A - 1 are requested first (A, the
+/// slices ahead, is the ring's size less two); then at step t every thread waits for its copies
+/// of slice t, makes them visible to the tensor cores' proxy and meets the others (after which
+/// both warpgroups are also done with slice t - 2: each waited for all but its newest group at
+/// the end of step t - 1), issues slice t's products asynchronously, requests slice t + A into
+/// the place slice t - 2 left, and waits for slice t - 1's products. The probe in bench/wgmma_probe measured this order (and the descriptors below)
 /// on an H200.
 void printWgmmaLoop(std::ostringstream &out, const MmaTile &tile, const Format &format, int64_t kTiles,
                     int64_t stageBytes, int64_t aBytes, bool rhsAlongN,
                     const std::function<void(const char *, const char *, const std::string &)> &request) {
-  const int ahead = kStages - 2;
+  const int ahead = kWgmmaStages - 2;
   const int steps = tile.bk * format.bytes / 32; // k16 products per slice
   // Descriptors (PTX ISA, shared-memory matrix layouts, 128-byte swizzle): k-major, the stride
   // between groups of eight rows is 1024 bytes and a k16 step is 32 bytes along the row; a
@@ -207,9 +227,9 @@ void printWgmmaLoop(std::ostringstream &out, const MmaTile &tile, const Format &
   out << "    if (t < " << kTiles << "LL) {\n      const long long k0 = (long long)t * " << tile.bk << ";\n";
   request("t", "k0", "      ");
   out << "    }\n    sn_cp_async_commit<0>();\n  }\n";
-  out << "  for (long long t = 0; t < " << kTiles << "LL; ++t) {\n";
+  out << "  for (int t = 0; t < " << kTiles << "; ++t) {\n";
   out << "    sn_cp_async_wait<" << ahead - 1 << ">();\n    sn_fence_proxy_async();\n    __syncthreads();\n";
-  out << "    const int stage = (int)(t % " << kStages << "), nextStage = (int)((t + " << ahead << ") % " << kStages
+  out << "    const int stage = (int)(t % " << kWgmmaStages << "), nextStage = (int)((t + " << ahead << ") % " << kWgmmaStages
       << ");\n";
   fenceSums("    ");
   out << "    sn_wgmma_fence();\n";
@@ -230,7 +250,7 @@ void printWgmmaLoop(std::ostringstream &out, const MmaTile &tile, const Format &
   }
   out << "    sn_wgmma_commit();\n";
   fenceSums("    ");
-  out << "    if (t + " << ahead << " < " << kTiles << "LL) {\n      const long long next = (t + " << ahead << ") * "
+  out << "    if (t + " << ahead << " < " << kTiles << "LL) {\n      const long long next = (long long)(t + " << ahead << ") * "
       << tile.bk << ";\n";
   request("nextStage", "next", "      ");
   out << "    }\n    sn_cp_async_commit<0>();\n    sn_wgmma_wait<1>();\n  }\n";
@@ -266,6 +286,11 @@ int64_t printMmaBody(std::ostringstream &out, CudaPrinter &printer, const Contra
     Staging staging = Staging::Scalar;
     const Expr *load = nullptr;
     int rows = 0, rowLength = 0; ///< shape of one slice in shared memory, in elements
+    /// A copied operand whose index is linear in r, over a reduction that is whole slices: each
+    /// run's source and place are computed once, and the source advances by sliceStride
+    /// elements per slice requested (the slices are requested in order).
+    bool walked = false;
+    int64_t sliceStride = 0;
   };
   Operand operands[] = {
       {"lhs", "sA", "ra", "rowBase", tile.bm, spec.i, spec.lhsUnitStrideK, spec.m, spec.lhs},
@@ -282,6 +307,11 @@ int64_t printMmaBody(std::ostringstream &out, CudaPrinter &printer, const Contra
     // quads), or for a vector along n, n-contiguous rows (16-bit: read by ldmatrix.trans, padded
     // by a run likewise; f32: padded by 8 words, so a fragment's four steps of eight columns
     // fall in 32 different banks).
+    if ((o.staging == Staging::VectorK || o.staging == Staging::VectorMN) && spec.k % tile.bk == 0)
+      if (std::optional<int64_t> stride = linearStride(o.load->operands[0], spec.r)) {
+        o.walked = true;
+        o.sliceStride = *stride * tile.bk;
+      }
     if (o.staging == Staging::VectorMN) {
       o.rows = tile.bk;
       o.rowLength = o.extent + 8;
@@ -304,7 +334,7 @@ int64_t printMmaBody(std::ostringstream &out, CudaPrinter &printer, const Contra
       << ", m " << spec.m << ", n " << spec.n << ", k " << spec.k << "; tile " << tile.bm << "x"
       << tile.bn << "x" << tile.bk << ", ";
   if (wgmma)
-    out << "2 warpgroups of 64x" << tile.bn << " (wgmma), " << kStages - 2 << " slices ahead and one in flight";
+    out << "2 warpgroups of 64x" << tile.bn << " (wgmma), " << kWgmmaStages - 2 << " slices ahead and one in flight";
   else
     out << tile.warpsM << "x" << tile.warpsN << " warps of " << warpRows << "x" << warpColumns << ", " << kStages
         << " slices in flight";
@@ -317,7 +347,7 @@ int64_t printMmaBody(std::ostringstream &out, CudaPrinter &printer, const Contra
     // The swizzle repeats every 1024 bytes: the slices start at a multiple of it.
     out << "  const unsigned sharedBase = sn_shared_address(sn_shared), swizzled = (sharedBase + 1023u) & ~1023u;\n";
     out << "  unsigned char *slices = reinterpret_cast<unsigned char *>(sn_shared) + (swizzled - sharedBase);\n";
-    offset = (kStages * stageBytes + 1024) / 2;
+    offset = (kWgmmaStages * stageBytes + 1024) / 2;
   } else {
     for (const Operand &o : operands) {
       out << "  " << format.element << " (*" << o.shared << ")[" << o.rows << "][" << o.rowLength
@@ -374,17 +404,62 @@ int64_t printMmaBody(std::ostringstream &out, CudaPrinter &printer, const Contra
     runIndex(vectorRunCount(o), indent);
     out << indent << "const int kk = (e % " << tile.bk / run << ") * " << run << ", ii = e / " << tile.bk / run << ";\n";
   };
+  // The bytes between one slice of an operand and the next in shared memory.
+  auto stageStride = [&](const Operand &o) {
+    return wgmma ? stageBytes : int64_t(o.rows) * o.rowLength * format.bytes;
+  };
+  // Whether some runs of a walked operand's tile lie past the matrix's edge.
+  auto ragged = [&](const Operand &o) { return o.limit % o.extent != 0; };
+  // Where run u of a copied operand is: its row ii (along k) or column jj (along n) in the tile,
+  // and its reduction step kk in the slice.
+  auto vectorPosition = [&](const Operand &o, const std::string &indent) {
+    if (o.staging == Staging::VectorK) {
+      runPositionK(o, indent);
+    } else {
+      runIndex(vectorRunCount(o), indent);
+      out << indent << "const int jj = (e % " << o.extent / run << ") * " << run << ", kk = e / " << o.extent / run << ";\n";
+    }
+  };
+  // A walked operand's runs, before the first request: the source at the first slice (a run
+  // past the matrix's edge reads its last row or column, with a zero-filling copy), and the
+  // shared-memory address in slice 0.
+  auto walkSetup = [&](const Operand &o) {
+    const bool alongK = o.staging == Staging::VectorK;
+    const std::string within = std::string(o.base) + " + " + (alongK ? "ii" : "jj");
+    const std::string limit = std::to_string(o.limit) + "LL";
+    out << "  const " << cudaStorageType(o.load->type) << " *" << o.name << "Source[" << vectorRuns(o) << "];\n";
+    out << "  unsigned " << o.name << "Place[" << vectorRuns(o) << "];\n";
+    if (ragged(o))
+      out << "  bool " << o.name << "Inside[" << vectorRuns(o) << "];\n";
+    out << "#pragma unroll\n  for (int u = 0; u < " << vectorRuns(o) << "; ++u) {\n";
+    vectorPosition(o, "    ");
+    if (ragged(o)) {
+      out << "    " << o.name << "Inside[u] = " << within << " < " << limit << ";\n";
+      out << "    " << v(o.indexVar) << " = " << o.name << "Inside[u] ? " << within << " : " << limit << " - 1;\n";
+    } else {
+      out << "    " << v(o.indexVar) << " = " << within << ";\n";
+    }
+    out << "    " << v(spec.r) << " = kk;\n";
+    out << "    " << o.name << "Source[u] = b" << o.load->id << " + " << printer.expr(o.load->operands[0]) << ";\n";
+    out << "    " << o.name << "Place[u] = sn_shared_address("
+        << (alongK ? place(o, "0", "ii", "kk") : place(o, "0", "kk", "jj")) << ");\n";
+    out << "  }\n";
+  };
   auto issueVector = [&](const Operand &o, const char *stage, const char *k, const std::string &indent) {
     out << indent << "#pragma unroll\n" << indent << "for (int u = 0; u < " << vectorRuns(o) << "; ++u) {\n";
+    if (o.walked) {
+      if (vectorRunCount(o) % threads != 0)
+        out << indent << "  if (tid + u * " << threads << " >= " << vectorRunCount(o) << ") break;\n";
+      out << indent << "  sn_cp_async16_at(" << o.name << "Place[u] + (" << stage << ") * " << stageStride(o) << ", "
+          << o.name << "Source[u], " << (ragged(o) ? std::string(o.name) + "Inside[u]" : "true") << ");\n";
+      out << indent << "  " << o.name << "Source[u] += " << o.sliceStride << ";\n";
+      out << indent << "}\n";
+      return;
+    }
     // The run's row (or column) within the tile: ii along k, jj along n.
     const bool alongK = o.staging == Staging::VectorK;
     const char *within = alongK ? "ii" : "jj";
-    if (alongK) {
-      runPositionK(o, indent + "  ");
-    } else {
-      runIndex(vectorRunCount(o), indent + "  ");
-      out << indent << "  const int jj = (e % " << o.extent / run << ") * " << run << ", kk = e / " << o.extent / run << ";\n";
-    }
+    vectorPosition(o, indent + "  ");
     out << indent << "  " << v(o.indexVar) << " = " << o.base << " + " << within << "; " << v(spec.r) << " = " << k << " + kk;\n";
     out << indent << "  const bool valid = " << v(o.indexVar) << " < " << o.limit << "LL && " << v(spec.r)
         << " < " << spec.k << "LL;\n";
@@ -512,6 +587,10 @@ int64_t printMmaBody(std::ostringstream &out, CudaPrinter &printer, const Contra
         storeStaged(o, stage, indent);
   };
 
+  for (const Operand &o : operands)
+    if (o.walked)
+      walkSetup(o);
+
   if (wgmma) {
     printWgmmaLoop(out, tile, format, kTiles, stageBytes, aBytes, operands[1].staging == Staging::VectorMN, request);
   } else {
@@ -522,12 +601,12 @@ int64_t printMmaBody(std::ostringstream &out, CudaPrinter &printer, const Contra
     out << "    if (t < " << kTiles << "LL) {\n      const long long k0 = (long long)t * " << tile.bk << ";\n";
     request("t", "k0", "      ");
     out << "    }\n    sn_cp_async_commit<0>();\n  }\n";
-    out << "  for (long long t = 0; t < " << kTiles << "LL; ++t) {\n";
+    out << "  for (int t = 0; t < " << kTiles << "; ++t) {\n";
     out << "    sn_cp_async_wait<" << kStages - 2 << ">();\n    __syncthreads();\n";
     out << "    const int stage = (int)(t % " << kStages << "), nextStage = (int)((t + " << kStages - 1
         << ") % " << kStages << ");\n";
     out << "    const bool more = t + " << kStages - 1 << " < " << kTiles << "LL;\n";
-    out << "    if (more) {\n      const long long next = (t + " << kStages - 1 << ") * " << tile.bk << ";\n";
+    out << "    if (more) {\n      const long long next = (long long)(t + " << kStages - 1 << ") * " << tile.bk << ";\n";
     issue("nextStage", "next", "      ");
     out << "    }\n    sn_cp_async_commit<0>();\n";
     // Fragments (PTX ISA, mma.m16n8k16 with .f16/.bf16): lane = 4 * group + quad; A's registers

@@ -53,6 +53,9 @@ template <typename T> __device__ __forceinline__ unsigned sn_shared_address(cons
 template <typename T> __device__ __forceinline__ void sn_cp_async16(T *shared, const T *global, bool valid) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(sn_shared_address(shared)), "l"(global), "r"(valid ? 16 : 0));
 }
+template <typename T> __device__ __forceinline__ void sn_cp_async16_at(unsigned shared, const T *global, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(shared), "l"(global), "r"(valid ? 16 : 0));
+}
 template <int Groups> __device__ __forceinline__ void sn_cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 template <int Pending> __device__ __forceinline__ void sn_cp_async_wait() { asm volatile("cp.async.wait_group %0;" :: "n"(Pending) : "memory"); }
 template <typename T> __device__ __forceinline__ void sn_ldmatrix_x2_trans(unsigned *fragment, const T *shared) {
@@ -178,6 +181,33 @@ const char *mathName(UnaryOp op, DType type) {
 } // namespace
 
 
+const ExprRef *CudaPrinter::remainderTerm(const ExprRef &e) {
+  if (!ranges_ || e->kind != ExprKind::Binary || e->binary != BinaryOp::Rem || !isInteger(e->type))
+    return nullptr;
+  const ExprRef &dividend = e->operands[0], &divisor = e->operands[1];
+  if (divisor->kind != ExprKind::Constant || divisor->intValue <= 0)
+    return nullptr;
+  const int64_t n = divisor->intValue;
+  auto below = [&](const ExprRef &term) {
+    std::optional<IndexRange> range = ranges_->of(term);
+    return range && range->lo >= 0 && range->hi < n;
+  };
+  auto nonNegativeMultiple = [&](const ExprRef &term) {
+    std::optional<IndexRange> range = ranges_->of(term);
+    return range && range->lo >= 0 && multipleOf(term, n);
+  };
+  if (below(dividend))
+    return &dividend;
+  if (dividend->kind == ExprKind::Binary && dividend->binary == BinaryOp::Add) {
+    const ExprRef &a = dividend->operands[0], &b = dividend->operands[1];
+    if (nonNegativeMultiple(a) && below(b))
+      return &b;
+    if (nonNegativeMultiple(b) && below(a))
+      return &a;
+  }
+  return nullptr;
+}
+
 std::string CudaPrinter::narrow(const ExprRef &e) {
   switch (e->kind) {
   case ExprKind::Constant:
@@ -186,6 +216,8 @@ std::string CudaPrinter::narrow(const ExprRef &e) {
   case ExprKind::Select:
     return "(" + expr(e->operands[0]) + " ? " + narrow(e->operands[1]) + " : " + narrow(e->operands[2]) + ")";
   case ExprKind::Binary: {
+    if (const ExprRef *term = remainderTerm(e))
+      return narrow(*term);
     std::string a = narrow(e->operands[0]), b = narrow(e->operands[1]);
     switch (e->binary) {
     case BinaryOp::Add: return "(" + a + " + " + b + ")";
@@ -239,6 +271,8 @@ std::string CudaPrinter::unaryExpr(const ExprRef &e) {
 }
 
 std::string CudaPrinter::binaryExpr(const ExprRef &e) {
+  if (const ExprRef *term = remainderTerm(e))
+    return expr(*term);
   // Comparisons of indices that fit 32 bits compare in 32 bits.
   bool narrowOperands = isComparison(e->binary) && e->binary != BinaryOp::LogicalAnd &&
                         e->binary != BinaryOp::LogicalOr && narrowable(e->operands[0]) &&

@@ -49,6 +49,9 @@ private:
   /// The 32-bit form of an expression for which ranges_->fits32 holds.
   std::string narrow(const ExprRef &e);
   bool narrowable(const ExprRef &e) { return ranges_ && ranges_->fits32(e); }
+  /// For a remainder by a constant n that the ranges show to be one of its dividend's terms (a
+  /// dividend in [0, n), or a non-negative multiple of n plus a term in [0, n)): that term.
+  const ExprRef *remainderTerm(const ExprRef &e);
 
   IndexRanges *ranges_ = nullptr;
   std::ostringstream out_;
