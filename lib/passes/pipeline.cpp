@@ -6,6 +6,7 @@
 #include "fold_batch_norm.h"
 #include "fold_constants.h"
 #include "merge_sibling_matmuls.h"
+#include "move_scales_after_matmuls.h"
 #include "recognise_gelu.h"
 #include "recognise_layer_normalization.h"
 #include "reduce_precision.h"
@@ -54,6 +55,11 @@ const std::vector<PipelineEntry> &defaultPipeline() {
        "an exported GELU is up to eight elementwise nodes that fusion would split where x is read "
        "twice; as one op it is one accessor and fuses as an epilogue",
        make<RecogniseGelu>()},
+      {"move-scales-after-matmuls",
+       "attention's query and key scalings are kernels that copy whole operands; after the "
+       "product they are its epilogue. After merge-sibling-matmuls and the recognisers (which "
+       "match the exporters' forms), before reduce-precision (the scaling is then computed in f32)",
+       make<MoveScalesAfterMatMuls>()},
       {"reduce-precision",
        "with --precision fp16|bf16, stores float32 weights and activations in 16 bits; after the "
        "rewrites that match float32 patterns and fold weights, so it converts final weights once, "

@@ -4,7 +4,8 @@
 //     type), Float32, Follow (decided in step 3 from its inputs) or Skip (Agnostic ops). A node
 //     whose float32 data constants would not survive the storage type computes in f32.
 //  2. Float32Inputs ops pin the producers of their float inputs to Float32, through any chain of
-//     Follow ops (views of the value), so the values they read were never rounded.
+//     Follow ops (views of the value) and of Add, Sub, Mul and Div, so the values they read were
+//     never rounded (a softmax's scaled and masked logits, a LayerNorm's residual sum).
 //  3. In node order: the node's data inputs are made to match its mode, by Casts that are shared
 //     per value (one Cast down, one Cast up) or by converted copies of constants; a Reduced node's
 //     outputs are re-inferred, which turns them to the storage type. A Follow node whose inputs
@@ -33,7 +34,14 @@ using passes::PrecisionClass;
 using passes::PrecisionRule;
 using passes::precisionRule;
 
-enum class Mode : uint8_t { Skip, Reduced, Float32, Follow };
+/// RoundedInputs: a contraction whose result a Float32Inputs op reads: its data inputs are
+/// rounded to the storage type as a Reduced node's are (and widened again, so the IR's types
+/// agree), and its f32 sums are kept unrounded.
+enum class Mode : uint8_t { Skip, Reduced, Float32, Follow, RoundedInputs };
+
+bool isContraction(OpKind kind) {
+  return kind == OpKind::MatMul || kind == OpKind::Gemm || kind == OpKind::Conv || kind == OpKind::ConvTranspose;
+}
 
 class Reducer {
 public:
@@ -98,8 +106,17 @@ private:
     return Mode::Float32;
   }
 
+  /// Sums, differences, products and quotients pass the pin on to their operands' producers: a
+  /// softmax's logits scaled and masked after Q.K^T, or a LayerNorm's residual sum, are then sums
+  /// and products of unrounded values (the producers are usually contractions, whose f32
+  /// results cost nothing more in their own kernels than f16 ones).
+  static bool passesPinThrough(OpKind kind) {
+    return kind == OpKind::Add || kind == OpKind::Sub || kind == OpKind::Mul || kind == OpKind::Div;
+  }
+
   /// The producers of the node's float32 inputs compute in f32, and so, through views and
-  /// selections (Follow ops), do the producers of those ops' data.
+  /// selections (Follow ops) and arithmetic (passesPinThrough), do the producers of those ops'
+  /// data.
   void pinProducers(const Node &consumer) {
     std::vector<const Value *> pending;
     for (const Value *input : consumer.inputs())
@@ -112,10 +129,14 @@ private:
       if (!producer || !pinned_.insert(producer).second)
         continue;
       Mode &mode = mode_[producer];
+      if (mode == Mode::Reduced && isContraction(producer->kind())) {
+        mode = Mode::RoundedInputs;
+        continue;
+      }
       if (mode == Mode::Reduced || mode == Mode::Follow)
         mode = Mode::Float32;
       const PrecisionRule &rule = precisionRule(producer->kind());
-      if (rule.precision != PrecisionClass::Follow)
+      if (rule.precision != PrecisionClass::Follow && !passesPinThrough(producer->kind()))
         continue;
       for (int i = 0; i < producer->numInputs(); ++i) {
         const Value *input = producer->input(i);
@@ -154,7 +175,8 @@ private:
         const Node &user = *use.user;
         Mode mode = mode_.at(&user);
         if (!precisionRule(user.kind()).carriesData(use.index) ||
-            !(mode == Mode::Reduced || (mode == Mode::Follow && onlyReducedUses(user))))
+            !(mode == Mode::Reduced || mode == Mode::RoundedInputs ||
+              (mode == Mode::Follow && onlyReducedUses(user))))
           return false;
         any = true;
       }
@@ -215,6 +237,14 @@ private:
       Value *input = node.input(i);
       if (!input)
         continue;
+      if (mode == Mode::RoundedInputs && rule.carriesData(i) && isFloat(input->dtype())) {
+        Value *rounded = input->dtype() == DType::Float32 && !converted_.count(input) ? reduced(input, &node) : input;
+        if (rounded->dtype() == storage_) {
+          node.setInput(i, widened(rounded, &node));
+          changed_ = true;
+        }
+        continue;
+      }
       bool reducedSlot = mode == Mode::Reduced && rule.carriesData(i);
       if (reducedSlot && input->dtype() == DType::Float32) {
         node.setInput(i, reduced(input, &node));

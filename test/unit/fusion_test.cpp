@@ -115,3 +115,18 @@ TEST(Fusion, ACastBesideOtherUsesIsStoredByTheKernel) {
 })");
   EXPECT_EQ(describe(formKernelGroups(*graph, true)), "LayerNormalization | Add | Cast+MatMul");
 }
+
+TEST(Fusion, AWideningCastIsItsReadersPrologue) {
+  // The GELU's f16 result widened for a MatMul that keeps f32 sums: the Cast goes with the
+  // MatMul (which then reads f16), not after the GELU (which would store f32).
+  std::unique_ptr<Graph> graph = parseGraph(R"(graph @main(%x: f16[4,8], %w: f16[8,8], %v: f32[8,8]) -> (%y) {
+  %m = MatMul(%x, %w) : f16[4,8]
+  %g = Gelu(%m) : f16[4,8]
+  %c = Cast(%g) {to = 1} : f32[4,8]
+  %y = MatMul(%c, %v) : f32[4,8]
+  return
+})");
+  std::vector<KernelGroup> groups = formKernelGroups(*graph, true);
+  EXPECT_EQ(describe(groups), "MatMul+Gelu | Cast+MatMul");
+  EXPECT_EQ(names(groups[0].outputs), (std::vector<std::string>{"g"}));
+}
