@@ -50,12 +50,17 @@ public:
             next->numOutputs() != 1 || !isStatic(next->output(0)->shape()) ||
             staticDims(next->output(0)->shape()) != staticDims(value->shape()))
           break;
-        // A widening Cast with a reader of its own is that reader's prologue: stored here, it
+        // A widening Cast read by a kernel node alone (directly or through views) is that
+        // kernel's prologue: stored here, it
         // would write wider values (an f16 GELU widened for a MatMul that keeps f32 sums would
         // be stored as f32, and the MatMul would read f32 that no longer shows it is f16).
-        if (next->kind() == OpKind::Cast && dtypeSize(next->output(0)->dtype()) > dtypeSize(value->dtype()) &&
-            soleUser(graph_, next->output(0)))
-          break;
+        if (next->kind() == OpKind::Cast && dtypeSize(next->output(0)->dtype()) > dtypeSize(value->dtype())) {
+          const Node *reader = soleUser(graph_, next->output(0));
+          while (reader && opInfo(reader->kind()).fusion == FusionClass::DataMovement && reader->numOutputs() == 1)
+            reader = soleUser(graph_, reader->output(0)); // through views: a head split before Q.K^T
+          if (reader && !isInjective(*reader))
+            break;
+        }
         group_[next] = group_[node];
         value = next->output(0);
       }
