@@ -34,9 +34,9 @@ using passes::PrecisionClass;
 using passes::PrecisionRule;
 using passes::precisionRule;
 
-/// RoundedInputs: a contraction whose result a Float32Inputs op reads: its data inputs are
-/// rounded to the storage type as a Reduced node's are (and widened again, so the IR's types
-/// agree), and its f32 sums are kept unrounded.
+/// RoundedInputs: a contraction whose result a Float32Inputs op reads: its factors are rounded
+/// to the storage type as a Reduced node's are (and widened again, so the IR's types agree), and
+/// its f32 sums are kept unrounded.
 enum class Mode : uint8_t { Skip, Reduced, Float32, Follow, RoundedInputs };
 
 bool isContraction(OpKind kind) {
@@ -237,7 +237,9 @@ private:
       Value *input = node.input(i);
       if (!input)
         continue;
-      if (mode == Mode::RoundedInputs && rule.carriesData(i) && isFloat(input->dtype())) {
+      // The factors (inputs 0 and 1) are rounded; a bias (Gemm's C, Conv's B) is added to the
+      // f32 sums as it is.
+      if (mode == Mode::RoundedInputs && i < 2 && isFloat(input->dtype())) {
         Value *rounded = input->dtype() == DType::Float32 && !converted_.count(input) ? reduced(input, &node) : input;
         if (rounded->dtype() == storage_) {
           node.setInput(i, widened(rounded, &node));
