@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <numeric>
 
 namespace sinter::codegen {
 namespace {
@@ -182,6 +183,159 @@ bool IndexRanges::fits32(const ExprRef &e) {
   }
   fits_[e.get()] = {e, fits};
   return fits;
+}
+
+} // namespace sinter::codegen
+
+namespace sinter::codegen {
+namespace {
+
+bool isIntConstant(const ExprRef &e) { return e->kind == ExprKind::Constant && isInteger(e->type); }
+
+/// The terms of `scale` * e as a sum: through Add, and through products by constants, which
+/// distribute ((a * 64 + r) * 128 is a * 8192 + r * 128). False if a coefficient overflows.
+bool flattenSum(const ExprRef &e, int64_t scale, std::vector<ExprRef> &terms) {
+  if (e->kind == ExprKind::Binary && e->binary == BinaryOp::Add)
+    return flattenSum(e->operands[0], scale, terms) && flattenSum(e->operands[1], scale, terms);
+  if (e->kind == ExprKind::Binary && e->binary == BinaryOp::Mul)
+    for (int side = 0; side < 2; ++side)
+      if (isIntConstant(e->operands[side])) {
+        __int128 product = __int128(scale) * e->operands[side]->intValue;
+        if (product > std::numeric_limits<int64_t>::max() || product < std::numeric_limits<int64_t>::min())
+          return false;
+        return flattenSum(e->operands[1 - side], int64_t(product), terms);
+      }
+  if (isIntConstant(e)) {
+    __int128 product = __int128(scale) * e->intValue;
+    if (product > std::numeric_limits<int64_t>::max() || product < std::numeric_limits<int64_t>::min())
+      return false;
+    terms.push_back(intConstant(int64_t(product), e->type));
+  } else {
+    terms.push_back(scale == 1 ? e : binary(BinaryOp::Mul, e, intConstant(scale, e->type)));
+  }
+  return true;
+}
+
+ExprRef sumOf(const std::vector<ExprRef> &terms, DType type) {
+  ExprRef sum;
+  for (const ExprRef &term : terms)
+    sum = sum ? binary(BinaryOp::Add, sum, term) : term;
+  return sum ? sum : intConstant(0, type);
+}
+
+/// term / n for a term that multipleOf(term, n) shows divisible; null when its form is not one
+/// this divides (then the term is not treated as a multiple).
+ExprRef divideExact(const ExprRef &term, int64_t n) {
+  if (isIntConstant(term))
+    return term->intValue % n == 0 ? intConstant(term->intValue / n, term->type) : nullptr;
+  if (term->kind != ExprKind::Binary)
+    return nullptr;
+  const ExprRef &a = term->operands[0], &b = term->operands[1];
+  switch (term->binary) {
+  case BinaryOp::Mul:
+    for (int side = 0; side < 2; ++side) {
+      const ExprRef &factor = side ? a : b, &other = side ? b : a;
+      if (isIntConstant(factor) && factor->intValue % n == 0)
+        return factor->intValue == n ? other : binary(BinaryOp::Mul, other, intConstant(factor->intValue / n, factor->type));
+    }
+    for (int side = 0; side < 2; ++side) {
+      const ExprRef &factor = side ? b : a, &other = side ? a : b;
+      if (multipleOf(factor, n))
+        if (ExprRef divided = divideExact(factor, n))
+          return binary(BinaryOp::Mul, divided, other);
+    }
+    return nullptr;
+  case BinaryOp::Add:
+  case BinaryOp::Sub: {
+    ExprRef left = divideExact(a, n), right = divideExact(b, n);
+    return left && right ? binary(term->binary, left, right) : nullptr;
+  }
+  default: return nullptr;
+  }
+}
+
+} // namespace
+
+ExprRef IndexRanges::simplify(const ExprRef &e) {
+  if (e->operands.empty())
+    return e;
+  std::vector<ExprRef> operands;
+  bool changed = false;
+  for (const ExprRef &operand : e->operands) {
+    operands.push_back(simplify(operand));
+    changed |= operands.back() != operand;
+  }
+  ExprRef current = e;
+  if (changed) {
+    auto copy = std::make_shared<Expr>(*e);
+    copy->operands = operands;
+    current = copy;
+  }
+  if (current->kind != ExprKind::Binary || !isInteger(current->type) ||
+      (current->binary != BinaryOp::Div && current->binary != BinaryOp::Rem) || !isIntConstant(current->operands[1]) ||
+      current->operands[1]->intValue <= 0)
+    return current;
+  const int64_t n = current->operands[1]->intValue;
+  const ExprRef &dividend = current->operands[0];
+  const DType type = current->type;
+  // div(div(x, a), n) = div(x, a * n) for x >= 0.
+  if (current->binary == BinaryOp::Div && dividend->kind == ExprKind::Binary && dividend->binary == BinaryOp::Div &&
+      isIntConstant(dividend->operands[1]) && dividend->operands[1]->intValue > 0) {
+    std::optional<IndexRange> inner = of(dividend->operands[0]);
+    __int128 product = __int128(dividend->operands[1]->intValue) * n;
+    if (inner && inner->lo >= 0 && product <= std::numeric_limits<int64_t>::max())
+      return simplify(binary(BinaryOp::Div, dividend->operands[0], intConstant(int64_t(product), type)));
+  }
+  std::vector<ExprRef> terms;
+  if (!flattenSum(dividend, 1, terms))
+    return current;
+  // A divisor d of n that splits the terms into multiples of d (non-negative in sum) and a rest
+  // in [0, d): then div(sum, n) = div(multiples / d, n / d), and rem(sum, n) =
+  // rem(multiples / d, n / d) * d + rest. The candidates are n's common factors with the
+  // terms' coefficients, largest first (d = n takes the division out altogether).
+  auto coefficient = [](const ExprRef &term) -> int64_t {
+    if (isIntConstant(term))
+      return term->intValue;
+    if (term->kind == ExprKind::Binary && term->binary == BinaryOp::Mul && isIntConstant(term->operands[1]))
+      return term->operands[1]->intValue;
+    return 1;
+  };
+  std::vector<int64_t> candidates = {n};
+  for (const ExprRef &term : terms) {
+    int64_t c = coefficient(term), d = std::gcd(c < 0 ? -c : c, n);
+    if (c != 0 && d > 1)
+      candidates.push_back(d);
+  }
+  std::sort(candidates.rbegin(), candidates.rend());
+  candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
+  for (int64_t d : candidates) {
+    std::vector<ExprRef> multiples, quotients, rest;
+    for (const ExprRef &term : terms) {
+      ExprRef quotient = multipleOf(term, d) ? divideExact(term, d) : nullptr;
+      if (quotient) {
+        multiples.push_back(term);
+        quotients.push_back(quotient);
+      } else {
+        rest.push_back(term);
+      }
+    }
+    if (multiples.empty() || (d < n && rest.empty()))
+      continue;
+    std::optional<IndexRange> multipleRange = of(sumOf(multiples, type));
+    ExprRef restSum = sumOf(rest, type);
+    std::optional<IndexRange> restRange = of(restSum);
+    if (!multipleRange || multipleRange->lo < 0 || !restRange || restRange->lo < 0 || restRange->hi >= d)
+      continue;
+    ExprRef quotient = sumOf(quotients, type);
+    if (d == n)
+      return current->binary == BinaryOp::Div ? quotient : restSum;
+    ExprRef reduced = simplify(binary(current->binary, quotient, intConstant(n / d, type)));
+    if (current->binary == BinaryOp::Div)
+      return reduced;
+    ExprRef scaled = binary(BinaryOp::Mul, reduced, intConstant(d, type));
+    return rest.empty() ? scaled : binary(BinaryOp::Add, scaled, restSum);
+  }
+  return current;
 }
 
 } // namespace sinter::codegen

@@ -3,6 +3,8 @@
 // overflow 32 bits.
 #include "sinter/codegen/index_ranges.h"
 
+#include "sinter/codegen/expr_evaluator.h"
+
 #include <gtest/gtest.h>
 
 using namespace sinter;
@@ -48,4 +50,65 @@ TEST(IndexRanges, FollowsTheParallelExtentLoopsAndAssignments) {
 
   ranges.setVariable(row, {0, int64_t(1) << 40});
   EXPECT_FALSE(ranges.fits32(add(var(row, DType::Int64), gid)));
+}
+
+namespace {
+
+/// Whether a Div or Rem in `e` has `variable` in its dividend.
+bool dividesVariable(const ExprRef &e, int variable) {
+  if (e->kind == ExprKind::Binary && (e->binary == BinaryOp::Div || e->binary == BinaryOp::Rem) &&
+      usesVariable(e->operands[0], variable))
+    return true;
+  for (const ExprRef &operand : e->operands)
+    if (dividesVariable(operand, variable))
+      return true;
+  return false;
+}
+
+} // namespace
+
+// Attention's key, read as K^T [batch x heads, dim, keys] through reshapes and transposes of the
+// projection's [batch, keys, 3 x heads x dim] output: the flat index is divided back into its
+// coordinates. simplify takes the divisions of the reduction variable out (the index becomes
+// affine in it) and keeps every value: checked against direct evaluation over the whole domain.
+TEST(IndexRanges, SimplifyTakesAHeadSplitBackToItsCoordinates) {
+  constexpr int64_t kBatch = 2, kHeads = 3, kDim = 8, kKeys = 5, kWidth = kHeads * kDim;
+  KernelBuilder builder("k");
+  int b = builder.addVariable("b", DType::Int64), r = builder.addVariable("r", DType::Int64),
+      j = builder.addVariable("j", DType::Int64);
+  builder.setParallelExtent(1);
+  Kernel kernel = builder.take();
+  IndexRanges ranges(kernel);
+  ranges.setVariable(b, {0, kBatch * kHeads - 1});
+  ranges.setVariable(r, {0, kDim - 1});
+  ranges.setVariable(j, {0, kKeys - 1});
+  ExprRef vb = var(b, DType::Int64), vr = var(r, DType::Int64), vj = var(j, DType::Int64);
+  ExprRef flat = add(mul(add(mul(vb, kDim), vr), kKeys), vj);     // [b, r, j] of K^T
+  ExprRef head = div(flat, kDim * kKeys), within = rem(flat, kDim * kKeys);
+  ExprRef dim = div(within, kKeys), key = rem(within, kKeys);      // K^T -> K: [head, key, dim]
+  ExprRef kFlat = add(mul(add(mul(head, kKeys), key), kDim), dim); // K flat, viewed [batch, heads, keys, dim]
+  ExprRef batch = div(kFlat, kHeads * kKeys * kDim);
+  ExprRef h = rem(div(kFlat, kKeys * kDim), kHeads);
+  ExprRef keyAgain = rem(div(kFlat, kDim), kKeys), dimAgain = rem(kFlat, kDim);
+  // The projection's output [batch, keys, 3 x width]: the keys are its second third.
+  ExprRef index = add(mul(add(mul(batch, kKeys), keyAgain), 3 * kWidth), add(intConstant(kWidth), add(mul(h, kDim), dimAgain)));
+
+  ExprRef simple = ranges.simplify(index);
+  EXPECT_TRUE(dividesVariable(index, r));
+  EXPECT_FALSE(dividesVariable(simple, r));
+  ExprEvaluator eval(kernel);
+  for (int64_t bv = 0; bv < kBatch * kHeads; ++bv)
+    for (int64_t rv = 0; rv < kDim; ++rv)
+      for (int64_t jv = 0; jv < kKeys; ++jv) {
+        eval.setVariable(b, bv);
+        eval.setVariable(r, rv);
+        eval.setVariable(j, jv);
+        ASSERT_EQ(eval.evaluate(simple).intValue, eval.evaluate(index).intValue) << bv << " " << rv << " " << jv;
+        ASSERT_EQ(eval.evaluate(index).intValue,
+                  ((bv / kHeads) * kKeys + jv) * 3 * kWidth + kWidth + (bv % kHeads) * kDim + rv);
+      }
+
+  // A remainder whose rest can reach the divisor is left alone (r + j may pass 8).
+  ExprRef unsure = rem(add(mul(vb, 8), add(vr, vj)), intConstant(8));
+  EXPECT_TRUE(dividesVariable(ranges.simplify(unsure), r));
 }

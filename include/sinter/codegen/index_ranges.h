@@ -33,6 +33,13 @@ public:
   /// integer subexpression it is computed from lie in [-2^31, 2^31).
   bool fits32(const ExprRef &e);
 
+  /// `e` with the divisions and remainders by positive constants that the ranges decide taken
+  /// out: with a dividend that is a sum of multiples of n (the sum of the rest in [0, n), the
+  /// multiples' sum non-negative), div(..., n) is the multiples divided by n and rem(..., n) is
+  /// the rest; div(div(x, a), b) is div(x, a * b) for x >= 0. A flattened index reshaped and
+  /// transposed back (attention's heads) comes out affine in the variables it was built from.
+  ExprRef simplify(const ExprRef &e);
+
 private:
   std::optional<IndexRange> variable(int id);
   void collect(const std::vector<StmtRef> &statements);

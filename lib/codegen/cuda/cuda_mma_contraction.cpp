@@ -718,15 +718,41 @@ int64_t printMmaBody(std::ostringstream &out, CudaPrinter &printer, const Contra
 
 } // namespace
 
-std::string printMmaContraction(const Contraction &contraction, const MmaTile &blockTile,
+namespace {
+
+/// A statement with its expressions' index arithmetic simplified (IndexRanges::simplify).
+StmtRef simplified(const StmtRef &statement, IndexRanges &ranges) {
+  auto copy = std::make_shared<Stmt>(*statement);
+  if (copy->a)
+    copy->a = ranges.simplify(copy->a);
+  if (copy->b)
+    copy->b = ranges.simplify(copy->b);
+  for (StmtRef &inner : copy->body)
+    inner = simplified(inner, ranges);
+  for (StmtRef &inner : copy->orElse)
+    inner = simplified(inner, ranges);
+  return copy;
+}
+
+} // namespace
+
+std::string printMmaContraction(const Contraction &original, const MmaTile &blockTile,
                                 MmaOperands mmaOperands, LaunchShape &launch, bool warpgroupMma) {
-  const ContractionSpec &spec = contraction.spec;
-  const Kernel &kernel = contraction.kernel;
   const Format format = formatOf(mmaOperands);
   CudaPrinter printer;
-  IndexRanges ranges(kernel);
-  setContractionRanges(ranges, spec);
+  IndexRanges ranges(original.kernel);
+  setContractionRanges(ranges, original.spec);
   printer.setRanges(&ranges);
+  // The operands and the epilogue with the index divisions the ranges decide taken out: a head
+  // split read back through reshapes and transposes is then affine, so its runs are found and
+  // its copies walked.
+  Contraction contraction = original;
+  contraction.spec.lhs = ranges.simplify(original.spec.lhs);
+  contraction.spec.rhs = ranges.simplify(original.spec.rhs);
+  for (StmtRef &statement : contraction.spec.epilogue)
+    statement = simplified(statement, ranges);
+  const ContractionSpec &spec = contraction.spec;
+  const Kernel &kernel = contraction.kernel;
   std::ostringstream out;
   // No cap on registers: the accumulators and fragments take most of them, and one block of
   // eight warps per SM keeps the tensor cores busy when its slices arrive ahead of use.
