@@ -706,6 +706,34 @@ int64_t printMmaBody(std::ostringstream &out, CudaPrinter &printer, const Contra
     out << "  }\n";
   }
 
+  // The sums go through shared memory (the slices are free once every warp is past its last
+  // products), so that the epilogue walks the tile by rows: a warp's lanes take 32 consecutive
+  // columns of one row, and its stores and its reads of other tensors (a bias, a residual)
+  // coalesce, where the fragment layout has a lane hold two columns of two rows. The rows are
+  // padded by four floats: a fragment's float2 writes take two wavefronts, the fewest that 256
+  // bytes need. (Blocks whose threads do not cover whole rows keep the fragment order.)
+  const int stride = tile.bn + 4;
+  if (threads % tile.bn == 0) {
+    const int64_t sumsBytes = int64_t(tile.bm) * stride * 4;
+    if (!wgmma)
+      offset = std::max(offset, sumsBytes / 2);
+    SINTER_ASSERT(sumsBytes <= offset * 2, "the sums do not fit the slices");
+    out << "  __syncthreads();\n";
+    out << "  float *sums = reinterpret_cast<float *>(" << (wgmma ? "slices" : "sn_shared") << ");\n";
+    out << "#pragma unroll\n  for (int p = 0; p < " << mTiles << "; ++p)\n"
+        << "#pragma unroll\n    for (int q = 0; q < " << nTiles << "; ++q)\n"
+        << "#pragma unroll\n      for (int half = 0; half < 2; ++half)\n"
+        << "        *reinterpret_cast<float2 *>(&sums[(warpRow + p * 16 + group + half * 8) * " << stride
+        << " + warpColumn + q * 8 + 2 * quad]) = make_float2(acc[p][q][2 * half], acc[p][q][2 * half + 1]);\n";
+    out << "  __syncthreads();\n";
+    const int rowsAtOnce = threads / tile.bn;
+    out << "#pragma unroll 4\n  for (int e = 0; e < " << tile.bm / rowsAtOnce << "; ++e) {\n";
+    out << "    const int row = e * " << rowsAtOnce << " + tid / " << tile.bn << ", column = tid % " << tile.bn << ";\n";
+    out << "    " << v(spec.i) << " = rowBase + row; " << v(spec.j) << " = columnBase + column;\n";
+    out << guardedEpilogue(printer, spec, "sums[row * " + std::to_string(stride) + " + column]", 2);
+    out << "  }\n";
+    return offset * 2; // offset counts 16-bit units
+  }
   out << "#pragma unroll\n  for (int p = 0; p < " << mTiles << "; ++p)\n"
       << "#pragma unroll\n    for (int q = 0; q < " << nTiles << "; ++q)\n"
       << "#pragma unroll\n      for (int c = 0; c < 4; ++c) {\n";
