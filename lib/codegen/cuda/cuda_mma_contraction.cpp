@@ -155,6 +155,11 @@ constexpr int kStages = 4;
 /// five GEMM shapes it timed (381-423 against 370-386 TFLOP/s).
 constexpr int kWgmmaStages = 5;
 
+/// The main loop's unrolling: whole for short reductions (ResNet-50's 1x1 convolutions of 2 to
+/// 16 slices were 1.6x slower as a loop), none for long ones (BERT-base's 48 slices of k = 3072
+/// unrolled whole took four minutes in ptxas).
+const char *mainLoopUnroll(int64_t slices) { return slices <= 16 ? "" : "#pragma unroll 1\n"; }
+
 /// How the operands sit in shared memory and reach the tensor cores.
 struct Format {
   const char *name;        ///< mmaOperandsName
@@ -227,9 +232,7 @@ void printWgmmaLoop(std::ostringstream &out, const MmaTile &tile, const Format &
   out << "    if (t < " << kTiles << "LL) {\n      const long long k0 = (long long)t * " << tile.bk << ";\n";
   request("t", "k0", "      ");
   out << "    }\n    sn_cp_async_commit<0>();\n  }\n";
-  // Not unrolled: a reduction of 48 slices (k = 3072) unrolled whole made BERT-base's module
-  // take four minutes in ptxas.
-  out << "#pragma unroll 1\n  for (int t = 0; t < " << kTiles << "; ++t) {\n";
+  out << mainLoopUnroll(kTiles) << "  for (int t = 0; t < " << kTiles << "; ++t) {\n";
   out << "    sn_cp_async_wait<" << ahead - 1 << ">();\n    sn_fence_proxy_async();\n    __syncthreads();\n";
   out << "    const int stage = (int)(t % " << kWgmmaStages << "), nextStage = (int)((t + " << ahead << ") % " << kWgmmaStages
       << ");\n";
@@ -603,7 +606,7 @@ int64_t printMmaBody(std::ostringstream &out, CudaPrinter &printer, const Contra
     out << "    if (t < " << kTiles << "LL) {\n      const long long k0 = (long long)t * " << tile.bk << ";\n";
     request("t", "k0", "      ");
     out << "    }\n    sn_cp_async_commit<0>();\n  }\n";
-    out << "#pragma unroll 1\n  for (int t = 0; t < " << kTiles << "; ++t) {\n";
+    out << mainLoopUnroll(kTiles) << "  for (int t = 0; t < " << kTiles << "; ++t) {\n";
     out << "    sn_cp_async_wait<" << kStages - 2 << ">();\n    __syncthreads();\n";
     out << "    const int stage = (int)(t % " << kStages << "), nextStage = (int)((t + " << kStages - 1
         << ") % " << kStages << ");\n";
@@ -706,20 +709,22 @@ int64_t printMmaBody(std::ostringstream &out, CudaPrinter &printer, const Contra
     out << "  }\n";
   }
 
-  // wgmma: the sums go through shared memory (the slices are free once every warp is past its
-  // last products), so that the epilogue walks the tile by rows: a warp's lanes take 32
-  // consecutive columns of one row, and its stores and its reads of other tensors (a bias, a
-  // residual) coalesce, where the fragment layout has a lane hold two columns of two rows. The
-  // rows are padded by four floats: a fragment's float2 writes take two wavefronts, the fewest
-  // that 256 bytes need. On an H200 this took a 4096x768x3072 f16 GEMM with a bias from 254 to
-  // 388 TFLOP/s. The mma.sync bodies keep the fragment order: there the same walk made ResNet-50's
-  // 1x1 convolutions with a residual add 1.3-1.6x slower and no GEMM faster.
+  // The sums go through shared memory (the slices are free once every warp is past its last
+  // products), so that the epilogue walks the tile by rows: a warp's lanes take 32 consecutive
+  // columns of one row, and its stores and its reads of other tensors (a bias, a residual)
+  // coalesce, where the fragment layout has a lane hold two columns of two rows. The rows are
+  // padded by four floats: a fragment's float2 writes take two wavefronts, the fewest that 256
+  // bytes need. On an H200 this took a 4096x768x3072 f16 GEMM with a bias (wgmma) from 254 to
+  // 388 TFLOP/s, and ViT-B/16 b32's Q.K^T (mma.sync, f32 scores) from 1.08 to 0.52 ms. Blocks
+  // whose threads do not cover whole rows keep the fragment order.
   const int stride = tile.bn + 4;
-  if (wgmma && threads % tile.bn == 0) {
+  if (threads % tile.bn == 0) {
     const int64_t sumsBytes = int64_t(tile.bm) * stride * 4;
+    if (!wgmma)
+      offset = std::max(offset, sumsBytes / 2);
     SINTER_ASSERT(sumsBytes <= offset * 2, "the sums do not fit the slices");
     out << "  __syncthreads();\n";
-    out << "  float *sums = reinterpret_cast<float *>(slices);\n";
+    out << "  float *sums = reinterpret_cast<float *>(" << (wgmma ? "slices" : "sn_shared") << ");\n";
     out << "#pragma unroll\n  for (int p = 0; p < " << mTiles << "; ++p)\n"
         << "#pragma unroll\n    for (int q = 0; q < " << nTiles << "; ++q)\n"
         << "#pragma unroll\n      for (int half = 0; half < 2; ++half)\n"
