@@ -229,6 +229,24 @@ TEST(CudaCodegen, ContractionsGetTensorCoreKernels) {
 // dim are contiguous in the stored tensor, so the tensor-core kernel copies whole 16-byte runs
 // (tf32: four values) when dim is a multiple of four; with dim 2 a run would cross heads, and it
 // gathers element by element.
+namespace {
+
+/// The tensor-core source (64x64 tile, tf32 pairs) of the graph's first contraction; empty if it
+/// has none.
+std::string tf32PairsSource(Graph &graph) {
+  inferGraph(graph);
+  std::optional<Contraction> contraction;
+  for (KernelGroup &group : formKernelGroups(graph, true))
+    if (!contraction)
+      contraction = lowerContraction(group);
+  if (!contraction)
+    return "";
+  LaunchShape launch;
+  return cuda::printMmaContraction(*contraction, {64, 64, 16, 2, 2}, cuda::MmaOperands::Tf32x3, launch);
+}
+
+} // namespace
+
 TEST(CudaCodegen, HeadMergeIsReadInRunsWhereTheyAreContiguous) {
   for (int64_t dim : {16, 2}) {
     Graph graph;
@@ -239,14 +257,8 @@ TEST(CudaCodegen, HeadMergeIsReadInRunsWhereTheyAreContiguous) {
     Node *merge = graph.addNode(OpKind::Reshape, {transpose->output(0), shape}, 1, "merge");
     Value *w = graph.addInput("w", {DType::Float32, {4 * dim, 96}});
     graph.addOutput(graph.addNode(OpKind::MatMul, {merge->output(0), w}, 1, "project")->output(0));
-    inferGraph(graph);
-    std::optional<Contraction> contraction;
-    for (KernelGroup &group : formKernelGroups(graph, true))
-      if (!contraction)
-        contraction = lowerContraction(group);
-    ASSERT_TRUE(contraction);
-    LaunchShape launch;
-    std::string source = cuda::printMmaContraction(*contraction, {64, 64, 16, 2, 2}, cuda::MmaOperands::Tf32x3, launch);
+    std::string source = tf32PairsSource(graph);
+    ASSERT_FALSE(source.empty());
     const char *expected = dim == 16 ? "lhs vector along k" : "lhs scalar";
     EXPECT_NE(source.find(expected), std::string::npos) << "dim " << dim << "\n" << source.substr(0, 600);
   }
@@ -264,14 +276,8 @@ TEST(CudaCodegen, GemmOperandsAdvancePrecomputedSourcesAndTheBiasIsReadByColumn)
     Value *bias = graph.addInput("bias", {DType::Float32, {96}});
     Value *product = graph.addNode(OpKind::MatMul, {x, w}, 1, "project")->output(0);
     graph.addOutput(graph.addNode(OpKind::Add, {product, bias}, 1, "bias")->output(0));
-    inferGraph(graph);
-    std::optional<Contraction> contraction;
-    for (KernelGroup &group : formKernelGroups(graph, true))
-      if (!contraction)
-        contraction = lowerContraction(group);
-    ASSERT_TRUE(contraction);
-    LaunchShape launch;
-    std::string source = cuda::printMmaContraction(*contraction, {64, 64, 16, 2, 2}, cuda::MmaOperands::Tf32x3, launch);
+    std::string source = tf32PairsSource(graph);
+    ASSERT_FALSE(source.empty());
     SCOPED_TRACE("k " + std::to_string(k) + "\n" + source);
     EXPECT_NE(source.find("lhs vector along k, rhs vector along n"), std::string::npos);
     EXPECT_EQ(source.find("sn_rem("), std::string::npos);
