@@ -1,6 +1,7 @@
 #include "sinter/passes/pipeline.h"
 
 #include "canonicalize.h"
+#include "duplicate_shared_views.h"
 #include "eliminate_common_subexpressions.h"
 #include "eliminate_dead_code.h"
 #include "fold_batch_norm.h"
@@ -71,6 +72,11 @@ const std::vector<PipelineEntry> &defaultPipeline() {
        "folding leaves the nodes and constants it replaced unused (weights before folding, merged "
        "constants)",
        make<EliminateDeadCode>()},
+      {"duplicate-shared-views",
+       "a view that only contractions read (through views and casts) is copied per reader, so "
+       "each reads through it in its own kernel and the view is never stored; last, after "
+       "reduce-precision has placed its casts, so the copies carry them",
+       make<DuplicateSharedViews>()},
   };
   return kPipeline;
 }
