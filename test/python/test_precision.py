@@ -150,6 +150,7 @@ def test_16_bit_convolutions_run_on_tensor_cores(precision, tmp_path):
     (["--tensor-core-tile", "96"], "--tensor-core-tile '96' is not ROWSxCOLUMNS"),
     (["--tensor-core-tile", "96x128", "--target", "cpu"], "no meaning with --target cpu"),
     (["--wgmma", "maybe"], "unknown --wgmma 'maybe'; use on or off"),
+    (["--tensor-core-epilogue", "columns"], "unknown --tensor-core-epilogue 'columns'; use rows or fragments"),
 ])
 def test_bad_precision_is_a_user_error(flags, message, tmp_path):
     model = st.MODELS_DIR / "tiny_mlp.onnx"

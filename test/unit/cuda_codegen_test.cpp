@@ -233,7 +233,7 @@ namespace {
 
 /// The tensor-core source (64x64 tile, tf32 pairs) of the graph's first contraction; empty if it
 /// has none.
-std::string tf32PairsSource(Graph &graph) {
+std::string tf32PairsSource(Graph &graph, bool rowWalkEpilogue = true) {
   inferGraph(graph);
   std::optional<Contraction> contraction;
   for (KernelGroup &group : formKernelGroups(graph, true))
@@ -242,7 +242,8 @@ std::string tf32PairsSource(Graph &graph) {
   if (!contraction)
     return "";
   LaunchShape launch;
-  return cuda::printMmaContraction(*contraction, {64, 64, 16, 2, 2}, cuda::MmaOperands::Tf32x3, launch);
+  return cuda::printMmaContraction(*contraction, {64, 64, 16, 2, 2}, cuda::MmaOperands::Tf32x3, launch, false,
+                                   rowWalkEpilogue);
 }
 
 } // namespace
@@ -281,6 +282,12 @@ TEST(CudaCodegen, GemmOperandsAdvancePrecomputedSourcesAndTheBiasIsReadByColumn)
     SCOPED_TRACE("k " + std::to_string(k) + "\n" + source);
     EXPECT_NE(source.find("lhs vector along k, rhs vector along n"), std::string::npos);
     EXPECT_EQ(source.find("sn_rem("), std::string::npos);
+    // The epilogue walks the tile by rows through shared memory, or (the ablation) each thread
+    // evaluates its own fragments.
+    EXPECT_NE(source.find("float *sums"), std::string::npos);
+    std::string fragments = tf32PairsSource(graph, false);
+    EXPECT_EQ(fragments.find("float *sums"), std::string::npos);
+    EXPECT_NE(fragments.find("acc[p][q][c]"), std::string::npos);
     if (k == 64) {
       EXPECT_NE(source.find("lhsSource[u] += 16;"), std::string::npos);
       EXPECT_NE(source.find("rhsSource[u] += 1536;"), std::string::npos); // 16 rows of 96

@@ -33,6 +33,7 @@ struct CompileFlags {
   std::string fp32Contractions = "tensor-core";
   std::string tensorCoreTile;
   std::string wgmma = "on";
+  std::string tensorCoreEpilogue = "rows";
   std::string dumpIrAfter;
   std::vector<std::string> disabledPasses;
   bool printPipeline = false;
@@ -123,6 +124,9 @@ void runCompile(const CompileFlags &flags) {
   if (flags.wgmma != "on" && flags.wgmma != "off")
     userError("unknown --wgmma '", flags.wgmma, "'; use on or off");
   options.target.warpgroupMma = flags.wgmma == "on";
+  if (flags.tensorCoreEpilogue != "rows" && flags.tensorCoreEpilogue != "fragments")
+    userError("unknown --tensor-core-epilogue '", flags.tensorCoreEpilogue, "'; use rows or fragments");
+  options.target.rowWalkEpilogue = flags.tensorCoreEpilogue == "rows";
   if (!flags.tensorCoreTile.empty()) {
     if (options.target.target != package::Target::Cuda)
       userError("--tensor-core-tile chooses the CUDA tensor-core tile; it has no meaning with --target cpu");
@@ -185,6 +189,11 @@ Command addCompileCommand(CLI::App &parent) {
   command->add_option("--wgmma", flags->wgmma,
                       "CUDA with sm_90 in --arch: 16-bit contractions on warpgroup MMA in the sm_90 "
                       "code, built for sm_90a (on, the default) or on mma.sync only (off)")
+      ->capture_default_str();
+  command->add_option("--tensor-core-epilogue", flags->tensorCoreEpilogue,
+                      "CUDA: tensor-core epilogues walk the tile by rows through shared memory "
+                      "(rows, the default) or each thread its own accumulators (fragments); for "
+                      "ablations")
       ->capture_default_str();
   command->add_option("--emit-source", flags->emitSource, "Write the generated code, kernel by kernel, here")
       ->type_name("DIR");

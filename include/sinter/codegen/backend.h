@@ -43,6 +43,10 @@ struct TargetOptions {
   /// warpgroup-MMA (wgmma) body in their sm_90 code, which is then built for sm_90a
   /// (--wgmma on|off; docs/performance.md).
   bool warpgroupMma = true;
+  /// CUDA tensor-core contractions: the epilogue walks the tile by rows through shared memory
+  /// (coalesced stores and reads; the default), or each thread evaluates its own accumulator
+  /// fragments (--tensor-core-epilogue rows|fragments, for ablations; docs/performance.md).
+  bool rowWalkEpilogue = true;
   /// When set, every generated source (CUDA C, PTX, SASS listing, LLVM IR, assembly) is written
   /// here, kernel by kernel.
   std::string emitSourceDirectory;

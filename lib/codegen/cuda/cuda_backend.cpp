@@ -77,7 +77,7 @@ public:
     if (operands && !mmaTile)
       mmaTile = cuda::chooseMmaTile(contraction->spec, *operands, options_.tensorCoreTile);
     if (mmaTile && cuda::fitsGrid(contraction->spec, mmaTile->bm, mmaTile->bn)) {
-      source = cuda::printMmaContraction(*contraction, *mmaTile, *operands, launch, wgmma);
+      source = cuda::printMmaContraction(*contraction, *mmaTile, *operands, launch, wgmma, options_.rowWalkEpilogue);
       generator = std::string("cuda-c tensor-core ") + cuda::mmaOperandsName(*operands) + (wgmma ? " wgmma" : "");
       usesWgmma_ |= wgmma;
     } else if (tile && cuda::fitsGrid(contraction->spec, tile->bm, tile->bn)) {

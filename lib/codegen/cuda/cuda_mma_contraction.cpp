@@ -267,7 +267,7 @@ void printWgmmaLoop(std::ostringstream &out, const MmaTile &tile, const Format &
 /// m64n128k16 warpgroup MMA reading 128-byte-swizzled slices (sm_90a). Returns the dynamic shared
 /// memory it needs.
 int64_t printMmaBody(std::ostringstream &out, CudaPrinter &printer, const Contraction &contraction,
-                     const Format &format, const MmaTile &tile, bool wgmma) {
+                     const Format &format, const MmaTile &tile, bool wgmma, bool rowWalk) {
   const ContractionSpec &spec = contraction.spec;
   const Kernel &kernel = contraction.kernel;
   auto v = [](int id) { return "v" + std::to_string(id); };
@@ -716,9 +716,10 @@ int64_t printMmaBody(std::ostringstream &out, CudaPrinter &printer, const Contra
   // padded by four floats: a fragment's float2 writes take two wavefronts, the fewest that 256
   // bytes need. On an H200 this took a 4096x768x3072 f16 GEMM with a bias (wgmma) from 254 to
   // 388 TFLOP/s, and ViT-B/16 b32's Q.K^T (mma.sync, f32 scores) from 1.08 to 0.52 ms. Blocks
-  // whose threads do not cover whole rows keep the fragment order.
+  // whose threads do not cover whole rows keep the fragment order, and so does every block with
+  // --tensor-core-epilogue fragments (the ablation).
   const int stride = tile.bn + 4;
-  if (threads % tile.bn == 0) {
+  if (rowWalk && threads % tile.bn == 0) {
     const int64_t sumsBytes = int64_t(tile.bm) * stride * 4;
     if (!wgmma)
       offset = std::max(offset, sumsBytes / 2);
@@ -770,7 +771,8 @@ StmtRef simplified(const StmtRef &statement, IndexRanges &ranges) {
 } // namespace
 
 std::string printMmaContraction(const Contraction &original, const MmaTile &blockTile,
-                                MmaOperands mmaOperands, LaunchShape &launch, bool warpgroupMma) {
+                                MmaOperands mmaOperands, LaunchShape &launch, bool warpgroupMma,
+                                bool rowWalkEpilogue) {
   const Format format = formatOf(mmaOperands);
   CudaPrinter printer;
   IndexRanges ranges(original.kernel);
@@ -795,12 +797,12 @@ std::string printMmaContraction(const Contraction &original, const MmaTile &bloc
   if (warpgroupMma) {
     // The same grid and block either way; the sm_90a build takes the first form.
     out << "#if defined(__CUDA_ARCH_FEAT_SM90_ALL)\n";
-    sharedBytes = printMmaBody(out, printer, contraction, format, wgmmaTile(blockTile, format), true);
+    sharedBytes = printMmaBody(out, printer, contraction, format, wgmmaTile(blockTile, format), true, rowWalkEpilogue);
     out << "#else\n";
-    sharedBytes = std::max(sharedBytes, printMmaBody(out, printer, contraction, format, blockTile, false));
+    sharedBytes = std::max(sharedBytes, printMmaBody(out, printer, contraction, format, blockTile, false, rowWalkEpilogue));
     out << "#endif\n";
   } else {
-    sharedBytes = printMmaBody(out, printer, contraction, format, blockTile, false);
+    sharedBytes = printMmaBody(out, printer, contraction, format, blockTile, false, rowWalkEpilogue);
   }
   out << "}\n";
   setTiledLaunch(spec, blockTile.bm, blockTile.bn, blockTile.threads(), launch);
