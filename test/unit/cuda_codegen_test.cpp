@@ -62,6 +62,53 @@ TEST(CudaCodegen, ElementwiseKernelsAssembleForEveryArch) {
   std::filesystem::remove_all(work);
 }
 
+// A model's kernels are dealt into modules of at most about 16 kernels each, compiled in
+// parallel: every kernel names the module whose PTX has its entry, each module has every
+// architecture's cubin and the newest's PTX, and the split is the same in every compile.
+TEST(CudaCodegen, KernelsAreDealtIntoModulesThatEachHaveEveryArchitecture) {
+  Graph graph;
+  Value *x = graph.addInput("x", {DType::Float32, {64}});
+  const OpKind kinds[] = {OpKind::Relu, OpKind::Sigmoid, OpKind::Tanh, OpKind::Exp, OpKind::Neg};
+  for (int i = 0; i < 40; ++i)
+    graph.addOutput(graph.addNode(kinds[i % 5], {x}, 1, "op" + std::to_string(i))->output());
+  inferGraph(graph);
+  auto compile = [&](std::vector<uint32_t> &modules) {
+    TargetOptions options;
+    options.target = package::Target::Cuda;
+    options.cudaArchs = {"sm_80", "sm_90"};
+    std::unique_ptr<Backend> backend = createBackend(options);
+    package::Manifest manifest;
+    for (const auto &node : graph.nodes()) {
+      KernelGroup group = singleNodeGroup(*node, int(manifest.kernels.size()));
+      LaunchShape launch;
+      manifest.kernels.push_back(backend->addKernel(group, lowerGroup(group), launch));
+    }
+    auto work = std::filesystem::temp_directory_path() / "sinter-cuda-modules-test";
+    std::filesystem::create_directories(work);
+    backend->finish(manifest, work.string());
+    std::filesystem::remove_all(work);
+    for (const package::Kernel &kernel : manifest.kernels)
+      modules.push_back(kernel.cudaModule);
+    return manifest;
+  };
+  std::vector<uint32_t> first, second;
+  package::Manifest manifest = compile(first);
+  compile(second);
+  EXPECT_EQ(first, second);
+  ASSERT_EQ(manifest.cudaModules.size(), 3u); // 40 kernels, 16 a module
+  for (const package::CudaModule &module : manifest.cudaModules) {
+    ASSERT_EQ(module.binaries.size(), 3u);
+    EXPECT_EQ(readCubinHeader(module.binaries[0].bytes).sm, 80u);
+    EXPECT_EQ(readCubinHeader(module.binaries[1].bytes).sm, 90u);
+    EXPECT_TRUE(module.binaries[2].isPtx);
+  }
+  for (const package::Kernel &kernel : manifest.kernels) {
+    ASSERT_LT(kernel.cudaModule, manifest.cudaModules.size());
+    const auto &ptx = manifest.cudaModules[kernel.cudaModule].binaries[2].bytes;
+    EXPECT_NE(std::string(ptx.begin(), ptx.end()).find(".entry " + kernel.name + "("), std::string::npos) << kernel.name;
+  }
+}
+
 // Contractions large enough in every direction get the tiled kernel, with a 3-D grid of tiles
 // that covers the output; the rest keep the grid-stride kernel. Both assemble.
 TEST(CudaCodegen, LargeContractionsGetTiledKernels) {
