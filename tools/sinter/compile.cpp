@@ -75,6 +75,14 @@ DType parsePrecision(const std::string &precision, package::Target target,
   userError("unknown --precision '", precision, "'; use fp32, tf32, fp16 or bf16");
 }
 
+/// Whether a two-way flag's value is `first`; anything but `first` or `second` is a user error
+/// that names the flag and both choices.
+bool isFirstChoice(const char *flag, const std::string &value, const char *first, const char *second) {
+  if (value != first && value != second)
+    userError("unknown ", flag, " '", value, "'; use ", first, " or ", second);
+  return value == first;
+}
+
 /// --tensor-core-tile ROWSxCOLUMNS.
 std::array<int, 2> parseTile(const std::string &text) {
   int rows = 0, columns = 0;
@@ -103,30 +111,18 @@ void runCompile(const CompileFlags &flags) {
     userError(flags.model, " is not an ONNX model");
 
   CompileOptions options;
-  if (flags.target == "cpu")
-    options.target.target = package::Target::Cpu;
-  else if (flags.target == "cuda")
-    options.target.target = package::Target::Cuda;
-  else
-    userError("unknown --target '", flags.target, "'; use cpu or cuda");
+  options.target.target =
+      isFirstChoice("--target", flags.target, "cpu", "cuda") ? package::Target::Cpu : package::Target::Cuda;
   options.target.cudaArchs = splitList(flags.archs);
   options.target.cpuLevel = flags.cpu;
-  if (flags.gpuCodegen != "cuda-c" && flags.gpuCodegen != "llvm")
-    userError("unknown --gpu-codegen '", flags.gpuCodegen, "'; use cuda-c or llvm");
+  isFirstChoice("--gpu-codegen", flags.gpuCodegen, "cuda-c", "llvm");
   options.target.gpuCodegen = flags.gpuCodegen;
   options.target.emitSourceDirectory = flags.emitSource;
-  if (flags.fp32Contractions == "tensor-core")
-    options.target.fp32Contractions = codegen::TargetOptions::Fp32Contractions::Tf32x3;
-  else if (flags.fp32Contractions == "simt")
-    options.target.fp32Contractions = codegen::TargetOptions::Fp32Contractions::Simt;
-  else
-    userError("unknown --fp32-contractions '", flags.fp32Contractions, "'; use tensor-core or simt");
-  if (flags.wgmma != "on" && flags.wgmma != "off")
-    userError("unknown --wgmma '", flags.wgmma, "'; use on or off");
-  options.target.warpgroupMma = flags.wgmma == "on";
-  if (flags.tensorCoreEpilogue != "rows" && flags.tensorCoreEpilogue != "fragments")
-    userError("unknown --tensor-core-epilogue '", flags.tensorCoreEpilogue, "'; use rows or fragments");
-  options.target.rowWalkEpilogue = flags.tensorCoreEpilogue == "rows";
+  options.target.fp32Contractions = isFirstChoice("--fp32-contractions", flags.fp32Contractions, "tensor-core", "simt")
+                                        ? codegen::TargetOptions::Fp32Contractions::Tf32x3
+                                        : codegen::TargetOptions::Fp32Contractions::Simt;
+  options.target.warpgroupMma = isFirstChoice("--wgmma", flags.wgmma, "on", "off");
+  options.target.rowWalkEpilogue = isFirstChoice("--tensor-core-epilogue", flags.tensorCoreEpilogue, "rows", "fragments");
   if (!flags.tensorCoreTile.empty()) {
     if (options.target.target != package::Target::Cuda)
       userError("--tensor-core-tile chooses the CUDA tensor-core tile; it has no meaning with --target cpu");
