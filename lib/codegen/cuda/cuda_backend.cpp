@@ -13,12 +13,11 @@
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
-#include <functional>
-#include <thread>
 #include <fstream>
-#include <future>
+#include <functional>
 #include <optional>
 #include <regex>
+#include <thread>
 
 namespace sinter::codegen {
 namespace {
@@ -100,7 +99,6 @@ public:
       writeText(fs::path(options_.emitSourceDirectory) / (kernel.name + ".kir"), printKernel(kernel));
     }
     sources_.push_back(std::move(source));
-    usesWgmma_.push_back(generator.ends_with(" wgmma"));
 
     return describeKernel(group, kernel, generator);
   }
@@ -121,12 +119,13 @@ public:
     };
     std::vector<Result> results(modules.size() * archCount);
     std::vector<std::string> units(modules.size());
+    // A module with a wgmma kernel (its generator says so) builds its sm_90 code for sm_90a.
     std::vector<bool> wgmma(modules.size(), false);
     for (size_t m = 0; m < modules.size(); ++m) {
       units[m] = cuda::cudaPrelude();
       for (size_t kernel : modules[m]) {
         units[m] += "\n" + sources_[kernel];
-        wgmma[m] = wgmma[m] || usesWgmma_[kernel];
+        wgmma[m] = wgmma[m] || manifest.kernels[kernel].generator.ends_with(" wgmma");
       }
     }
     auto compile = [&](size_t job) {
@@ -196,12 +195,10 @@ private:
       modules[lightest].push_back(kernel);
       sizes[lightest] += sources_[kernel].size();
     }
+    // No module is left empty: there are at most ceil(kernels / 16) of them (and one, empty,
+    // when there are no kernels: the prelude alone, as before the split).
     for (std::vector<size_t> &module : modules)
       std::sort(module.begin(), module.end());
-    modules.erase(std::remove_if(modules.begin(), modules.end(), [](const auto &m) { return m.empty(); }),
-                  modules.end());
-    if (modules.empty())
-      modules.emplace_back();
     return modules;
   }
 
@@ -232,7 +229,6 @@ private:
   static constexpr size_t kKernelsPerModule = 16, kMaxModules = 8;
 
   TargetOptions options_;
-  std::vector<bool> usesWgmma_; ///< per kernel: it has a wgmma body, so its module's sm_90 is sm_90a
   std::vector<std::string> sources_;
 };
 
