@@ -197,6 +197,18 @@ const char *mmaOperandsName(MmaOperands operands) { return formatOf(operands).na
 
 namespace {
 
+/// A request of the slice at reduction step `k` into `stage`: its copies and register stores.
+using SliceRequest = std::function<void(const char *stage, const char *k, const std::string &indent)>;
+
+/// The ring's first `slices` slices, requested before the main loop (each commits a group, empty
+/// past the end of the reduction, so the loop's wait counts stay fixed).
+void printRingPrologue(std::ostringstream &out, int slices, int64_t kTiles, int bk, const SliceRequest &request) {
+  out << "  for (int t = 0; t < " << slices << "; ++t) {\n";
+  out << "    if (t < " << kTiles << "LL) {\n      const long long k0 = (long long)t * " << bk << ";\n";
+  request("t", "k0", "      ");
+  out << "    }\n    sn_cp_async_commit<0>();\n  }\n";
+}
+
 /// The wgmma form of a block tile: the same block (128x128, 256 threads: two warpgroups of 64
 /// rows), with slices of 128 bytes of reduction per row, the width of the 128-byte swizzle.
 MmaTile wgmmaTile(MmaTile tile, const Format &format) {
@@ -210,11 +222,10 @@ MmaTile wgmmaTile(MmaTile tile, const Format &format) {
 /// of slice t, makes them visible to the tensor cores' proxy and meets the others (after which
 /// both warpgroups are also done with slice t - 2: each waited for all but its newest group at
 /// the end of step t - 1), issues slice t's products asynchronously, requests slice t + A into
-/// the place slice t - 2 left, and waits for slice t - 1's products. The probe in bench/wgmma_probe measured this order (and the descriptors below)
-/// on an H200.
+/// the place slice t - 2 left, and waits for slice t - 1's products. The probe in
+/// bench/wgmma_probe measured this order (and the descriptors below) on an H200.
 void printWgmmaLoop(std::ostringstream &out, const MmaTile &tile, const Format &format, int64_t kTiles,
-                    int64_t stageBytes, int64_t aBytes, bool rhsAlongN,
-                    const std::function<void(const char *, const char *, const std::string &)> &request) {
+                    int64_t stageBytes, int64_t aBytes, bool rhsAlongN, const SliceRequest &request) {
   const int ahead = kWgmmaStages - 2;
   const int steps = tile.bk * format.bytes / 32; // k16 products per slice
   // Descriptors (PTX ISA, shared-memory matrix layouts, 128-byte swizzle): k-major, the stride
@@ -228,10 +239,7 @@ void printWgmmaLoop(std::ostringstream &out, const MmaTile &tile, const Format &
     out << indent << "#pragma unroll\n" << indent << "for (int q = 0; q < " << tile.bn / 8 << "; ++q)\n" << indent
         << "  asm volatile(\"\" : \"+f\"(acc[0][q][0]), \"+f\"(acc[0][q][1]), \"+f\"(acc[0][q][2]), \"+f\"(acc[0][q][3]) :: \"memory\");\n";
   };
-  out << "  for (int t = 0; t < " << ahead << "; ++t) {\n";
-  out << "    if (t < " << kTiles << "LL) {\n      const long long k0 = (long long)t * " << tile.bk << ";\n";
-  request("t", "k0", "      ");
-  out << "    }\n    sn_cp_async_commit<0>();\n  }\n";
+  printRingPrologue(out, ahead, kTiles, tile.bk, request);
   out << mainLoopUnroll(kTiles) << "  for (int t = 0; t < " << kTiles << "; ++t) {\n";
   out << "    sn_cp_async_wait<" << ahead - 1 << ">();\n    sn_fence_proxy_async();\n    __syncthreads();\n";
   out << "    const int stage = (int)(t % " << kWgmmaStages << "), nextStage = (int)((t + " << ahead << ") % " << kWgmmaStages
@@ -602,10 +610,7 @@ int64_t printMmaBody(std::ostringstream &out, CudaPrinter &printer, const Contra
     // The ring: slices 0 .. STAGES-2 are requested first; then at step t the warps wait for slice
     // t, request slice t + STAGES - 1 into the place slice t - 1 left, multiply slice t, and store
     // the scalar operands' registers for slice t + STAGES - 1.
-    out << "  for (int t = 0; t < " << kStages - 1 << "; ++t) {\n";
-    out << "    if (t < " << kTiles << "LL) {\n      const long long k0 = (long long)t * " << tile.bk << ";\n";
-    request("t", "k0", "      ");
-    out << "    }\n    sn_cp_async_commit<0>();\n  }\n";
+    printRingPrologue(out, kStages - 1, kTiles, tile.bk, request);
     out << mainLoopUnroll(kTiles) << "  for (int t = 0; t < " << kTiles << "; ++t) {\n";
     out << "    sn_cp_async_wait<" << kStages - 2 << ">();\n    __syncthreads();\n";
     out << "    const int stage = (int)(t % " << kStages << "), nextStage = (int)((t + " << kStages - 1
@@ -749,10 +754,6 @@ int64_t printMmaBody(std::ostringstream &out, CudaPrinter &printer, const Contra
   out << "      }\n";
   return offset * 2; // offset counts 16-bit units
 }
-
-} // namespace
-
-namespace {
 
 /// A statement with its expressions' index arithmetic simplified (IndexRanges::simplify).
 StmtRef simplified(const StmtRef &statement, IndexRanges &ranges) {
