@@ -16,6 +16,12 @@ std::optional<IndexRange> checked(__int128 lo, __int128 hi) {
   return IndexRange{int64_t(lo), int64_t(hi)};
 }
 
+/// a * b, when it fits int64.
+std::optional<int64_t> product(int64_t a, int64_t b) {
+  std::optional<IndexRange> range = checked(__int128(a) * b, __int128(a) * b);
+  return range ? std::optional<int64_t>(range->lo) : std::nullopt;
+}
+
 IndexRange unite(IndexRange a, IndexRange b) { return {std::min(a.lo, b.lo), std::max(a.hi, b.hi)}; }
 
 /// The values a narrow integer type can hold.
@@ -185,9 +191,6 @@ bool IndexRanges::fits32(const ExprRef &e) {
   return fits;
 }
 
-} // namespace sinter::codegen
-
-namespace sinter::codegen {
 namespace {
 
 bool isIntConstant(const ExprRef &e) { return e->kind == ExprKind::Constant && isInteger(e->type); }
@@ -200,16 +203,14 @@ bool flattenSum(const ExprRef &e, int64_t scale, std::vector<ExprRef> &terms) {
   if (e->kind == ExprKind::Binary && e->binary == BinaryOp::Mul)
     for (int side = 0; side < 2; ++side)
       if (isIntConstant(e->operands[side])) {
-        __int128 product = __int128(scale) * e->operands[side]->intValue;
-        if (product > std::numeric_limits<int64_t>::max() || product < std::numeric_limits<int64_t>::min())
-          return false;
-        return flattenSum(e->operands[1 - side], int64_t(product), terms);
+        std::optional<int64_t> coefficient = product(scale, e->operands[side]->intValue);
+        return coefficient && flattenSum(e->operands[1 - side], *coefficient, terms);
       }
   if (isIntConstant(e)) {
-    __int128 product = __int128(scale) * e->intValue;
-    if (product > std::numeric_limits<int64_t>::max() || product < std::numeric_limits<int64_t>::min())
+    std::optional<int64_t> value = product(scale, e->intValue);
+    if (!value)
       return false;
-    terms.push_back(intConstant(int64_t(product), e->type));
+    terms.push_back(intConstant(*value, e->type));
   } else {
     terms.push_back(scale == 1 ? e : binary(BinaryOp::Mul, e, intConstant(scale, e->type)));
   }
@@ -282,9 +283,9 @@ ExprRef IndexRanges::simplify(const ExprRef &e) {
   if (current->binary == BinaryOp::Div && dividend->kind == ExprKind::Binary && dividend->binary == BinaryOp::Div &&
       isIntConstant(dividend->operands[1]) && dividend->operands[1]->intValue > 0) {
     std::optional<IndexRange> inner = of(dividend->operands[0]);
-    __int128 product = __int128(dividend->operands[1]->intValue) * n;
-    if (inner && inner->lo >= 0 && product <= std::numeric_limits<int64_t>::max())
-      return simplify(binary(BinaryOp::Div, dividend->operands[0], intConstant(int64_t(product), type)));
+    std::optional<int64_t> divisor = product(dividend->operands[1]->intValue, n);
+    if (inner && inner->lo >= 0 && divisor)
+      return simplify(binary(BinaryOp::Div, dividend->operands[0], intConstant(*divisor, type)));
   }
   std::vector<ExprRef> terms;
   if (!flattenSum(dividend, 1, terms))
