@@ -51,9 +51,9 @@ public:
             staticDims(next->output(0)->shape()) != staticDims(value->shape()))
           break;
         // A widening Cast read by a kernel node alone (directly or through views) is that
-        // kernel's prologue: stored here, it
-        // would write wider values (an f16 GELU widened for a MatMul that keeps f32 sums would
-        // be stored as f32, and the MatMul would read f32 that no longer shows it is f16).
+        // kernel's prologue: stored here, it would write wider values (an f16 GELU widened for a
+        // MatMul that keeps f32 sums would be stored as f32, and the MatMul would read f32 that
+        // no longer shows it is f16).
         if (next->kind() == OpKind::Cast && dtypeSize(next->output(0)->dtype()) > dtypeSize(value->dtype())) {
           const Node *reader = soleUser(graph_, next->output(0));
           while (reader && opInfo(reader->kind()).fusion == FusionClass::DataMovement && reader->numOutputs() == 1)

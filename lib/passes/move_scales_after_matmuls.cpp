@@ -28,7 +28,7 @@ std::optional<Scaling> scalingOf(const Graph &graph, Value *operand, const Node 
     if (node->kind() == OpKind::Div && i == 0)
       continue; // s / x is not a scaling of x
     Value *scale = node->input(i), *scaled = node->input(1 - i);
-    if (scale->isConstant() && scalarConstant(scale) && scale->rank() <= productRank &&
+    if (scalarConstant(scale) && scale->rank() <= productRank &&
         scaled->type() == operand->type())
       return Scaling{scaled, scale, node->kind()};
   }
