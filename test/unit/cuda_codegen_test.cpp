@@ -21,6 +21,34 @@ using namespace sinter::codegen;
 using sinter::testing::readCubinHeader;
 using sinter::testing::singleNodeGroup;
 
+namespace {
+
+/// Every node of the graph as its own kernel, compiled for `archs` in a scratch folder; the
+/// launches in node order.
+package::Manifest compileEachNode(const Graph &graph, std::vector<std::string> archs,
+                                  std::vector<LaunchShape> *launches = nullptr) {
+  TargetOptions options;
+  options.target = package::Target::Cuda;
+  options.cudaArchs = std::move(archs);
+  std::unique_ptr<Backend> backend = createBackend(options);
+  package::Manifest manifest;
+  for (const auto &node : graph.nodes()) {
+    KernelGroup group = singleNodeGroup(*node, int(manifest.kernels.size()));
+    LaunchShape launch;
+    manifest.kernels.push_back(backend->addKernel(group, lowerGroup(group), launch));
+    if (launches)
+      launches->push_back(launch);
+  }
+  auto work = std::filesystem::temp_directory_path() /
+              ("sinter-cuda-codegen-test-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
+  std::filesystem::create_directories(work);
+  backend->finish(manifest, work.string());
+  std::filesystem::remove_all(work);
+  return manifest;
+}
+
+} // namespace
+
 TEST(CudaCodegen, ElementwiseKernelsAssembleForEveryArch) {
   Graph graph;
   Value *x = graph.addInput("x", {DType::Float32, {4, 3}});
@@ -31,21 +59,12 @@ TEST(CudaCodegen, ElementwiseKernelsAssembleForEveryArch) {
   inferGraph(graph);
   graph.addOutput(cast->output());
 
-  TargetOptions options;
-  options.target = package::Target::Cuda;
-  options.cudaArchs = {"sm_90", "sm_80"};
-  std::unique_ptr<Backend> backend = createBackend(options);
-  package::Manifest manifest;
-  for (const auto &node : graph.nodes()) {
-    KernelGroup group = singleNodeGroup(*node, int(manifest.kernels.size()));
-    LaunchShape launch;
-    manifest.kernels.push_back(backend->addKernel(group, lowerGroup(group), launch));
+  std::vector<LaunchShape> launches;
+  package::Manifest manifest = compileEachNode(graph, {"sm_90", "sm_80"}, &launches);
+  for (const LaunchShape &launch : launches) {
     EXPECT_GE(launch.grid[0], 1u);
     EXPECT_EQ(launch.parallelExtent, 12);
   }
-  auto work = std::filesystem::temp_directory_path() / "sinter-cuda-codegen-test";
-  std::filesystem::create_directories(work);
-  backend->finish(manifest, work.string());
   ASSERT_EQ(manifest.cudaModules.size(), 1u);
   const auto &binaries = manifest.cudaModules[0].binaries;
   ASSERT_EQ(binaries.size(), 3u); // sm_80, sm_90 cubins (sorted) and PTX for compute_90
@@ -59,7 +78,6 @@ TEST(CudaCodegen, ElementwiseKernelsAssembleForEveryArch) {
   EXPECT_NE(ptx.find(".target sm_90"), std::string::npos);
   EXPECT_NE(ptx.find(".entry fused_add_0"), std::string::npos);
   EXPECT_NE(ptx.find(".entry fused_cast_1"), std::string::npos);
-  std::filesystem::remove_all(work);
 }
 
 // A model's kernels are dealt into modules of at most about 16 kernels each, compiled in
@@ -72,29 +90,14 @@ TEST(CudaCodegen, KernelsAreDealtIntoModulesThatEachHaveEveryArchitecture) {
   for (int i = 0; i < 40; ++i)
     graph.addOutput(graph.addNode(kinds[i % 5], {x}, 1, "op" + std::to_string(i))->output());
   inferGraph(graph);
-  auto compile = [&](std::vector<uint32_t> &modules) {
-    TargetOptions options;
-    options.target = package::Target::Cuda;
-    options.cudaArchs = {"sm_80", "sm_90"};
-    std::unique_ptr<Backend> backend = createBackend(options);
-    package::Manifest manifest;
-    for (const auto &node : graph.nodes()) {
-      KernelGroup group = singleNodeGroup(*node, int(manifest.kernels.size()));
-      LaunchShape launch;
-      manifest.kernels.push_back(backend->addKernel(group, lowerGroup(group), launch));
-    }
-    auto work = std::filesystem::temp_directory_path() / "sinter-cuda-modules-test";
-    std::filesystem::create_directories(work);
-    backend->finish(manifest, work.string());
-    std::filesystem::remove_all(work);
+  auto moduleOfEachKernel = [](const package::Manifest &manifest) {
+    std::vector<uint32_t> modules;
     for (const package::Kernel &kernel : manifest.kernels)
       modules.push_back(kernel.cudaModule);
-    return manifest;
+    return modules;
   };
-  std::vector<uint32_t> first, second;
-  package::Manifest manifest = compile(first);
-  compile(second);
-  EXPECT_EQ(first, second);
+  package::Manifest manifest = compileEachNode(graph, {"sm_80", "sm_90"});
+  EXPECT_EQ(moduleOfEachKernel(manifest), moduleOfEachKernel(compileEachNode(graph, {"sm_80", "sm_90"})));
   ASSERT_EQ(manifest.cudaModules.size(), 3u); // 40 kernels, 16 a module
   for (const package::CudaModule &module : manifest.cudaModules) {
     ASSERT_EQ(module.binaries.size(), 3u);
