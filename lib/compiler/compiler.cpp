@@ -143,6 +143,10 @@ package::Manifest buildManifest(Graph &graph, const CompileOptions &options,
   // Kernel fusion is planned in code generation, not a graph pass, but is disabled the same way.
   PipelineOptions pipeline = options.pipeline;
   bool fuseKernels = pipeline.disabled.erase(std::string(kFuseKernels)) == 0;
+  // The fused attention kernel multiplies 16-bit operands; float32 attention keeps its products
+  // on the tf32 tensor-core kernels, and the CPU its blocked ones (docs/attention.md).
+  pipeline.fusedAttention = manifest.target != package::Target::Cpu &&
+                            (pipeline.precision == DType::Float16 || pipeline.precision == DType::BFloat16);
   runPipeline(graph, pipeline);
   stats.passSeconds = secondsSince(passStart);
 

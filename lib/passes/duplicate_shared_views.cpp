@@ -12,8 +12,11 @@ bool isView(const Node &node) {
   return node.info().fusion == FusionClass::DataMovement && node.numOutputs() == 1 && node.output(0);
 }
 
-bool isContraction(const Node &node) {
-  return node.kind() == OpKind::MatMul || node.kind() == OpKind::Gemm || node.kind() == OpKind::Conv;
+/// A node whose kernel reads its inputs through their views, as prologues: the contractions and
+/// (fused) Attention.
+bool readsThroughViews(const Node &node) {
+  return node.kind() == OpKind::MatMul || node.kind() == OpKind::Gemm || node.kind() == OpKind::Conv ||
+         node.kind() == OpKind::Attention;
 }
 
 class Duplicator {
@@ -46,14 +49,14 @@ public:
   }
 
 private:
-  /// Whether every reader of `value` is a contraction, or a view or Cast whose own readers are
+  /// Whether every reader of `value` is a contraction or an Attention, or a view or Cast whose own readers are
   /// (and the value is no graph output).
   bool readByContractionsOnly(const Value *value) {
     if (graph_.isOutput(value) || !value->hasUses())
       return false;
     for (const Use &use : value->uses()) {
       const Node &user = *use.user;
-      if (isContraction(user))
+      if (readsThroughViews(user))
         continue;
       bool passes = (isView(user) || (user.kind() == OpKind::Cast && user.numOutputs() == 1)) &&
                     readByContractionsOnly(user.output(0));

@@ -7,6 +7,7 @@
 #include "fold_batch_norm.h"
 #include "fold_constants.h"
 #include "merge_sibling_matmuls.h"
+#include "fuse_attention.h"
 #include "move_scales_after_matmuls.h"
 #include "recognise_gelu.h"
 #include "recognise_layer_normalization.h"
@@ -61,6 +62,13 @@ const std::vector<PipelineEntry> &defaultPipeline() {
        "product they are its epilogue. After merge-sibling-matmuls and the recognisers (which "
        "match the exporters' forms), before reduce-precision (the scaling is then computed in f32)",
        make<MoveScalesAfterMatMuls>()},
+      {"fuse-attention",
+       "attention written as Q.K^T, scalings, a mask, a softmax and P.V becomes one Attention "
+       "node, which the CUDA backend runs as one kernel that never stores the scores; after "
+       "move-scales-after-matmuls (the scalings are then the product's), before reduce-precision "
+       "(which stores its Q, K and V in 16 bits). Only for the CUDA target at fp16 or bf16, "
+       "where the kernel exists",
+       [](const PipelineOptions &options) { return std::make_unique<FuseAttention>(options.fusedAttention); }},
       {"reduce-precision",
        "with --precision fp16|bf16, stores float32 weights and activations in 16 bits; after the "
        "rewrites that match float32 patterns and fold weights, so it converts final weights once, "

@@ -50,6 +50,7 @@ constexpr Entry kTable[] = {
     // Contractions and pooling: f32 accumulators in every backend, one rounding per output.
     {OpKind::MatMul, Reduced, kAllInputs}, {OpKind::Gemm, Reduced, kAllInputs},
     {OpKind::Conv, Reduced, kAllInputs}, {OpKind::ConvTranspose, Reduced, kAllInputs},
+    {OpKind::Attention, Reduced, inputs({0, 1, 2})},
     {OpKind::AveragePool, Reduced, kAllInputs}, {OpKind::MaxPool, Reduced, kAllInputs},
     {OpKind::GlobalAveragePool, Reduced, kAllInputs}, {OpKind::GlobalMaxPool, Reduced, kAllInputs},
     // Interpolation: X is data; roi and scales are parameters and keep their type.

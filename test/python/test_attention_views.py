@@ -65,9 +65,26 @@ def test_the_split_is_read_through_its_views(tmp_path):
         error = np.linalg.norm(actual - expected) / np.linalg.norm(expected)
         assert error <= bound, (precision, error)
 
+    # On the GPU at fp16, fuse-attention makes the products and the softmax one kernel, which
+    # copies Q, K and V out of the projection as 16-byte runs through the split's views; the
+    # graph's f32 output is the rounded context widened by a kernel of its own.
     source = tmp_path / "source"
     st.run_cli(["compile", model, "--target", "cuda", "--arch", "sm_90", "--precision", "fp16",
                 "--emit-source", source, "-o", tmp_path / "cuda.so"])
+    kernels = sorted(path.stem for path in source.glob("fused_*.kir"))
+    assert len(kernels) == 3, kernels
+    attention = [name for name in kernels if name.endswith("attention_" + name.rsplit("_", 1)[1])]
+    assert len(attention) == 1, kernels
+    assert not any(name.endswith("squeeze_" + name.rsplit("_", 1)[1]) for name in kernels), kernels
+    text = (source / f"{attention[0]}.cu").read_text()
+    assert "fused attention (f16 operands" in text
+    for tile in ("sQ", "sK", "sV"):
+        assert f"sn_cp_async16(&{tile}[row][column]" in text, tile
+
+    # Without it, Q.K^T and P.V read the views, Q.K^T as 16-byte runs of both operands.
+    source = tmp_path / "unfused"
+    st.run_cli(["compile", model, "--target", "cuda", "--arch", "sm_90", "--precision", "fp16",
+                "--disable-pass", "fuse-attention", "--emit-source", source, "-o", tmp_path / "unfused.so"])
     kernels = sorted(path.stem for path in source.glob("fused_*.kir"))
     # The projection, Q.K^T (with the split's views and both scalings), the softmax, P.V.
     assert len(kernels) == 4, kernels

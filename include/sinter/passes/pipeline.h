@@ -36,6 +36,9 @@ struct PipelineOptions {
   bool verify = true;               ///< verify after every pass that changed the graph
   /// --precision: where float32 weights and activations are stored (f32, f16 or bf16).
   DType precision = DType::Float32;
+  /// Whether the target runs an Attention node as one fused kernel (CUDA does), so that
+  /// fuse-attention rewrites attention into one.
+  bool fusedAttention = true;
 };
 
 /// Runs the pipeline. Unknown names in disabled/dumpAfter are UserErrors listing the passes.

@@ -4,6 +4,7 @@
 // module gets one cubin per requested architecture plus the PTX of the newest, so it runs on each
 // listed GPU generation and JIT-compiles on newer ones.
 #include "../backends.h"
+#include "cuda_attention.h"
 #include "cuda_contraction.h"
 #include "cuda_source.h"
 #include "toolchain.h"
@@ -63,6 +64,14 @@ public:
                             LaunchShape &launch) override {
     std::string source;
     std::string generator = "cuda-c";
+    // Attention as one kernel (mma.sync: sm_80 and newer).
+    if (archNumber(options_.cudaArchs.front()) >= 80)
+      if (std::optional<FusedAttention> attention = lowerFusedAttention(group))
+        if (std::optional<DType> operands = cuda::fusedAttentionOperands(attention->spec)) {
+          source = cuda::printFusedAttention(*attention, *operands, launch);
+          generator = std::string("cuda-c fused-attention ") + (*operands == DType::BFloat16 ? "bf16" : "f16");
+          return finishKernel(group, kernel, std::move(source), generator);
+        }
     std::optional<Contraction> contraction = lowerContraction(group);
     std::optional<cuda::TileShape> tile;
     std::optional<cuda::MmaOperands> operands;
@@ -93,13 +102,18 @@ public:
       launch.block[0] = kBlockSize;
       launch.parallelExtent = kernel.parallelExtent;
     }
+    return finishKernel(group, kernel, std::move(source), generator);
+  }
+
+  /// Keeps the kernel's source for its module (and writes it with --emit-source).
+  package::Kernel finishKernel(const KernelGroup &group, const Kernel &kernel, std::string source,
+                               const std::string &generator) {
     if (!options_.emitSourceDirectory.empty()) {
       fs::create_directories(options_.emitSourceDirectory);
       writeText(fs::path(options_.emitSourceDirectory) / (kernel.name + ".cu"), source);
       writeText(fs::path(options_.emitSourceDirectory) / (kernel.name + ".kir"), printKernel(kernel));
     }
     sources_.push_back(std::move(source));
-
     return describeKernel(group, kernel, generator);
   }
 

@@ -57,6 +57,12 @@ std::string guardedEpilogue(CudaPrinter &printer, const ContractionSpec &spec,
 std::string printTiledContraction(const Contraction &contraction, const TileShape &tile,
                                   LaunchShape &launch);
 
+/// The load behind an operand `value` that is copied as it is stored: `cast<f32>(load)` of the
+/// 16-bit type `stored` (or a float32 load when `stored` is f32) whose runs of `run` elements
+/// along `variable` (whose extent is `extent`) are contiguous and start at multiples of the run;
+/// null otherwise. Such runs are copied 16 bytes at a time.
+const Expr *runLoad(const ExprRef &value, DType stored, int run, int variable, int64_t extent);
+
 /// What the tensor cores multiply in a float32 contraction.
 enum class MmaOperands {
   Float16,  ///< operands exact in f16 (widened f16 values, or zero): m16n8k16, exact products

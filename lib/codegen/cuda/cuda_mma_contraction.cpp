@@ -775,6 +775,10 @@ StmtRef simplified(const StmtRef &statement, IndexRanges &ranges) {
 
 } // namespace
 
+const Expr *runLoad(const ExprRef &value, DType stored, int run, int variable, int64_t extent) {
+  return vectorLoad(value, stored, run, variable, extent);
+}
+
 std::string printMmaContraction(const Contraction &original, const MmaTile &blockTile,
                                 MmaOperands mmaOperands, LaunchShape &launch, bool warpgroupMma,
                                 bool rowWalkEpilogue) {

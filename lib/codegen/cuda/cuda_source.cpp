@@ -61,6 +61,16 @@ template <int Pending> __device__ __forceinline__ void sn_cp_async_wait() { asm 
 template <typename T> __device__ __forceinline__ void sn_ldmatrix_x2_trans(unsigned *fragment, const T *shared) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];" : "=r"(fragment[0]), "=r"(fragment[1]) : "r"(sn_shared_address(shared)));
 }
+// One m16n8k16 product with f32 sums, for kernels that hold their fragments in arrays (the fused
+// attention); BFloat16 picks the operand type.
+template <bool BFloat16> __device__ __forceinline__ void sn_mma16816(float *d, const unsigned *a, unsigned b0, unsigned b1) {
+  if (BFloat16)
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  else
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
 // Warpgroup MMA (sm_90a only: the helpers exist where __CUDA_ARCH_FEAT_SM90_ALL is defined, and
 // so do the kernel bodies that call them). A shared-memory matrix descriptor: the start address,
 // the leading and stride byte offsets (each >> 4) and the 128-byte swizzle (mode 1 in bits 62-63).

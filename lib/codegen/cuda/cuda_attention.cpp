@@ -1,0 +1,236 @@
+// The fused attention kernel: a block of four warps takes 64 queries of one head, each warp 16 of
+// them, and walks the head's keys 64 at a time (docs/attention.md):
+//   1. the block copies the 64 x D queries into shared memory once, and each warp keeps its
+//      rows as m16n8k16 A fragments in registers;
+//   2. per step, the block copies 64 keys and 64 values into shared memory; each warp
+//      multiplies its queries by the keys (S, 16 x 64, f32 sums in registers), scales them,
+//      adds the mask, and updates its rows' running maximum and sum of exponentials (the
+//      online softmax), rescaling its output sums when the maximum grows;
+//   3. the exponentials, rounded to the operand type, are the A fragments of P.V directly (the
+//      sums' fragment layout is the operand's), and the values' B fragments come from
+//      ldmatrix.trans;
+//   4. at the end each output is its sum over the row's sum of exponentials, stored through
+//      the group's epilogue.
+// The scores never leave registers. Keys past the end count as -inf; a row whose every key is
+// -inf has output 0, as the generic rule (lower_attention.cpp) gives.
+// Q, K and V are read through their expressions: 16-byte runs along the head dimension are
+// copied by cp.async (a head split read back through reshapes and transposes is affine once
+// IndexRanges::simplify has taken out its divisions); anything else is evaluated element by
+// element and rounded (exactly: fusedAttentionOperands checks they are 16-bit values).
+#include "cuda_attention.h"
+
+#include "cuda_contraction.h"
+#include "cuda_source.h"
+
+#include "sinter/codegen/index_ranges.h"
+#include "sinter/support/error.h"
+
+#include <cstring>
+#include <sstream>
+
+namespace sinter::codegen::cuda {
+namespace {
+
+constexpr int kQueries = 64; ///< queries a block (16 a warp)
+constexpr int kKeys = 64;    ///< keys a step
+constexpr int kThreads = 128;
+
+/// The 16-bit type every value of `e` is exactly: a widening cast of a 16-bit value.
+std::optional<DType> sixteenBitSource(const ExprRef &e) {
+  if (e->kind == ExprKind::Cast && (e->operands[0]->type == DType::Float16 || e->operands[0]->type == DType::BFloat16))
+    return e->operands[0]->type;
+  return std::nullopt;
+}
+
+/// The bits of `value` rounded to float32.
+uint32_t floatBits(double value) {
+  float rounded = float(value);
+  uint32_t bits;
+  std::memcpy(&bits, &rounded, sizeof bits);
+  return bits;
+}
+
+} // namespace
+
+std::optional<DType> fusedAttentionOperands(const AttentionSpec &spec) {
+  if (spec.d % 16 != 0 || spec.dv % 16 != 0 || spec.d > 128 || spec.dv > 128)
+    return std::nullopt;
+  if (spec.batch > 65535 || ceilDiv(spec.lq, kQueries) > 0x7fffffff)
+    return std::nullopt;
+  std::optional<DType> q = sixteenBitSource(spec.query), k = sixteenBitSource(spec.key),
+                       v = sixteenBitSource(spec.value);
+  if (!q || q != k || q != v)
+    return std::nullopt;
+  return q;
+}
+
+std::string printFusedAttention(const FusedAttention &original, DType operands, LaunchShape &launch) {
+  CudaPrinter printer;
+  IndexRanges ranges(original.kernel);
+  const AttentionSpec &given = original.spec;
+  ranges.setVariable(given.b, {0, given.batch - 1});
+  ranges.setVariable(given.i, {0, given.lq - 1});
+  ranges.setVariable(given.j, {0, given.lk - 1});
+  ranges.setVariable(given.c, {0, std::max(given.d, given.dv) - 1});
+  printer.setRanges(&ranges);
+  AttentionSpec spec = given;
+  spec.query = ranges.simplify(given.query);
+  spec.key = ranges.simplify(given.key);
+  spec.value = ranges.simplify(given.value);
+  if (spec.mask)
+    spec.mask = ranges.simplify(given.mask);
+  const Kernel &kernel = original.kernel;
+  const bool bf16 = operands == DType::BFloat16;
+  const char *toHalf = bf16 ? "sn_f2bf" : "sn_f2h";
+  auto v = [](int id) { return "v" + std::to_string(id); };
+  const int64_t qRow = spec.d + 8, vRow = spec.dv + 8; // rows padded by 16 bytes
+
+  std::ostringstream out;
+  out << CudaPrinter::signature(kernel, kThreads);
+  out << "  // fused attention (" << (bf16 ? "bf16" : "f16") << " operands, f32 scores, softmax and sums): " << spec.batch
+      << " heads of " << spec.lq << " queries and " << spec.lk << " keys, head size " << spec.d << ", value size "
+      << spec.dv << "; " << kQueries << " queries a block, " << kKeys << " keys a step\n";
+  out << "  extern __shared__ __align__(16) unsigned short sn_shared[];\n";
+  out << "  unsigned short (*sQ)[" << qRow << "] = reinterpret_cast<unsigned short (*)[" << qRow << "]>(sn_shared);\n";
+  out << "  unsigned short (*sK)[" << qRow << "] = reinterpret_cast<unsigned short (*)[" << qRow << "]>(sn_shared + "
+      << kQueries * qRow << ");\n";
+  out << "  unsigned short (*sV)[" << vRow << "] = reinterpret_cast<unsigned short (*)[" << vRow << "]>(sn_shared + "
+      << (kQueries + kKeys) * qRow << ");\n";
+  out << CudaPrinter::locals(kernel, 1);
+  out << "  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, group = lane / 4, quad = lane % 4;\n";
+  out << "  const long long rowBase = (long long)blockIdx.x * " << kQueries << ";\n";
+  out << "  " << v(spec.b) << " = blockIdx.y;\n";
+
+  // A 64-row tile of an operand into shared memory: row r is position base + r of `rowVar`
+  // (zero past `limit`), column c is channel c.
+  auto loadTile = [&](const char *tile, const ExprRef &value, int rowVar, const std::string &base, int64_t limit,
+                      int64_t columns, const std::string &indent) {
+    if (const Expr *load = runLoad(value, operands, 8, spec.c, columns)) {
+      const int64_t runs = columns / 8;
+      out << indent << "for (int e = tid; e < " << 64 * runs << "; e += " << kThreads << ") {\n";
+      out << indent << "  const int row = e / " << runs << ", column = (e % " << runs << ") * 8;\n";
+      out << indent << "  const long long at = " << base << " + row;\n";
+      out << indent << "  " << v(rowVar) << " = at < " << limit << "LL ? at : " << limit - 1 << "LL; " << v(spec.c)
+          << " = column;\n";
+      out << indent << "  sn_cp_async16(&" << tile << "[row][column], b" << load->id << " + "
+          << printer.expr(load->operands[0]) << ", at < " << limit << "LL);\n";
+      out << indent << "}\n";
+    } else {
+      out << indent << "for (int e = tid; e < " << 64 * columns << "; e += " << kThreads << ") {\n";
+      out << indent << "  const int row = e / " << columns << ", column = e % " << columns << ";\n";
+      out << indent << "  const long long at = " << base << " + row;\n";
+      out << indent << "  float x = 0.f;\n";
+      out << indent << "  if (at < " << limit << "LL) {\n";
+      out << indent << "    " << v(rowVar) << " = at; " << v(spec.c) << " = column;\n";
+      out << indent << "    x = " << printer.expr(value) << ";\n";
+      out << indent << "  }\n";
+      out << indent << "  " << tile << "[row][column] = " << toHalf << "(x);\n";
+      out << indent << "}\n";
+    }
+  };
+  auto pack = [&](const std::string &low, const std::string &high) {
+    return std::string("((unsigned)") + toHalf + "(" + low + ") | ((unsigned)" + toHalf + "(" + high + ") << 16))";
+  };
+
+  // 1. The queries, as A fragments: rows group and group + 8 of the warp's 16, channels
+  // 2 * quad (+1) and 2 * quad + 8 (+1) of each 16.
+  loadTile("sQ", spec.query, spec.i, "rowBase", spec.lq, spec.d, "  ");
+  out << "  sn_cp_async_commit<0>();\n  sn_cp_async_wait<0>();\n  __syncthreads();\n";
+  const int64_t qSteps = spec.d / 16, vTiles = spec.dv / 8;
+  out << "  unsigned qa[" << qSteps << "][4];\n";
+  out << "#pragma unroll\n  for (int ks = 0; ks < " << qSteps << "; ++ks) {\n";
+  out << "    qa[ks][0] = *reinterpret_cast<const unsigned *>(&sQ[warp * 16 + group][ks * 16 + 2 * quad]);\n";
+  out << "    qa[ks][1] = *reinterpret_cast<const unsigned *>(&sQ[warp * 16 + group + 8][ks * 16 + 2 * quad]);\n";
+  out << "    qa[ks][2] = *reinterpret_cast<const unsigned *>(&sQ[warp * 16 + group][ks * 16 + 2 * quad + 8]);\n";
+  out << "    qa[ks][3] = *reinterpret_cast<const unsigned *>(&sQ[warp * 16 + group + 8][ks * 16 + 2 * quad + 8]);\n";
+  out << "  }\n";
+  out << "  float o[" << vTiles << "][4];\n";
+  out << "#pragma unroll\n  for (int n = 0; n < " << vTiles << "; ++n)\n    o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;\n";
+  out << "  float rowMax[2] = {-(float)SN_INF, -(float)SN_INF}, rowSum[2] = {0.f, 0.f};\n";
+  out << "  const float log2e = 1.4426950408889634f;\n";
+
+  // 2. The keys, 64 at a time.
+  out << "  for (long long keyBase = 0; keyBase < " << spec.lk << "LL; keyBase += " << kKeys << ") {\n";
+  out << "    __syncthreads();\n";
+  loadTile("sK", spec.key, spec.j, "keyBase", spec.lk, spec.d, "    ");
+  loadTile("sV", spec.value, spec.j, "keyBase", spec.lk, spec.dv, "    ");
+  out << "    sn_cp_async_commit<0>();\n    sn_cp_async_wait<0>();\n    __syncthreads();\n";
+  out << "    float s[8][4];\n";
+  out << "#pragma unroll\n    for (int t = 0; t < 8; ++t) {\n";
+  out << "      s[t][0] = s[t][1] = s[t][2] = s[t][3] = 0.f;\n";
+  out << "#pragma unroll\n      for (int ks = 0; ks < " << qSteps << "; ++ks)\n";
+  out << "        sn_mma16816<" << (bf16 ? "true" : "false") << ">(s[t], qa[ks], "
+      << "*reinterpret_cast<const unsigned *>(&sK[t * 8 + group][ks * 16 + 2 * quad]), "
+      << "*reinterpret_cast<const unsigned *>(&sK[t * 8 + group][ks * 16 + 2 * quad + 8]));\n";
+  out << "    }\n";
+  // Scaled logits with the mask; -inf past the last key.
+  out << "#pragma unroll\n    for (int t = 0; t < 8; ++t)\n";
+  out << "#pragma unroll\n      for (int c = 0; c < 4; ++c) {\n";
+  out << "        const long long row = rowBase + warp * 16 + group + (c / 2) * 8, key = keyBase + t * 8 + 2 * quad + c % 2;\n";
+  out << "        float x = s[t][c] * " << "__int_as_float(" << std::showbase << std::hex << floatBits(spec.scale) << std::dec << std::noshowbase << ")" << ";\n";
+  if (spec.mask) {
+    out << "        " << v(spec.i) << " = row < " << spec.lq << "LL ? row : " << spec.lq - 1 << "LL; " << v(spec.j)
+        << " = key < " << spec.lk << "LL ? key : " << spec.lk - 1 << "LL;\n";
+    out << "        x += " << printer.expr(spec.mask) << ";\n";
+  }
+  out << "        s[t][c] = key < " << spec.lk << "LL ? x : -(float)SN_INF;\n";
+  out << "      }\n";
+  // The online softmax, per row (h = 0: row group, h = 1: row group + 8); a row's 64 scores
+  // are spread over the four lanes of its quad.
+  out << "#pragma unroll\n    for (int h = 0; h < 2; ++h) {\n";
+  out << "      float peak = rowMax[h];\n";
+  out << "#pragma unroll\n      for (int t = 0; t < 8; ++t)\n        peak = fmaxf(peak, fmaxf(s[t][2 * h], s[t][2 * h + 1]));\n";
+  out << "      peak = fmaxf(peak, __shfl_xor_sync(0xffffffffu, peak, 1));\n";
+  out << "      peak = fmaxf(peak, __shfl_xor_sync(0xffffffffu, peak, 2));\n";
+  out << "      const float base = peak == -(float)SN_INF ? 0.f : peak;\n";
+  out << "      const float correction = exp2f((rowMax[h] - base) * log2e);\n";
+  out << "      rowMax[h] = peak;\n";
+  out << "      float sum = 0.f;\n";
+  out << "#pragma unroll\n      for (int t = 0; t < 8; ++t)\n";
+  out << "#pragma unroll\n        for (int c = 2 * h; c < 2 * h + 2; ++c) {\n";
+  out << "          s[t][c] = exp2f((s[t][c] - base) * log2e);\n";
+  out << "          sum += s[t][c];\n";
+  out << "        }\n";
+  out << "      sum += __shfl_xor_sync(0xffffffffu, sum, 1);\n";
+  out << "      sum += __shfl_xor_sync(0xffffffffu, sum, 2);\n";
+  out << "      rowSum[h] = rowSum[h] * correction + sum;\n";
+  out << "#pragma unroll\n      for (int n = 0; n < " << vTiles << "; ++n) {\n";
+  out << "        o[n][2 * h] *= correction;\n        o[n][2 * h + 1] *= correction;\n";
+  out << "      }\n";
+  out << "    }\n";
+  // 3. P.V: keys kk * 16 .. kk * 16 + 15 are score tiles 2 * kk and 2 * kk + 1.
+  out << "#pragma unroll\n    for (int kk = 0; kk < 4; ++kk) {\n";
+  out << "      const unsigned pa[4] = {" << pack("s[2 * kk][0]", "s[2 * kk][1]") << ", "
+      << pack("s[2 * kk][2]", "s[2 * kk][3]") << ", " << pack("s[2 * kk + 1][0]", "s[2 * kk + 1][1]") << ", "
+      << pack("s[2 * kk + 1][2]", "s[2 * kk + 1][3]") << "};\n";
+  out << "#pragma unroll\n      for (int n = 0; n < " << vTiles << "; ++n) {\n";
+  out << "        unsigned vb[2];\n";
+  out << "        sn_ldmatrix_x2_trans(vb, &sV[kk * 16 + lane % 16][n * 8]);\n";
+  out << "        sn_mma16816<" << (bf16 ? "true" : "false") << ">(o[n], pa, vb[0], vb[1]);\n";
+  out << "      }\n";
+  out << "    }\n";
+  out << "  }\n";
+
+  // 4. The outputs through the epilogue.
+  out << "#pragma unroll\n  for (int n = 0; n < " << vTiles << "; ++n)\n";
+  out << "#pragma unroll\n    for (int c = 0; c < 4; ++c) {\n";
+  out << "      " << v(spec.i) << " = rowBase + warp * 16 + group + (c / 2) * 8; " << v(spec.c)
+      << " = n * 8 + 2 * quad + c % 2;\n";
+  out << "      if (" << v(spec.i) << " < " << spec.lq << "LL) {\n";
+  out << "        " << v(spec.acc) << " = rowSum[c / 2] > 0.f ? o[n][c] / rowSum[c / 2] : 0.f;\n";
+  out << printer.statements(spec.epilogue, 4);
+  out << "      }\n";
+  out << "    }\n";
+  out << "}\n";
+
+  launch.grid[0] = uint32_t(ceilDiv(spec.lq, kQueries));
+  launch.grid[1] = uint32_t(spec.batch);
+  launch.grid[2] = 1;
+  launch.block[0] = kThreads;
+  launch.block[1] = launch.block[2] = 1;
+  launch.sharedBytes = uint32_t(((kQueries + kKeys) * qRow + kKeys * vRow) * 2);
+  launch.parallelExtent = spec.batch * spec.lq;
+  return out.str();
+}
+
+} // namespace sinter::codegen::cuda
