@@ -71,7 +71,9 @@ Types attention(const InferContext &ctx) {
     int maskRank = ctx.rank(3);
     if (maskRank < 1 || maskRank > 4)
       ctx.failInput(3, "(attn_mask) must have rank 1 to 4");
-    if (ctx.dtype(3) != DType::Bool)
+    // ONNX asks a float mask for Q's type; a float32 mask with 16-bit Q, K and V is also taken:
+    // reduce-precision stores those in 16 bits and keeps the mask's large negatives in f32.
+    if (ctx.dtype(3) != DType::Bool && ctx.dtype(3) != DType::Float32)
       ctx.requireSameDType(3, 0);
   }
   if (ctx.hasInput(6)) {
