@@ -81,6 +81,12 @@ def test_the_split_is_read_through_its_views(tmp_path):
     for tile in ("sQ", "sK", "sV"):
         assert f"sn_cp_async16(&{tile}[row][column]" in text, tile
 
+    # bf16 likewise (NVRTC and ptxas build the kernel with bf16 products).
+    source = tmp_path / "bf16"
+    st.run_cli(["compile", model, "--target", "cuda", "--arch", "sm_80,sm_90", "--precision", "bf16",
+                "--emit-source", source, "-o", tmp_path / "bf16.so"])
+    assert any("fused attention (bf16 operands" in path.read_text() for path in source.glob("fused_*.cu"))
+
     # Without it, Q.K^T and P.V read the views, Q.K^T as 16-byte runs of both operands.
     source = tmp_path / "unfused"
     st.run_cli(["compile", model, "--target", "cuda", "--arch", "sm_90", "--precision", "fp16",
