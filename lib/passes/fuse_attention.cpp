@@ -23,6 +23,21 @@ bool isFloat32Or16(DType type) {
   return type == DType::Float32 || type == DType::Float16 || type == DType::BFloat16;
 }
 
+/// P when `value` is Where(IsNaN(P), 0, P) and P is read by those two nodes alone.
+Value *nanGuarded(const Graph &graph, Value *value) {
+  Node *where = value->producer();
+  if (!where || where->kind() != OpKind::Where || where->numInputs() != 3)
+    return nullptr;
+  Value *condition = where->input(0), *zero = where->input(1), *guarded = where->input(2);
+  Node *isNaN = condition->producer();
+  std::optional<double> constant = scalarConstant(zero);
+  if (!isNaN || isNaN->kind() != OpKind::IsNaN || isNaN->input(0) != guarded || !constant || *constant != 0.0 ||
+      soleUser(graph, condition) != where || guarded->type() != value->type() || graph.isOutput(guarded) ||
+      guarded->uses().size() != 2)
+    return nullptr;
+  return guarded;
+}
+
 std::optional<Match> matchAttention(const Graph &graph, Node *product) {
   if (product->kind() != OpKind::MatMul || product->numInputs() != 2)
     return std::nullopt;
@@ -30,8 +45,14 @@ std::optional<Match> matchAttention(const Graph &graph, Node *product) {
   match.output = product;
   match.values = product->input(1);
   Value *probabilities = product->input(0);
+  if (soleUser(graph, probabilities) != product)
+    return std::nullopt;
+  // torch's export guards the softmax of a masked row: Where(IsNaN(P), 0, P). A row of -inf
+  // logits has output 0 in the fused op, which is what the guard gives, so it goes too.
+  if (Value *guarded = nanGuarded(graph, probabilities))
+    probabilities = guarded;
   Node *softmax = probabilities->producer();
-  if (!softmax || softmax->kind() != OpKind::Softmax || soleUser(graph, probabilities) != product)
+  if (!softmax || softmax->kind() != OpKind::Softmax)
     return std::nullopt;
   const int rank = probabilities->rank();
   const int64_t axis = softmax->attrInt("axis", -1);

@@ -6,7 +6,8 @@
 //   S1 = Mul(S, c) | Div(S, c) ...      zero or more scalings by one-element constants
 //   S2 = Add(S1, mask)                  optional; mask float, broadcast onto S
 //   P  = Softmax(S2, axis = -1)
-//   O  = MatMul(P, V)                   V [..., Lk, Dv]
+//   P1 = Where(IsNaN(P), 0, P)          optional (torch's guard for rows with every key masked)
+//   O  = MatMul(P1, V)                  V [..., Lk, Dv]
 //     ->  O = Attention(Q, Transpose(KT), V, mask) {scale = product of the scalings}
 //
 // Q, KT and V must have the same batch dims (one or two of them: rank 3 or 4; rank 3 is
@@ -15,7 +16,7 @@
 // differs from the original by rounding only.
 //
 // A row whose every logit is -inf (all keys masked) gives 0 where the softmax gave NaN (0 / 0):
-// the op's rule. The pass runs only where the target has the fused kernel
+// the op's rule, and what the guard, where there is one, gives. The pass runs only where the target has the fused kernel
 // (PipelineOptions::fusedAttention): the CUDA target with 16-bit storage. The CPU backend's
 // blocked products beat its Attention loop, and so do the tf32 tensor-core products at float32.
 #pragma once

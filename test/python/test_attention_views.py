@@ -78,7 +78,7 @@ def test_the_split_is_read_through_its_views(tmp_path):
     assert not any(name.endswith("squeeze_" + name.rsplit("_", 1)[1]) for name in kernels), kernels
     text = (source / f"{attention[0]}.cu").read_text()
     assert "fused attention (f16 operands" in text
-    for tile in ("sQ", "sK", "sV"):
+    for tile in ("sQ", "sK[0]", "sV[0]", "sK[current ^ 1]", "sV[current ^ 1]"):
         assert f"sn_cp_async16(&{tile}[row][column]" in text, tile
 
     # bf16 likewise (NVRTC and ptxas build the kernel with bf16 products).

@@ -60,6 +60,32 @@ TEST(FuseAttention, ThreeDimensionalHeadsAreReshapedToFourAndBack) {
 )");
 }
 
+TEST(FuseAttention, TorchsGuardOfFullyMaskedRowsGoesWithTheSoftmax) {
+  // BERT's dynamo export: Where(IsNaN(P), 0, P) after the softmax. The fused op gives 0 for a
+  // row with every key masked, as the guard does.
+  EXPECT_EQ(rewrite("fuse-attention", R"(graph @main(%q: f32[2,2,5,8], %kt: f32[2,2,8,5], %v: f32[2,2,5,8], %mask: f32[2,1,1,5]) -> (%o) {
+  %zero = constant f32[] [0.0]
+  %c = constant f32[] [0.35355338]
+  %s = MatMul(%q, %kt) : f32[2,2,5,5]
+  %s1 = Mul(%s, %c) : f32[2,2,5,5]
+  %s2 = Add(%s1, %mask) : f32[2,2,5,5]
+  %p = Softmax(%s2) {axis = -1} : f32[2,2,5,5]
+  %nan = IsNaN(%p) : bool[2,2,5,5]
+  %p1 = Where(%nan, %zero, %p) : f32[2,2,5,5]
+  %o = MatMul(%p1, %v) : f32[2,2,5,8]
+  return
+})",
+                    nullptr, 1e-5),
+            R"(graph @main(%q: f32[2,2,5,8], %kt: f32[2,2,8,5], %v: f32[2,2,5,8], %mask: f32[2,1,1,5]) -> (%o) {
+  %zero = constant f32[] [0.0]
+  %c = constant f32[] [0.35355338]
+  %kt.keys = Transpose(%kt) {perm = [0, 1, 3, 2]} : f32[2,2,5,8]
+  %o = Attention(%q, %kt.keys, %v, %mask) {scale = 0.35355338} : f32[2,2,5,8]
+  return
+}
+)");
+}
+
 TEST(FuseAttention, LeavesWhatIsNotAttention) {
   // The scores also a graph output; a softmax over another axis; a scaling by a tensor; a
   // negative scale (the op scales Q and K by its square root); keys broadcast over the batch.

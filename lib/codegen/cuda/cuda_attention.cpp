@@ -2,7 +2,8 @@
 // them, and walks the head's keys 64 at a time (docs/attention.md):
 //   1. the block copies the 64 x D queries into shared memory once, and each warp keeps its
 //      rows as m16n8k16 A fragments in registers;
-//   2. per step, the block copies 64 keys and 64 values into shared memory; each warp
+//   2. per step, the block has 64 keys and 64 values in shared memory (copied while it worked on
+//      the step before: two buffers of each); each warp
 //      multiplies its queries by the keys (S, 16 x 64, f32 sums in registers), scales them,
 //      adds the mask, and updates its rows' running maximum and sum of exponentials (the
 //      online softmax), rescaling its output sums when the maximum grows;
@@ -86,16 +87,19 @@ std::string printFusedAttention(const FusedAttention &original, DType operands, 
   const int64_t qRow = spec.d + 8, vRow = spec.dv + 8; // rows padded by 16 bytes
 
   std::ostringstream out;
-  out << CudaPrinter::signature(kernel, kThreads);
+  // Four blocks an SM at least (128 registers a thread) when the output sums fit: with no cap the
+  // compiler is free to take more and leave the SM two blocks.
+  out << CudaPrinter::signature(kernel, kThreads, spec.dv <= 64 ? 4 : 2);
   out << "  // fused attention (" << (bf16 ? "bf16" : "f16") << " operands, f32 scores, softmax and sums): " << spec.batch
       << " heads of " << spec.lq << " queries and " << spec.lk << " keys, head size " << spec.d << ", value size "
       << spec.dv << "; " << kQueries << " queries a block, " << kKeys << " keys a step\n";
   out << "  extern __shared__ __align__(16) unsigned short sn_shared[];\n";
   out << "  unsigned short (*sQ)[" << qRow << "] = reinterpret_cast<unsigned short (*)[" << qRow << "]>(sn_shared);\n";
-  out << "  unsigned short (*sK)[" << qRow << "] = reinterpret_cast<unsigned short (*)[" << qRow << "]>(sn_shared + "
-      << kQueries * qRow << ");\n";
-  out << "  unsigned short (*sV)[" << vRow << "] = reinterpret_cast<unsigned short (*)[" << vRow << "]>(sn_shared + "
-      << (kQueries + kKeys) * qRow << ");\n";
+  // Two buffers of keys and values: the block copies step t + 1's while it multiplies step t's.
+  out << "  unsigned short (*sK)[" << kKeys << "][" << qRow << "] = reinterpret_cast<unsigned short (*)[" << kKeys << "]["
+      << qRow << "]>(sn_shared + " << kQueries * qRow << ");\n";
+  out << "  unsigned short (*sV)[" << kKeys << "][" << vRow << "] = reinterpret_cast<unsigned short (*)[" << kKeys << "]["
+      << vRow << "]>(sn_shared + " << (kQueries + 2 * kKeys) * qRow << ");\n";
   out << CudaPrinter::locals(kernel, 1);
   out << "  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, group = lane / 4, quad = lane % 4;\n";
   out << "  const long long rowBase = (long long)blockIdx.x * " << kQueries << ";\n";
@@ -134,7 +138,10 @@ std::string printFusedAttention(const FusedAttention &original, DType operands, 
 
   // 1. The queries, as A fragments: rows group and group + 8 of the warp's 16, channels
   // 2 * quad (+1) and 2 * quad + 8 (+1) of each 16.
+  const int64_t steps = ceilDiv(spec.lk, kKeys);
   loadTile("sQ", spec.query, spec.i, "rowBase", spec.lq, spec.d, "  ");
+  loadTile("sK[0]", spec.key, spec.j, "0LL", spec.lk, spec.d, "  ");
+  loadTile("sV[0]", spec.value, spec.j, "0LL", spec.lk, spec.dv, "  ");
   out << "  sn_cp_async_commit<0>();\n  sn_cp_async_wait<0>();\n  __syncthreads();\n";
   const int64_t qSteps = spec.d / 16, vTiles = spec.dv / 8;
   out << "  unsigned qa[" << qSteps << "][4];\n";
@@ -150,18 +157,21 @@ std::string printFusedAttention(const FusedAttention &original, DType operands, 
   out << "  const float log2e = 1.4426950408889634f;\n";
 
   // 2. The keys, 64 at a time.
-  out << "  for (long long keyBase = 0; keyBase < " << spec.lk << "LL; keyBase += " << kKeys << ") {\n";
-  out << "    __syncthreads();\n";
-  loadTile("sK", spec.key, spec.j, "keyBase", spec.lk, spec.d, "    ");
-  loadTile("sV", spec.value, spec.j, "keyBase", spec.lk, spec.dv, "    ");
-  out << "    sn_cp_async_commit<0>();\n    sn_cp_async_wait<0>();\n    __syncthreads();\n";
+  out << "  for (int step = 0; step < " << steps << "; ++step) {\n";
+  out << "    const long long keyBase = (long long)step * " << kKeys << ";\n";
+  out << "    const int current = step & 1;\n";
+  out << "    if (step + 1 < " << steps << ") {\n";
+  loadTile("sK[current ^ 1]", spec.key, spec.j, "keyBase + " + std::to_string(kKeys), spec.lk, spec.d, "      ");
+  loadTile("sV[current ^ 1]", spec.value, spec.j, "keyBase + " + std::to_string(kKeys), spec.lk, spec.dv, "      ");
+  out << "    }\n";
+  out << "    sn_cp_async_commit<0>();\n    sn_cp_async_wait<1>();\n    __syncthreads();\n";
   out << "    float s[8][4];\n";
   out << "#pragma unroll\n    for (int t = 0; t < 8; ++t) {\n";
   out << "      s[t][0] = s[t][1] = s[t][2] = s[t][3] = 0.f;\n";
   out << "#pragma unroll\n      for (int ks = 0; ks < " << qSteps << "; ++ks)\n";
   out << "        sn_mma16816<" << (bf16 ? "true" : "false") << ">(s[t], qa[ks], "
-      << "*reinterpret_cast<const unsigned *>(&sK[t * 8 + group][ks * 16 + 2 * quad]), "
-      << "*reinterpret_cast<const unsigned *>(&sK[t * 8 + group][ks * 16 + 2 * quad + 8]));\n";
+      << "*reinterpret_cast<const unsigned *>(&sK[current][t * 8 + group][ks * 16 + 2 * quad]), "
+      << "*reinterpret_cast<const unsigned *>(&sK[current][t * 8 + group][ks * 16 + 2 * quad + 8]));\n";
   out << "    }\n";
   // Scaled logits with the mask; -inf past the last key.
   out << "#pragma unroll\n    for (int t = 0; t < 8; ++t)\n";
@@ -205,10 +215,11 @@ std::string printFusedAttention(const FusedAttention &original, DType operands, 
       << pack("s[2 * kk + 1][2]", "s[2 * kk + 1][3]") << "};\n";
   out << "#pragma unroll\n      for (int n = 0; n < " << vTiles << "; ++n) {\n";
   out << "        unsigned vb[2];\n";
-  out << "        sn_ldmatrix_x2_trans(vb, &sV[kk * 16 + lane % 16][n * 8]);\n";
+  out << "        sn_ldmatrix_x2_trans(vb, &sV[current][kk * 16 + lane % 16][n * 8]);\n";
   out << "        sn_mma16816<" << (bf16 ? "true" : "false") << ">(o[n], pa, vb[0], vb[1]);\n";
   out << "      }\n";
   out << "    }\n";
+  out << "    __syncthreads();\n"; // every warp is done with this step's buffers before the next request
   out << "  }\n";
 
   // 4. The outputs through the epilogue.
@@ -228,7 +239,7 @@ std::string printFusedAttention(const FusedAttention &original, DType operands, 
   launch.grid[2] = 1;
   launch.block[0] = kThreads;
   launch.block[1] = launch.block[2] = 1;
-  launch.sharedBytes = uint32_t(((kQueries + kKeys) * qRow + kKeys * vRow) * 2);
+  launch.sharedBytes = uint32_t(((kQueries + 2 * kKeys) * qRow + 2 * kKeys * vRow) * 2);
   launch.parallelExtent = spec.batch * spec.lq;
   return out.str();
 }
