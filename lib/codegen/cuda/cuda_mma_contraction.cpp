@@ -172,6 +172,36 @@ constexpr int kStages = 4;
 /// ahead and one group of products in flight. The probe measured five above four on four of the
 /// five GEMM shapes it timed (381-423 against 370-386 TFLOP/s).
 constexpr int kWgmmaStages = 5;
+/// A kernel whose epilogue evaluates a transcendental per output (a GELU's erf) has three, so two
+/// blocks share an SM and one's epilogue runs while the other multiplies: with one block an SM
+/// the tensor cores idle through every tile's epilogue (ViT-B/16's MLP-in with its GELU ran at
+/// 255 TFLOP/s against 388 for the same shape with a bias alone).
+constexpr int kWgmmaStagesTwoBlocks = 3;
+
+/// Whether an expression (or a statement's) evaluates exp, erf, tanh or a sigmoid.
+bool transcendental(const ExprRef &e) {
+  if (!e)
+    return false;
+  if (e->kind == ExprKind::Unary && (e->unary == UnaryOp::Exp || e->unary == UnaryOp::Erf ||
+                                     e->unary == UnaryOp::Tanh || e->unary == UnaryOp::Sigmoid))
+    return true;
+  for (const ExprRef &operand : e->operands)
+    if (transcendental(operand))
+      return true;
+  return false;
+}
+bool transcendental(const std::vector<StmtRef> &statements) {
+  for (const StmtRef &statement : statements)
+    if (transcendental(statement->a) || transcendental(statement->b) || transcendental(statement->body) ||
+        transcendental(statement->orElse))
+      return true;
+  return false;
+}
+
+/// The wgmma ring's slices for a contraction (kWgmmaStages, or kWgmmaStagesTwoBlocks).
+int wgmmaStages(const ContractionSpec &spec) {
+  return transcendental(spec.epilogue) ? kWgmmaStagesTwoBlocks : kWgmmaStages;
+}
 
 /// The main loop's unrolling: whole for short reductions (ResNet-50's 1x1 convolutions of 2 to
 /// 16 slices were 1.6x slower as a loop), none for long ones (BERT-base's 48 slices of k = 3072
@@ -242,9 +272,9 @@ MmaTile wgmmaTile(MmaTile tile, const Format &format) {
 /// the end of step t - 1), issues slice t's products asynchronously, requests slice t + A into
 /// the place slice t - 2 left, and waits for slice t - 1's products. The probe in
 /// bench/wgmma_probe measured this order (and the descriptors below) on an H200.
-void printWgmmaLoop(std::ostringstream &out, const MmaTile &tile, const Format &format, int64_t kTiles,
+void printWgmmaLoop(std::ostringstream &out, const MmaTile &tile, const Format &format, int stages, int64_t kTiles,
                     int64_t stageBytes, int64_t aBytes, bool rhsAlongN, const SliceRequest &request) {
-  const int ahead = kWgmmaStages - 2;
+  const int ahead = stages - 2;
   const int steps = tile.bk * format.bytes / 32; // k16 products per slice
   // Descriptors (PTX ISA, shared-memory matrix layouts, 128-byte swizzle): k-major, the stride
   // between groups of eight rows is 1024 bytes and a k16 step is 32 bytes along the row; a
@@ -260,7 +290,7 @@ void printWgmmaLoop(std::ostringstream &out, const MmaTile &tile, const Format &
   printRingPrologue(out, ahead, kTiles, tile.bk, request);
   out << mainLoopUnroll(kTiles) << "  for (int t = 0; t < " << kTiles << "; ++t) {\n";
   out << "    sn_cp_async_wait<" << ahead - 1 << ">();\n    sn_fence_proxy_async();\n    __syncthreads();\n";
-  out << "    const int stage = (int)(t % " << kWgmmaStages << "), nextStage = (int)((t + " << ahead << ") % " << kWgmmaStages
+  out << "    const int stage = (int)(t % " << stages << "), nextStage = (int)((t + " << ahead << ") % " << stages
       << ");\n";
   fenceSums("    ");
   out << "    sn_wgmma_fence();\n";
@@ -365,7 +395,7 @@ int64_t printMmaBody(std::ostringstream &out, CudaPrinter &printer, const Contra
       << ", m " << spec.m << ", n " << spec.n << ", k " << spec.k << "; tile " << tile.bm << "x"
       << tile.bn << "x" << tile.bk << ", ";
   if (wgmma)
-    out << "2 warpgroups of 64x" << tile.bn << " (wgmma), " << kWgmmaStages - 2 << " slices ahead and one in flight";
+    out << "2 warpgroups of 64x" << tile.bn << " (wgmma), " << wgmmaStages(spec) - 2 << " slices ahead and one in flight";
   else
     out << tile.warpsM << "x" << tile.warpsN << " warps of " << warpRows << "x" << warpColumns << ", " << kStages
         << " slices in flight";
@@ -378,7 +408,7 @@ int64_t printMmaBody(std::ostringstream &out, CudaPrinter &printer, const Contra
     // The swizzle repeats every 1024 bytes: the slices start at a multiple of it.
     out << "  const unsigned sharedBase = sn_shared_address(sn_shared), swizzled = (sharedBase + 1023u) & ~1023u;\n";
     out << "  unsigned char *slices = reinterpret_cast<unsigned char *>(sn_shared) + (swizzled - sharedBase);\n";
-    offset = (kWgmmaStages * stageBytes + 1024) / 2;
+    offset = (wgmmaStages(spec) * stageBytes + 1024) / 2;
   } else {
     for (const Operand &o : operands) {
       out << "  " << format.element << " (*" << o.shared << ")[" << o.rows << "][" << o.rowLength
@@ -623,7 +653,8 @@ int64_t printMmaBody(std::ostringstream &out, CudaPrinter &printer, const Contra
       walkSetup(o);
 
   if (wgmma) {
-    printWgmmaLoop(out, tile, format, kTiles, stageBytes, aBytes, operands[1].staging == Staging::VectorMN, request);
+    printWgmmaLoop(out, tile, format, wgmmaStages(spec), kTiles, stageBytes, aBytes,
+                   operands[1].staging == Staging::VectorMN, request);
   } else {
     // The ring: slices 0 .. STAGES-2 are requested first; then at step t the warps wait for slice
     // t, request slice t + STAGES - 1 into the place slice t - 1 left, multiply slice t, and store
@@ -821,7 +852,9 @@ std::string printMmaContraction(const Contraction &original, const MmaTile &bloc
   std::ostringstream out;
   // No cap on registers: the accumulators and fragments take most of them, and one block of
   // eight warps per SM keeps the tensor cores busy when its slices arrive ahead of use.
-  out << printer.signature(kernel, blockTile.threads());
+  // Two blocks an SM (128 registers a thread) where the wgmma ring is short enough for both.
+  const bool twoBlocks = warpgroupMma && wgmmaStages(spec) == kWgmmaStagesTwoBlocks;
+  out << printer.signature(kernel, blockTile.threads(), twoBlocks ? 2 : 1);
 
   int64_t sharedBytes = 0;
   if (warpgroupMma) {
