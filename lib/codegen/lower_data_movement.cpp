@@ -160,7 +160,18 @@ ExprRef gatherRule(const RuleContext &ctx, int, const std::vector<ExprRef> &inde
   int64_t axis = normalizedAxis(ctx.node(), ctx.node().attrInt("axis", 0), int64_t(dataDims.size()));
   size_t q = indexDims.size();
   std::vector<ExprRef> indicesIndex(index.begin() + axis, index.begin() + axis + q);
-  ExprRef position = dataIndex(ctx.input(1)(indicesIndex), dataDims[axis]);
+  ExprRef position;
+  const Value *indices = ctx.node().input(1);
+  if (indices->isConstant() && indices->constant().elementCount() == 1) {
+    // One constant index (torch's unbind of a QKV split: Gather(s, 0), 1, 2) is a constant of
+    // the kernel, so the index arithmetic around it stays affine (IndexRanges::simplify, and the
+    // tensor-core and attention kernels' 16-byte runs) instead of reading a buffer.
+    int64_t at = int64_t(indices->constant().getDouble(0));
+    at = std::clamp<int64_t>(at < 0 ? at + dataDims[axis] : at, 0, std::max<int64_t>(dataDims[axis] - 1, 0));
+    position = intConstant(at);
+  } else {
+    position = dataIndex(ctx.input(1)(indicesIndex), dataDims[axis]);
+  }
   std::vector<ExprRef> inIndex(index.begin(), index.begin() + axis);
   inIndex.push_back(position);
   inIndex.insert(inIndex.end(), index.begin() + axis + q, index.end());
