@@ -28,17 +28,8 @@ bool fusable(const Node &node) {
 } // namespace
 
 std::optional<FusedAttention> lowerFusedAttention(const KernelGroup &group) {
-  const Node *core = nullptr;
-  for (const Node *node : group.nodes) {
-    if (node->kind() == OpKind::Attention) {
-      if (core || !fusable(*node))
-        return std::nullopt;
-      core = node;
-    } else if (!loweringTable().injective(node->kind())) {
-      return std::nullopt;
-    }
-  }
-  if (!core)
+  const Node *core = soleCoreNode(group, [](const Node &node) { return node.kind() == OpKind::Attention; });
+  if (!core || !fusable(*core))
     return std::nullopt;
   KernelBuilder builder(group.name);
   GroupBuffers buffers = declareGroupBuffers(group, builder);

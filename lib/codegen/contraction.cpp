@@ -10,17 +10,7 @@ bool isContraction(const Node &node) {
 }
 
 std::optional<Contraction> lowerContraction(const KernelGroup &group) {
-  const Node *core = nullptr;
-  for (const Node *node : group.nodes) {
-    if (isContraction(*node)) {
-      if (core)
-        return std::nullopt;
-      core = node;
-    } else if (!loweringTable().injective(node->kind())) {
-      return std::nullopt;
-    }
-  }
-  if (!core)
+  if (!soleCoreNode(group, isContraction))
     return std::nullopt;
   KernelBuilder builder(group.name);
   GroupBuffers buffers = declareGroupBuffers(group, builder);

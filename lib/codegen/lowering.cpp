@@ -196,6 +196,20 @@ std::string kernelName(const std::vector<const Node *> &nodes, int index) {
   return name + "_" + std::to_string(index);
 }
 
+const Node *soleCoreNode(const KernelGroup &group, const std::function<bool(const Node &)> &isCore) {
+  const Node *core = nullptr;
+  for (const Node *node : group.nodes) {
+    if (isCore(*node)) {
+      if (core)
+        return nullptr;
+      core = node;
+    } else if (!loweringTable().injective(node->kind())) {
+      return nullptr;
+    }
+  }
+  return core;
+}
+
 GroupBuffers declareGroupBuffers(const KernelGroup &group, KernelBuilder &builder) {
   GroupBuffers buffers;
   for (const Value *input : group.inputs) {

@@ -115,6 +115,10 @@ struct GroupBuffers {
 };
 GroupBuffers declareGroupBuffers(const KernelGroup &group, KernelBuilder &builder);
 
+/// The group's one node that `isCore` accepts, when every other node is injective (a prologue
+/// or an epilogue); null when there is none, several, or another kind of node.
+const Node *soleCoreNode(const KernelGroup &group, const std::function<bool(const Node &)> &isCore);
+
 /// Lowers a group's nodes into the builder: injective nodes become accessors; the group's one
 /// kernel node, if any, is handed to `emitKernel` with a context whose stores also compute and
 /// store the group's epilogue (the injective nodes after it). Returns whether there was one.
