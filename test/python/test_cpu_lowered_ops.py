@@ -1,7 +1,7 @@
 """Forms of the ops lowered in lib/codegen/lower_scatter.cpp and lower_linear_algebra.cpp that the
 ONNX node tests leave out: scatters of bool and integer data, duplicate indices under a
 reduction, negative indices, a scatter with a fused epilogue, Einsum diagonals and broadcasting,
-and Det of larger and singular matrices. Each one-node (or two-node) model is compiled with
+Det of larger and singular matrices, and Gather by constant indices. Each one-node (or two-node) model is compiled with
 `sinter compile --target cpu` and must match onnxruntime.
 """
 import numpy as np
@@ -96,6 +96,25 @@ def _singular():
     return a
 
 
+def gather_constant_indices():
+    # One constant index (scalar, negative, and a one-element list that keeps its axis) is a
+    # constant of the kernel (lower_data_movement.cpp); a two-element list is still read.
+    rng = np.random.default_rng(9)
+    data = rng.standard_normal((3, 5, 4)).astype(np.float32)
+    constants = {"two": np.array(2, np.int64), "last": np.array(-1, np.int64),
+                 "one_of": np.array([3], np.int64), "pair": np.array([4, -5], np.int64)}
+    nodes = [helper.make_node("Gather", ["data", name], [f"y_{name}"], axis=1) for name in constants]
+    nodes.append(helper.make_node("Gather", ["data", "two"], ["y_axis2"], axis=2))
+    graph = helper.make_graph(
+        nodes, "gather_constants",
+        [helper.make_tensor_value_info("data", TensorProto.FLOAT, data.shape)],
+        [helper.make_tensor_value_info(f"y_{name}", TensorProto.FLOAT, None) for name in list(constants) + ["axis2"]],
+        [onnx.numpy_helper.from_array(value, name) for name, value in constants.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 8
+    return model, {"data": data}
+
+
 CASES = {
     "scatter_elements_bool": scatter_elements_bool,
     "scatter_elements_duplicates_mul": scatter_elements_duplicates_mul,
@@ -108,6 +127,7 @@ CASES = {
     "einsum_implicit_output": lambda: einsum("kj,ji", (3, 4), (4, 2)),
     "det_6x6": lambda: det(np.random.default_rng(7).uniform(-1, 1, size=(2, 3, 6, 6))),
     "det_singular": lambda: det(_singular()),
+    "gather_constant_indices": gather_constant_indices,
 }
 
 
