@@ -325,9 +325,19 @@ ExprRef IndexRanges::simplify(const ExprRef &e) {
     std::optional<IndexRange> multipleRange = of(sumOf(multiples, type));
     ExprRef restSum = sumOf(rest, type);
     std::optional<IndexRange> restRange = of(restSum);
-    if (!multipleRange || multipleRange->lo < 0 || !restRange || restRange->lo < 0 || restRange->hi >= d)
+    if (!multipleRange || multipleRange->lo < 0 || !restRange || restRange->lo < 0)
       continue;
     ExprRef quotient = sumOf(quotients, type);
+    if (restRange->hi >= d) {
+      // A rest of any size, when d = n: div(n * q + rest, n) = q + div(rest, n) and
+      // rem(n * q + rest, n) = rem(rest, n), both sides non-negative. A head index read back
+      // through [batch * heads] is (position * 384 + bh) / 12: position * 32 + bh / 12, whose
+      // remainder by 32 is then bh / 12 alone.
+      if (d != n || rest.empty())
+        continue;
+      ExprRef restPart = simplify(binary(current->binary, restSum, intConstant(n, type)));
+      return current->binary == BinaryOp::Div ? binary(BinaryOp::Add, quotient, restPart) : restPart;
+    }
     if (d == n)
       return current->binary == BinaryOp::Div ? quotient : restSum;
     ExprRef reduced = simplify(binary(current->binary, quotient, intConstant(n / d, type)));

@@ -108,7 +108,39 @@ TEST(IndexRanges, SimplifyTakesAHeadSplitBackToItsCoordinates) {
                   ((bv / kHeads) * kKeys + jv) * 3 * kWidth + kWidth + (bv % kHeads) * kDim + rv);
       }
 
-  // A remainder whose rest can reach the divisor is left alone (r + j may pass 8).
+  // A remainder whose rest can reach the divisor keeps a remainder of the rest (r + j may pass 8).
   ExprRef unsure = rem(add(mul(vb, 8), add(vr, vj)), intConstant(8));
   EXPECT_TRUE(dividesVariable(ranges.simplify(unsure), r));
+}
+
+TEST(IndexRanges, SimplifySplitsAMultipleOffADividendOfAnySize) {
+  // ViT-B/16's query rows read through torch's unbind of the QKV split, [197, 32, 3, 768] viewed
+  // as [32 * 12 heads, 197, 64]: the head index bh < 384 is divided by 12 after a multiple of
+  // 384, so the rest is not below the divisor; the index is still affine in the position.
+  KernelBuilder builder("k");
+  int i = builder.addVariable("i", DType::Int64), h = builder.addVariable("h", DType::Int64),
+      c = builder.addVariable("c", DType::Int64);
+  builder.setParallelExtent(1);
+  Kernel kernel = builder.take();
+  IndexRanges ranges(kernel);
+  ranges.setVariable(i, {0, 196});
+  ranges.setVariable(h, {0, 383});
+  ranges.setVariable(c, {0, 63});
+  ExprRef vi = var(i, DType::Int64), vh = var(h, DType::Int64), vc = var(c, DType::Int64);
+  ExprRef flat = add(mul(vi, 384), vh);
+  ExprRef index = add(mul(add(mul(add(mul(vi, 32), rem(div(flat, 12), intConstant(32))), 3), intConstant(1)), 768),
+                      add(mul(rem(flat, intConstant(12)), 64), vc));
+  ExprRef simple = ranges.simplify(index);
+  EXPECT_TRUE(dividesVariable(index, i));
+  EXPECT_FALSE(dividesVariable(simple, i));
+  ExprEvaluator eval(kernel);
+  for (int64_t iv = 0; iv <= 196; iv += 7)
+    for (int64_t hv = 0; hv < 384; ++hv)
+      for (int64_t cv : {0, 5, 63}) {
+        eval.setVariable(i, iv);
+        eval.setVariable(h, hv);
+        eval.setVariable(c, cv);
+        ASSERT_EQ(eval.evaluate(simple).intValue, ((iv * 32 + hv / 12) * 3 + 1) * 768 + (hv % 12) * 64 + cv)
+            << iv << " " << hv << " " << cv;
+      }
 }
