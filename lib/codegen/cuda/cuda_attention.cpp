@@ -56,7 +56,8 @@ uint32_t floatBits(double value) {
 std::optional<DType> fusedAttentionOperands(const AttentionSpec &spec) {
   if (spec.d % 16 != 0 || spec.dv % 16 != 0 || spec.d > 128 || spec.dv > 128)
     return std::nullopt;
-  if (spec.batch > 65535 || ceilDiv(spec.lq, kQueries) > 0x7fffffff)
+  // Positions are ints in the kernel; heads are the grid's y.
+  if (spec.batch > 65535 || spec.lq > (1 << 30) || spec.lk > (1 << 30))
     return std::nullopt;
   std::optional<DType> q = sixteenBitSource(spec.query), k = sixteenBitSource(spec.key),
                        v = sixteenBitSource(spec.value);
@@ -168,22 +169,33 @@ std::string printFusedAttention(const FusedAttention &original, DType operands, 
   out << "    float s[8][4];\n";
   out << "#pragma unroll\n    for (int t = 0; t < 8; ++t) {\n";
   out << "      s[t][0] = s[t][1] = s[t][2] = s[t][3] = 0.f;\n";
-  out << "#pragma unroll\n      for (int ks = 0; ks < " << qSteps << "; ++ks)\n";
-  out << "        sn_mma16816<" << (bf16 ? "true" : "false") << ">(s[t], qa[ks], "
-      << "*reinterpret_cast<const unsigned *>(&sK[current][t * 8 + group][ks * 16 + 2 * quad]), "
-      << "*reinterpret_cast<const unsigned *>(&sK[current][t * 8 + group][ks * 16 + 2 * quad + 8]));\n";
+  if (spec.d % 32 == 0) {
+    // The keys' B fragments of two k16 steps at once: ldmatrix.x4 of four 8x8 blocks (eight keys
+    // by channels 0-7, 8-15, 16-23, 24-31 of the pair), lanes 8 * b .. 8 * b + 7 naming block b's rows.
+    out << "#pragma unroll\n      for (int ks = 0; ks < " << qSteps << "; ks += 2) {\n";
+    out << "        unsigned kb[4];\n";
+    out << "        sn_ldmatrix_x4(kb, &sK[current][t * 8 + lane % 8][ks * 16 + (lane / 8) * 8]);\n";
+    out << "        sn_mma16816<" << (bf16 ? "true" : "false") << ">(s[t], qa[ks], kb[0], kb[1]);\n";
+    out << "        sn_mma16816<" << (bf16 ? "true" : "false") << ">(s[t], qa[ks + 1], kb[2], kb[3]);\n";
+    out << "      }\n";
+  } else {
+    out << "#pragma unroll\n      for (int ks = 0; ks < " << qSteps << "; ++ks)\n";
+    out << "        sn_mma16816<" << (bf16 ? "true" : "false") << ">(s[t], qa[ks], "
+        << "*reinterpret_cast<const unsigned *>(&sK[current][t * 8 + group][ks * 16 + 2 * quad]), "
+        << "*reinterpret_cast<const unsigned *>(&sK[current][t * 8 + group][ks * 16 + 2 * quad + 8]));\n";
+  }
   out << "    }\n";
   // Scaled logits with the mask; -inf past the last key.
   out << "#pragma unroll\n    for (int t = 0; t < 8; ++t)\n";
   out << "#pragma unroll\n      for (int c = 0; c < 4; ++c) {\n";
-  out << "        const long long row = rowBase + warp * 16 + group + (c / 2) * 8, key = keyBase + t * 8 + 2 * quad + c % 2;\n";
+  out << "        const int row = (int)rowBase + warp * 16 + group + (c / 2) * 8, key = (int)keyBase + t * 8 + 2 * quad + c % 2;\n";
   out << "        float x = s[t][c] * " << "__int_as_float(" << std::showbase << std::hex << floatBits(spec.scale) << std::dec << std::noshowbase << ")" << ";\n";
   if (spec.mask) {
-    out << "        " << v(spec.i) << " = row < " << spec.lq << "LL ? row : " << spec.lq - 1 << "LL; " << v(spec.j)
-        << " = key < " << spec.lk << "LL ? key : " << spec.lk - 1 << "LL;\n";
+    out << "        " << v(spec.i) << " = row < " << spec.lq << " ? row : " << spec.lq - 1 << "; " << v(spec.j)
+        << " = key < " << spec.lk << " ? key : " << spec.lk - 1 << ";\n";
     out << "        x += " << printer.expr(spec.mask) << ";\n";
   }
-  out << "        s[t][c] = key < " << spec.lk << "LL ? x : -(float)SN_INF;\n";
+  out << "        s[t][c] = key < " << spec.lk << " ? x : -(float)SN_INF;\n";
   out << "      }\n";
   // The online softmax, per row (h = 0: row group, h = 1: row group + 8); a row's 64 scores
   // are spread over the four lanes of its quad.
@@ -193,12 +205,12 @@ std::string printFusedAttention(const FusedAttention &original, DType operands, 
   out << "      peak = fmaxf(peak, __shfl_xor_sync(0xffffffffu, peak, 1));\n";
   out << "      peak = fmaxf(peak, __shfl_xor_sync(0xffffffffu, peak, 2));\n";
   out << "      const float base = peak == -(float)SN_INF ? 0.f : peak;\n";
-  out << "      const float correction = exp2f((rowMax[h] - base) * log2e);\n";
+  out << "      const float correction = sn_ex2((rowMax[h] - base) * log2e);\n";
   out << "      rowMax[h] = peak;\n";
   out << "      float sum = 0.f;\n";
   out << "#pragma unroll\n      for (int t = 0; t < 8; ++t)\n";
   out << "#pragma unroll\n        for (int c = 2 * h; c < 2 * h + 2; ++c) {\n";
-  out << "          s[t][c] = exp2f((s[t][c] - base) * log2e);\n";
+  out << "          s[t][c] = sn_ex2((s[t][c] - base) * log2e);\n";
   out << "          sum += s[t][c];\n";
   out << "        }\n";
   out << "      sum += __shfl_xor_sync(0xffffffffu, sum, 1);\n";

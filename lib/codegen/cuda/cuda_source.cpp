@@ -61,6 +61,13 @@ template <int Pending> __device__ __forceinline__ void sn_cp_async_wait() { asm 
 template <typename T> __device__ __forceinline__ void sn_ldmatrix_x2_trans(unsigned *fragment, const T *shared) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];" : "=r"(fragment[0]), "=r"(fragment[1]) : "r"(sn_shared_address(shared)));
 }
+template <typename T> __device__ __forceinline__ void sn_ldmatrix_x4(unsigned *fragment, const T *shared) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(fragment[0]), "=r"(fragment[1]), "=r"(fragment[2]), "=r"(fragment[3]) : "r"(sn_shared_address(shared)));
+}
+// 2^x by the special-function unit (about 2 ulp; subnormal results flush to zero): the fused
+// attention's exponentials, which are probabilities rounded to 16 bits afterwards.
+__device__ __forceinline__ float sn_ex2(float x) { float y; asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x)); return y; }
 // One m16n8k16 product with f32 sums, for kernels that hold their fragments in arrays (the fused
 // attention); BFloat16 picks the operand type.
 template <bool BFloat16> __device__ __forceinline__ void sn_mma16816(float *d, const unsigned *a, unsigned b0, unsigned b1) {
