@@ -11,12 +11,11 @@ namespace {
 using passes::scalarConstant;
 using passes::soleUser;
 
-/// The pattern fuse_attention.h describes, matched back from the product with the values.
+/// The pattern fuse_attention.h describes, matched back from the product with the values: the
+/// operands of Q.K^T and P.V, the mask (null if none) and the product of the scalings.
 struct Match {
-  Node *scores = nullptr; ///< MatMul(Q, KT)
   Value *query = nullptr, *keysTransposed = nullptr, *values = nullptr, *mask = nullptr;
   double scale = 1.0;
-  Node *output = nullptr; ///< MatMul(P, V)
 };
 
 bool isFloat32Or16(DType type) {
@@ -42,7 +41,6 @@ std::optional<Match> matchAttention(const Graph &graph, Node *product) {
   if (product->kind() != OpKind::MatMul || product->numInputs() != 2)
     return std::nullopt;
   Match match;
-  match.output = product;
   match.values = product->input(1);
   Value *probabilities = product->input(0);
   if (soleUser(graph, probabilities) != product)
@@ -97,7 +95,6 @@ std::optional<Match> matchAttention(const Graph &graph, Node *product) {
   }
   if (!node || node->kind() != OpKind::MatMul || node->numInputs() != 2 || !(match.scale > 0.0))
     return std::nullopt;
-  match.scores = node;
   match.query = node->input(0);
   match.keysTransposed = node->input(1);
   // One batch shape for all three, and shapes the op takes: Q [..., Lq, D], K^T [..., D, Lk],

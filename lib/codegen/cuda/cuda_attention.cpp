@@ -20,13 +20,14 @@
 // element and rounded (exactly: fusedAttentionOperands checks they are 16-bit values).
 #include "cuda_attention.h"
 
+#include "../lowering_rules.h"
+
 #include "cuda_contraction.h"
 #include "cuda_source.h"
 
 #include "sinter/codegen/index_ranges.h"
 #include "sinter/support/error.h"
 
-#include <cstring>
 #include <sstream>
 
 namespace sinter::codegen::cuda {
@@ -35,20 +36,13 @@ namespace {
 constexpr int kQueries = 64; ///< queries a block (16 a warp)
 constexpr int kKeys = 64;    ///< keys a step
 constexpr int kThreads = 128;
+static_assert(kQueries == kKeys, "loadTile copies tiles of one height for queries, keys and values");
 
 /// The 16-bit type every value of `e` is exactly: a widening cast of a 16-bit value.
 std::optional<DType> sixteenBitSource(const ExprRef &e) {
   if (e->kind == ExprKind::Cast && (e->operands[0]->type == DType::Float16 || e->operands[0]->type == DType::BFloat16))
     return e->operands[0]->type;
   return std::nullopt;
-}
-
-/// The bits of `value` rounded to float32.
-uint32_t floatBits(double value) {
-  float rounded = float(value);
-  uint32_t bits;
-  std::memcpy(&bits, &rounded, sizeof bits);
-  return bits;
 }
 
 } // namespace
@@ -106,13 +100,13 @@ std::string printFusedAttention(const FusedAttention &original, DType operands, 
   out << "  const long long rowBase = (long long)blockIdx.x * " << kQueries << ";\n";
   out << "  " << v(spec.b) << " = blockIdx.y;\n";
 
-  // A 64-row tile of an operand into shared memory: row r is position base + r of `rowVar`
+  // A tile of kQueries (= kKeys) rows of an operand into shared memory: row r is position base + r of `rowVar`
   // (zero past `limit`), column c is channel c.
   auto loadTile = [&](const char *tile, const ExprRef &value, int rowVar, const std::string &base, int64_t limit,
                       int64_t columns, const std::string &indent) {
     if (const Expr *load = runLoad(value, operands, 8, spec.c, columns)) {
       const int64_t runs = columns / 8;
-      out << indent << "for (int e = tid; e < " << 64 * runs << "; e += " << kThreads << ") {\n";
+      out << indent << "for (int e = tid; e < " << kQueries * runs << "; e += " << kThreads << ") {\n";
       out << indent << "  const int row = e / " << runs << ", column = (e % " << runs << ") * 8;\n";
       out << indent << "  const long long at = " << base << " + row;\n";
       out << indent << "  " << v(rowVar) << " = at < " << limit << "LL ? at : " << limit - 1 << "LL; " << v(spec.c)
@@ -121,7 +115,7 @@ std::string printFusedAttention(const FusedAttention &original, DType operands, 
           << printer.expr(load->operands[0]) << ", at < " << limit << "LL);\n";
       out << indent << "}\n";
     } else {
-      out << indent << "for (int e = tid; e < " << 64 * columns << "; e += " << kThreads << ") {\n";
+      out << indent << "for (int e = tid; e < " << kQueries * columns << "; e += " << kThreads << ") {\n";
       out << indent << "  const int row = e / " << columns << ", column = e % " << columns << ";\n";
       out << indent << "  const long long at = " << base << " + row;\n";
       out << indent << "  float x = 0.f;\n";
@@ -133,9 +127,7 @@ std::string printFusedAttention(const FusedAttention &original, DType operands, 
       out << indent << "}\n";
     }
   };
-  auto pack = [&](const std::string &low, const std::string &high) {
-    return std::string("((unsigned)") + toHalf + "(" + low + ") | ((unsigned)" + toHalf + "(" + high + ") << 16))";
-  };
+  auto pack = [&](const std::string &low, const std::string &high) { return packedHalves(toHalf, low, high); };
 
   // 1. The queries, as A fragments: rows group and group + 8 of the warp's 16, channels
   // 2 * quad (+1) and 2 * quad + 8 (+1) of each 16.
@@ -189,7 +181,7 @@ std::string printFusedAttention(const FusedAttention &original, DType operands, 
   out << "#pragma unroll\n    for (int t = 0; t < 8; ++t)\n";
   out << "#pragma unroll\n      for (int c = 0; c < 4; ++c) {\n";
   out << "        const int row = (int)rowBase + warp * 16 + group + (c / 2) * 8, key = (int)keyBase + t * 8 + 2 * quad + c % 2;\n";
-  out << "        float x = s[t][c] * " << "__int_as_float(" << std::showbase << std::hex << floatBits(spec.scale) << std::dec << std::noshowbase << ")" << ";\n";
+  out << "        float x = s[t][c] * " << printer.expr(typedConstant(DType::Float32, spec.scale)) << ";\n";
   if (spec.mask) {
     out << "        " << v(spec.i) << " = row < " << spec.lq << " ? row : " << spec.lq - 1 << "; " << v(spec.j)
         << " = key < " << spec.lk << " ? key : " << spec.lk - 1 << ";\n";

@@ -63,6 +63,10 @@ std::string printTiledContraction(const Contraction &contraction, const TileShap
 /// null otherwise. Such runs are copied 16 bytes at a time.
 const Expr *runLoad(const ExprRef &value, DType stored, int run, int variable, int64_t extent);
 
+/// The C expression of a 32-bit word holding two floats rounded by `toHalf` (sn_f2h or sn_f2bf),
+/// `low` in the low half: two adjacent 16-bit operand elements, or an A fragment's register.
+std::string packedHalves(const char *toHalf, const std::string &low, const std::string &high);
+
 /// What the tensor cores multiply in a float32 contraction.
 enum class MmaOperands {
   Float16,  ///< operands exact in f16 (widened f16 values, or zero): m16n8k16, exact products

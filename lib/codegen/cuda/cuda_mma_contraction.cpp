@@ -608,9 +608,7 @@ int64_t printMmaBody(std::ostringstream &out, CudaPrinter &printer, const Contra
     out << indent << "  }\n" << indent << "}\n";
   };
   auto storeNarrowed = [&](const Operand &o, const char *stage, const std::string &indent) {
-    auto pair = [&](const std::string &low, const std::string &high) {
-      return std::string("((unsigned)") + toHalf + "(" + low + ") | ((unsigned)" + toHalf + "(" + high + ") << 16))";
-    };
+    auto pair = [&](const std::string &low, const std::string &high) { return packedHalves(toHalf, low, high); };
     std::string first = std::string(o.registers) + "[2 * u]", second = std::string(o.registers) + "[2 * u + 1]";
     out << indent << "#pragma unroll\n" << indent << "for (int u = 0; u < " << vectorRuns(o) << "; ++u) {\n";
     runPositionK(o, indent + "  ");
@@ -772,13 +770,11 @@ int64_t printMmaBody(std::ostringstream &out, CudaPrinter &printer, const Contra
   // 388 TFLOP/s, and ViT-B/16 b32's Q.K^T (mma.sync, f32 scores) from 1.08 to 0.52 ms. Blocks
   // whose threads do not cover whole rows keep the fragment order, and so does every block with
   // --tensor-core-epilogue fragments (the ablation), and so do convolutions (their output's
-  // rows are not runs: the columns are pixels of several images, j / HW and j % HW): walked by
+  // rows are not runs: the columns are pixels of several images, j / HW and j % HW). Walked by
   // rows, ResNet-50 b32 took 8.34 ms at fp16 and 11.87 at fp32 against 7.53 and 11.01 in the
-  // fragment order, its sixteen Conv+Add+Relu kernels 2.43 ms against 1.46 at fp16. The walk is unrolled whole, as the fragment
-  // order is, so that a thread's reads of a residual are all in flight at once: unrolled by four,
-  // a 256-thread block had 2 KiB of 16-bit reads in flight, and ResNet-50 b32 fp16's sixteen
-  // Conv+Add+Relu kernels (one to eight slices, most of their time the epilogue) took 2.40 ms
-  // against 1.46 in the fragment order.
+  // fragment order; its sixteen Conv+Add+Relu kernels took 2.40 ms with the walk unrolled by
+  // four and 2.43 unrolled whole, against 1.46. The walk is unrolled whole, as the fragment
+  // order is (no measured difference where it applies now).
   const int stride = tile.bn + 4;
   if (rowWalk && threads % tile.bn == 0 && rowsAreRuns(spec)) {
     const int64_t sumsBytes = int64_t(tile.bm) * stride * 4;
@@ -827,6 +823,10 @@ StmtRef simplified(const StmtRef &statement, IndexRanges &ranges) {
 
 } // namespace
 
+std::string packedHalves(const char *toHalf, const std::string &low, const std::string &high) {
+  return std::string("((unsigned)") + toHalf + "(" + low + ") | ((unsigned)" + toHalf + "(" + high + ") << 16))";
+}
+
 const Expr *runLoad(const ExprRef &value, DType stored, int run, int variable, int64_t extent) {
   return vectorLoad(value, stored, run, variable, extent);
 }
@@ -851,8 +851,9 @@ std::string printMmaContraction(const Contraction &original, const MmaTile &bloc
   const Kernel &kernel = contraction.kernel;
   std::ostringstream out;
   // No cap on registers: the accumulators and fragments take most of them, and one block of
-  // eight warps per SM keeps the tensor cores busy when its slices arrive ahead of use.
-  // Two blocks an SM (128 registers a thread) where the wgmma ring is short enough for both.
+  // eight warps per SM keeps the tensor cores busy when its slices arrive ahead of use. The
+  // exception is a wgmma kernel with the short ring (wgmmaStages), capped at 128 registers a
+  // thread so that two blocks share an SM.
   const bool twoBlocks = warpgroupMma && wgmmaStages(spec) == kWgmmaStagesTwoBlocks;
   out << printer.signature(kernel, blockTile.threads(), twoBlocks ? 2 : 1);
 
