@@ -125,8 +125,11 @@ ContractionSpec describeGemm(const RuleContext &ctx) {
 }
 
 // Conv as an implicit GEMM, one batch per group: i is the output channel within the group, j runs
-// over (image, output position), r over (input channel within the group, kernel position). The
-// rhs gathers the input window, zero in the padding; no im2col buffer is written.
+// over (image, output position), r over (kernel position, input channel within the group), the
+// channels innermost: a run of consecutive steps is consecutive channels at one window position,
+// which share one bounds test and one address (the tiled kernels read such a run with one
+// test, and the weights, stored [Cout, window, Cin] by permute-conv-weights, as contiguous
+// rows). The rhs gathers the input window, zero in the padding; no im2col buffer is written.
 ContractionSpec describeConv(const RuleContext &ctx) {
   const Node &node = ctx.node();
   std::vector<int64_t> x = ctx.inputDims(0), w = ctx.inputDims(1), out = ctx.outputDims(0);
@@ -142,27 +145,28 @@ ContractionSpec describeConv(const RuleContext &ctx) {
   spec.batch = groups;
   spec.m = outputsPerGroup;
   spec.n = images * positions;
-  std::vector<int64_t> reduction = {channelsPerGroup};
-  reduction.insert(reduction.end(), kernel.begin(), kernel.end());
+  std::vector<int64_t> reduction = kernel;
+  reduction.push_back(channelsPerGroup);
   spec.k = productOf(reduction);
   spec.lhsUnitStrideK = true;
   spec.rhsUnitStrideK = false;
   ContractionVariables v = declareVariables(ctx.builder(), spec);
   ExprRef channelOut = add(mul(v.b, outputsPerGroup), v.i);
-  std::vector<ExprRef> at = unravelIndex(v.r, reduction);
-  std::vector<ExprRef> weightIndex = {channelOut};
-  weightIndex.insert(weightIndex.end(), at.begin(), at.end());
+  std::vector<ExprRef> at = unravelIndex(v.r, reduction); // window position..., channel
+  ExprRef channelIn = at.back();
+  std::vector<ExprRef> weightIndex = {channelOut, channelIn};
+  weightIndex.insert(weightIndex.end(), at.begin(), at.end() - 1);
   spec.lhs = cast(ctx.input(1)(weightIndex), spec.type);
 
   ExprRef image = images == 1 ? intConstant(0) : div(v.j, positions);
   ExprRef position = images == 1 ? v.j : rem(v.j, positions);
   std::vector<ExprRef> outIndex = unravelIndex(position, outSpatial);
-  std::vector<ExprRef> inIndex = {image, add(mul(v.b, channelsPerGroup), at[0])};
+  std::vector<ExprRef> inIndex = {image, add(mul(v.b, channelsPerGroup), channelIn)};
   ExprRef inside = boolConstant(true);
   bool padded = false;
   for (size_t d = 0; d < spatialRank; ++d) {
     ExprRef where = add(sub(mul(outIndex[d], window.strides[d]), intConstant(window.padBegin[d])),
-                        mul(at[1 + d], window.dilations[d]));
+                        mul(at[d], window.dilations[d]));
     // Only a window that can reach past an edge needs the bounds check and the clamp.
     int64_t lowest = -window.padBegin[d];
     int64_t highest = (outSpatial[d] - 1) * window.strides[d] - window.padBegin[d] + (kernel[d] - 1) * window.dilations[d];

@@ -135,8 +135,8 @@ std::vector<ExprRef> unravelIndex(ExprRef flat, const std::vector<int64_t> &dims
   int64_t stride = 1;
   for (int i = int(dims.size()) - 1; i >= 0; --i) {
     ExprRef quotient = stride == 1 ? flat : div(flat, stride);
-    // The outermost dim needs no modulo: the flat index is in range.
-    index[i] = i == 0 ? quotient : rem(quotient, dims[i]);
+    // The outermost dim needs no modulo: the flat index is in range; a dim of one is index 0.
+    index[i] = dims[i] == 1 ? intConstant(0) : i == 0 ? quotient : rem(quotient, dims[i]);
     stride *= dims[i];
   }
   return index;

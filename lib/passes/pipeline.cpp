@@ -9,6 +9,7 @@
 #include "merge_sibling_matmuls.h"
 #include "fuse_attention.h"
 #include "move_scales_after_matmuls.h"
+#include "permute_conv_weights.h"
 #include "recognise_gelu.h"
 #include "recognise_layer_normalization.h"
 #include "reduce_precision.h"
@@ -76,6 +77,13 @@ const std::vector<PipelineEntry> &defaultPipeline() {
        [](const PipelineOptions &options) {
          return std::make_unique<ReducePrecision>(options.precision);
        }},
+      {"permute-conv-weights",
+       "convolutions reduce over (window position, input channel), channels innermost, so their "
+       "constant weights are stored [Cout, window, Cin] and read through a Transpose, a view the "
+       "convolution's kernel reads through: each weight row stays contiguous. After fold-constants, "
+       "which would fold the Transpose back, and reduce-precision, so the final weights move once; "
+       "before dead-code elimination, which removes the weights it replaced",
+       make<PermuteConvWeights>()},
       {"eliminate-dead-code",
        "folding leaves the nodes and constants it replaced unused (weights before folding, merged "
        "constants)",

@@ -117,6 +117,47 @@ std::optional<int64_t> linearStride(const ExprRef &e, int variable) {
   }
 }
 
+/// The constant by which an expression moves per step of `variable` over a run of `run` steps
+/// that starts at a multiple of the run (0: fixed over the run); nullopt when it is not affine
+/// over such runs as far as these rules can tell. Beyond linearStride, a division or remainder
+/// is what runForm says of it (fixed, or unit), and any other operation of fixed operands is
+/// fixed: a convolution's window position (r / C) % 3 and its padding test are fixed over a run
+/// of channels when C is a multiple of the run, and the input's index moves by H * W a step.
+std::optional<int64_t> runStride(const ExprRef &e, int variable, int run) {
+  if (!usesVariable(e, variable))
+    return 0;
+  if (e->kind == ExprKind::Var)
+    return 1; // it is the variable
+  if (e->kind == ExprKind::Cast && isInteger(e->type) && isInteger(e->operands[0]->type))
+    return runStride(e->operands[0], variable, run);
+  if (e->kind == ExprKind::Binary && (e->binary == BinaryOp::Div || e->binary == BinaryOp::Rem)) {
+    switch (runForm(e, variable, run)) {
+    case RunForm::Fixed: return 0;
+    case RunForm::Unit: return 1;
+    case RunForm::Unknown: return std::nullopt;
+    }
+  }
+  std::vector<std::optional<int64_t>> strides;
+  for (const ExprRef &operand : e->operands)
+    strides.push_back(runStride(operand, variable, run));
+  if (std::all_of(strides.begin(), strides.end(), [](const std::optional<int64_t> &s) { return s == 0; }))
+    return 0;
+  if (e->kind != ExprKind::Binary || !strides[0] || !strides[1])
+    return std::nullopt;
+  const ExprRef &a = e->operands[0], &b = e->operands[1];
+  switch (e->binary) {
+  case BinaryOp::Add: return *strides[0] + *strides[1];
+  case BinaryOp::Sub: return *strides[0] - *strides[1];
+  case BinaryOp::Mul:
+    if (a->kind == ExprKind::Constant)
+      return a->intValue * *strides[1];
+    if (b->kind == ExprKind::Constant)
+      return *strides[0] * b->intValue;
+    return std::nullopt;
+  default: return std::nullopt;
+  }
+}
+
 /// Whether the epilogue's first store writes runs along the columns: its index steps by one
 /// along j everywhere (a GEMM's or a batched product's [.., m, n] output).
 bool rowsAreRuns(const ContractionSpec &spec) {
@@ -164,6 +205,43 @@ const Expr *narrowedLoad(const ExprRef &value, DType half, int variable, int64_t
   if (rounded->kind != ExprKind::Cast || rounded->type != half)
     return nullptr;
   return vectorLoad(rounded->operands[0], DType::Float32, 8, variable, extent);
+}
+
+/// A scalar operand that reads one element per step, `select(test, value, 0)` or `value` where
+/// value is a load or its widening to f32, whose index moves by a constant stride over each run
+/// of `run` reduction steps and whose test is fixed over the run: a convolution's window
+/// gather, where a run is `run` input channels at one window position (H * W elements apart in
+/// NCHW). The run's test and address are evaluated once, and its elements are loads at fixed
+/// offsets from that address, instead of the whole expression per element.
+struct StridedGather {
+  ExprRef test;          ///< zero the run where false; null when the load is unconditional
+  const Expr *load;      ///< the load
+  int64_t stride;        ///< elements between consecutive steps' elements
+};
+
+std::optional<StridedGather> stridedGather(const ExprRef &value, DType stored, int variable, int run) {
+  StridedGather gather;
+  const Expr *read = value.get();
+  if (read->kind == ExprKind::Select) {
+    const ExprRef &zero = read->operands[2];
+    if (zero->kind != ExprKind::Constant || zero->floatValue != 0 || zero->intValue != 0 ||
+        runStride(read->operands[0], variable, run) != 0)
+      return std::nullopt;
+    gather.test = read->operands[0];
+    read = read->operands[1].get();
+  }
+  const Expr *load = read->kind == ExprKind::Cast ? read->operands[0].get() : read;
+  if (load->kind != ExprKind::Load || (load != read && read->type != DType::Float32))
+    return std::nullopt;
+  // The element as stored in the slice (16-bit patterns, or f32), or an f32 rounded when stored.
+  if (load->type != stored && load->type != DType::Float32)
+    return std::nullopt;
+  std::optional<int64_t> stride = runStride(load->operands[0], variable, run);
+  if (!stride)
+    return std::nullopt;
+  gather.load = load;
+  gather.stride = *stride;
+  return gather;
 }
 
 /// Slices in the ring: three in flight while the warps multiply the fourth.
@@ -352,10 +430,15 @@ int64_t printMmaBody(std::ostringstream &out, CudaPrinter &printer, const Contra
     /// elements per slice requested (the slices are requested in order).
     bool walked = false;
     int64_t sliceStride = 0;
+    /// A scalar operand whose runs are strided gathers (set with the run length below).
+    std::optional<StridedGather> strided;
   };
   Operand operands[] = {
       {"lhs", "sA", "ra", "rowBase", tile.bm, spec.i, spec.lhsUnitStrideK, spec.m, spec.lhs},
       {"rhs", "sB", "rb", "columnBase", tile.bn, spec.j, spec.rhsUnitStrideK, spec.n, spec.rhs}};
+  // A scalar operand's run: reduction steps of one row (lhs) or column (rhs) that a thread
+  // evaluates into registers and stores at once (see the scalar staging below).
+  auto runLength = [&](const Operand &o) { return o.unitStrideK ? (format.tf32() ? 1 : 2) : run; };
   for (Operand &o : operands) {
     if ((o.load = vectorLoad(o.value, format.stored, run, spec.r, spec.k)))
       o.staging = Staging::VectorK;
@@ -373,6 +456,8 @@ int64_t printMmaBody(std::ostringstream &out, CudaPrinter &printer, const Contra
         o.walked = true;
         o.sliceStride = *stride * tile.bk;
       }
+    if (o.staging == Staging::Scalar && runLength(o) > 1 && spec.k % runLength(o) == 0)
+      o.strided = stridedGather(o.value, format.stored, spec.r, runLength(o));
     if (o.staging == Staging::VectorMN) {
       o.rows = tile.bk;
       o.rowLength = o.extent + 8;
@@ -399,7 +484,12 @@ int64_t printMmaBody(std::ostringstream &out, CudaPrinter &printer, const Contra
   else
     out << tile.warpsM << "x" << tile.warpsN << " warps of " << warpRows << "x" << warpColumns << ", " << kStages
         << " slices in flight";
-  out << "; lhs " << stagingName(operands[0].staging) << ", rhs " << stagingName(operands[1].staging) << "\n";
+  auto describe = [&](const Operand &o) {
+    return o.strided ? "strided gather of " + std::to_string(runLength(o)) + " steps " +
+                           std::to_string(o.strided->stride) + " apart"
+                     : std::string(stagingName(o.staging));
+  };
+  out << "; lhs " << describe(operands[0]) << ", rhs " << describe(operands[1]) << "\n";
   // The dynamic shared memory is declared with one type in every kernel of the module (extern
   // arrays of one name must agree); an f32 slice is a view of it.
   int64_t offset = 0; // in 16-bit units
@@ -538,10 +628,11 @@ int64_t printMmaBody(std::ostringstream &out, CudaPrinter &printer, const Contra
   // different bank quad for each of eight adjacent rows. The registers hold the values as read
   // (16-bit patterns, or f32 to narrow when stored), so that no conversion waits on a load
   // before the next load is issued.
-  auto runLength = [&](const Operand &o) { return o.unitStrideK ? (format.tf32() ? 1 : 2) : run; };
   auto scalarRunCount = [&](const Operand &o) { return o.extent * tile.bk / runLength(o); };
   auto scalarRuns = [&](const Operand &o) { return ceilDiv(scalarRunCount(o), threads); };
   auto readsBits = [&](const Operand &o) {
+    if (o.strided)
+      return !format.tf32() && o.strided->load->type == format.stored;
     return !format.tf32() && o.value->kind == ExprKind::Cast && o.value->operands[0]->type == format.stored;
   };
   auto runPosition = [&](const Operand &o, const std::string &indent) {
@@ -552,7 +643,25 @@ int64_t printMmaBody(std::ostringstream &out, CudaPrinter &printer, const Contra
     else
       out << indent << "const int kk = (e / " << o.extent << ") * " << length << ", ii = e % " << o.extent << ";\n";
   };
+  // A strided gather's run: its test and address once, then `length` loads at fixed offsets.
+  auto loadStrided = [&](const Operand &o, const char *k, const std::string &indent) {
+    int length = runLength(o);
+    const StridedGather &gather = *o.strided;
+    out << indent << "#pragma unroll\n" << indent << "for (int u = 0; u < " << scalarRuns(o) << "; ++u) {\n";
+    runPosition(o, indent + "  ");
+    out << indent << "  " << v(o.indexVar) << " = " << o.base << " + ii; " << v(spec.r) << " = " << k << " + kk;\n";
+    out << indent << "  const bool fill = " << v(o.indexVar) << " < " << o.limit << "LL && " << v(spec.r) << " < "
+        << spec.k << "LL" << (gather.test ? " && " + printer.expr(gather.test) : std::string()) << ";\n";
+    out << indent << "  const " << cudaStorageType(gather.load->type) << " *from = b" << gather.load->id << " + "
+        << printer.expr(gather.load->operands[0]) << ";\n";
+    out << indent << "#pragma unroll\n" << indent << "  for (int s = 0; s < " << length << "; ++s)\n";
+    out << indent << "    " << o.registers << "[u * " << length << " + s] = fill ? from[s * " << gather.stride
+        << "LL] : 0;\n";
+    out << indent << "}\n";
+  };
   auto loadScalar = [&](const Operand &o, const char *k, const std::string &indent) {
+    if (o.strided)
+      return loadStrided(o, k, indent);
     int length = runLength(o);
     std::string value = readsBits(o) ? printer.expr(o.value->operands[0]) : printer.expr(o.value);
     out << indent << "#pragma unroll\n" << indent << "for (int u = 0; u < " << scalarRuns(o) << "; ++u) {\n";

@@ -1,0 +1,70 @@
+#include "permute_conv_weights.h"
+
+#include "sinter/ir/graph.h"
+#include "sinter/ir/infer.h"
+#include "sinter/ir/tensor.h"
+
+#include <cstring>
+#include <map>
+#include <numeric>
+
+namespace sinter {
+namespace {
+
+/// `weights` [O, C, k...] as [O, k..., C]: element (o, c, s) moves to (o, s, c), s the flat
+/// window position.
+Tensor channelsInnermost(const Tensor &weights) {
+  const std::vector<int64_t> &dims = weights.dims();
+  int64_t outputs = dims[0], channels = dims[1];
+  int64_t window = std::accumulate(dims.begin() + 2, dims.end(), int64_t(1), std::multiplies<>());
+  std::vector<int64_t> permuted = {outputs};
+  permuted.insert(permuted.end(), dims.begin() + 2, dims.end());
+  permuted.push_back(channels);
+  Tensor result(weights.dtype(), permuted);
+  size_t element = dtypeSize(weights.dtype());
+  const std::byte *from = weights.data();
+  std::byte *to = result.data();
+  for (int64_t o = 0; o < outputs; ++o)
+    for (int64_t c = 0; c < channels; ++c)
+      for (int64_t s = 0; s < window; ++s)
+        std::memcpy(to + size_t((o * window + s) * channels + c) * element,
+                    from + size_t((o * channels + c) * window + s) * element, element);
+  return result;
+}
+
+bool bytesWouldMove(const Tensor &weights) {
+  const std::vector<int64_t> &dims = weights.dims();
+  int64_t window = std::accumulate(dims.begin() + 2, dims.end(), int64_t(1), std::multiplies<>());
+  return dims[1] > 1 && window > 1;
+}
+
+} // namespace
+
+bool PermuteConvWeights::run(Graph &graph) {
+  std::map<const Value *, Value *> permutedOf; // one permuted constant per original weight
+  std::vector<Node *> convolutions;
+  for (const auto &node : graph.nodes())
+    if (node->kind() == OpKind::Conv && node->numInputs() >= 2 && node->input(1) &&
+        node->input(1)->isConstant() && node->input(1)->constant().rank() >= 3 &&
+        bytesWouldMove(node->input(1)->constant()))
+      convolutions.push_back(node.get());
+  for (Node *conv : convolutions) {
+    Value *weights = conv->input(1);
+    Value *&permuted = permutedOf[weights];
+    if (!permuted)
+      permuted = graph.addConstant(graph.uniqueName(weights->name() + ".permuted"),
+                                   channelsInnermost(weights->constant()));
+    int64_t rank = weights->rank();
+    std::vector<int64_t> perm = {0, rank - 1};
+    for (int64_t d = 1; d < rank - 1; ++d)
+      perm.push_back(d);
+    Node *view = graph.addNode(OpKind::Transpose, {permuted}, 1, "", {graph.uniqueName(weights->name() + ".view")},
+                               conv);
+    view->setAttr("perm", perm);
+    inferNode(*view);
+    conv->setInput(1, view->output(0));
+  }
+  return !convolutions.empty();
+}
+
+} // namespace sinter
