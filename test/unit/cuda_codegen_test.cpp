@@ -7,6 +7,7 @@
 #include "sinter/codegen/lowering.h"
 #include "sinter/ir/graph.h"
 #include "sinter/ir/infer.h"
+#include "sinter/passes/pipeline.h"
 #include "sinter/support/error.h"
 #include "../../lib/codegen/cuda/cuda_contraction.h"
 #include "../../lib/codegen/cuda/cuda_source.h"
@@ -354,6 +355,59 @@ TEST(CudaCodegen, GemmOperandsAdvancePrecomputedSourcesAndTheBiasIsReadByColumn)
 // its mma.sync body; the module builds its sm_90 code for sm_90a (NVRTC and ptxas accept both
 // forms), and the PTX kept for newer GPUs is compute_90's, without wgmma. --wgmma off, or no sm_90
 // in the list, keeps mma.sync alone.
+// A convolution reduces over (window position, input channel), channels innermost: with its
+// weights stored [Cout, window, Cin] (permute-conv-weights) each weight row is copied in 16-byte
+// runs, and the window is gathered in runs of four channels (tf32: 16 bytes) at one window
+// position, H * W = 400 elements apart, with one bounds test and one address a run. Six
+// channels do not make whole runs: the window is gathered element by element.
+TEST(CudaCodegen, ConvolutionWindowsAreGatheredInRunsOfChannels) {
+  for (int64_t channels : {16, 6}) {
+    Graph graph;
+    Value *x = graph.addInput("x", {DType::Float32, {2, channels, 20, 20}});
+    Tensor weights(DType::Float32, {32, channels, 3, 3});
+    Node *conv = graph.addNode(OpKind::Conv, {x, graph.addConstant("w", std::move(weights))}, 1, "conv");
+    conv->setAttr("pads", std::vector<int64_t>{1, 1, 1, 1});
+    graph.addOutput(conv->output(0));
+    inferGraph(graph);
+    ASSERT_TRUE(createPass("permute-conv-weights")->run(graph));
+    std::string source = tf32PairsSource(graph);
+    SCOPED_TRACE("channels " + std::to_string(channels) + "\n" + source.substr(0, 800));
+    ASSERT_FALSE(source.empty());
+    if (channels == 16) {
+      EXPECT_NE(source.find("lhs vector along k, rhs strided gather of 4 steps 400 apart"), std::string::npos);
+      EXPECT_NE(source.find("fill ? from[s * 400LL] : 0"), std::string::npos);
+    } else {
+      EXPECT_NE(source.find("rhs scalar"), std::string::npos);
+    }
+  }
+}
+
+// The epilogue tests each element against the output's bounds only in blocks whose tile
+// reaches past its edge: where the tile divides the output, no element is tested; elsewhere a
+// block tests whether its tile is whole once and takes the untested loop if so.
+TEST(CudaCodegen, EpiloguesOfWholeTilesTestNoElement) {
+  for (int64_t rows : {128, 100}) {
+    Graph graph;
+    Value *x = graph.addInput("x", {DType::Float32, {rows, 64}});
+    Value *w = graph.addInput("w", {DType::Float32, {64, 128}});
+    Value *residual = graph.addInput("residual", {DType::Float32, {rows, 128}});
+    Value *product = graph.addNode(OpKind::MatMul, {x, w}, 1, "project")->output(0);
+    graph.addOutput(graph.addNode(OpKind::Add, {product, residual}, 1, "residual")->output(0));
+    std::string source = tf32PairsSource(graph);
+    SCOPED_TRACE("rows " + std::to_string(rows) + "\n" + source);
+    ASSERT_FALSE(source.empty());
+    const std::string test = " < " + std::to_string(rows) + "LL && ";
+    const std::string whole = "if (rowBase + 64 <= " + std::to_string(rows) + "LL && columnBase + 64 <= 128LL)";
+    if (rows == 128) {
+      EXPECT_EQ(source.find(whole), std::string::npos);
+      EXPECT_EQ(source.find(test + "v"), std::string::npos) << "an element is tested";
+    } else {
+      EXPECT_NE(source.find(whole), std::string::npos);
+      EXPECT_NE(source.find(test + "v"), std::string::npos) << "the partial tiles' elements are not tested";
+    }
+  }
+}
+
 TEST(CudaCodegen, SixteenBitGemmsGetAWgmmaBodyForSm90a) {
   constexpr int64_t kOnnxFloat = 1;
   Graph graph;
@@ -362,15 +416,22 @@ TEST(CudaCodegen, SixteenBitGemmsGetAWgmmaBodyForSm90a) {
     cast->setAttr("to", kOnnxFloat);
     return cast->output(0);
   };
-  Value *a = widen(graph.addInput("a", {DType::Float16, {4096, 128}}));
-  Value *b = widen(graph.addInput("b", {DType::Float16, {128, 768}}));
+  Value *a = widen(graph.addInput("a", {DType::Float16, {4096, 256}}));
+  Value *b = widen(graph.addInput("b", {DType::Float16, {256, 768}}));
   graph.addOutput(graph.addNode(OpKind::MatMul, {a, b}, 1, "gemm")->output(0));
+  // k = 128 is too short a reduction for the wgmma ring: mma.sync alone.
+  Value *c = widen(graph.addInput("c", {DType::Float16, {4096, 128}}));
+  Value *d = widen(graph.addInput("d", {DType::Float16, {128, 768}}));
+  graph.addOutput(graph.addNode(OpKind::MatMul, {c, d}, 1, "short")->output(0));
   inferGraph(graph);
-  std::optional<KernelGroup> gemm;
+  std::optional<KernelGroup> gemm, shortGemm;
   for (KernelGroup &group : formKernelGroups(graph, true))
-    if (lowerContraction(group))
-      gemm = group;
-  ASSERT_TRUE(gemm);
+    if (std::optional<Contraction> contraction = lowerContraction(group))
+      (contraction->spec.k == 256 ? gemm : shortGemm) = group;
+  ASSERT_TRUE(gemm && shortGemm);
+  std::optional<Contraction> shortContraction = lowerContraction(*shortGemm);
+  EXPECT_TRUE(cuda::wgmmaBlockTile(lowerContraction(*gemm)->spec, cuda::MmaOperands::Float16));
+  EXPECT_FALSE(cuda::wgmmaBlockTile(shortContraction->spec, cuda::MmaOperands::Float16));
 
   struct Case {
     std::vector<std::string> archs;

@@ -57,12 +57,14 @@ void setTiledLaunch(const ContractionSpec &spec, int bm, int bn, int threads, La
 }
 
 std::string guardedEpilogue(CudaPrinter &printer, const ContractionSpec &spec,
-                            const std::string &accumulator, int depth) {
+                            const std::string &accumulator, int depth, bool guarded) {
   std::string pad(2 * depth, ' ');
+  std::string acc = "v" + std::to_string(spec.acc) + " = " + accumulator + ";\n";
+  if (!guarded)
+    return pad + "{\n" + pad + "  " + acc + printer.statements(spec.epilogue, depth + 1) + pad + "}\n";
   std::string i = "v" + std::to_string(spec.i), j = "v" + std::to_string(spec.j);
   return pad + "if (" + i + " < " + std::to_string(spec.m) + "LL && " + j + " < " + std::to_string(spec.n) +
-         "LL) {\n" + pad + "  v" + std::to_string(spec.acc) + " = " + accumulator + ";\n" +
-         printer.statements(spec.epilogue, depth + 1) + pad + "}\n";
+         "LL) {\n" + pad + "  " + acc + printer.statements(spec.epilogue, depth + 1) + pad + "}\n";
 }
 
 std::string printTiledContraction(const Contraction &contraction, const TileShape &tile,
