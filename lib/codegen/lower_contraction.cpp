@@ -4,6 +4,7 @@
 #include "lowering_rules.h"
 
 #include "sinter/codegen/contraction.h"
+#include "sinter/ir/conv_layout.h"
 #include "sinter/support/error.h"
 
 namespace sinter::codegen {
@@ -125,11 +126,10 @@ ContractionSpec describeGemm(const RuleContext &ctx) {
 }
 
 // Conv as an implicit GEMM, one batch per group: i is the output channel within the group, j runs
-// over (image, output position), r over (kernel position, input channel within the group), the
-// channels innermost: a run of consecutive steps is consecutive channels at one window position,
-// which share one bounds test and one address (the tiled kernels read such a run with one
-// test, and the weights, stored [Cout, window, Cin] by permute-conv-weights, as contiguous
-// rows). The rhs gathers the input window, zero in the padding; no im2col buffer is written.
+// over (image, output position), r over (kernel position, input channel within the group) with
+// the channels innermost where the group has a multiple of eight channels, else over (input
+// channel, kernel position) (include/sinter/ir/conv_layout.h says why). The rhs gathers the
+// input window, zero in the padding; no im2col buffer is written.
 ContractionSpec describeConv(const RuleContext &ctx) {
   const Node &node = ctx.node();
   std::vector<int64_t> x = ctx.inputDims(0), w = ctx.inputDims(1), out = ctx.outputDims(0);
@@ -145,17 +145,19 @@ ContractionSpec describeConv(const RuleContext &ctx) {
   spec.batch = groups;
   spec.m = outputsPerGroup;
   spec.n = images * positions;
+  const bool channelsInnermost = convReducesChannelsInnermost(channelsPerGroup);
   std::vector<int64_t> reduction = kernel;
-  reduction.push_back(channelsPerGroup);
+  reduction.insert(channelsInnermost ? reduction.end() : reduction.begin(), channelsPerGroup);
   spec.k = productOf(reduction);
   spec.lhsUnitStrideK = true;
   spec.rhsUnitStrideK = false;
   ContractionVariables v = declareVariables(ctx.builder(), spec);
   ExprRef channelOut = add(mul(v.b, outputsPerGroup), v.i);
-  std::vector<ExprRef> at = unravelIndex(v.r, reduction); // window position..., channel
-  ExprRef channelIn = at.back();
+  std::vector<ExprRef> at = unravelIndex(v.r, reduction);
+  ExprRef channelIn = channelsInnermost ? at.back() : at.front();
+  at.erase(channelsInnermost ? at.end() - 1 : at.begin()); // the window position
   std::vector<ExprRef> weightIndex = {channelOut, channelIn};
-  weightIndex.insert(weightIndex.end(), at.begin(), at.end() - 1);
+  weightIndex.insert(weightIndex.end(), at.begin(), at.end());
   spec.lhs = cast(ctx.input(1)(weightIndex), spec.type);
 
   ExprRef image = images == 1 ? intConstant(0) : div(v.j, positions);

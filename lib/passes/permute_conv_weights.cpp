@@ -1,5 +1,6 @@
 #include "permute_conv_weights.h"
 
+#include "sinter/ir/conv_layout.h"
 #include "sinter/ir/graph.h"
 #include "sinter/ir/infer.h"
 #include "sinter/ir/tensor.h"
@@ -32,10 +33,12 @@ Tensor channelsInnermost(const Tensor &weights) {
   return result;
 }
 
-bool bytesWouldMove(const Tensor &weights) {
+/// Whether the convolution reduces channels innermost (conv_layout.h) and the permutation moves
+/// bytes (more than one channel and more than one window position).
+bool worthPermuting(const Tensor &weights) {
   const std::vector<int64_t> &dims = weights.dims();
   int64_t window = std::accumulate(dims.begin() + 2, dims.end(), int64_t(1), std::multiplies<>());
-  return dims[1] > 1 && window > 1;
+  return convReducesChannelsInnermost(dims[1]) && window > 1;
 }
 
 } // namespace
@@ -46,7 +49,7 @@ bool PermuteConvWeights::run(Graph &graph) {
   for (const auto &node : graph.nodes())
     if (node->kind() == OpKind::Conv && node->numInputs() >= 2 && node->input(1) &&
         node->input(1)->isConstant() && node->input(1)->constant().rank() >= 3 &&
-        bytesWouldMove(node->input(1)->constant()))
+        worthPermuting(node->input(1)->constant()))
       convolutions.push_back(node.get());
   for (Node *conv : convolutions) {
     Value *weights = conv->input(1);

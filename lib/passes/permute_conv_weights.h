@@ -12,8 +12,9 @@
 // bounds test and one address for the run. Through the Transpose, weight row `o` of that
 // reduction is contiguous (o * K + r), so the tiled kernels copy it in 16-byte runs. The
 // Transpose is a view: fusion puts it in the convolution's kernel as a prologue, and no kernel
-// copies it. Weights whose bytes would not move (one input channel per group, or a 1x1 window)
-// and weights that are not constants are left alone.
+// copies it. Convolutions that reduce the window innermost (fewer than a multiple of eight
+// channels per group: include/sinter/ir/conv_layout.h), weights whose bytes would not move (a 1x1
+// window) and weights that are not constants are left alone.
 #pragma once
 
 #include "sinter/passes/pass.h"

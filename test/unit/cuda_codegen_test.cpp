@@ -359,7 +359,8 @@ TEST(CudaCodegen, GemmOperandsAdvancePrecomputedSourcesAndTheBiasIsReadByColumn)
 // weights stored [Cout, window, Cin] (permute-conv-weights) each weight row is copied in 16-byte
 // runs, and the window is gathered in runs of four channels (tf32: 16 bytes) at one window
 // position, H * W = 400 elements apart, with one bounds test and one address a run. Six
-// channels do not make whole runs: the window is gathered element by element.
+// channels reduce the window innermost (conv_layout.h), whose runs of four cross the window's
+// rows here: the window is gathered element by element.
 TEST(CudaCodegen, ConvolutionWindowsAreGatheredInRunsOfChannels) {
   for (int64_t channels : {16, 6}) {
     Graph graph;
@@ -369,7 +370,7 @@ TEST(CudaCodegen, ConvolutionWindowsAreGatheredInRunsOfChannels) {
     conv->setAttr("pads", std::vector<int64_t>{1, 1, 1, 1});
     graph.addOutput(conv->output(0));
     inferGraph(graph);
-    ASSERT_TRUE(createPass("permute-conv-weights")->run(graph));
+    EXPECT_EQ(createPass("permute-conv-weights")->run(graph), channels % 8 == 0);
     std::string source = tf32PairsSource(graph);
     SCOPED_TRACE("channels " + std::to_string(channels) + "\n" + source.substr(0, 800));
     ASSERT_FALSE(source.empty());

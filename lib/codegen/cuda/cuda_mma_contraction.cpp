@@ -159,7 +159,10 @@ std::optional<int64_t> runStride(const ExprRef &e, int variable, int run) {
 }
 
 /// Whether the epilogue's first store writes runs along the columns: its index steps by one
-/// along j everywhere (a GEMM's or a batched product's [.., m, n] output).
+/// along j everywhere (a GEMM's or a batched product's [.., m, n] output), or over runs of 16
+/// columns (32 bytes of 16-bit values: whole sectors) from every multiple of 16 (an NCHW
+/// convolution's output whose H * W is a multiple of 16: the columns are pixels of several
+/// images, j / HW and j % HW).
 bool rowsAreRuns(const ContractionSpec &spec) {
   std::function<const Stmt *(const std::vector<StmtRef> &)> firstStore = [&](const std::vector<StmtRef> &list) -> const Stmt * {
     for (const StmtRef &statement : list) {
@@ -173,7 +176,7 @@ bool rowsAreRuns(const ContractionSpec &spec) {
     return nullptr;
   };
   const Stmt *store = firstStore(spec.epilogue);
-  return store && linearStride(store->a, spec.j) == 1;
+  return store && (linearStride(store->a, spec.j) == 1 || runForm(store->a, spec.j, 16) == RunForm::Unit);
 }
 
 enum class Staging { VectorK, VectorMN, NarrowedK, Scalar };
