@@ -374,6 +374,9 @@ TEST(CudaCodegen, ConvolutionWindowsAreGatheredInRunsOfChannels) {
     std::string source = tf32PairsSource(graph);
     SCOPED_TRACE("channels " + std::to_string(channels) + "\n" + source.substr(0, 800));
     ASSERT_FALSE(source.empty());
+    // The output's columns are 400 pixels of one image after another: nearly every pair of
+    // adjacent columns is adjacent in memory, and the epilogue walks the tile by rows.
+    EXPECT_NE(source.find("float *sums"), std::string::npos);
     if (channels == 16) {
       EXPECT_NE(source.find("lhs vector along k, rhs strided gather of 4 steps 400 apart"), std::string::npos);
       EXPECT_NE(source.find("fill ? from[s * 400LL] : 0"), std::string::npos);
@@ -381,6 +384,18 @@ TEST(CudaCodegen, ConvolutionWindowsAreGatheredInRunsOfChannels) {
       EXPECT_NE(source.find("rhs scalar"), std::string::npos);
     }
   }
+}
+
+// A convolution whose output has one pixel per image: adjacent columns are a channel apart in
+// memory (the output is [images, channels, 1, 1]), so the epilogue keeps the fragment order.
+TEST(CudaCodegen, ConvolutionsWithOnePixelAnImageKeepTheFragmentOrder) {
+  Graph graph;
+  Value *x = graph.addInput("x", {DType::Float32, {8, 16, 3, 3}});
+  Value *w = graph.addInput("w", {DType::Float32, {32, 16, 3, 3}});
+  graph.addOutput(graph.addNode(OpKind::Conv, {x, w}, 1, "conv")->output(0));
+  std::string source = tf32PairsSource(graph);
+  ASSERT_FALSE(source.empty());
+  EXPECT_EQ(source.find("float *sums"), std::string::npos) << source;
 }
 
 // The epilogue tests each element against the output's bounds only in blocks whose tile

@@ -32,6 +32,8 @@
 
 #include "cuda_source.h"
 
+#include "sinter/codegen/expr_evaluator.h"
+
 #include "sinter/support/error.h"
 
 #include <algorithm>
@@ -158,12 +160,13 @@ std::optional<int64_t> runStride(const ExprRef &e, int variable, int run) {
   }
 }
 
-/// Whether the epilogue's first store writes runs along the columns: its index steps by one
-/// along j everywhere (a GEMM's or a batched product's [.., m, n] output), or over runs of 16
-/// columns (32 bytes of 16-bit values: whole sectors) from every multiple of 16 (an NCHW
-/// convolution's output whose H * W is a multiple of 16: the columns are pixels of several
-/// images, j / HW and j % HW).
-bool rowsAreRuns(const ContractionSpec &spec) {
+/// Whether the epilogue's first store writes runs along the columns, so that a warp's lanes
+/// taking consecutive columns of one row store contiguous bytes: its index steps by one along j
+/// everywhere (a GEMM's or a batched product's [.., m, n] output), or between at least seven in
+/// eight of the first 1024 pairs of adjacent columns of row 0 (an NCHW convolution's output,
+/// whose columns are pixels of several images, j / HW and j % HW: every pair but one an image).
+bool rowsAreRuns(const Contraction &contraction) {
+  const ContractionSpec &spec = contraction.spec;
   std::function<const Stmt *(const std::vector<StmtRef> &)> firstStore = [&](const std::vector<StmtRef> &list) -> const Stmt * {
     for (const StmtRef &statement : list) {
       if (statement->kind == StmtKind::Store)
@@ -176,7 +179,25 @@ bool rowsAreRuns(const ContractionSpec &spec) {
     return nullptr;
   };
   const Stmt *store = firstStore(spec.epilogue);
-  return store && (linearStride(store->a, spec.j) == 1 || runForm(store->a, spec.j, 16) == RunForm::Unit);
+  if (!store)
+    return false;
+  if (linearStride(store->a, spec.j) == 1)
+    return true;
+  ExprEvaluator evaluator(contraction.kernel);
+  if (!evaluator.canEvaluate(store->a))
+    return false; // an index read from memory
+  for (int variable : {spec.b, spec.i})
+    if (variable >= 0)
+      evaluator.setVariable(variable, 0);
+  const int64_t pairs = std::min<int64_t>(spec.n - 1, 1024);
+  int64_t adjacent = 0, previous = 0;
+  for (int64_t j = 0; j <= pairs; ++j) {
+    evaluator.setVariable(spec.j, j);
+    int64_t at = evaluator.evaluate(store->a).intValue;
+    adjacent += j > 0 && at == previous + 1;
+    previous = at;
+  }
+  return pairs > 0 && adjacent * 8 >= pairs * 7;
 }
 
 enum class Staging { VectorK, VectorMN, NarrowedK, Scalar };
@@ -879,14 +900,13 @@ int64_t printMmaBody(std::ostringstream &out, CudaPrinter &printer, const Contra
   // coalesce, where the fragment layout has a lane hold two columns of two rows. The rows are
   // padded by four floats: a fragment's float2 writes take two wavefronts, the fewest that 256
   // bytes need. On an H200 this took a 4096x768x3072 f16 GEMM with a bias (wgmma) from 254 to
-  // 388 TFLOP/s, and ViT-B/16 b32's Q.K^T (mma.sync, f32 scores) from 1.08 to 0.52 ms. Blocks
-  // whose threads do not cover whole rows keep the fragment order, and so does every block with
-  // --tensor-core-epilogue fragments (the ablation), and so do convolutions (their output's
-  // rows are not runs: the columns are pixels of several images, j / HW and j % HW). Walked by
-  // rows, ResNet-50 b32 took 8.34 ms at fp16 and 11.87 at fp32 against 7.53 and 11.01 in the
-  // fragment order; its sixteen Conv+Add+Relu kernels took 2.40 ms with the walk unrolled by
-  // four and 2.43 unrolled whole, against 1.46. The walk is unrolled whole, as the fragment
-  // order is (no measured difference where it applies now).
+  // 388 TFLOP/s, and ViT-B/16 b32's Q.K^T (mma.sync, f32 scores) from 1.08 to 0.52 ms; with
+  // the NCHW convolutions walked too (their columns are runs of H * W pixels, rowsAreRuns),
+  // ResNet-50 b32 went 3.70 -> 3.01 ms at fp16 and 8.82 -> 8.34 at fp32 (6dc9d74, with the
+  // epilogue's per-element bounds tests gone; with them, walking the convolutions had been
+  // slower). Blocks whose threads do not cover whole rows keep the fragment order, and so does
+  // every block with --tensor-core-epilogue fragments (the ablation). The walk is unrolled
+  // whole, as the fragment order is.
   //
   // A block whose tile lies wholly inside the output (every block, when the tile divides it)
   // runs the epilogue without a bounds test per element, so that the compiler may issue many
@@ -904,7 +924,7 @@ int64_t printMmaBody(std::ostringstream &out, CudaPrinter &printer, const Contra
     out << "  }\n";
   };
   const int stride = tile.bn + 4;
-  if (rowWalk && threads % tile.bn == 0 && rowsAreRuns(spec)) {
+  if (rowWalk && threads % tile.bn == 0 && rowsAreRuns(contraction)) {
     const int64_t sumsBytes = int64_t(tile.bm) * stride * 4;
     if (!wgmma)
       offset = std::max(offset, sumsBytes / 2);
