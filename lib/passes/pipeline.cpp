@@ -8,6 +8,7 @@
 #include "fold_constants.h"
 #include "merge_sibling_matmuls.h"
 #include "fuse_attention.h"
+#include "move_row_views_before_products.h"
 #include "move_scales_after_matmuls.h"
 #include "permute_conv_weights.h"
 #include "recognise_gelu.h"
@@ -63,6 +64,13 @@ const std::vector<PipelineEntry> &defaultPipeline() {
        "product they are its epilogue. After merge-sibling-matmuls and the recognisers (which "
        "match the exporters' forms), before reduce-precision (the scaling is then computed in f32)",
        make<MoveScalesAfterMatMuls>()},
+      {"move-row-views-before-products",
+       "views that move whole rows of a product's output (Reshapes and Transposes that keep the "
+       "last axis) end its epilogue, so the elementwise node after them is a kernel copying the "
+       "whole output; before the product they are its prologue and that node joins its epilogue "
+       "(ViT's residual add after the attention's output projection). After the recognisers and "
+       "move-scales-after-matmuls, which match the exported forms",
+       make<MoveRowViewsBeforeProducts>()},
       {"fuse-attention",
        "attention written as Q.K^T, scalings, a mask, a softmax and P.V becomes one Attention "
        "node, which the CUDA backend runs as one kernel that never stores the scores; after "
