@@ -300,9 +300,30 @@ bool transcendental(const std::vector<StmtRef> &statements) {
   return false;
 }
 
-/// The wgmma ring's slices for a contraction (kWgmmaStages, or kWgmmaStagesTwoBlocks).
+/// Whether an expression (or a statement's) loads an element that depends on both the row and
+/// the column of the output (a residual added in the epilogue; a bias depends on one of them).
+bool readsTile(const ExprRef &e, const ContractionSpec &spec) {
+  if (!e)
+    return false;
+  if (e->kind == ExprKind::Load && usesVariable(e->operands[0], spec.i) && usesVariable(e->operands[0], spec.j))
+    return true;
+  for (const ExprRef &operand : e->operands)
+    if (readsTile(operand, spec))
+      return true;
+  return false;
+}
+bool readsTile(const std::vector<StmtRef> &statements, const ContractionSpec &spec) {
+  for (const StmtRef &statement : statements)
+    if (readsTile(statement->a, spec) || readsTile(statement->b, spec) || readsTile(statement->body, spec) ||
+        readsTile(statement->orElse, spec))
+      return true;
+  return false;
+}
+
+/// The wgmma ring's slices for a contraction (kWgmmaStages, or kWgmmaStagesTwoBlocks): the short
+/// ring where the epilogue is long, a GELU's erf or a residual's reads.
 int wgmmaStages(const ContractionSpec &spec) {
-  return transcendental(spec.epilogue) ? kWgmmaStagesTwoBlocks : kWgmmaStages;
+  return transcendental(spec.epilogue) || readsTile(spec.epilogue, spec) ? kWgmmaStagesTwoBlocks : kWgmmaStages;
 }
 
 /// The main loop's unrolling: whole for short reductions (ResNet-50's 1x1 convolutions of 2 to
