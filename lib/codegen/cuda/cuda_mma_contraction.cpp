@@ -280,50 +280,37 @@ constexpr int kWgmmaStages = 5;
 /// 255 TFLOP/s against 388 for the same shape with a bias alone).
 constexpr int kWgmmaStagesTwoBlocks = 3;
 
-/// Whether an expression (or a statement's) evaluates exp, erf, tanh or a sigmoid.
-bool transcendental(const ExprRef &e) {
-  if (!e)
-    return false;
-  if (e->kind == ExprKind::Unary && (e->unary == UnaryOp::Exp || e->unary == UnaryOp::Erf ||
-                                     e->unary == UnaryOp::Tanh || e->unary == UnaryOp::Sigmoid))
-    return true;
-  for (const ExprRef &operand : e->operands)
-    if (transcendental(operand))
-      return true;
-  return false;
-}
-bool transcendental(const std::vector<StmtRef> &statements) {
-  for (const StmtRef &statement : statements)
-    if (transcendental(statement->a) || transcendental(statement->b) || transcendental(statement->body) ||
-        transcendental(statement->orElse))
-      return true;
-  return false;
+/// Whether some expression in the statements (or one of its operands) satisfies `test`.
+bool anyExpression(const std::vector<StmtRef> &statements, const std::function<bool(const Expr &)> &test) {
+  std::function<bool(const ExprRef &)> visit = [&](const ExprRef &e) {
+    return e && (test(*e) || std::any_of(e->operands.begin(), e->operands.end(), visit));
+  };
+  return std::any_of(statements.begin(), statements.end(), [&](const StmtRef &statement) {
+    return visit(statement->a) || visit(statement->b) || anyExpression(statement->body, test) ||
+           anyExpression(statement->orElse, test);
+  });
 }
 
-/// Whether an expression (or a statement's) loads an element that depends on both the row and
-/// the column of the output (a residual added in the epilogue; a bias depends on one of them).
-bool readsTile(const ExprRef &e, const ContractionSpec &spec) {
-  if (!e)
-    return false;
-  if (e->kind == ExprKind::Load && usesVariable(e->operands[0], spec.i) && usesVariable(e->operands[0], spec.j))
-    return true;
-  for (const ExprRef &operand : e->operands)
-    if (readsTile(operand, spec))
-      return true;
-  return false;
+/// Whether the epilogue evaluates exp, erf, tanh or a sigmoid (a GELU's erf).
+bool transcendental(const ContractionSpec &spec) {
+  return anyExpression(spec.epilogue, [](const Expr &e) {
+    return e.kind == ExprKind::Unary && (e.unary == UnaryOp::Exp || e.unary == UnaryOp::Erf ||
+                                         e.unary == UnaryOp::Tanh || e.unary == UnaryOp::Sigmoid);
+  });
 }
-bool readsTile(const std::vector<StmtRef> &statements, const ContractionSpec &spec) {
-  for (const StmtRef &statement : statements)
-    if (readsTile(statement->a, spec) || readsTile(statement->b, spec) || readsTile(statement->body, spec) ||
-        readsTile(statement->orElse, spec))
-      return true;
-  return false;
+
+/// Whether the epilogue loads an element that depends on both the row and the column of the
+/// output (a residual; a bias depends on one of them).
+bool readsTile(const ContractionSpec &spec) {
+  return anyExpression(spec.epilogue, [&](const Expr &e) {
+    return e.kind == ExprKind::Load && usesVariable(e.operands[0], spec.i) && usesVariable(e.operands[0], spec.j);
+  });
 }
 
 /// The wgmma ring's slices for a contraction (kWgmmaStages, or kWgmmaStagesTwoBlocks): the short
 /// ring where the epilogue is long, a GELU's erf or a residual's reads.
 int wgmmaStages(const ContractionSpec &spec) {
-  return transcendental(spec.epilogue) || readsTile(spec.epilogue, spec) ? kWgmmaStagesTwoBlocks : kWgmmaStages;
+  return transcendental(spec) || readsTile(spec) ? kWgmmaStagesTwoBlocks : kWgmmaStages;
 }
 
 /// The main loop's unrolling: whole for short reductions (ResNet-50's 1x1 convolutions of 2 to
