@@ -132,11 +132,15 @@ ExprRef ravelIndex(const std::vector<ExprRef> &index, const std::vector<int64_t>
 
 std::vector<ExprRef> unravelIndex(ExprRef flat, const std::vector<int64_t> &dims) {
   std::vector<ExprRef> index(dims.size());
+  // The flat index is in range, so a dim of one is index 0, and the outermost dim of more than
+  // one (every dim before it is one) needs no modulo.
+  size_t outermost = 0;
+  while (outermost + 1 < dims.size() && dims[outermost] == 1)
+    ++outermost;
   int64_t stride = 1;
   for (int i = int(dims.size()) - 1; i >= 0; --i) {
     ExprRef quotient = stride == 1 ? flat : div(flat, stride);
-    // The outermost dim needs no modulo: the flat index is in range; a dim of one is index 0.
-    index[i] = dims[i] == 1 ? intConstant(0) : i == 0 ? quotient : rem(quotient, dims[i]);
+    index[i] = dims[i] == 1 ? intConstant(0) : size_t(i) <= outermost ? quotient : rem(quotient, dims[i]);
     stride *= dims[i];
   }
   return index;

@@ -386,6 +386,19 @@ TEST(CudaCodegen, ConvolutionWindowsAreGatheredInRunsOfChannels) {
   }
 }
 
+// A 1x1 convolution reduces over its channels alone (window [1, 1], channels innermost): its
+// weight rows are linear in r, so their copies start from sources computed once and advanced a
+// slice at a time, as a GEMM's are.
+TEST(CudaCodegen, PointwiseConvolutionWeightsAreWalked) {
+  Graph graph;
+  Value *x = graph.addInput("x", {DType::Float32, {4, 64, 16, 16}});
+  Tensor weights(DType::Float32, {128, 64, 1, 1});
+  graph.addOutput(graph.addNode(OpKind::Conv, {x, graph.addConstant("w", std::move(weights))}, 1, "conv")->output(0));
+  std::string source = tf32PairsSource(graph);
+  ASSERT_FALSE(source.empty());
+  EXPECT_NE(source.find("lhsSource["), std::string::npos) << source.substr(0, 1200);
+}
+
 // A convolution whose output has one pixel per image: adjacent columns are a channel apart in
 // memory (the output is [images, channels, 1, 1]), so the epilogue keeps the fragment order.
 TEST(CudaCodegen, ConvolutionsWithOnePixelAnImageKeepTheFragmentOrder) {

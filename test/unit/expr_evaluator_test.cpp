@@ -1,12 +1,15 @@
 // The host evaluator of kernel-IR expressions (expr_evaluator.h), against values worked out by
 // hand from kernel_ir.h's semantics.
 #include "sinter/codegen/expr_evaluator.h"
+#include "../../lib/codegen/lowering_rules.h"
 #include "sinter/support/error.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <limits>
 
 using namespace sinter;
@@ -105,4 +108,46 @@ TEST(ExprEvaluator, RefusesWhatItCannotEvaluate) {
   EXPECT_FALSE(eval.canEvaluate(cast(load(f.weights, DType::Float32, i64(0)), DType::Float16)));
   EXPECT_TRUE(eval.canEvaluate(unary(UnaryOp::Neg, load(f.weights, DType::Float32, i64(0)))));
   EXPECT_THROW(eval.evaluate(load(f.weights, DType::Float32, i64(6))), InternalError);
+}
+
+// unravelIndex (lowering.h) over every flat index of several shapes, evaluated here against the
+// digits of the flat index; a dim of one is the constant 0, and the outermost dim of more than
+// one takes no remainder (a convolution's 1x1 window before its channels: [1, 1, C]).
+TEST(UnravelIndex, GivesEveryDigitAndNoRemainderOutsideTheOutermostDimOfMoreThanOne) {
+  auto hasRemainder = [](const ExprRef &e) {
+    std::function<bool(const ExprRef &)> visit = [&](const ExprRef &x) {
+      return (x->kind == ExprKind::Binary && x->binary == BinaryOp::Rem) ||
+             std::any_of(x->operands.begin(), x->operands.end(), visit);
+    };
+    return visit(e);
+  };
+  for (const std::vector<int64_t> &dims :
+       std::vector<std::vector<int64_t>>{{1, 1, 48}, {2, 1, 3}, {3, 3, 8}, {1, 4, 1, 5}, {7}}) {
+    Fixture f;
+    std::vector<ExprRef> index = unravelIndex(var(f.r, DType::Int64), dims);
+    ASSERT_EQ(index.size(), dims.size());
+    size_t outermost = 0;
+    while (outermost + 1 < dims.size() && dims[outermost] == 1)
+      ++outermost;
+    for (size_t d = 0; d < dims.size(); ++d) {
+      if (dims[d] == 1) {
+        EXPECT_EQ(index[d]->kind, ExprKind::Constant) << "dim " << d;
+      }
+      if (d <= outermost) {
+        EXPECT_FALSE(hasRemainder(index[d])) << "dim " << d;
+      }
+    }
+    ExprEvaluator eval(f.builder.kernel());
+    int64_t count = 1;
+    for (int64_t extent : dims)
+      count *= extent;
+    for (int64_t flat = 0; flat < count; ++flat) {
+      eval.setVariable(f.r, flat);
+      int64_t rest = flat;
+      for (int d = int(dims.size()) - 1; d >= 0; --d) {
+        EXPECT_EQ(eval.evaluate(index[d]).intValue, rest % dims[d]) << "flat " << flat << " dim " << d;
+        rest /= dims[d];
+      }
+    }
+  }
 }
