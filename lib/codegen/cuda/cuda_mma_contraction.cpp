@@ -90,6 +90,23 @@ RunForm runForm(const ExprRef &e, int variable, int run) {
   }
 }
 
+/// The step of a sum, difference or product by a constant whose operands step by `left` and
+/// `right`; nullopt for any other operation (a product of two varying terms among them).
+std::optional<int64_t> combinedStride(const Expr &e, int64_t left, int64_t right) {
+  const ExprRef &a = e.operands[0], &b = e.operands[1];
+  switch (e.binary) {
+  case BinaryOp::Add: return left + right;
+  case BinaryOp::Sub: return left - right;
+  case BinaryOp::Mul:
+    if (a->kind == ExprKind::Constant)
+      return a->intValue * right;
+    if (b->kind == ExprKind::Constant)
+      return left * b->intValue;
+    return std::nullopt;
+  default: return std::nullopt;
+  }
+}
+
 /// The constant by which an integer expression grows per step of `variable`, when it is linear in
 /// it (sums, differences and products by constants of the variable and of terms without it);
 /// nullopt otherwise (a remainder, a division, a product of two variables).
@@ -102,21 +119,10 @@ std::optional<int64_t> linearStride(const ExprRef &e, int variable) {
     return linearStride(e->operands[0], variable);
   if (e->kind != ExprKind::Binary)
     return std::nullopt;
-  const ExprRef &a = e->operands[0], &b = e->operands[1];
-  std::optional<int64_t> left = linearStride(a, variable), right = linearStride(b, variable);
+  std::optional<int64_t> left = linearStride(e->operands[0], variable), right = linearStride(e->operands[1], variable);
   if (!left || !right)
     return std::nullopt;
-  switch (e->binary) {
-  case BinaryOp::Add: return *left + *right;
-  case BinaryOp::Sub: return *left - *right;
-  case BinaryOp::Mul:
-    if (a->kind == ExprKind::Constant)
-      return a->intValue * *right;
-    if (b->kind == ExprKind::Constant)
-      return *left * b->intValue;
-    return std::nullopt;
-  default: return std::nullopt;
-  }
+  return combinedStride(*e, *left, *right);
 }
 
 /// The constant by which an expression moves per step of `variable` over a run of `run` steps
@@ -146,18 +152,7 @@ std::optional<int64_t> runStride(const ExprRef &e, int variable, int run) {
     return 0;
   if (e->kind != ExprKind::Binary || !strides[0] || !strides[1])
     return std::nullopt;
-  const ExprRef &a = e->operands[0], &b = e->operands[1];
-  switch (e->binary) {
-  case BinaryOp::Add: return *strides[0] + *strides[1];
-  case BinaryOp::Sub: return *strides[0] - *strides[1];
-  case BinaryOp::Mul:
-    if (a->kind == ExprKind::Constant)
-      return a->intValue * *strides[1];
-    if (b->kind == ExprKind::Constant)
-      return *strides[0] * b->intValue;
-    return std::nullopt;
-  default: return std::nullopt;
-  }
+  return combinedStride(*e, *strides[0], *strides[1]);
 }
 
 /// Whether the epilogue's first store writes runs along the columns, so that a warp's lanes
@@ -457,7 +452,7 @@ int64_t printMmaBody(std::ostringstream &out, CudaPrinter &printer, const Contra
     bool walked = false;
     int64_t sliceStride = 0;
     /// A scalar operand whose runs are strided gathers (set with the run length below).
-    std::optional<StridedGather> strided;
+    std::optional<StridedGather> strided = std::nullopt;
   };
   Operand operands[] = {
       {"lhs", "sA", "ra", "rowBase", tile.bm, spec.i, spec.lhsUnitStrideK, spec.m, spec.lhs},
