@@ -86,9 +86,10 @@ const std::vector<PipelineEntry> &defaultPipeline() {
          return std::make_unique<ReducePrecision>(options.precision);
        }},
       {"permute-conv-weights",
-       "convolutions reduce over (window position, input channel), channels innermost, so their "
-       "constant weights are stored [Cout, window, Cin] and read through a Transpose, a view the "
-       "convolution's kernel reads through: each weight row stays contiguous. After fold-constants, "
+       "convolutions whose groups have a multiple of eight channels reduce over (window position, "
+       "input channel), channels innermost (conv_layout.h), so their constant weights are stored "
+       "[Cout, window, Cin] and read through a Transpose, a view the convolution's kernel reads "
+       "through: each weight row stays contiguous. After fold-constants, "
        "which would fold the Transpose back, and reduce-precision, so the final weights move once; "
        "before dead-code elimination, which removes the weights it replaced",
        make<PermuteConvWeights>()},
