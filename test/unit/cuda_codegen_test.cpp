@@ -1,6 +1,7 @@
 // The CUDA C backend without a GPU: kernels are generated, compiled by NVRTC and assembled by
 // ptxas into cubins whose ELF headers say CUDA and the requested architecture.
 #include "codegen_test_util.h"
+#include "sinter/codegen/attention.h"
 #include "sinter/codegen/backend.h"
 #include "sinter/codegen/contraction.h"
 #include "sinter/codegen/fusion.h"
@@ -9,6 +10,7 @@
 #include "sinter/ir/infer.h"
 #include "sinter/passes/pipeline.h"
 #include "sinter/support/error.h"
+#include "../../lib/codegen/cuda/cuda_attention.h"
 #include "../../lib/codegen/cuda/cuda_contraction.h"
 #include "../../lib/codegen/cuda/cuda_source.h"
 
@@ -278,8 +280,9 @@ TEST(CudaCodegen, ContractionsGetTensorCoreKernels) {
 // Attention's head merge: [batch, heads, positions, dim] transposed to [batch, positions, heads,
 // dim] and flattened to rows of heads x dim before the output projection. Along a row, runs of
 // dim are contiguous in the stored tensor, so the tensor-core kernel copies whole 16-byte runs
-// (tf32: four values) when dim is a multiple of four; with dim 2 a run would cross heads, and it
-// gathers element by element.
+// (tf32: four values) when dim is a multiple of four, from sources that advance by a head a
+// slice when a slice is a head; with dim 2 a run would cross heads, and it gathers element by
+// element.
 namespace {
 
 /// The tensor-core source (64x64 tile, tf32 pairs) of the graph's first contraction; empty if it
@@ -293,8 +296,9 @@ std::string tf32PairsSource(Graph &graph, bool rowWalkEpilogue = true) {
   if (!contraction)
     return "";
   LaunchShape launch;
-  return cuda::printMmaContraction(*contraction, {64, 64, 16, 2, 2}, cuda::MmaOperands::Tf32x3, launch, false,
-                                   rowWalkEpilogue);
+  cuda::MmaKernelOptions options;
+  options.rowWalkEpilogue = rowWalkEpilogue;
+  return cuda::printMmaContraction(*contraction, {64, 64, 16, 2, 2}, cuda::MmaOperands::Tf32x3, launch, options);
 }
 
 } // namespace
@@ -313,6 +317,10 @@ TEST(CudaCodegen, HeadMergeIsReadInRunsWhereTheyAreContiguous) {
     ASSERT_FALSE(source.empty());
     const char *expected = dim == 16 ? "lhs vector along k" : "lhs scalar";
     EXPECT_NE(source.find(expected), std::string::npos) << "dim " << dim << "\n" << source.substr(0, 600);
+    // A slice of 16 reduction steps is one head: the copies' sources advance by a head's
+    // stride (64 positions of 16) from one slice to the next.
+    if (dim == 16)
+      EXPECT_NE(source.find("lhsSource[u] += 1024;"), std::string::npos) << source;
   }
 }
 
@@ -492,8 +500,45 @@ TEST(CudaCodegen, SixteenBitGemmsGetAWgmmaBodyForSm90a) {
     EXPECT_EQ(ptx.find("wgmma"), std::string::npos) << "the PTX for newer GPUs must not need sm_90a";
     EXPECT_NE(ptx.find("mma.sync.aligned.m16n8k16"), std::string::npos);
     if (c.warpgroupMma && c.archs.back() == "sm_90") {
-      EXPECT_GE(launch.sharedBytes, 4u * 32768u) << "four slices of 16 KiB per operand";
+      EXPECT_GE(launch.sharedBytes, 3u * 32768u) << "three slices of 16 KiB per operand";
+      EXPECT_LE(launch.sharedBytes, 113u * 1024u) << "two blocks an SM";
     }
+  }
+}
+
+// The fused attention kernel takes 64 queries a block and 64 keys a step. Heads of 197 tokens
+// (ViT-B/16) leave the last block one warp of queries and the last step five keys: the warps
+// whose queries all lie past the end multiply nothing, and the tiles of keys wholly past it
+// are skipped; heads of 128 tokens have neither, and a warp's every tile is multiplied.
+TEST(CudaCodegen, AttentionSkipsQueriesAndKeysPastTheEnd) {
+  constexpr int64_t kOnnxFloat = 1;
+  for (int64_t tokens : {197, 128}) {
+    Graph graph;
+    auto widened = [&](const char *name) {
+      Node *cast = graph.addNode(OpKind::Cast, {graph.addInput(name, {DType::Float16, {2, 3, tokens, 64}})}, 1);
+      cast->setAttr("to", kOnnxFloat);
+      return cast->output(0);
+    };
+    Node *attention = graph.addNode(OpKind::Attention, {widened("q"), widened("k"), widened("v")}, 1, "attention");
+    attention->setAttr("scale", 0.125f);
+    graph.addOutput(attention->output(0));
+    inferGraph(graph);
+    std::optional<FusedAttention> fused;
+    for (KernelGroup &group : formKernelGroups(graph, true))
+      if (!fused)
+        fused = lowerFusedAttention(group);
+    ASSERT_TRUE(fused);
+    ASSERT_EQ(cuda::fusedAttentionOperands(fused->spec), DType::Float16);
+    LaunchShape launch;
+    std::string source = cuda::printFusedAttention(*fused, DType::Float16, launch);
+    SCOPED_TRACE(std::to_string(tokens) + " tokens\n" + source);
+    EXPECT_EQ(launch.grid[0], uint32_t((tokens + 63) / 64));
+    const std::string n = std::to_string(tokens);
+    const bool partial = tokens % 64 != 0;
+    EXPECT_EQ(source.find("const bool active = rowBase + warp * 16 < " + n + "LL;") != std::string::npos, partial);
+    EXPECT_EQ(source.find("const int keys = " + n + " - (int)keyBase;") != std::string::npos, partial);
+    EXPECT_EQ(source.find("if (t * 8 >= keys) continue;") != std::string::npos, partial);
+    EXPECT_EQ(source.find("if (kk * 16 >= keys) continue;") != std::string::npos, partial);
   }
 }
 

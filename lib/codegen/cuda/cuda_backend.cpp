@@ -89,7 +89,10 @@ public:
     if (operands && !mmaTile)
       mmaTile = cuda::chooseMmaTile(contraction->spec, *operands, options_.tensorCoreTile);
     if (mmaTile && cuda::fitsGrid(contraction->spec, mmaTile->bm, mmaTile->bn)) {
-      source = cuda::printMmaContraction(*contraction, *mmaTile, *operands, launch, wgmma, options_.rowWalkEpilogue);
+      cuda::MmaKernelOptions kernelOptions;
+      kernelOptions.warpgroupMma = wgmma;
+      kernelOptions.rowWalkEpilogue = options_.rowWalkEpilogue;
+      source = cuda::printMmaContraction(*contraction, *mmaTile, *operands, launch, kernelOptions);
       generator = std::string("cuda-c tensor-core ") + cuda::mmaOperandsName(*operands) + (wgmma ? " wgmma" : "");
     } else if (tile && cuda::fitsGrid(contraction->spec, tile->bm, tile->bn)) {
       source = cuda::printTiledContraction(*contraction, *tile, launch);

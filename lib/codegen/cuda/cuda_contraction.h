@@ -100,14 +100,18 @@ std::optional<MmaOperands> mmaOperands(const ContractionSpec &spec, TargetOption
 std::optional<MmaTile> chooseMmaTile(const ContractionSpec &spec, MmaOperands operands,
                                      const std::optional<std::array<int, 2>> &forced = std::nullopt);
 
+/// How printMmaContraction builds a tensor-core kernel (TargetOptions' tensor-core switches).
+struct MmaKernelOptions {
+  /// A second body for sm_90a on warpgroup MMA (wgmma), chosen at compile time by
+  /// __CUDA_ARCH_FEAT_SM90_ALL: the module's sm_90 code must then be built for sm_90a.
+  bool warpgroupMma = false;
+  /// The epilogue walks the tile by rows through shared memory (or each thread its fragments).
+  bool rowWalkEpilogue = true;
+};
+
 /// The tensor-core kernel's CUDA C (mma.sync needs sm_80 or newer) and its launch shape.
-/// With `warpgroupMma` (16-bit operands, a 128x128 tile), the kernel has a second body for
-/// sm_90a, on warpgroup MMA (wgmma), chosen at compile time by __CUDA_ARCH_FEAT_SM90_ALL: the
-/// module's sm_90 code must then be built for sm_90a. `rowWalkEpilogue` (TargetOptions) chooses
-/// how the epilogue visits the sums.
-std::string printMmaContraction(const Contraction &contraction, const MmaTile &tile,
-                                MmaOperands operands, LaunchShape &launch, bool warpgroupMma = false,
-                                bool rowWalkEpilogue = true);
+std::string printMmaContraction(const Contraction &contraction, const MmaTile &tile, MmaOperands operands,
+                                LaunchShape &launch, const MmaKernelOptions &options = {});
 
 /// The block tile of a contraction with a wgmma body: 128x128 (its mma.sync form for other
 /// architectures), for 16-bit operands on a grid that gives every SM a block; nullopt otherwise.

@@ -64,12 +64,13 @@ std::optional<MmaTile> wgmmaBlockTile(const ContractionSpec &spec, MmaOperands o
   const int64_t blocks = ceilDiv(spec.m, tile.bm) * ceilDiv(spec.n, tile.bn) * spec.batch;
   // Every SM a block, and no more than a quarter of the tile's outputs padding (attention's
   // P.V with 64 columns per head would waste half). And a reduction of four 64-step slices at
-  // least: the wgmma ring holds five slices (161 KiB, one block an SM), so a shorter reduction
-  // leaves each SM one block that loads, multiplies and stores in turn, where the mma.sync
-  // kernel's smaller ring lets several blocks overlap. On ResNet-50 b32 fp16 the 1x1
+  // least: measured when the wgmma ring held five slices (161 KiB, one block an SM), a shorter
+  // reduction left each SM one block that loaded, multiplied and stored in turn, where the
+  // mma.sync kernel's smaller ring let several blocks overlap. On ResNet-50 b32 fp16 the 1x1
   // convolutions with k = 64 (layer1's expansions, with the residual add) took 0.178 ms on
   // wgmma against 0.128 on mma.sync, and those with k = 128 0.092 against 0.072; from k = 256
-  // wgmma was as fast or faster (layer2's 3x3, k = 1152: 0.058 against 0.093).
+  // wgmma was as fast or faster (layer2's 3x3, k = 1152: 0.058 against 0.093). The ring now
+  // holds three slices and two blocks an SM; the bound has not been measured again.
   constexpr int64_t kShortestReduction = 256;
   if (blocks < kEnoughBlocks || blocks * tile.bm * tile.bn * 4 > spec.batch * spec.m * spec.n * 5 ||
       spec.k < kShortestReduction)

@@ -40,6 +40,8 @@
 #include <functional>
 #include <optional>
 #include <sstream>
+#include <tuple>
+#include <utility>
 
 namespace sinter::codegen::cuda {
 
@@ -123,6 +125,35 @@ std::optional<int64_t> linearStride(const ExprRef &e, int variable) {
   if (!left || !right)
     return std::nullopt;
   return combinedStride(*e, *left, *right);
+}
+
+/// `e` with variable `id` replaced by `value`.
+ExprRef substituted(const ExprRef &e, int id, const ExprRef &value) {
+  if (!usesVariable(e, id))
+    return e;
+  if (e->kind == ExprKind::Var)
+    return value;
+  auto copy = std::make_shared<Expr>(*e);
+  for (ExprRef &operand : copy->operands)
+    operand = substituted(operand, id, value);
+  return copy;
+}
+
+/// The constant by which an operand's index moves from one slice of `bk` reduction steps to the
+/// next, the slice's steps r = t * bk + s (s < bk) at every s alike; nullopt when it does not
+/// (as far as linearStride tells once `ranges` has simplified the split). Beyond an index linear
+/// in r, this takes a head merge read through its transposes: ViT-B/16's attention output
+/// projection reads k = head * 64 + channel, which moves by a head's stride from one slice of 64
+/// to the next. The split's two variables take ids past the kernel's.
+std::optional<int64_t> sliceStride(const ExprRef &index, int r, int bk, int64_t slices, const Kernel &kernel,
+                                   IndexRanges &ranges) {
+  if (std::optional<int64_t> stride = linearStride(index, r))
+    return *stride * bk;
+  const int slice = int(kernel.variables.size()), step = slice + 1;
+  ranges.setVariable(slice, {0, slices - 1});
+  ranges.setVariable(step, {0, bk - 1});
+  const ExprRef split = add(mul(var(slice, DType::Int64), int64_t(bk)), var(step, DType::Int64));
+  return linearStride(ranges.simplify(substituted(index, r, split)), slice);
 }
 
 /// The constant by which an expression moves per step of `variable` over a run of `run` steps
@@ -265,42 +296,18 @@ std::optional<StridedGather> stridedGather(const ExprRef &value, DType stored, i
 
 /// Slices in the ring: three in flight while the warps multiply the fourth.
 constexpr int kStages = 4;
-/// The wgmma ring: five slices of 32 KiB (128x128 tiles, 128 bytes of reduction per row), three
-/// ahead and one group of products in flight. The probe measured five above four on four of the
-/// five GEMM shapes it timed (381-423 against 370-386 TFLOP/s).
-constexpr int kWgmmaStages = 5;
-/// A kernel whose epilogue evaluates a transcendental per output (a GELU's erf) has three, so two
-/// blocks share an SM and one's epilogue runs while the other multiplies: with one block an SM
-/// the tensor cores idle through every tile's epilogue (ViT-B/16's MLP-in with its GELU ran at
-/// 255 TFLOP/s against 388 for the same shape with a bias alone).
-constexpr int kWgmmaStagesTwoBlocks = 3;
-
-/// Whether some expression in the statements (or one of its operands) satisfies `test`.
-bool anyExpression(const std::vector<StmtRef> &statements, const std::function<bool(const Expr &)> &test) {
-  std::function<bool(const ExprRef &)> visit = [&](const ExprRef &e) {
-    return e && (test(*e) || std::any_of(e->operands.begin(), e->operands.end(), visit));
-  };
-  return std::any_of(statements.begin(), statements.end(), [&](const StmtRef &statement) {
-    return visit(statement->a) || visit(statement->b) || anyExpression(statement->body, test) ||
-           anyExpression(statement->orElse, test);
-  });
-}
-
-/// Whether the epilogue evaluates exp, erf, tanh or a sigmoid (a GELU's erf).
-bool transcendental(const ContractionSpec &spec) {
-  return anyExpression(spec.epilogue, [](const Expr &e) {
-    return e.kind == ExprKind::Unary && (e.unary == UnaryOp::Exp || e.unary == UnaryOp::Erf ||
-                                         e.unary == UnaryOp::Tanh || e.unary == UnaryOp::Sigmoid);
-  });
-}
-
-/// The wgmma ring's slices for a contraction (kWgmmaStages, or kWgmmaStagesTwoBlocks for a
-/// transcendental epilogue). Residual adds keep the long ring: with the short one (3ad9347)
-/// ViT-B/16 fp16 b32's MLP-out with its residual went 0.92 -> 1.24 ms and the output projection
-/// 0.44 -> 0.49 ms.
-int wgmmaStages(const ContractionSpec &spec) {
-  return transcendental(spec) ? kWgmmaStagesTwoBlocks : kWgmmaStages;
-}
+/// The wgmma ring: three slices of 32 KiB (128x128 tiles, 128 bytes of reduction per row), two
+/// requested ahead of the one multiplied, whose products each warpgroup waits for before the
+/// next step, and two blocks an SM (128 registers a thread), so that one block's epilogue and
+/// copies run while the other multiplies; with one block an SM the tensor cores idled through
+/// every tile's epilogue. Against the rings before it (docs/performance.md), on the H200 at fp16
+/// b32: a five-slice ring, three ahead and one group in flight, one block an SM, took ViT-B/16's
+/// QKV projection 0.606 ms, its output projection 0.442 and its MLP-out 0.924, ResNet-50's
+/// Conv+Add+Relu kernels 0.642, where this ring takes 0.555, 0.404, 0.874 and 0.587; a
+/// three-slice ring with one ahead and one group in flight took the MLP-in with its GELU 1.109
+/// ms where this one takes 1.021, and lost on residual epilogues (3ad9347: MLP-out 1.24 ms).
+constexpr int kWgmmaStages = 3;
+constexpr int kWgmmaBlocksPerSm = 2;
 
 /// The main loop's unrolling: whole for short reductions (ResNet-50's 1x1 convolutions of 2 to
 /// 16 slices were 1.6x slower as a loop), none for long ones (BERT-base's 48 slices of k = 3072
@@ -344,6 +351,21 @@ const char *mmaOperandsName(MmaOperands operands) { return formatOf(operands).na
 
 namespace {
 
+/// How an operand reaches shared memory (the file's header lists the forms), and the load it
+/// copies or narrows (null for a scalar operand).
+std::pair<Staging, const Expr *> operandStaging(const ExprRef &value, bool rhs, const ContractionSpec &spec,
+                                                const Format &format) {
+  if (const Expr *load = vectorLoad(value, format.stored, format.run(), spec.r, spec.k))
+    return {Staging::VectorK, load};
+  if (!format.tf32())
+    if (const Expr *load = narrowedLoad(value, format.stored, spec.r, spec.k))
+      return {Staging::NarrowedK, load};
+  if (rhs)
+    if (const Expr *load = vectorLoad(value, format.stored, format.run(), spec.j, spec.n))
+      return {Staging::VectorMN, load};
+  return {Staging::Scalar, nullptr};
+}
+
 /// A request of the slice at reduction step `k` into `stage`: its copies and register stores.
 using SliceRequest = std::function<void(const char *stage, const char *k, const std::string &indent)>;
 
@@ -363,35 +385,29 @@ MmaTile wgmmaTile(MmaTile tile, const Format &format) {
   return tile;
 }
 
-/// The wgmma main loop. `request(stage, k, indent)` prints the copies (and register stores) of
-/// the slice at reduction step k into `stage`. Slices 0 .. A - 1 are requested first (A, the
-/// slices ahead, is the ring's size less two); then at step t every thread waits for its copies
-/// of slice t, makes them visible to the tensor cores' proxy and meets the others (after which
-/// both warpgroups are also done with slice t - 2: each waited for all but its newest group at
-/// the end of step t - 1), issues slice t's products asynchronously, requests slice t + A into
-/// the place slice t - 2 left, and waits for slice t - 1's products. The probe in
-/// bench/wgmma_probe measured this order (and the descriptors below) on an H200.
-void printWgmmaLoop(std::ostringstream &out, const MmaTile &tile, const Format &format, int stages, int64_t kTiles,
-                    int64_t stageBytes, int64_t aBytes, bool rhsAlongN, const SliceRequest &request) {
-  const int ahead = stages - 2;
-  const int steps = tile.bk * format.bytes / 32; // k16 products per slice
-  // Descriptors (PTX ISA, shared-memory matrix layouts, 128-byte swizzle): k-major, the stride
-  // between groups of eight rows is 1024 bytes and a k16 step is 32 bytes along the row; a
-  // vector along n (transposed B) has 64-column atoms 64 * 128 bytes apart and 16 rows of k
-  // (2048 bytes) per step.
+/// Compiler barriers around the wgmma sums, so that no access to them moves across the
+/// asynchronous products that write them.
+void printFenceSums(std::ostringstream &out, const MmaTile &tile, const char *indent) {
+  out << indent << "#pragma unroll\n" << indent << "for (int q = 0; q < " << tile.bn / 8 << "; ++q)\n" << indent
+      << "  asm volatile(\"\" : \"+f\"(acc[0][q][0]), \"+f\"(acc[0][q][1]), \"+f\"(acc[0][q][2]), \"+f\"(acc[0][q][3]) :: \"memory\");\n";
+}
+
+/// The descriptors of the slices' first stage. Descriptors (PTX ISA, shared-memory matrix
+/// layouts, 128-byte swizzle): k-major, the stride between groups of eight rows is 1024 bytes and
+/// a k16 step is 32 bytes along the row; a vector along n (transposed B) has 64-column atoms
+/// 64 * 128 bytes apart and 16 rows of k (2048 bytes) per step.
+void printWgmmaDescriptors(std::ostringstream &out, const MmaTile &tile, int64_t aBytes, bool rhsAlongN) {
   out << "  const unsigned long long descA = sn_wgmma_descriptor(swizzled + (warp / 4) * " << 64 * 128
       << ", 16, 1024), descB = sn_wgmma_descriptor(swizzled + " << aBytes << ", "
       << (rhsAlongN ? tile.bk * 128 : 16) << ", 1024);\n";
-  auto fenceSums = [&](const char *indent) {
-    out << indent << "#pragma unroll\n" << indent << "for (int q = 0; q < " << tile.bn / 8 << "; ++q)\n" << indent
-        << "  asm volatile(\"\" : \"+f\"(acc[0][q][0]), \"+f\"(acc[0][q][1]), \"+f\"(acc[0][q][2]), \"+f\"(acc[0][q][3]) :: \"memory\");\n";
-  };
-  printRingPrologue(out, ahead, kTiles, tile.bk, request);
-  out << mainLoopUnroll(kTiles) << "  for (int t = 0; t < " << kTiles << "; ++t) {\n";
-  out << "    sn_cp_async_wait<" << ahead - 1 << ">();\n    sn_fence_proxy_async();\n    __syncthreads();\n";
-  out << "    const int stage = (int)(t % " << stages << "), nextStage = (int)((t + " << ahead << ") % " << stages
-      << ");\n";
-  fenceSums("    ");
+}
+
+/// One slice's products, issued asynchronously as one group: each warpgroup's 64 rows of the
+/// sums by the slice at `stage`, in k16 steps.
+void printWgmmaProducts(std::ostringstream &out, const MmaTile &tile, const Format &format, int64_t stageBytes,
+                        bool rhsAlongN) {
+  const int steps = tile.bk * format.bytes / 32; // k16 products per slice
+  printFenceSums(out, tile, "    ");
   out << "    sn_wgmma_fence();\n";
   std::string shape = "m64n" + std::to_string(tile.bn) + "k16";
   std::string sums;
@@ -409,13 +425,32 @@ void printWgmmaLoop(std::ostringstream &out, const MmaTile &tile, const Format &
         << stageBytes << " + " << step * (rhsAlongN ? 2048 : 32) << ") >> 4)), \"r\"(1) : \"memory\");\n";
   }
   out << "    sn_wgmma_commit();\n";
-  fenceSums("    ");
+  printFenceSums(out, tile, "    ");
+}
+
+/// The wgmma main loop. `request(stage, k, indent)` prints the copies (and register stores) of
+/// the slice at reduction step k into `stage`. Slices 0 .. A - 1 are requested first (A, the
+/// slices ahead: the ring's size less one); then at step t every thread waits for its copies of
+/// slice t, makes them visible to the tensor cores' proxy and meets the others (after which both
+/// warpgroups are also done with slice t - 1: each waited for its products at the end of step
+/// t - 1), issues slice t's products asynchronously, requests slice t + A into the place slice
+/// t - 1 left, and waits for its products. The probe in bench/wgmma_probe measured the layouts and
+/// descriptors (and a ring with one group of products left in flight) on an H200.
+void printWgmmaLoop(std::ostringstream &out, const MmaTile &tile, const Format &format, int64_t kTiles,
+                    int64_t stageBytes, int64_t aBytes, bool rhsAlongN, const SliceRequest &request) {
+  const int stages = kWgmmaStages, ahead = stages - 1;
+  printWgmmaDescriptors(out, tile, aBytes, rhsAlongN);
+  printRingPrologue(out, ahead, kTiles, tile.bk, request);
+  out << mainLoopUnroll(kTiles) << "  for (int t = 0; t < " << kTiles << "; ++t) {\n";
+  out << "    sn_cp_async_wait<" << ahead - 1 << ">();\n    sn_fence_proxy_async();\n    __syncthreads();\n";
+  out << "    const int stage = (int)(t % " << stages << "), nextStage = (int)((t + " << ahead << ") % " << stages
+      << ");\n";
+  printWgmmaProducts(out, tile, format, stageBytes, rhsAlongN);
   out << "    if (t + " << ahead << " < " << kTiles << "LL) {\n      const long long next = (long long)(t + " << ahead << ") * "
       << tile.bk << ";\n";
   request("nextStage", "next", "      ");
-  out << "    }\n    sn_cp_async_commit<0>();\n    sn_wgmma_wait<1>();\n  }\n";
-  out << "  sn_wgmma_wait<0>();\n";
-  fenceSums("  ");
+  out << "    }\n    sn_cp_async_commit<0>();\n    sn_wgmma_wait<0>();\n  }\n";
+  printFenceSums(out, tile, "  ");
 }
 
 /// The kernel's body in one of its two forms: warp-level mma.sync, or (wgmma) two warpgroups of
@@ -461,21 +496,17 @@ int64_t printMmaBody(std::ostringstream &out, CudaPrinter &printer, const Contra
   // evaluates into registers and stores at once (see the scalar staging below).
   auto runLength = [&](const Operand &o) { return o.unitStrideK ? (format.tf32() ? 1 : 2) : run; };
   for (Operand &o : operands) {
-    if ((o.load = vectorLoad(o.value, format.stored, run, spec.r, spec.k)))
-      o.staging = Staging::VectorK;
-    else if (!format.tf32() && (o.load = narrowedLoad(o.value, format.stored, spec.r, spec.k)))
-      o.staging = Staging::NarrowedK;
-    else if (&o == &operands[1] && (o.load = vectorLoad(o.value, format.stored, run, spec.j, spec.n)))
-      o.staging = Staging::VectorMN;
+    std::tie(o.staging, o.load) = operandStaging(o.value, &o == &operands[1], spec, format);
     // A slice is k-contiguous rows with a run of padding (a row is 20 words for 32 bytes of
     // reduction, so the eight rows a fragment read touches start in eight different bank
     // quads), or for a vector along n, n-contiguous rows (16-bit: read by ldmatrix.trans, padded
     // by a run likewise; f32: padded by 8 words, so a fragment's four steps of eight columns
     // fall in 32 different banks).
     if ((o.staging == Staging::VectorK || o.staging == Staging::VectorMN) && spec.k % tile.bk == 0)
-      if (std::optional<int64_t> stride = linearStride(o.load->operands[0], spec.r)) {
+      if (std::optional<int64_t> stride =
+              sliceStride(o.load->operands[0], spec.r, tile.bk, kTiles, kernel, *printer.ranges())) {
         o.walked = true;
-        o.sliceStride = *stride * tile.bk;
+        o.sliceStride = *stride;
       }
     if (o.staging == Staging::Scalar && runLength(o) > 1 && spec.k % runLength(o) == 0)
       o.strided = stridedGather(o.value, format.stored, spec.r, runLength(o));
@@ -501,7 +532,7 @@ int64_t printMmaBody(std::ostringstream &out, CudaPrinter &printer, const Contra
       << ", m " << spec.m << ", n " << spec.n << ", k " << spec.k << "; tile " << tile.bm << "x"
       << tile.bn << "x" << tile.bk << ", ";
   if (wgmma)
-    out << "2 warpgroups of 64x" << tile.bn << " (wgmma), " << wgmmaStages(spec) - 2 << " slices ahead and one in flight";
+    out << "2 warpgroups of 64x" << tile.bn << " (wgmma), " << kWgmmaStages - 1 << " slices ahead";
   else
     out << tile.warpsM << "x" << tile.warpsN << " warps of " << warpRows << "x" << warpColumns << ", " << kStages
         << " slices in flight";
@@ -519,7 +550,7 @@ int64_t printMmaBody(std::ostringstream &out, CudaPrinter &printer, const Contra
     // The swizzle repeats every 1024 bytes: the slices start at a multiple of it.
     out << "  const unsigned sharedBase = sn_shared_address(sn_shared), swizzled = (sharedBase + 1023u) & ~1023u;\n";
     out << "  unsigned char *slices = reinterpret_cast<unsigned char *>(sn_shared) + (swizzled - sharedBase);\n";
-    offset = (wgmmaStages(spec) * stageBytes + 1024) / 2;
+    offset = (kWgmmaStages * stageBytes + 1024) / 2;
   } else {
     for (const Operand &o : operands) {
       out << "  " << format.element << " (*" << o.shared << ")[" << o.rows << "][" << o.rowLength
@@ -781,8 +812,7 @@ int64_t printMmaBody(std::ostringstream &out, CudaPrinter &printer, const Contra
       walkSetup(o);
 
   if (wgmma) {
-    printWgmmaLoop(out, tile, format, wgmmaStages(spec), kTiles, stageBytes, aBytes,
-                   operands[1].staging == Staging::VectorMN, request);
+    printWgmmaLoop(out, tile, format, kTiles, stageBytes, aBytes, operands[1].staging == Staging::VectorMN, request);
   } else {
     // The ring: slices 0 .. STAGES-2 are requested first; then at step t the warps wait for slice
     // t, request slice t + STAGES - 1 into the place slice t - 1 left, multiply slice t, and store
@@ -981,9 +1011,8 @@ const Expr *runLoad(const ExprRef &value, DType stored, int run, int variable, i
   return vectorLoad(value, stored, run, variable, extent);
 }
 
-std::string printMmaContraction(const Contraction &original, const MmaTile &blockTile,
-                                MmaOperands mmaOperands, LaunchShape &launch, bool warpgroupMma,
-                                bool rowWalkEpilogue) {
+std::string printMmaContraction(const Contraction &original, const MmaTile &blockTile, MmaOperands mmaOperands,
+                                LaunchShape &launch, const MmaKernelOptions &options) {
   const Format format = formatOf(mmaOperands);
   CudaPrinter printer;
   IndexRanges ranges(original.kernel);
@@ -1000,23 +1029,25 @@ std::string printMmaContraction(const Contraction &original, const MmaTile &bloc
   const ContractionSpec &spec = contraction.spec;
   const Kernel &kernel = contraction.kernel;
   std::ostringstream out;
-  // No cap on registers: the accumulators and fragments take most of them, and one block of
-  // eight warps per SM keeps the tensor cores busy when its slices arrive ahead of use. The
-  // exception is a wgmma kernel with the short ring (wgmmaStages), capped at 128 registers a
-  // thread so that two blocks share an SM.
-  const bool twoBlocks = warpgroupMma && wgmmaStages(spec) == kWgmmaStagesTwoBlocks;
-  out << printer.signature(kernel, blockTile.threads(), twoBlocks ? 2 : 1);
+  const bool wgmma = options.warpgroupMma;
+  // No cap on registers for mma.sync: the accumulators and fragments take most of them, and one
+  // block of eight warps per SM keeps the tensor cores busy when its slices arrive ahead of use.
+  // A wgmma kernel is capped at 128 registers a thread, so that two blocks share an SM
+  // (kWgmmaBlocksPerSm).
+  out << printer.signature(kernel, blockTile.threads(), wgmma ? kWgmmaBlocksPerSm : 1);
 
   int64_t sharedBytes = 0;
-  if (warpgroupMma) {
+  if (wgmma) {
     // The same grid and block either way; the sm_90a build takes the first form.
     out << "#if defined(__CUDA_ARCH_FEAT_SM90_ALL)\n";
-    sharedBytes = printMmaBody(out, printer, contraction, format, wgmmaTile(blockTile, format), true, rowWalkEpilogue);
+    sharedBytes =
+        printMmaBody(out, printer, contraction, format, wgmmaTile(blockTile, format), true, options.rowWalkEpilogue);
     out << "#else\n";
-    sharedBytes = std::max(sharedBytes, printMmaBody(out, printer, contraction, format, blockTile, false, rowWalkEpilogue));
+    sharedBytes = std::max(
+        sharedBytes, printMmaBody(out, printer, contraction, format, blockTile, false, options.rowWalkEpilogue));
     out << "#endif\n";
   } else {
-    sharedBytes = printMmaBody(out, printer, contraction, format, blockTile, false, rowWalkEpilogue);
+    sharedBytes = printMmaBody(out, printer, contraction, format, blockTile, false, options.rowWalkEpilogue);
   }
   out << "}\n";
   setTiledLaunch(spec, blockTile.bm, blockTile.bn, blockTile.threads(), launch);

@@ -22,6 +22,7 @@ class CudaPrinter {
 public:
   /// With ranges, i64 index arithmetic whose every intermediate fits 32 bits is printed in int.
   void setRanges(IndexRanges *ranges) { ranges_ = ranges; }
+  IndexRanges *ranges() const { return ranges_; }
   std::string expr(const ExprRef &e);
   /// Statements at an indentation depth (two spaces per level), each line ending in a newline.
   std::string statements(const std::vector<StmtRef> &list, int depth);
