@@ -4,6 +4,8 @@
 #include "sinter/codegen/attention.h"
 #include "sinter/codegen/backend.h"
 #include "sinter/codegen/contraction.h"
+#include "sinter/codegen/expr_evaluator.h"
+#include "sinter/codegen/index_ranges.h"
 #include "sinter/codegen/fusion.h"
 #include "sinter/codegen/lowering.h"
 #include "sinter/ir/graph.h"
@@ -356,6 +358,54 @@ TEST(CudaCodegen, GemmOperandsAdvancePrecomputedSourcesAndTheBiasIsReadByColumn)
     } else {
       EXPECT_EQ(source.find("Source["), std::string::npos);
     }
+  }
+}
+
+// sliceStride against brute force. An index whose every run of a slice moves by one constant
+// from each slice of bk reduction steps to the next is walked by the tensor-core copies; when
+// sliceStride names a stride S, the index at r = t * bk + s must be the index at s plus t * S for
+// every row i, slice t and step s. A head merge of H heads of D channels over L positions,
+// ((i / L) * H + r / D) * L + i % L) * D + r % D, has one when a slice is whole heads or lies in
+// one head (bk a multiple of D, or D of bk), and none when a slice ends inside a head but starts
+// at another offset in it (bk = 12, D = 8); a row-major index i * K + r has S = bk.
+TEST(CudaCodegen, SliceStridesHoldAtEveryStepOfEverySlice) {
+  constexpr int64_t kL = 5, kH = 4, kD = 8, kK = kH * kD;
+  KernelBuilder builder("k");
+  const int i = builder.addVariable("i", DType::Int64), r = builder.addVariable("r", DType::Int64);
+  const Kernel &kernel = builder.kernel();
+  ExprRef row = var(i, DType::Int64), step = var(r, DType::Int64);
+  ExprRef headMerge = add(mul(add(mul(add(mul(div(row, kL), kH), div(step, kD)), kL), rem(row, kL)), kD), rem(step, kD));
+  ExprRef rowMajor = add(mul(row, kK), step);
+  struct Case {
+    ExprRef index;
+    int bk;
+    std::optional<int64_t> stride;
+  };
+  for (const Case &c : {Case{headMerge, 8, kL * kD}, Case{headMerge, 16, 2 * kL * kD}, Case{headMerge, 32, 4 * kL * kD},
+                        Case{headMerge, 4, std::nullopt}, Case{headMerge, 12, std::nullopt},
+                        Case{rowMajor, 8, 8}, Case{rowMajor, 12, 12}}) {
+    IndexRanges ranges(kernel);
+    ranges.setVariable(i, {0, 2 * kL - 1});
+    ranges.setVariable(r, {0, kK - 1});
+    const int64_t slices = kK / c.bk;
+    std::optional<int64_t> stride = cuda::sliceStride(c.index, r, c.bk, slices, kernel, ranges);
+    SCOPED_TRACE("bk " + std::to_string(c.bk));
+    if (c.bk == 4 || c.bk == 12) {
+      // Whatever it answers must hold; these two have no stride to find.
+      EXPECT_EQ(stride, c.stride);
+      continue;
+    }
+    ASSERT_EQ(stride, c.stride);
+    ExprEvaluator eval(kernel);
+    for (int64_t row = 0; row < 2 * kL; ++row)
+      for (int64_t t = 0; t < slices; ++t)
+        for (int64_t s = 0; s < c.bk; ++s) {
+          eval.setVariable(i, row);
+          eval.setVariable(r, s);
+          const int64_t first = eval.evaluate(c.index).intValue;
+          eval.setVariable(r, t * c.bk + s);
+          ASSERT_EQ(eval.evaluate(c.index).intValue, first + t * *stride) << "row " << row << ", slice " << t << ", step " << s;
+        }
   }
 }
 

@@ -100,6 +100,16 @@ std::optional<MmaOperands> mmaOperands(const ContractionSpec &spec, TargetOption
 std::optional<MmaTile> chooseMmaTile(const ContractionSpec &spec, MmaOperands operands,
                                      const std::optional<std::array<int, 2>> &forced = std::nullopt);
 
+/// The constant by which an operand's index moves from one slice of `bk` reduction steps to the
+/// next, the slice's steps r = t * bk + s (0 <= s < bk, 0 <= t < slices) at every s alike;
+/// nullopt when it does not (as far as linearStride tells once `ranges` has simplified the
+/// split). Beyond an index linear in r, this takes a head merge read through its transposes:
+/// ViT-B/16's attention output projection reads k = head * 64 + channel, which moves by a head's
+/// stride from one slice of 64 to the next. The split's two variables take ids past the
+/// kernel's; `ranges` keeps their ranges. The tensor-core kernels walk such operands' copies.
+std::optional<int64_t> sliceStride(const ExprRef &index, int r, int bk, int64_t slices, const Kernel &kernel,
+                                   IndexRanges &ranges);
+
 /// How printMmaContraction builds a tensor-core kernel (TargetOptions' tensor-core switches).
 struct MmaKernelOptions {
   /// A second body for sm_90a on warpgroup MMA (wgmma), chosen at compile time by

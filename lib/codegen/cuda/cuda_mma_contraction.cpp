@@ -139,23 +139,6 @@ ExprRef substituted(const ExprRef &e, int id, const ExprRef &value) {
   return copy;
 }
 
-/// The constant by which an operand's index moves from one slice of `bk` reduction steps to the
-/// next, the slice's steps r = t * bk + s (s < bk) at every s alike; nullopt when it does not
-/// (as far as linearStride tells once `ranges` has simplified the split). Beyond an index linear
-/// in r, this takes a head merge read through its transposes: ViT-B/16's attention output
-/// projection reads k = head * 64 + channel, which moves by a head's stride from one slice of 64
-/// to the next. The split's two variables take ids past the kernel's.
-std::optional<int64_t> sliceStride(const ExprRef &index, int r, int bk, int64_t slices, const Kernel &kernel,
-                                   IndexRanges &ranges) {
-  if (std::optional<int64_t> stride = linearStride(index, r))
-    return *stride * bk;
-  const int slice = int(kernel.variables.size()), step = slice + 1;
-  ranges.setVariable(slice, {0, slices - 1});
-  ranges.setVariable(step, {0, bk - 1});
-  const ExprRef split = add(mul(var(slice, DType::Int64), int64_t(bk)), var(step, DType::Int64));
-  return linearStride(ranges.simplify(substituted(index, r, split)), slice);
-}
-
 /// The constant by which an expression moves per step of `variable` over a run of `run` steps
 /// that starts at a multiple of the run (0: fixed over the run); nullopt when it is not affine
 /// over such runs as far as these rules can tell. Beyond linearStride, a division or remainder
@@ -1005,6 +988,17 @@ StmtRef simplified(const StmtRef &statement, IndexRanges &ranges) {
 
 std::string packedHalves(const char *toHalf, const std::string &low, const std::string &high) {
   return std::string("((unsigned)") + toHalf + "(" + low + ") | ((unsigned)" + toHalf + "(" + high + ") << 16))";
+}
+
+std::optional<int64_t> sliceStride(const ExprRef &index, int r, int bk, int64_t slices, const Kernel &kernel,
+                                   IndexRanges &ranges) {
+  if (std::optional<int64_t> stride = linearStride(index, r))
+    return *stride * bk;
+  const int slice = int(kernel.variables.size()), step = slice + 1;
+  ranges.setVariable(slice, {0, slices - 1});
+  ranges.setVariable(step, {0, bk - 1});
+  const ExprRef split = add(mul(var(slice, DType::Int64), int64_t(bk)), var(step, DType::Int64));
+  return linearStride(ranges.simplify(substituted(index, r, split)), slice);
 }
 
 const Expr *runLoad(const ExprRef &value, DType stored, int run, int variable, int64_t extent) {
