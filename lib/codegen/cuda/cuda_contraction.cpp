@@ -56,11 +56,11 @@ void setTiledLaunch(const ContractionSpec &spec, int bm, int bn, int threads, La
   launch.parallelExtent = spec.batch * spec.m * spec.n;
 }
 
-std::string guardedEpilogue(CudaPrinter &printer, const ContractionSpec &spec,
-                            const std::string &accumulator, int depth, bool guarded) {
+std::string printEpilogue(CudaPrinter &printer, const ContractionSpec &spec, const std::string &accumulator,
+                          int depth, bool testBounds) {
   std::string pad(2 * depth, ' ');
   std::string acc = "v" + std::to_string(spec.acc) + " = " + accumulator + ";\n";
-  if (!guarded)
+  if (!testBounds)
     return pad + "{\n" + pad + "  " + acc + printer.statements(spec.epilogue, depth + 1) + pad + "}\n";
   std::string i = "v" + std::to_string(spec.i), j = "v" + std::to_string(spec.j);
   return pad + "if (" + i + " < " + std::to_string(spec.m) + "LL && " + j + " < " + std::to_string(spec.n) +
@@ -217,7 +217,7 @@ std::string printTiledContraction(const Contraction &contraction, const TileShap
       << "#pragma unroll\n    for (int q = 0; q < " << tile.tn << "; ++q) {\n";
   out << "      " << v(spec.i) << " = rowBase + (p / 4) * " << 4 * rowThreads << " + ty * 4 + p % 4; "
       << v(spec.j) << " = columnBase + (q / 4) * " << 4 * columnThreads << " + tx * 4 + q % 4;\n";
-  out << guardedEpilogue(printer, spec, "acc[p][q]", 3);
+  out << printEpilogue(printer, spec, "acc[p][q]", 3);
   out << "    }\n}\n";
 
   setTiledLaunch(spec, tile.bm, tile.bn, threads, launch);

@@ -48,13 +48,13 @@ bool fitsGrid(const ContractionSpec &spec, int bm, int bn);
 /// That launch: one block of `threads` per bm x bn tile of each batch.
 void setTiledLaunch(const ContractionSpec &spec, int bm, int bn, int threads, LaunchShape &launch);
 
-/// The epilogue for one output element whose accumulator is the C expression `accumulator`,
-/// guarded by the element being inside the output (i and j are set), at an indentation depth.
-/// Unguarded (`guarded` false) where the caller knows the element is inside: with no branch
-/// around each element, the compiler may issue the epilogue's loads (a residual, a bias) of
-/// many elements before their stores instead of one round trip at a time.
-std::string guardedEpilogue(CudaPrinter &printer, const ContractionSpec &spec,
-                            const std::string &accumulator, int depth, bool guarded = true);
+/// The epilogue for one output element whose accumulator is the C expression `accumulator` (i
+/// and j are set), at an indentation depth. With `testBounds` it runs only when the element is
+/// inside the output; a caller that knows it is passes false: with no branch around each
+/// element, the compiler may issue the epilogue's loads (a residual, a bias) of many elements
+/// before their stores instead of one round trip at a time.
+std::string printEpilogue(CudaPrinter &printer, const ContractionSpec &spec, const std::string &accumulator,
+                          int depth, bool testBounds = true);
 
 /// The kernel's CUDA C and its launch shape.
 std::string printTiledContraction(const Contraction &contraction, const TileShape &tile,

@@ -923,7 +923,7 @@ int64_t printMmaBody(std::ostringstream &out, CudaPrinter &printer, const Contra
   // elements' loads (a residual's, a bias's) before their stores; with a test around each, each
   // element's loads waited for the previous element's store.
   const bool everyTileWhole = spec.m % tile.bm == 0 && spec.n % tile.bn == 0;
-  auto tileLoops = [&](const std::function<void(bool guarded)> &loops) {
+  auto tileLoops = [&](const std::function<void(bool testBounds)> &loops) {
     if (everyTileWhole)
       return loops(false);
     out << "  if (rowBase + " << tile.bm << " <= " << spec.m << "LL && columnBase + " << tile.bn << " <= " << spec.n
@@ -948,23 +948,23 @@ int64_t printMmaBody(std::ostringstream &out, CudaPrinter &printer, const Contra
         << " + warpColumn + q * 8 + 2 * quad]) = make_float2(acc[p][q][2 * half], acc[p][q][2 * half + 1]);\n";
     out << "  __syncthreads();\n";
     const int rowsAtOnce = threads / tile.bn;
-    tileLoops([&](bool guarded) {
+    tileLoops([&](bool testBounds) {
       out << "#pragma unroll\n  for (int e = 0; e < " << tile.bm / rowsAtOnce << "; ++e) {\n";
       out << "    const int row = e * " << rowsAtOnce << " + tid / " << tile.bn << ", column = tid % " << tile.bn
           << ";\n";
       out << "    " << v(spec.i) << " = rowBase + row; " << v(spec.j) << " = columnBase + column;\n";
-      out << guardedEpilogue(printer, spec, "sums[row * " + std::to_string(stride) + " + column]", 2, guarded);
+      out << printEpilogue(printer, spec, "sums[row * " + std::to_string(stride) + " + column]", 2, testBounds);
       out << "  }\n";
     });
     return offset * 2; // offset counts 16-bit units
   }
-  tileLoops([&](bool guarded) {
+  tileLoops([&](bool testBounds) {
     out << "#pragma unroll\n  for (int p = 0; p < " << mTiles << "; ++p)\n"
         << "#pragma unroll\n    for (int q = 0; q < " << nTiles << "; ++q)\n"
         << "#pragma unroll\n      for (int c = 0; c < 4; ++c) {\n";
     out << "        " << v(spec.i) << " = rowBase + warpRow + p * 16 + group + (c / 2) * 8; " << v(spec.j)
         << " = columnBase + warpColumn + q * 8 + 2 * quad + c % 2;\n";
-    out << guardedEpilogue(printer, spec, "acc[p][q][c]", 4, guarded);
+    out << printEpilogue(printer, spec, "acc[p][q][c]", 4, testBounds);
     out << "      }\n";
   });
   return offset * 2; // offset counts 16-bit units
