@@ -40,7 +40,8 @@ log, and the other rows go on. --budget bounds the run: no row or stage starts a
 wait on sinter ends by budget + 60 s; a SIGTERM (bench.sh's hard limit) marks the rows not
 finished, writes the JSON and prints the table. Results go to OUT/bench.json (after every stage)
 and the log to OUT/bench.log; the table goes to stdout; `--markdown BENCH_JSON` prints an earlier
-run's table as docs/performance.md has it.
+run's table as docs/performance.md has it, and `--steps BENCH_JSON [BASELINE_JSON]` its kernels'
+time family by family (bench/steps.py), beside a baseline's.
 """
 import argparse
 import json
@@ -58,6 +59,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "test" / "gpu"))
 import run_gpu_suite as suite  # noqa: E402  (model definitions, output comparison, timing)
+from steps import steps_report  # noqa: E402  (per-step time by kernel family)
 
 PRECISIONS = ("fp32", "fp16")
 # The check of sinter's output against torch's fp32 eager output, per row precision.
@@ -646,10 +648,19 @@ def main():
     parser.add_argument("--list", action="store_true", help="print the rows in order and stop")
     parser.add_argument("--markdown", metavar="BENCH_JSON",
                         help="print the table of an earlier run's bench.json as markdown and stop")
+    parser.add_argument("--steps", nargs="+", metavar="BENCH_JSON",
+                        help="print each row's per-step time by kernel family (bench/steps.py), "
+                             "beside a second bench.json's as the baseline when given, and stop")
     args = parser.parse_args()
     if args.markdown:
         data = json.loads(Path(args.markdown).read_text())
         print(table(data["rows"], data["rates"], markdown=True))
+        return 0
+    if args.steps:
+        if len(args.steps) > 2:
+            parser.error("--steps takes a bench.json and at most one baseline")
+        runs = [json.loads(Path(path).read_text())["rows"] for path in args.steps]
+        print(steps_report(runs[0], runs[1] if len(runs) > 1 else None))
         return 0
     rows = [row for group in args.rows for row in group] if args.rows else \
         [row for text in DEFAULT_ROWS for row in parse_rows(text)]
