@@ -12,12 +12,16 @@
 namespace sinter {
 namespace {
 
+/// The positions of a convolution's window: the product of weights [O, C, k...]'s k dims.
+int64_t windowPositions(const std::vector<int64_t> &dims) {
+  return std::accumulate(dims.begin() + 2, dims.end(), int64_t(1), std::multiplies<>());
+}
+
 /// `weights` [O, C, k...] as [O, k..., C]: element (o, c, s) moves to (o, s, c), s the flat
 /// window position.
 Tensor channelsInnermost(const Tensor &weights) {
   const std::vector<int64_t> &dims = weights.dims();
-  int64_t outputs = dims[0], channels = dims[1];
-  int64_t window = std::accumulate(dims.begin() + 2, dims.end(), int64_t(1), std::multiplies<>());
+  int64_t outputs = dims[0], channels = dims[1], window = windowPositions(dims);
   std::vector<int64_t> permuted = {outputs};
   permuted.insert(permuted.end(), dims.begin() + 2, dims.end());
   permuted.push_back(channels);
@@ -36,9 +40,7 @@ Tensor channelsInnermost(const Tensor &weights) {
 /// Whether the convolution reduces channels innermost (conv_layout.h) and the permutation moves
 /// bytes (more than one channel and more than one window position).
 bool worthPermuting(const Tensor &weights) {
-  const std::vector<int64_t> &dims = weights.dims();
-  int64_t window = std::accumulate(dims.begin() + 2, dims.end(), int64_t(1), std::multiplies<>());
-  return convReducesChannelsInnermost(dims[1]) && window > 1;
+  return convReducesChannelsInnermost(weights.dims()[1]) && windowPositions(weights.dims()) > 1;
 }
 
 } // namespace

@@ -59,12 +59,12 @@ void setTiledLaunch(const ContractionSpec &spec, int bm, int bn, int threads, La
 std::string printEpilogue(CudaPrinter &printer, const ContractionSpec &spec, const std::string &accumulator,
                           int depth, bool testBounds) {
   std::string pad(2 * depth, ' ');
-  std::string acc = "v" + std::to_string(spec.acc) + " = " + accumulator + ";\n";
-  if (!testBounds)
-    return pad + "{\n" + pad + "  " + acc + printer.statements(spec.epilogue, depth + 1) + pad + "}\n";
-  std::string i = "v" + std::to_string(spec.i), j = "v" + std::to_string(spec.j);
-  return pad + "if (" + i + " < " + std::to_string(spec.m) + "LL && " + j + " < " + std::to_string(spec.n) +
-         "LL) {\n" + pad + "  " + acc + printer.statements(spec.epilogue, depth + 1) + pad + "}\n";
+  std::string open = "{";
+  if (testBounds)
+    open = "if (v" + std::to_string(spec.i) + " < " + std::to_string(spec.m) + "LL && v" + std::to_string(spec.j) +
+           " < " + std::to_string(spec.n) + "LL) {";
+  return pad + open + "\n" + pad + "  v" + std::to_string(spec.acc) + " = " + accumulator + ";\n" +
+         printer.statements(spec.epilogue, depth + 1) + pad + "}\n";
 }
 
 std::string printTiledContraction(const Contraction &contraction, const TileShape &tile,
