@@ -217,14 +217,33 @@ package::Manifest buildManifest(Graph &graph, const CompileOptions &options,
   }
   for (Value *output : graph.outputs())
     touch(output, endStep); // constant outputs get an arena slot too: copied there at the end
-  // Scratch buffers: slots after the values', in kernel then buffer order.
+  // Code generation: each kernel's source and launch shape, before the arena is planned, as a
+  // backend may ask for workspace (LaunchShape::workspaceBytes).
+  codegenStart = Clock::now();
+  std::unique_ptr<codegen::Backend> backend = codegen::createBackend(options.target);
+  std::vector<codegen::LaunchShape> shapes(groups.size());
+  std::vector<package::Kernel> entries(groups.size());
+  for (size_t i = 0; i < groups.size(); ++i)
+    if (!viewGroup[i]) // a view has no kernel: its output is its source's bytes
+      entries[i] = backend->addKernel(groups[i], kernels[i], shapes[i]);
+  const double kernelSeconds = secondsSince(codegenStart);
+
+  // Scratch buffers and workspace: slots after the values', in kernel then buffer order, each
+  // live for its kernel's step alone.
   std::vector<std::vector<size_t>> scratchSlots(groups.size());
-  for (size_t i = 0; i < kernels.size(); ++i)
+  for (size_t i = 0; i < kernels.size(); ++i) {
     for (const codegen::BufferParam &buffer : kernels[i].buffers)
       if (buffer.scratch) {
         scratchSlots[i].push_back(lifetimes.size());
         lifetimes.push_back({uint64_t(buffer.elements) * dtypeSize(buffer.dtype), int64_t(i), int64_t(i)});
       }
+  }
+  std::vector<std::optional<size_t>> workspaceSlot(groups.size());
+  for (size_t i = 0; i < groups.size(); ++i)
+    if (shapes[i].workspaceBytes > 0) {
+      workspaceSlot[i] = lifetimes.size();
+      lifetimes.push_back({shapes[i].workspaceBytes, int64_t(i), int64_t(i)});
+    }
   codegen::ArenaPlan arena = codegen::planArena(lifetimes, package::kArenaAlignment);
   for (size_t i = 0; i < arenaValues.size(); ++i)
     if (!arenaValues[i]->isConstant())
@@ -242,16 +261,13 @@ package::Manifest buildManifest(Graph &graph, const CompileOptions &options,
     manifest.inputs.push_back(std::move(signature));
   }
 
-  // Code generation.
-  codegenStart = Clock::now();
-  std::unique_ptr<codegen::Backend> backend = codegen::createBackend(options.target);
+  // The launches, with every argument's place.
   for (size_t i = 0; i < groups.size(); ++i) {
     const codegen::KernelGroup &group = groups[i];
     if (viewGroup[i])
-      continue; // no kernel: its output is its source's bytes
+      continue;
     const codegen::Kernel &kernel = kernels[i];
-    codegen::LaunchShape shape;
-    package::Kernel entry = backend->addKernel(group, kernel, shape);
+    const codegen::LaunchShape &shape = shapes[i];
     package::Launch launch;
     launch.kernel = uint32_t(manifest.kernels.size());
     std::copy(shape.grid, shape.grid + 3, launch.grid);
@@ -267,10 +283,12 @@ package::Manifest buildManifest(Graph &graph, const CompileOptions &options,
     for (const std::vector<uint8_t> &data : shape.derivedConstants)
       launch.args.push_back({package::Region::Weights, appendWeights(manifest, data.data(), data.size(),
                                                                      kernel.name + ".derived")});
-    manifest.kernels.push_back(std::move(entry));
+    if (workspaceSlot[i])
+      launch.args.push_back({package::Region::Arena, arena.offsets[*workspaceSlot[i]]});
+    manifest.kernels.push_back(std::move(entries[i]));
     manifest.steps.push_back(std::move(launch));
   }
-  stats.codegenSeconds = loweringSeconds + secondsSince(codegenStart);
+  stats.codegenSeconds = loweringSeconds + kernelSeconds;
   stats.weightBytes = manifest.weights.size(); // with the constants backends derived
   stats.kernelCount = int(manifest.kernels.size());
 

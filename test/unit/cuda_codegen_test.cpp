@@ -8,6 +8,7 @@
 #include "sinter/codegen/index_ranges.h"
 #include "sinter/codegen/fusion.h"
 #include "sinter/codegen/lowering.h"
+#include "sinter/compiler/compiler.h"
 #include "sinter/ir/graph.h"
 #include "sinter/ir/infer.h"
 #include "sinter/passes/pipeline.h"
@@ -523,7 +524,8 @@ TEST(CudaCodegen, SixteenBitGemmsGetAWgmmaBodyForSm90a) {
     bool warpgroupMma;
     const char *generator;
   };
-  for (const Case &c : {Case{{"sm_80", "sm_90"}, true, "cuda-c tensor-core f16 wgmma"},
+  // 192 tiles leave 72 of the 264 places of two blocks an SM idle: stream-K.
+  for (const Case &c : {Case{{"sm_80", "sm_90"}, true, "cuda-c tensor-core f16 wgmma stream-k"},
                         Case{{"sm_80", "sm_90"}, false, "cuda-c tensor-core f16"},
                         Case{{"sm_80", "sm_89"}, true, "cuda-c tensor-core f16"}}) {
     TargetOptions options;
@@ -552,6 +554,113 @@ TEST(CudaCodegen, SixteenBitGemmsGetAWgmmaBodyForSm90a) {
       EXPECT_LE(launch.sharedBytes, 113u * 1024u) << "two blocks an SM";
     }
   }
+}
+
+// Stream-K: a wgmma GEMM whose 128x128 tiles leave more than a tenth of the last round of places
+// (two blocks on each of 132 SMs) idle is launched as 264 blocks that share the tiles' slices.
+// ViT-B/16 b32's output projection, 6304 x 768 x 768, has 300 tiles: 36 in a second round. The
+// compiler plans the partial sums' workspace (two f32 tiles a block) in the arena, apart from
+// the step's operands, and passes it last; the mma.sync body of the same launch (other
+// architectures) takes whole tiles in turn. --stream-k off keeps a block per tile.
+TEST(CudaCodegen, StreamKGemmsShareTilesAndGetAWorkspaceInTheArena) {
+  constexpr int64_t kOnnxFloat = 1;
+  auto spec = [](int64_t m, int64_t n) {
+    ContractionSpec s;
+    s.m = m;
+    s.n = n;
+    s.k = 768;
+    return s;
+  };
+  const cuda::MmaTile tile{128, 128, 32, 2, 4};
+  EXPECT_EQ(cuda::streamKBlocks(spec(6304, 768), tile), 264);   // 300 tiles
+  EXPECT_EQ(cuda::streamKBlocks(spec(4096, 768), tile), 264);   // 192 tiles, one round
+  EXPECT_EQ(cuda::streamKBlocks(spec(4096, 3072), tile), std::nullopt); // 768 of 792 places
+  EXPECT_EQ(cuda::streamKBlocks(spec(5632, 768), tile), std::nullopt);  // 264 tiles, one round
+
+  for (bool streamK : {true, false}) {
+    Graph graph;
+    auto widen = [&](Value *value) {
+      Node *cast = graph.addNode(OpKind::Cast, {value}, 1);
+      cast->setAttr("to", kOnnxFloat);
+      return cast->output(0);
+    };
+    Value *a = widen(graph.addInput("a", {DType::Float16, {6304, 768}}));
+    Value *b = widen(graph.addInput("b", {DType::Float16, {768, 768}}));
+    graph.addOutput(graph.addNode(OpKind::MatMul, {a, b}, 1, "project")->output(0));
+    inferGraph(graph);
+    CompileOptions options;
+    options.target.target = package::Target::Cuda;
+    options.target.cudaArchs = {"sm_80", "sm_90"};
+    options.target.streamK = streamK;
+    auto work = std::filesystem::temp_directory_path() / "sinter-cuda-stream-k-test";
+    std::filesystem::create_directories(work);
+    std::vector<std::string> objects;
+    CompileStatistics stats;
+    package::Manifest manifest = buildManifest(graph, options, work.string(), objects, stats);
+    std::filesystem::remove_all(work);
+    const package::Launch *gemm = nullptr;
+    for (const package::Step &step : manifest.steps)
+      if (const auto *launch = std::get_if<package::Launch>(&step))
+        if (manifest.kernels[launch->kernel].generator.starts_with("cuda-c tensor-core f16 wgmma"))
+          gemm = launch;
+    ASSERT_NE(gemm, nullptr) << "stream-K " << streamK;
+    const std::string &generator = manifest.kernels[gemm->kernel].generator;
+    if (!streamK) {
+      EXPECT_EQ(generator, "cuda-c tensor-core f16 wgmma");
+      EXPECT_EQ(gemm->args.size(), 3u);
+      EXPECT_EQ(gemm->grid[0] * gemm->grid[1] * gemm->grid[2], 300u);
+      continue;
+    }
+    EXPECT_EQ(generator, "cuda-c tensor-core f16 wgmma stream-k");
+    EXPECT_EQ(gemm->grid[0], 264u);
+    EXPECT_EQ(gemm->grid[1] * gemm->grid[2], 1u);
+    ASSERT_EQ(gemm->args.size(), 4u); // a, b, the product, the workspace
+    const uint64_t workspaceBytes = 2ull * 264 * 128 * 128 * 4;
+    const package::BufferRef &workspace = gemm->args.back();
+    EXPECT_EQ(workspace.region, package::Region::Arena);
+    EXPECT_LE(workspace.offset + workspaceBytes, manifest.arenaBytes);
+    const uint64_t operandBytes[] = {6304 * 768 * 2, 768 * 768 * 2, 6304 * 768 * 2};
+    for (size_t i = 0; i < 3; ++i) {
+      const package::BufferRef &operand = gemm->args[i];
+      if (operand.region != package::Region::Arena)
+        continue;
+      EXPECT_TRUE(operand.offset + operandBytes[i] <= workspace.offset ||
+                  workspace.offset + workspaceBytes <= operand.offset)
+          << "argument " << i << " overlaps the workspace";
+    }
+  }
+
+  // The kernel's source: the module's arrival counters, the exchange, and the mma.sync body's
+  // loop over whole tiles.
+  Graph graph;
+  Value *a = graph.addInput("a", {DType::Float16, {6304, 768}});
+  Value *b = graph.addInput("b", {DType::Float16, {768, 768}});
+  Node *castA = graph.addNode(OpKind::Cast, {a}, 1);
+  castA->setAttr("to", kOnnxFloat);
+  Node *castB = graph.addNode(OpKind::Cast, {b}, 1);
+  castB->setAttr("to", kOnnxFloat);
+  graph.addOutput(graph.addNode(OpKind::MatMul, {castA->output(0), castB->output(0)}, 1, "project")->output(0));
+  inferGraph(graph);
+  std::optional<Contraction> contraction;
+  for (KernelGroup &group : formKernelGroups(graph, true))
+    if (!contraction)
+      contraction = lowerContraction(group);
+  ASSERT_TRUE(contraction);
+  cuda::MmaKernelOptions kernelOptions;
+  kernelOptions.warpgroupMma = true;
+  kernelOptions.streamKBlocks = 264;
+  LaunchShape launch;
+  std::string source = cuda::printMmaContraction(*contraction, tile, cuda::MmaOperands::Float16, launch, kernelOptions);
+  SCOPED_TRACE(source);
+  EXPECT_NE(source.find("_arrivals[300];"), std::string::npos);
+  EXPECT_NE(source.find("float4 *__restrict__ sn_workspace"), std::string::npos);
+  EXPECT_NE(source.find("the 300 tiles' 3600 slices"), std::string::npos);
+  EXPECT_NE(source.find("split between at most 2 blocks"), std::string::npos);
+  EXPECT_NE(source.find("for (int t = kBegin; t < kEnd; ++t)"), std::string::npos);
+  EXPECT_NE(source.find("atomicAdd(&"), std::string::npos);
+  EXPECT_NE(source.find("for (long long tileIndex = blockIdx.x; tileIndex < 300LL; tileIndex += 264LL)"),
+            std::string::npos);
+  EXPECT_EQ(launch.workspaceBytes, 2ull * 264 * 128 * 128 * 4);
 }
 
 // The fused attention kernel takes 64 queries a block and 64 keys a step. Heads of 197 tokens

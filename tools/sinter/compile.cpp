@@ -33,6 +33,7 @@ struct CompileFlags {
   std::string fp32Contractions = "tensor-core";
   std::string tensorCoreTile;
   std::string wgmma = "on";
+  std::string streamK = "auto";
   std::string tensorCoreEpilogue = "rows";
   std::string dumpIrAfter;
   std::vector<std::string> disabledPasses;
@@ -122,6 +123,7 @@ void runCompile(const CompileFlags &flags) {
                                         ? codegen::TargetOptions::Fp32Contractions::Tf32x3
                                         : codegen::TargetOptions::Fp32Contractions::Simt;
   options.target.warpgroupMma = isFirstChoice("--wgmma", flags.wgmma, "on", "off");
+  options.target.streamK = isFirstChoice("--stream-k", flags.streamK, "auto", "off");
   options.target.rowWalkEpilogue = isFirstChoice("--tensor-core-epilogue", flags.tensorCoreEpilogue, "rows", "fragments");
   if (!flags.tensorCoreTile.empty()) {
     if (options.target.target != package::Target::Cuda)
@@ -185,6 +187,11 @@ Command addCompileCommand(CLI::App &parent) {
   command->add_option("--wgmma", flags->wgmma,
                       "CUDA with sm_90 in --arch: 16-bit contractions on warpgroup MMA in the sm_90 "
                       "code, built for sm_90a (on, the default) or on mma.sync only (off)")
+      ->capture_default_str();
+  command->add_option("--stream-k", flags->streamK,
+                      "CUDA wgmma contractions whose tiles leave much of the last round of blocks idle "
+                      "split their reductions evenly between two blocks an SM (auto, the default) or "
+                      "keep a block per tile (off)")
       ->capture_default_str();
   command->add_option("--tensor-core-epilogue", flags->tensorCoreEpilogue,
                       "CUDA: tensor-core epilogues walk the tile by rows through shared memory "

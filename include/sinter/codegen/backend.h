@@ -47,6 +47,10 @@ struct TargetOptions {
   /// (coalesced stores and reads; the default), or each thread evaluates its own accumulator
   /// fragments (--tensor-core-epilogue rows|fragments, for ablations; docs/performance.md).
   bool rowWalkEpilogue = true;
+  /// CUDA wgmma contractions whose tiles would leave much of the last round of blocks idle split
+  /// the tiles' reductions evenly between two blocks an SM (stream-K; --stream-k auto|off;
+  /// docs/performance.md).
+  bool streamK = true;
   /// When set, every generated source (CUDA C, PTX, SASS listing, LLVM IR, assembly) is written
   /// here, kernel by kernel.
   std::string emitSourceDirectory;
@@ -62,6 +66,10 @@ struct LaunchShape {
   /// loops read, ...): the compiler appends each to the weights blob and passes it to the launch
   /// as an extra argument after the group's outputs, in this order.
   std::vector<std::vector<uint8_t>> derivedConstants;
+  /// Bytes of arena the kernel needs for its own step (a stream-K GEMM's partial sums): the
+  /// compiler plans them with the activations and passes their address as the launch's last
+  /// argument, after the derived constants. Their contents are undefined when the kernel starts.
+  uint64_t workspaceBytes = 0;
 };
 
 class Backend {

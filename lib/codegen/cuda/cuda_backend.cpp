@@ -92,8 +92,11 @@ public:
       cuda::MmaKernelOptions kernelOptions;
       kernelOptions.warpgroupMma = wgmma;
       kernelOptions.rowWalkEpilogue = options_.rowWalkEpilogue;
+      if (wgmma && options_.streamK)
+        kernelOptions.streamKBlocks = cuda::streamKBlocks(contraction->spec, *mmaTile).value_or(0);
       source = cuda::printMmaContraction(*contraction, *mmaTile, *operands, launch, kernelOptions);
-      generator = std::string("cuda-c tensor-core ") + cuda::mmaOperandsName(*operands) + (wgmma ? " wgmma" : "");
+      generator = std::string("cuda-c tensor-core ") + cuda::mmaOperandsName(*operands) + (wgmma ? " wgmma" : "") +
+                  (kernelOptions.streamKBlocks ? " stream-k" : "");
     } else if (tile && cuda::fitsGrid(contraction->spec, tile->bm, tile->bn)) {
       source = cuda::printTiledContraction(*contraction, *tile, launch);
       generator = "cuda-c tiled";
@@ -142,7 +145,7 @@ public:
       units[m] = cuda::cudaPrelude();
       for (size_t kernel : modules[m]) {
         units[m] += "\n" + sources_[kernel];
-        wgmma[m] = wgmma[m] || manifest.kernels[kernel].generator.ends_with(" wgmma");
+        wgmma[m] = wgmma[m] || manifest.kernels[kernel].generator.find(" wgmma") != std::string::npos;
       }
     }
     auto compile = [&](size_t job) {

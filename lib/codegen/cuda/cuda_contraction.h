@@ -117,6 +117,9 @@ struct MmaKernelOptions {
   bool warpgroupMma = false;
   /// The epilogue walks the tile by rows through shared memory (or each thread its fragments).
   bool rowWalkEpilogue = true;
+  /// With warpgroupMma: 0 for a block per tile; otherwise a launch of this many blocks that
+  /// share the tiles' slices evenly (stream-K; streamKBlocks decides).
+  int64_t streamKBlocks = 0;
 };
 
 /// The tensor-core kernel's CUDA C (mma.sync needs sm_80 or newer) and its launch shape.
@@ -126,6 +129,11 @@ std::string printMmaContraction(const Contraction &contraction, const MmaTile &t
 /// The block tile of a contraction with a wgmma body: 128x128 (its mma.sync form for other
 /// architectures), for 16-bit operands on a grid that gives every SM a block; nullopt otherwise.
 std::optional<MmaTile> wgmmaBlockTile(const ContractionSpec &spec, MmaOperands operands);
+
+/// The blocks of a stream-K launch of a wgmma kernel with `tile` (two an SM on 132 SMs), when a
+/// block per tile would leave more than a tenth of the last round's places idle; nullopt when the
+/// tiles fill their rounds closely enough.
+std::optional<int64_t> streamKBlocks(const ContractionSpec &spec, const MmaTile &tile);
 
 /// A short name for the generator column of `inspect --plan`: "f16", "bf16", "tf32x3", "tf32".
 const char *mmaOperandsName(MmaOperands operands);

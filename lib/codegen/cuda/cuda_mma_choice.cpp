@@ -78,6 +78,16 @@ std::optional<MmaTile> wgmmaBlockTile(const ContractionSpec &spec, MmaOperands o
   return tile;
 }
 
+std::optional<int64_t> streamKBlocks(const ContractionSpec &spec, const MmaTile &tile) {
+  // Two wgmma blocks an SM (the kernel's launch bounds).
+  constexpr int64_t kPlaces = 2 * kEnoughBlocks;
+  const int64_t tiles = ceilDiv(spec.m, tile.bm) * ceilDiv(spec.n, tile.bn) * spec.batch;
+  const int64_t rounds = ceilDiv(tiles, kPlaces);
+  if (rounds * kPlaces * 10 <= tiles * 11)
+    return std::nullopt;
+  return kPlaces;
+}
+
 std::optional<MmaOperands> mmaOperands(const ContractionSpec &spec, TargetOptions::Fp32Contractions fp32) {
   if (spec.type != DType::Float32)
     return std::nullopt;

@@ -350,7 +350,7 @@ std::pair<Staging, const Expr *> operandStaging(const ExprRef &value, bool rhs, 
 }
 
 /// A request of the slice at reduction step `k` into `stage`: its copies and register stores.
-using SliceRequest = std::function<void(const char *stage, const char *k, const std::string &indent)>;
+using SliceRequest = std::function<void(const std::string &stage, const char *k, const std::string &indent)>;
 
 /// The ring's first `slices` slices, requested before the main loop (each commits a group, empty
 /// past the end of the reduction, so the loop's wait counts stay fixed).
@@ -358,6 +358,15 @@ void printRingPrologue(std::ostringstream &out, int slices, int64_t kTiles, int 
   out << "  for (int t = 0; t < " << slices << "; ++t) {\n";
   out << "    if (t < " << kTiles << "LL) {\n      const long long k0 = (long long)t * " << bk << ";\n";
   request("t", "k0", "      ");
+  out << "    }\n    sn_cp_async_commit<0>();\n  }\n";
+}
+
+/// The ring's first `slices` slices of the share kBegin .. kEnd - 1 of a tile's slices (a
+/// stream-K block's), in the stages the main loop expects them (t % stages).
+void printShareRingPrologue(std::ostringstream &out, int slices, int stages, int bk, const SliceRequest &request) {
+  out << "  for (int s = 0; s < " << slices << "; ++s) {\n    const int t = kBegin + s;\n";
+  out << "    if (t < kEnd) {\n      const long long k0 = (long long)t * " << bk << ";\n";
+  request("(t % " + std::to_string(stages) + ")", "k0", "      ");
   out << "    }\n    sn_cp_async_commit<0>();\n  }\n";
 }
 
@@ -418,29 +427,142 @@ void printWgmmaProducts(std::ostringstream &out, const MmaTile &tile, const Form
 /// warpgroups are also done with slice t - 1: each waited for its products at the end of step
 /// t - 1), issues slice t's products asynchronously, requests slice t + A into the place slice
 /// t - 1 left, and waits for its products. The probe in bench/wgmma_probe measured the layouts and
-/// descriptors (and a ring with one group of products left in flight) on an H200.
+/// descriptors (and a ring with one group of products left in flight) on an H200. With `share`
+/// the loop runs over the block's share of the tile's slices, kBegin .. kEnd - 1 (stream-K).
 void printWgmmaLoop(std::ostringstream &out, const MmaTile &tile, const Format &format, int64_t kTiles,
-                    int64_t stageBytes, int64_t aBytes, bool rhsAlongN, const SliceRequest &request) {
+                    int64_t stageBytes, int64_t aBytes, bool rhsAlongN, bool share, const SliceRequest &request) {
   const int stages = kWgmmaStages, ahead = stages - 1;
   printWgmmaDescriptors(out, tile, aBytes, rhsAlongN);
-  printRingPrologue(out, ahead, kTiles, tile.bk, request);
-  out << mainLoopUnroll(kTiles) << "  for (int t = 0; t < " << kTiles << "; ++t) {\n";
+  const std::string end = share ? "kEnd" : std::to_string(kTiles) + "LL";
+  if (share) {
+    printShareRingPrologue(out, ahead, stages, tile.bk, request);
+    out << "#pragma unroll 1\n  for (int t = kBegin; t < kEnd; ++t) {\n";
+  } else {
+    printRingPrologue(out, ahead, kTiles, tile.bk, request);
+    out << mainLoopUnroll(kTiles) << "  for (int t = 0; t < " << kTiles << "; ++t) {\n";
+  }
   out << "    sn_cp_async_wait<" << ahead - 1 << ">();\n    sn_fence_proxy_async();\n    __syncthreads();\n";
   out << "    const int stage = (int)(t % " << stages << "), nextStage = (int)((t + " << ahead << ") % " << stages
       << ");\n";
   printWgmmaProducts(out, tile, format, stageBytes, rhsAlongN);
-  out << "    if (t + " << ahead << " < " << kTiles << "LL) {\n      const long long next = (long long)(t + " << ahead << ") * "
+  out << "    if (t + " << ahead << " < " << end << ") {\n      const long long next = (long long)(t + " << ahead << ") * "
       << tile.bk << ";\n";
   request("nextStage", "next", "      ");
   out << "    }\n    sn_cp_async_commit<0>();\n    sn_wgmma_wait<0>();\n  }\n";
   printFenceSums(out, tile, "  ");
 }
 
+/// How a launch's blocks cover the output tiles (MmaKernelOptions::streamKBlocks).
+struct Schedule {
+  /// 0: a block per tile, on a grid of (column tiles, row tiles, batch). Otherwise a launch of
+  /// this many blocks: the wgmma body deals the tiles' slices out evenly, block g taking the
+  /// iterations g * I / blocks .. (g + 1) * I / blocks - 1 of the I = tiles * slices (stream-K);
+  /// the mma.sync body (the same launch on other architectures) takes whole tiles, blockIdx.x
+  /// and every blocks-th after it.
+  int64_t blocks = 0;
+  int64_t tilesM = 0, tilesN = 0, tiles = 0; ///< tiles in the order rows, then columns, batch outermost
+  int64_t slices = 0;                        ///< the wgmma form's slices per tile
+  int sharers = 1;                           ///< the most blocks that share one tile
+  int64_t iterations() const { return tiles * slices; }
+  /// The block whose share holds iteration x: the largest g with g * I / blocks <= x.
+  int64_t blockOf(int64_t x) const { return ((x + 1) * blocks - 1) / iterations(); }
+};
+
+Schedule scheduleOf(const ContractionSpec &spec, const MmaTile &wgmmaTile, int64_t blocks) {
+  Schedule schedule;
+  schedule.blocks = blocks;
+  schedule.tilesM = ceilDiv(spec.m, wgmmaTile.bm);
+  schedule.tilesN = ceilDiv(spec.n, wgmmaTile.bn);
+  schedule.tiles = schedule.tilesM * schedule.tilesN * spec.batch;
+  schedule.slices = ceilDiv(spec.k, wgmmaTile.bk);
+  if (blocks)
+    for (int64_t t = 0; t < schedule.tiles; ++t)
+      schedule.sharers = std::max<int>(schedule.sharers, int(schedule.blockOf((t + 1) * schedule.slices - 1) -
+                                                             schedule.blockOf(t * schedule.slices) + 1));
+  return schedule;
+}
+
+/// The partial sums' workspace of a stream-K launch: two tiles of f32 per block, one for the
+/// share it starts with and one for the share it ends with (the shares between are whole tiles).
+uint64_t streamKWorkspaceBytes(const Schedule &schedule, const MmaTile &tile) {
+  return uint64_t(2 * schedule.blocks) * tile.bm * tile.bn * 4;
+}
+
+/// The opening of a launch of schedule.blocks blocks: the loop over the block's shares (stream-K,
+/// `share`) or whole tiles, and each one's tile: rowBase, columnBase and the batch `batch`.
+void printScheduleOpening(std::ostringstream &out, const Schedule &schedule, const MmaTile &tile,
+                          const std::string &batch, bool share) {
+  const std::string tiles = std::to_string(schedule.tiles) + "LL", blocks = std::to_string(schedule.blocks) + "LL";
+  if (share) {
+    const std::string iterations = std::to_string(schedule.iterations()) + "LL",
+                      slices = std::to_string(schedule.slices) + "LL";
+    out << "  // stream-K: this block's share of the " << schedule.tiles << " tiles' " << schedule.iterations()
+        << " slices, tile by tile (a tile is split between at most " << schedule.sharers << " blocks)\n";
+    out << "  __shared__ bool lastArrival;\n";
+    out << "  const long long shareBegin = (long long)blockIdx.x * " << iterations << " / " << blocks
+        << ", shareEnd = ((long long)blockIdx.x + 1) * " << iterations << " / " << blocks << ";\n";
+    out << "  for (long long at = shareBegin; at < shareEnd;) {\n";
+    out << "  const long long tileIndex = at / " << slices << ";\n";
+    out << "  const int kBegin = (int)(at - tileIndex * " << slices << "), kEnd = (int)min(" << slices
+        << ", shareEnd - tileIndex * " << slices << ");\n";
+    out << "  at = tileIndex * " << slices << " + kEnd;\n";
+  } else {
+    out << "  // whole tiles: blockIdx.x and every " << schedule.blocks << "th after it, of " << schedule.tiles << "\n";
+    out << "  for (long long tileIndex = blockIdx.x; tileIndex < " << tiles << "; tileIndex += " << blocks << ") {\n";
+  }
+  out << "  const long long rowBase = tileIndex / " << schedule.tilesN << " % " << schedule.tilesM << " * " << tile.bm
+      << ", columnBase = tileIndex % " << schedule.tilesN << " * " << tile.bn << ";\n";
+  out << "  " << batch << " = tileIndex / " << schedule.tilesN * schedule.tilesM << ";\n";
+}
+
+/// A stream-K block's partial sums of a tile it does not own whole: each sharer stores its sums
+/// in its workspace slot and counts itself in at the tile's arrivals counter; the last to arrive
+/// adds the sharers' sums in block order (so the result does not depend on which block was last),
+/// resets the counter for the next launch, and goes on to the epilogue; the others go on to
+/// their next share. No block waits for another, so a GPU with fewer SMs than the launch has
+/// blocks runs it as well (more slowly). Thread tid holds the same sums in every sharer, so it
+/// reads back only what its own sums' places hold.
+void printShareExchange(std::ostringstream &out, const Schedule &schedule, const MmaTile &tile,
+                        const std::string &arrivals) {
+  const std::string iterations = std::to_string(schedule.iterations()) + "LL",
+                    blocks = std::to_string(schedule.blocks) + "LL", slices = std::to_string(schedule.slices) + "LL";
+  const int sums = tile.bn / 8, threads = tile.threads();
+  const std::string tileFloat4s = std::to_string(tile.bm * tile.bn / 4);
+  // Block g's slot for this tile: 2g for the share it starts with, 2g + 1 for the one it ends with.
+  auto slot = [&](const std::string &g) {
+    return "(2 * " + g + " + (tileIndex != " + g + " * " + iterations + " / " + blocks + " / " + slices + " ? 1 : 0))";
+  };
+  out << "  if (kBegin != 0 || kEnd != " << slices << ") {\n";
+  out << "    const long long firstSharer = (tileIndex * " << slices << " * " << blocks << " + " << blocks << " - 1) / "
+      << iterations << ", lastSharer = ((tileIndex + 1) * " << slices << " * " << blocks << " - 1) / " << iterations
+      << ";\n";
+  out << "    float4 *mine = sn_workspace + " << slot("(long long)blockIdx.x") << " * " << tileFloat4s << " + tid;\n";
+  out << "#pragma unroll\n    for (int q = 0; q < " << sums << "; ++q)\n";
+  out << "      __stcg(mine + q * " << threads
+      << ", make_float4(acc[0][q][0], acc[0][q][1], acc[0][q][2], acc[0][q][3]));\n";
+  out << "    __threadfence();\n    __syncthreads();\n";
+  out << "    if (tid == 0) {\n      const unsigned arrived = atomicAdd(&" << arrivals << "[tileIndex], 1u);\n";
+  out << "      lastArrival = arrived == (unsigned)(lastSharer - firstSharer);\n";
+  out << "      if (lastArrival)\n        " << arrivals << "[tileIndex] = 0u;\n    }\n";
+  out << "    __syncthreads();\n    if (!lastArrival)\n      continue;\n    __threadfence();\n";
+  out << "#pragma unroll\n    for (int q = 0; q < " << sums << "; ++q) {\n";
+  out << "      float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);\n";
+  out << "#pragma unroll\n      for (int c = 0; c < " << schedule.sharers << "; ++c) {\n";
+  out << "        const long long g = firstSharer + c;\n";
+  out << "        if (g <= lastSharer) {\n";
+  out << "          const float4 part = __ldcg(sn_workspace + " << slot("g") << " * " << tileFloat4s << " + q * "
+      << threads << " + tid);\n";
+  out << "          sum.x += part.x; sum.y += part.y; sum.z += part.z; sum.w += part.w;\n";
+  out << "        }\n      }\n";
+  out << "      acc[0][q][0] = sum.x; acc[0][q][1] = sum.y; acc[0][q][2] = sum.z; acc[0][q][3] = sum.w;\n";
+  out << "    }\n  }\n";
+}
+
 /// The kernel's body in one of its two forms: warp-level mma.sync, or (wgmma) two warpgroups of
 /// m64n128k16 warpgroup MMA reading 128-byte-swizzled slices (sm_90a). Returns the dynamic shared
 /// memory it needs.
 int64_t printMmaBody(std::ostringstream &out, CudaPrinter &printer, const Contraction &contraction,
-                     const Format &format, const MmaTile &tile, bool wgmma, bool rowWalk) {
+                     const Format &format, const MmaTile &tile, bool wgmma, bool rowWalk, const Schedule &schedule) {
   const ContractionSpec &spec = contraction.spec;
   const Kernel &kernel = contraction.kernel;
   auto v = [](int id) { return "v" + std::to_string(id); };
@@ -566,9 +688,16 @@ int64_t printMmaBody(std::ostringstream &out, CudaPrinter &printer, const Contra
   else
     out << "  const int warpRow = (warp / " << tile.warpsN << ") * " << warpRows
         << ", warpColumn = (warp % " << tile.warpsN << ") * " << warpColumns << ";\n";
-  out << "  const long long rowBase = (long long)blockIdx.y * " << tile.bm
-      << ", columnBase = (long long)blockIdx.x * " << tile.bn << ";\n";
-  out << "  " << v(spec.b) << " = blockIdx.z;\n";
+  // A stream-K launch's wgmma body runs over the block's shares of tiles (kBegin .. kEnd - 1 of
+  // the tile's slices); its mma.sync body over whole tiles.
+  const bool share = schedule.blocks > 0 && wgmma;
+  if (schedule.blocks) {
+    printScheduleOpening(out, schedule, tile, v(spec.b), share);
+  } else {
+    out << "  const long long rowBase = (long long)blockIdx.y * " << tile.bm
+        << ", columnBase = (long long)blockIdx.x * " << tile.bn << ";\n";
+    out << "  " << v(spec.b) << " = blockIdx.z;\n";
+  }
   out << "  float acc[" << mTiles << "][" << nTiles << "][4];\n";
   out << "#pragma unroll\n  for (int p = 0; p < " << mTiles << "; ++p)\n"
       << "#pragma unroll\n    for (int q = 0; q < " << nTiles << "; ++q)\n"
@@ -625,13 +754,14 @@ int64_t printMmaBody(std::ostringstream &out, CudaPrinter &printer, const Contra
     } else {
       out << "    " << v(o.indexVar) << " = " << within << ";\n";
     }
-    out << "    " << v(spec.r) << " = kk;\n";
+    out << "    " << v(spec.r) << " = " << (share ? "(long long)kBegin * " + std::to_string(tile.bk) + " + kk" : "kk")
+        << ";\n";
     out << "    " << o.name << "Source[u] = b" << o.load->id << " + " << printer.expr(o.load->operands[0]) << ";\n";
     out << "    " << o.name << "Place[u] = sn_shared_address("
         << (alongK ? place(o, "0", "ii", "kk") : place(o, "0", "kk", "jj")) << ");\n";
     out << "  }\n";
   };
-  auto issueVector = [&](const Operand &o, const char *stage, const char *k, const std::string &indent) {
+  auto issueVector = [&](const Operand &o, const std::string &stage, const char *k, const std::string &indent) {
     out << indent << "#pragma unroll\n" << indent << "for (int u = 0; u < " << vectorRuns(o) << "; ++u) {\n";
     if (o.walked) {
       if (vectorRunCount(o) % threads != 0)
@@ -708,7 +838,7 @@ int64_t printMmaBody(std::ostringstream &out, CudaPrinter &printer, const Contra
         << o.limit << "LL && " << v(spec.r) << " < " << spec.k << "LL) ? " << value << " : 0;\n";
     out << indent << "  }\n" << indent << "}\n";
   };
-  auto storeScalar = [&](const Operand &o, const char *stage, const std::string &indent) {
+  auto storeScalar = [&](const Operand &o, const std::string &stage, const std::string &indent) {
     int length = runLength(o);
     auto element = [&](int s) {
       return o.registers + std::string("[u * ") + std::to_string(length) + " + " + std::to_string(s) + "]";
@@ -751,7 +881,7 @@ int64_t printMmaBody(std::ostringstream &out, CudaPrinter &printer, const Contra
     out << indent << "    " << o.registers << "[2 * u] = " << o.registers << "[2 * u + 1] = float4{0.f, 0.f, 0.f, 0.f};\n";
     out << indent << "  }\n" << indent << "}\n";
   };
-  auto storeNarrowed = [&](const Operand &o, const char *stage, const std::string &indent) {
+  auto storeNarrowed = [&](const Operand &o, const std::string &stage, const std::string &indent) {
     auto pair = [&](const std::string &low, const std::string &high) { return packedHalves(toHalf, low, high); };
     std::string first = std::string(o.registers) + "[2 * u]", second = std::string(o.registers) + "[2 * u + 1]";
     out << indent << "#pragma unroll\n" << indent << "for (int u = 0; u < " << vectorRuns(o) << "; ++u) {\n";
@@ -767,13 +897,13 @@ int64_t printMmaBody(std::ostringstream &out, CudaPrinter &printer, const Contra
   auto registerStaged = [](const Operand &o) {
     return o.staging == Staging::Scalar || o.staging == Staging::NarrowedK;
   };
-  auto storeStaged = [&](const Operand &o, const char *stage, const std::string &indent) {
+  auto storeStaged = [&](const Operand &o, const std::string &stage, const std::string &indent) {
     if (o.staging == Staging::NarrowedK)
       storeNarrowed(o, stage, indent);
     else
       storeScalar(o, stage, indent);
   };
-  auto issue = [&](const char *stage, const char *k, const std::string &indent) {
+  auto issue = [&](const std::string &stage, const char *k, const std::string &indent) {
     for (const Operand &o : operands)
       if (o.staging == Staging::Scalar)
         loadScalar(o, k, indent);
@@ -783,7 +913,7 @@ int64_t printMmaBody(std::ostringstream &out, CudaPrinter &printer, const Contra
         issueVector(o, stage, k, indent);
   };
   // A whole slice at once: the copies, and the registers' stores right after their loads.
-  auto request = [&](const char *stage, const char *k, const std::string &indent) {
+  auto request = [&](const std::string &stage, const char *k, const std::string &indent) {
     issue(stage, k, indent);
     for (const Operand &o : operands)
       if (registerStaged(o))
@@ -795,7 +925,10 @@ int64_t printMmaBody(std::ostringstream &out, CudaPrinter &printer, const Contra
       walkSetup(o);
 
   if (wgmma) {
-    printWgmmaLoop(out, tile, format, kTiles, stageBytes, aBytes, operands[1].staging == Staging::VectorMN, request);
+    printWgmmaLoop(out, tile, format, kTiles, stageBytes, aBytes, operands[1].staging == Staging::VectorMN, share,
+                   request);
+    if (share)
+      printShareExchange(out, schedule, tile, contraction.kernel.name + "_arrivals");
   } else {
     // The ring: slices 0 .. STAGES-2 are requested first; then at step t the warps wait for slice
     // t, request slice t + STAGES - 1 into the place slice t - 1 left, multiply slice t, and store
@@ -923,6 +1056,12 @@ int64_t printMmaBody(std::ostringstream &out, CudaPrinter &printer, const Contra
   // elements' loads (a residual's, a bias's) before their stores; with a test around each, each
   // element's loads waited for the previous element's store.
   const bool everyTileWhole = spec.m % tile.bm == 0 && spec.n % tile.bn == 0;
+  // The end of a scheduled launch's tile: every thread is done with the shared memory before the
+  // next tile's slices arrive in it.
+  auto closeSchedule = [&] {
+    if (schedule.blocks)
+      out << "  __syncthreads();\n  }\n";
+  };
   auto tileLoops = [&](const std::function<void(bool testBounds)> &loops) {
     if (everyTileWhole)
       return loops(false);
@@ -956,6 +1095,7 @@ int64_t printMmaBody(std::ostringstream &out, CudaPrinter &printer, const Contra
       out << printEpilogue(printer, spec, "sums[row * " + std::to_string(stride) + " + column]", 2, testBounds);
       out << "  }\n";
     });
+    closeSchedule();
     return offset * 2; // offset counts 16-bit units
   }
   tileLoops([&](bool testBounds) {
@@ -967,6 +1107,7 @@ int64_t printMmaBody(std::ostringstream &out, CudaPrinter &printer, const Contra
     out << printEpilogue(printer, spec, "acc[p][q][c]", 4, testBounds);
     out << "      }\n";
   });
+  closeSchedule();
   return offset * 2; // offset counts 16-bit units
 }
 
@@ -1028,23 +1169,39 @@ std::string printMmaContraction(const Contraction &original, const MmaTile &bloc
   // block of eight warps per SM keeps the tensor cores busy when its slices arrive ahead of use.
   // A wgmma kernel is capped at 128 registers a thread, so that two blocks share an SM
   // (kWgmmaBlocksPerSm).
-  out << printer.signature(kernel, blockTile.threads(), wgmma ? kWgmmaBlocksPerSm : 1);
+  // A stream-K launch (wgmma only) counts each tile's sharers in a counter of the module's, zero
+  // when the module loads and reset by each tile's last sharer (a session runs one launch of a
+  // kernel at a time, and each session loads its own modules); the partial sums go to the
+  // workspace the compiler plans in the arena.
+  SINTER_ASSERT(wgmma || options.streamKBlocks == 0, "a stream-K launch needs the wgmma body");
+  const Schedule schedule = scheduleOf(spec, wgmmaTile(blockTile, format), options.streamKBlocks);
+  std::string workspace;
+  if (schedule.blocks) {
+    out << "__device__ unsigned " << kernel.name << "_arrivals[" << schedule.tiles << "];\n";
+    workspace = "float4 *__restrict__ sn_workspace";
+  }
+  out << printer.signature(kernel, blockTile.threads(), wgmma ? kWgmmaBlocksPerSm : 1, workspace);
 
   int64_t sharedBytes = 0;
   if (wgmma) {
     // The same grid and block either way; the sm_90a build takes the first form.
     out << "#if defined(__CUDA_ARCH_FEAT_SM90_ALL)\n";
-    sharedBytes =
-        printMmaBody(out, printer, contraction, format, wgmmaTile(blockTile, format), true, options.rowWalkEpilogue);
+    sharedBytes = printMmaBody(out, printer, contraction, format, wgmmaTile(blockTile, format), true,
+                               options.rowWalkEpilogue, schedule);
     out << "#else\n";
-    sharedBytes = std::max(
-        sharedBytes, printMmaBody(out, printer, contraction, format, blockTile, false, options.rowWalkEpilogue));
+    sharedBytes = std::max(sharedBytes, printMmaBody(out, printer, contraction, format, blockTile, false,
+                                                     options.rowWalkEpilogue, schedule));
     out << "#endif\n";
   } else {
-    sharedBytes = printMmaBody(out, printer, contraction, format, blockTile, false, options.rowWalkEpilogue);
+    sharedBytes = printMmaBody(out, printer, contraction, format, blockTile, false, options.rowWalkEpilogue, schedule);
   }
   out << "}\n";
   setTiledLaunch(spec, blockTile.bm, blockTile.bn, blockTile.threads(), launch);
+  if (schedule.blocks) {
+    launch.grid[0] = uint32_t(schedule.blocks);
+    launch.grid[1] = launch.grid[2] = 1;
+    launch.workspaceBytes = streamKWorkspaceBytes(schedule, blockTile);
+  }
   launch.sharedBytes = uint32_t(sharedBytes);
   return out.str();
 }

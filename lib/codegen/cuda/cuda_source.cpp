@@ -531,7 +531,8 @@ void CudaPrinter::stmt(const Stmt &s, int depth) {
   }
 }
 
-std::string CudaPrinter::signature(const Kernel &kernel, int blockSize, int minBlocksPerSm) {
+std::string CudaPrinter::signature(const Kernel &kernel, int blockSize, int minBlocksPerSm,
+                                   const std::string &extraParameters) {
   std::string bounds = std::to_string(blockSize);
   if (minBlocksPerSm > 1)
     bounds += ", " + std::to_string(minBlocksPerSm);
@@ -541,6 +542,8 @@ std::string CudaPrinter::signature(const Kernel &kernel, int blockSize, int minB
     text += std::string(i ? ", " : "") + (buffer.written ? "" : "const ") + cudaStorageType(buffer.dtype) +
             " *__restrict__ b" + std::to_string(i);
   }
+  if (!extraParameters.empty())
+    text += (kernel.buffers.empty() ? "" : ", ") + extraParameters;
   text += ") {\n  // buffers:";
   for (size_t i = 0; i < kernel.buffers.size(); ++i)
     text += " b" + std::to_string(i) + "=" + kernel.buffers[i].name;

@@ -27,9 +27,11 @@ public:
   /// Statements at an indentation depth (two spaces per level), each line ending in a newline.
   std::string statements(const std::vector<StmtRef> &list, int depth);
   /// `extern "C" __global__ void __launch_bounds__(blockSize[, minBlocksPerSm]) name(params) {`
-  /// and a comment naming the buffers. minBlocksPerSm > 1 caps the registers per thread so that
-  /// many blocks fit on an SM at once.
-  static std::string signature(const Kernel &kernel, int blockSize, int minBlocksPerSm = 1);
+  /// and a comment naming the buffers: one parameter per buffer (b0, b1, ...), then
+  /// `extraParameters` (the backend's own, e.g. a workspace). minBlocksPerSm > 1 caps the
+  /// registers per thread so that many blocks fit on an SM at once.
+  static std::string signature(const Kernel &kernel, int blockSize, int minBlocksPerSm = 1,
+                               const std::string &extraParameters = "");
   /// Declarations of the kernel's variables except gid, zero-initialised.
   static std::string locals(const Kernel &kernel, int depth);
   /// The whole kernel: a grid-stride loop over the parallel index around the body; with

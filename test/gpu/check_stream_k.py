@@ -1,0 +1,180 @@
+#!/usr/bin/env python3
+"""Stream-K GEMMs on the GPU, against float64 numpy (docs/gpu-testing.md).
+
+    python3 test/gpu/check_stream_k.py --bin DIR --work DIR
+
+DIR holds the portable `sinter` and `libsinter_rt.so` (scripts/device/build-portable.sh). Each
+case is a GEMM whose 128x128 tiles leave much of the last round of wgmma blocks idle, so that
+`--precision fp16` compiles it as a stream-K kernel (blocks share tiles' reductions and the last
+to arrive adds the partial sums): a tile split between two blocks, between three, a batched
+product with ragged rows, and a GELU epilogue. For each case:
+  - `sinter inspect --json` must name a stream-K kernel (and none with --stream-k off), so a
+    change in the choice cannot make the case test nothing;
+  - one session runs inputs A, then B, then A again (the first run direct, the second captured as
+    a CUDA graph, the third a replay): every output matches float64 numpy on the f16-rounded
+    operands (relative L2 <= 2e-3), and the third equals the first bit for bit, so the tiles'
+    arrival counters were reset and the partial sums are added in a fixed order;
+  - the --stream-k off artifact matches the same reference.
+Exits 1 when any check fails; prints one line per case.
+"""
+import argparse
+import ctypes
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+TOLERANCE = 2e-3
+SINTER_FLOAT32 = 1
+MAX_RANK = 8
+
+
+class Tensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("byte_size", ctypes.c_size_t), ("dtype", ctypes.c_int),
+                ("rank", ctypes.c_int32), ("dims", ctypes.c_int64 * MAX_RANK)]
+
+
+def tensor(array):
+    t = Tensor()
+    t.data = array.ctypes.data
+    t.byte_size = array.nbytes
+    t.dtype = SINTER_FLOAT32
+    t.rank = array.ndim
+    for i, d in enumerate(array.shape):
+        t.dims[i] = d
+    return t
+
+
+def f16(a):
+    return a.astype(np.float16).astype(np.float64)
+
+
+def erf(x):
+    """Abramowitz and Stegun 7.1.26: absolute error below 1.5e-7."""
+    t = 1.0 / (1.0 + 0.3275911 * np.abs(x))
+    poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
+    return np.sign(x) * (1.0 - poly * np.exp(-x * x))
+
+
+def gelu(x):
+    return 0.5 * x * (1.0 + erf(x / np.sqrt(2.0)))
+
+
+# Cases: (name, x shape, weight shape, epilogue); y = x @ w + bias, then + residual or GELU.
+CASES = [
+    ("6304x768x768 + residual (two sharers a tile)", (32, 197, 768), (768, 768), "residual"),
+    ("4096x768x3072 + residual (three sharers)", (32, 128, 3072), (3072, 768), "residual"),
+    ("8 x 1000x640x512 batched, ragged rows", (8, 1000, 512), (8, 512, 640), "residual"),
+    ("1576x3072x768 + GELU", (8, 197, 768), (768, 3072), "gelu"),
+]
+
+
+def build(path, x_shape, w_shape, epilogue, rng):
+    w = (rng.standard_normal(w_shape) / np.sqrt(w_shape[-2])).astype(np.float32)
+    bias = rng.standard_normal(w_shape[-1]).astype(np.float32)
+    y_shape = list(x_shape[:-1]) + [w_shape[-1]]
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["m"]), helper.make_node("Add", ["m", "bias"], ["a"])]
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x_shape))]
+    if epilogue == "residual":
+        nodes.append(helper.make_node("Add", ["a", "r"], ["y"]))
+        inputs.append(helper.make_tensor_value_info("r", TensorProto.FLOAT, y_shape))
+    else:
+        nodes.append(helper.make_node("Gelu", ["a"], ["y"], domain=""))
+    graph = helper.make_graph(nodes, "stream_k", inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, y_shape)],
+                              [numpy_helper.from_array(w, "w"), numpy_helper.from_array(bias, "bias")])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)], ir_version=9), path)
+    return w, bias, y_shape
+
+
+def reference(x, r, w, bias, epilogue):
+    y = np.matmul(f16(x), f16(w)) + f16(bias)
+    return y + f16(r) if epilogue == "residual" else gelu(y)
+
+
+def relative_l2(got, want):
+    return float(np.linalg.norm(got.astype(np.float64) - want) / np.linalg.norm(want))
+
+
+class Runtime:
+    def __init__(self, library):
+        self.rt = ctypes.CDLL(str(library))
+        self.rt.sinter_last_error.restype = ctypes.c_char_p
+
+    def check(self, status, what):
+        if status != 0:
+            raise RuntimeError(f"{what}: {self.rt.sinter_last_error().decode()}")
+
+    def runs(self, artifact, input_sets, y_shape):
+        """The outputs of one session's runs, one per input set, in order."""
+        model, session = ctypes.c_void_p(), ctypes.c_void_p()
+        self.check(self.rt.sinter_model_load(str(artifact).encode(), ctypes.byref(model)), "load")
+        try:
+            self.check(self.rt.sinter_session_create(model, None, ctypes.byref(session)), "session")
+            outputs = []
+            for inputs in input_sets:
+                y = np.zeros(y_shape, np.float32)
+                ins = (Tensor * len(inputs))(*[tensor(a) for a in inputs])
+                outs = (Tensor * 1)(tensor(y))
+                self.check(self.rt.sinter_session_run_host(session, ins, len(inputs), outs, 1), "run")
+                outputs.append(y)
+            self.rt.sinter_session_destroy(session)
+            return outputs
+        finally:
+            self.rt.sinter_model_free(model)
+
+
+def generators(sinter, artifact):
+    info = json.loads(subprocess.run([sinter, "inspect", artifact, "--json"], check=True, capture_output=True,
+                                     text=True).stdout)
+    return [k["generator"] for k in info["kernels"]]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--bin", required=True, type=Path)
+    parser.add_argument("--work", required=True, type=Path)
+    args = parser.parse_args()
+    args.work.mkdir(parents=True, exist_ok=True)
+    sinter = str(args.bin / "sinter")
+    runtime = Runtime(args.bin / "libsinter_rt.so")
+    rng = np.random.default_rng(0)
+    failures = 0
+    for index, (name, x_shape, w_shape, epilogue) in enumerate(CASES):
+        problems = []
+        model = args.work / f"case{index}.onnx"
+        w, bias, y_shape = build(model, x_shape, w_shape, epilogue, rng)
+        sets = []
+        for _ in range(2):
+            x = rng.standard_normal(x_shape).astype(np.float32)
+            r = rng.standard_normal(y_shape).astype(np.float32)
+            sets.append([x, r] if epilogue == "residual" else [x])
+        wants = [reference(s[0], s[1] if len(s) > 1 else None, w, bias, epilogue) for s in sets]
+        errors = {}
+        for mode in ("auto", "off"):
+            artifact = args.work / f"case{index}-{mode}.so"
+            subprocess.run([sinter, "compile", model, "-o", artifact, "--force", "--target", "cuda", "--arch", "sm_90",
+                            "--precision", "fp16", "--stream-k", mode], check=True, capture_output=True)
+            streamed = sum("stream-k" in g for g in generators(sinter, artifact))
+            if (streamed > 0) != (mode == "auto"):
+                problems.append(f"--stream-k {mode}: {streamed} stream-K kernels")
+            outputs = runtime.runs(artifact, [sets[0], sets[1], sets[0]] if mode == "auto" else [sets[0]], y_shape)
+            for run, y in enumerate(outputs):
+                error = relative_l2(y, wants[run % 2])
+                errors[f"{mode} run {run + 1}"] = error
+                if not error <= TOLERANCE:
+                    problems.append(f"--stream-k {mode} run {run + 1}: relative L2 {error:.2e}")
+            if mode == "auto" and not np.array_equal(outputs[0], outputs[2]):
+                problems.append("runs 1 and 3 of the same inputs differ")
+        failures += bool(problems)
+        worst = max(errors.values())
+        print(f"{'FAIL' if problems else 'ok  '} {name}: worst relative L2 {worst:.2e}"
+              + (" — " + "; ".join(problems) if problems else ""), flush=True)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
