@@ -5,9 +5,10 @@
 
 DIR holds the portable `sinter` and `libsinter_rt.so` (scripts/device/build-portable.sh). Each
 case is a GEMM whose 128x128 tiles leave much of the last round of wgmma blocks idle, so that
-`--precision fp16` compiles it as a stream-K kernel (blocks share tiles' reductions and the last
-to arrive adds the partial sums): a tile split between two blocks, between three, a batched
-product with ragged rows, and a GELU epilogue. For each case:
+`--precision fp16` compiles it as a stream-K kernel (whole rounds of tiles, then the tiles left
+over split into parts of their reductions, the last part to arrive adding the partial sums):
+ViT-B/16 b32's output projection, MLP-out and QKV shapes, a batched product with ragged rows, and
+a GELU epilogue. For each case:
   - `sinter inspect --json` must name a stream-K kernel (and none with --stream-k off), so a
     change in the choice cannot make the case test nothing;
   - one session runs inputs A, then B, then A again (the first run direct, the second captured as
@@ -65,11 +66,13 @@ def gelu(x):
 
 
 # Cases: (name, x shape, weight shape, epilogue); y = x @ w + bias, then + residual or GELU.
+# Of T tiles, 264 * floor(T / 264) are whole; the rest are split into parts of their slices.
 CASES = [
-    ("6304x768x768 + residual (two sharers a tile)", (32, 197, 768), (768, 768), "residual"),
-    ("4096x768x3072 + residual (three sharers)", (32, 128, 3072), (3072, 768), "residual"),
-    ("8 x 1000x640x512 batched, ragged rows", (8, 1000, 512), (8, 512, 640), "residual"),
-    ("1576x3072x768 + GELU", (8, 197, 768), (768, 3072), "gelu"),
+    ("6304x768x768 + residual: 36 tiles in 7 parts", (32, 197, 768), (768, 768), "residual"),
+    ("6304x768x3072 + residual: 36 tiles in 7 parts of 48 slices", (32, 197, 3072), (3072, 768), "residual"),
+    ("6304x2304x768: 108 tiles in 2 parts", (32, 197, 768), (768, 2304), "bias"),
+    ("8 x 1000x640x512 batched, ragged rows: 56 tiles in 4 parts", (8, 1000, 512), (8, 512, 640), "residual"),
+    ("1576x3072x768 + GELU: 48 tiles in 5 parts", (8, 197, 768), (768, 3072), "gelu"),
 ]
 
 
@@ -82,8 +85,10 @@ def build(path, x_shape, w_shape, epilogue, rng):
     if epilogue == "residual":
         nodes.append(helper.make_node("Add", ["a", "r"], ["y"]))
         inputs.append(helper.make_tensor_value_info("r", TensorProto.FLOAT, y_shape))
+    elif epilogue == "gelu":
+        nodes.append(helper.make_node("Gelu", ["a"], ["y"]))
     else:
-        nodes.append(helper.make_node("Gelu", ["a"], ["y"], domain=""))
+        nodes.append(helper.make_node("Identity", ["a"], ["y"]))
     graph = helper.make_graph(nodes, "stream_k", inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, y_shape)],
                               [numpy_helper.from_array(w, "w"), numpy_helper.from_array(bias, "bias")])
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)], ir_version=9), path)
@@ -92,7 +97,9 @@ def build(path, x_shape, w_shape, epilogue, rng):
 
 def reference(x, r, w, bias, epilogue):
     y = np.matmul(f16(x), f16(w)) + f16(bias)
-    return y + f16(r) if epilogue == "residual" else gelu(y)
+    if epilogue == "residual":
+        return y + f16(r)
+    return gelu(y) if epilogue == "gelu" else y
 
 
 def relative_l2(got, want):

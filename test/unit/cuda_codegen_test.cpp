@@ -524,8 +524,7 @@ TEST(CudaCodegen, SixteenBitGemmsGetAWgmmaBodyForSm90a) {
     bool warpgroupMma;
     const char *generator;
   };
-  // 192 tiles leave 72 of the 264 places of two blocks an SM idle: stream-K.
-  for (const Case &c : {Case{{"sm_80", "sm_90"}, true, "cuda-c tensor-core f16 wgmma stream-k"},
+  for (const Case &c : {Case{{"sm_80", "sm_90"}, true, "cuda-c tensor-core f16 wgmma"},
                         Case{{"sm_80", "sm_90"}, false, "cuda-c tensor-core f16"},
                         Case{{"sm_80", "sm_89"}, true, "cuda-c tensor-core f16"}}) {
     TargetOptions options;
@@ -556,12 +555,13 @@ TEST(CudaCodegen, SixteenBitGemmsGetAWgmmaBodyForSm90a) {
   }
 }
 
-// Stream-K: a wgmma GEMM whose 128x128 tiles leave more than a tenth of the last round of places
-// (two blocks on each of 132 SMs) idle is launched as 264 blocks that share the tiles' slices.
-// ViT-B/16 b32's output projection, 6304 x 768 x 768, has 300 tiles: 36 in a second round. The
-// compiler plans the partial sums' workspace (two f32 tiles a block) in the arena, apart from
-// the step's operands, and passes it last; the mma.sync body of the same launch (other
-// architectures) takes whole tiles in turn. --stream-k off keeps a block per tile.
+// Stream-K: a wgmma GEMM whose 128x128 tiles leave at most half a round of places (two blocks on
+// each of 132 SMs) over is launched as 264 blocks: whole tiles first, then the tiles left over
+// split into parts of their slices, a block a part. ViT-B/16 b32's output projection, 6304 x 768
+// x 768, has 300 tiles: 264 whole, and 36 in seven parts of its 12 slices (252 pieces). The
+// compiler plans the partial sums' workspace (an f32 tile a piece) in the arena, apart from the
+// step's operands, and passes it last; the mma.sync body of the same launch (other
+// architectures) takes every tile whole in turn. --stream-k off keeps a block per tile.
 TEST(CudaCodegen, StreamKGemmsShareTilesAndGetAWorkspaceInTheArena) {
   constexpr int64_t kOnnxFloat = 1;
   auto spec = [](int64_t m, int64_t n) {
@@ -572,10 +572,11 @@ TEST(CudaCodegen, StreamKGemmsShareTilesAndGetAWorkspaceInTheArena) {
     return s;
   };
   const cuda::MmaTile tile{128, 128, 32, 2, 4};
-  EXPECT_EQ(cuda::streamKBlocks(spec(6304, 768), tile), 264);   // 300 tiles
-  EXPECT_EQ(cuda::streamKBlocks(spec(4096, 768), tile), 264);   // 192 tiles, one round
-  EXPECT_EQ(cuda::streamKBlocks(spec(4096, 3072), tile), std::nullopt); // 768 of 792 places
-  EXPECT_EQ(cuda::streamKBlocks(spec(5632, 768), tile), std::nullopt);  // 264 tiles, one round
+  EXPECT_EQ(cuda::streamKBlocks(spec(6304, 768), tile), 264);            // 300 tiles: 36 over
+  EXPECT_EQ(cuda::streamKBlocks(spec(6304, 2304), tile), 264);           // 900: 108 over
+  EXPECT_EQ(cuda::streamKBlocks(spec(4096, 768), tile), std::nullopt);   // 192: more than half
+  EXPECT_EQ(cuda::streamKBlocks(spec(6304, 3072), tile), std::nullopt);  // 1200: 144 over
+  EXPECT_EQ(cuda::streamKBlocks(spec(5632, 768), tile), std::nullopt);   // 264: none over
 
   for (bool streamK : {true, false}) {
     Graph graph;
@@ -615,7 +616,7 @@ TEST(CudaCodegen, StreamKGemmsShareTilesAndGetAWorkspaceInTheArena) {
     EXPECT_EQ(gemm->grid[0], 264u);
     EXPECT_EQ(gemm->grid[1] * gemm->grid[2], 1u);
     ASSERT_EQ(gemm->args.size(), 4u); // a, b, the product, the workspace
-    const uint64_t workspaceBytes = 2ull * 264 * 128 * 128 * 4;
+    const uint64_t workspaceBytes = 252ull * 128 * 128 * 4;
     const package::BufferRef &workspace = gemm->args.back();
     EXPECT_EQ(workspace.region, package::Region::Arena);
     EXPECT_LE(workspace.offset + workspaceBytes, manifest.arenaBytes);
@@ -652,15 +653,16 @@ TEST(CudaCodegen, StreamKGemmsShareTilesAndGetAWorkspaceInTheArena) {
   LaunchShape launch;
   std::string source = cuda::printMmaContraction(*contraction, tile, cuda::MmaOperands::Float16, launch, kernelOptions);
   SCOPED_TRACE(source);
-  EXPECT_NE(source.find("_arrivals[300];"), std::string::npos);
+  EXPECT_NE(source.find("_arrivals[36];"), std::string::npos);
   EXPECT_NE(source.find("float4 *__restrict__ sn_workspace"), std::string::npos);
-  EXPECT_NE(source.find("the 300 tiles' 3600 slices"), std::string::npos);
-  EXPECT_NE(source.find("split between at most 2 blocks"), std::string::npos);
+  EXPECT_NE(source.find("of the 300 tiles, the first 264 whole"), std::string::npos);
+  EXPECT_NE(source.find("then the last 36 in 7 parts of their 12 slices"), std::string::npos);
+  EXPECT_NE(source.find("work < 516LL; work += 264LL"), std::string::npos); // 264 + 252 pieces
   EXPECT_NE(source.find("for (int t = kBegin; t < kEnd; ++t)"), std::string::npos);
-  EXPECT_NE(source.find("atomicAdd(&"), std::string::npos);
+  EXPECT_NE(source.find("lastArrival = arrived == 6u;"), std::string::npos);
   EXPECT_NE(source.find("for (long long tileIndex = blockIdx.x; tileIndex < 300LL; tileIndex += 264LL)"),
             std::string::npos);
-  EXPECT_EQ(launch.workspaceBytes, 2ull * 264 * 128 * 128 * 4);
+  EXPECT_EQ(launch.workspaceBytes, 252ull * 128 * 128 * 4);
 }
 
 // The fused attention kernel takes 64 queries a block and 64 keys a step. Heads of 197 tokens

@@ -117,8 +117,8 @@ struct MmaKernelOptions {
   bool warpgroupMma = false;
   /// The epilogue walks the tile by rows through shared memory (or each thread its fragments).
   bool rowWalkEpilogue = true;
-  /// With warpgroupMma: 0 for a block per tile; otherwise a launch of this many blocks that
-  /// share the tiles' slices evenly (stream-K; streamKBlocks decides).
+  /// With warpgroupMma: 0 for a block per tile; otherwise a launch of this many blocks that take
+  /// whole tiles, then parts of the tiles left over (stream-K; streamKBlocks decides).
   int64_t streamKBlocks = 0;
 };
 
@@ -130,9 +130,10 @@ std::string printMmaContraction(const Contraction &contraction, const MmaTile &t
 /// architectures), for 16-bit operands on a grid that gives every SM a block; nullopt otherwise.
 std::optional<MmaTile> wgmmaBlockTile(const ContractionSpec &spec, MmaOperands operands);
 
-/// The blocks of a stream-K launch of a wgmma kernel with `tile` (two an SM on 132 SMs), when a
-/// block per tile would leave more than a tenth of the last round's places idle; nullopt when the
-/// tiles fill their rounds closely enough.
+/// The blocks of a stream-K launch of a wgmma kernel with `tile` (two an SM on 132 SMs): whole
+/// rounds of tiles, then the tiles left over split into equal parts of their reductions, one
+/// block a part. Nullopt when the tiles fill whole rounds, or leave more than half a round over
+/// (a part per tile would be the whole tile).
 std::optional<int64_t> streamKBlocks(const ContractionSpec &spec, const MmaTile &tile);
 
 /// A short name for the generator column of `inspect --plan`: "f16", "bf16", "tf32x3", "tf32".

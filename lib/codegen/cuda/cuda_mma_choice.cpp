@@ -81,9 +81,10 @@ std::optional<MmaTile> wgmmaBlockTile(const ContractionSpec &spec, MmaOperands o
 std::optional<int64_t> streamKBlocks(const ContractionSpec &spec, const MmaTile &tile) {
   // Two wgmma blocks an SM (the kernel's launch bounds).
   constexpr int64_t kPlaces = 2 * kEnoughBlocks;
-  const int64_t tiles = ceilDiv(spec.m, tile.bm) * ceilDiv(spec.n, tile.bn) * spec.batch;
-  const int64_t rounds = ceilDiv(tiles, kPlaces);
-  if (rounds * kPlaces * 10 <= tiles * 11)
+  // The tiles past the whole rounds are split into at least two parts each (a block per part);
+  // with more than half the places left over they are not split, and the launch gains nothing.
+  const int64_t leftover = ceilDiv(spec.m, tile.bm) * ceilDiv(spec.n, tile.bn) * spec.batch % kPlaces;
+  if (leftover == 0 || leftover * 2 > kPlaces)
     return std::nullopt;
   return kPlaces;
 }

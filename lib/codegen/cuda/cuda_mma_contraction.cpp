@@ -361,9 +361,9 @@ void printRingPrologue(std::ostringstream &out, int slices, int64_t kTiles, int 
   out << "    }\n    sn_cp_async_commit<0>();\n  }\n";
 }
 
-/// The ring's first `slices` slices of the share kBegin .. kEnd - 1 of a tile's slices (a
-/// stream-K block's), in the stages the main loop expects them (t % stages).
-void printShareRingPrologue(std::ostringstream &out, int slices, int stages, int bk, const SliceRequest &request) {
+/// The ring's first `slices` slices of the range kBegin .. kEnd - 1 of a tile's slices (a
+/// stream-K launch's), in the stages the main loop expects them (t % stages).
+void printRangeRingPrologue(std::ostringstream &out, int slices, int stages, int bk, const SliceRequest &request) {
   out << "  for (int s = 0; s < " << slices << "; ++s) {\n    const int t = kBegin + s;\n";
   out << "    if (t < kEnd) {\n      const long long k0 = (long long)t * " << bk << ";\n";
   request("(t % " + std::to_string(stages) + ")", "k0", "      ");
@@ -427,15 +427,15 @@ void printWgmmaProducts(std::ostringstream &out, const MmaTile &tile, const Form
 /// warpgroups are also done with slice t - 1: each waited for its products at the end of step
 /// t - 1), issues slice t's products asynchronously, requests slice t + A into the place slice
 /// t - 1 left, and waits for its products. The probe in bench/wgmma_probe measured the layouts and
-/// descriptors (and a ring with one group of products left in flight) on an H200. With `share`
-/// the loop runs over the block's share of the tile's slices, kBegin .. kEnd - 1 (stream-K).
+/// descriptors (and a ring with one group of products left in flight) on an H200. With `ranged`
+/// the loop runs over the slices kBegin .. kEnd - 1 of the tile (a stream-K launch's).
 void printWgmmaLoop(std::ostringstream &out, const MmaTile &tile, const Format &format, int64_t kTiles,
-                    int64_t stageBytes, int64_t aBytes, bool rhsAlongN, bool share, const SliceRequest &request) {
+                    int64_t stageBytes, int64_t aBytes, bool rhsAlongN, bool ranged, const SliceRequest &request) {
   const int stages = kWgmmaStages, ahead = stages - 1;
   printWgmmaDescriptors(out, tile, aBytes, rhsAlongN);
-  const std::string end = share ? "kEnd" : std::to_string(kTiles) + "LL";
-  if (share) {
-    printShareRingPrologue(out, ahead, stages, tile.bk, request);
+  const std::string end = ranged ? "kEnd" : std::to_string(kTiles) + "LL";
+  if (ranged) {
+    printRangeRingPrologue(out, ahead, stages, tile.bk, request);
     out << "#pragma unroll 1\n  for (int t = kBegin; t < kEnd; ++t) {\n";
   } else {
     printRingPrologue(out, ahead, kTiles, tile.bk, request);
@@ -455,17 +455,19 @@ void printWgmmaLoop(std::ostringstream &out, const MmaTile &tile, const Format &
 /// How a launch's blocks cover the output tiles (MmaKernelOptions::streamKBlocks).
 struct Schedule {
   /// 0: a block per tile, on a grid of (column tiles, row tiles, batch). Otherwise a launch of
-  /// this many blocks: the wgmma body deals the tiles' slices out evenly, block g taking the
-  /// iterations g * I / blocks .. (g + 1) * I / blocks - 1 of the I = tiles * slices (stream-K);
-  /// the mma.sync body (the same launch on other architectures) takes whole tiles, blockIdx.x
-  /// and every blocks-th after it.
+  /// this many blocks (G) in two phases. First the whole rounds: block g takes tiles g, g + G,
+  /// ... below wholeTiles(), each whole, as a block per tile would. Then the leftover tiles are
+  /// split: each into `parts` equal ranges of its slices, piece p = part * leftover + l (tile
+  /// wholeTiles() + l) going to block p, so that the blocks on one part read the same slices of
+  /// neighbouring tiles at about the same time, as the whole rounds do. The mma.sync body (the
+  /// same launch on other architectures) takes every tile whole: g, g + G, ...
   int64_t blocks = 0;
   int64_t tilesM = 0, tilesN = 0, tiles = 0; ///< tiles in the order rows, then columns, batch outermost
   int64_t slices = 0;                        ///< the wgmma form's slices per tile
-  int sharers = 1;                           ///< the most blocks that share one tile
-  int64_t iterations() const { return tiles * slices; }
-  /// The block whose share holds iteration x: the largest g with g * I / blocks <= x.
-  int64_t blockOf(int64_t x) const { return ((x + 1) * blocks - 1) / iterations(); }
+  int64_t parts = 1;                         ///< ranges of slices a leftover tile is split into
+  int64_t wholeTiles() const { return tiles / blocks * blocks; }
+  int64_t leftover() const { return tiles - wholeTiles(); }
+  int64_t pieces() const { return leftover() * parts; }
 };
 
 Schedule scheduleOf(const ContractionSpec &spec, const MmaTile &wgmmaTile, int64_t blocks) {
@@ -475,87 +477,81 @@ Schedule scheduleOf(const ContractionSpec &spec, const MmaTile &wgmmaTile, int64
   schedule.tilesN = ceilDiv(spec.n, wgmmaTile.bn);
   schedule.tiles = schedule.tilesM * schedule.tilesN * spec.batch;
   schedule.slices = ceilDiv(spec.k, wgmmaTile.bk);
-  if (blocks)
-    for (int64_t t = 0; t < schedule.tiles; ++t)
-      schedule.sharers = std::max<int>(schedule.sharers, int(schedule.blockOf((t + 1) * schedule.slices - 1) -
-                                                             schedule.blockOf(t * schedule.slices) + 1));
+  if (blocks) {
+    SINTER_ASSERT(schedule.leftover() > 0, "a stream-K launch without tiles left over");
+    schedule.parts = std::min(blocks / schedule.leftover(), schedule.slices);
+    SINTER_ASSERT(schedule.parts >= 2, "a stream-K launch whose leftover tiles are not split");
+  }
   return schedule;
 }
 
-/// The partial sums' workspace of a stream-K launch: two tiles of f32 per block, one for the
-/// share it starts with and one for the share it ends with (the shares between are whole tiles).
+/// The partial sums' workspace of a stream-K launch: an f32 tile for each piece.
 uint64_t streamKWorkspaceBytes(const Schedule &schedule, const MmaTile &tile) {
-  return uint64_t(2 * schedule.blocks) * tile.bm * tile.bn * 4;
+  return uint64_t(schedule.pieces()) * tile.bm * tile.bn * 4;
 }
 
-/// The opening of a launch of schedule.blocks blocks: the loop over the block's shares (stream-K,
-/// `share`) or whole tiles, and each one's tile: rowBase, columnBase and the batch `batch`.
+/// The opening of a launch of schedule.blocks blocks: the loop over the block's work, whole tiles
+/// then (`split`, the wgmma body) its piece of a leftover tile, the slices kBegin .. kEnd - 1 of
+/// tile tileIndex; and each one's rowBase, columnBase and batch `batch`.
 void printScheduleOpening(std::ostringstream &out, const Schedule &schedule, const MmaTile &tile,
-                          const std::string &batch, bool share) {
-  const std::string tiles = std::to_string(schedule.tiles) + "LL", blocks = std::to_string(schedule.blocks) + "LL";
-  if (share) {
-    const std::string iterations = std::to_string(schedule.iterations()) + "LL",
-                      slices = std::to_string(schedule.slices) + "LL";
-    out << "  // stream-K: this block's share of the " << schedule.tiles << " tiles' " << schedule.iterations()
-        << " slices, tile by tile (a tile is split between at most " << schedule.sharers << " blocks)\n";
+                          const std::string &batch, bool split) {
+  const std::string blocks = std::to_string(schedule.blocks) + "LL", slices = std::to_string(schedule.slices);
+  if (split) {
+    const std::string whole = std::to_string(schedule.wholeTiles()) + "LL",
+                      leftover = std::to_string(schedule.leftover()) + "LL",
+                      parts = std::to_string(schedule.parts);
+    out << "  // stream-K: of the " << schedule.tiles << " tiles, the first " << schedule.wholeTiles()
+        << " whole (blockIdx.x and every " << schedule.blocks << "th after it), then the last " << schedule.leftover()
+        << " in " << schedule.parts << " parts of their " << schedule.slices << " slices (piece blockIdx.x)\n";
     out << "  __shared__ bool lastArrival;\n";
-    out << "  const long long shareBegin = (long long)blockIdx.x * " << iterations << " / " << blocks
-        << ", shareEnd = ((long long)blockIdx.x + 1) * " << iterations << " / " << blocks << ";\n";
-    out << "  for (long long at = shareBegin; at < shareEnd;) {\n";
-    out << "  const long long tileIndex = at / " << slices << ";\n";
-    out << "  const int kBegin = (int)(at - tileIndex * " << slices << "), kEnd = (int)min(" << slices
-        << ", shareEnd - tileIndex * " << slices << ");\n";
-    out << "  at = tileIndex * " << slices << " + kEnd;\n";
+    out << "  for (long long work = blockIdx.x; work < " << schedule.wholeTiles() + schedule.pieces()
+        << "LL; work += " << blocks << ") {\n";
+    out << "  const long long piece = work - " << whole << ";\n";
+    out << "  const long long tileIndex = piece < 0 ? work : " << whole << " + piece % " << leftover << ";\n";
+    out << "  const int part = piece < 0 ? 0 : (int)(piece / " << leftover << ");\n";
+    out << "  const int kBegin = piece < 0 ? 0 : part * " << slices << " / " << parts
+        << ", kEnd = piece < 0 ? " << slices << " : (part + 1) * " << slices << " / " << parts << ";\n";
   } else {
     out << "  // whole tiles: blockIdx.x and every " << schedule.blocks << "th after it, of " << schedule.tiles << "\n";
-    out << "  for (long long tileIndex = blockIdx.x; tileIndex < " << tiles << "; tileIndex += " << blocks << ") {\n";
+    out << "  for (long long tileIndex = blockIdx.x; tileIndex < " << schedule.tiles << "LL; tileIndex += " << blocks
+        << ") {\n";
   }
   out << "  const long long rowBase = tileIndex / " << schedule.tilesN << " % " << schedule.tilesM << " * " << tile.bm
       << ", columnBase = tileIndex % " << schedule.tilesN << " * " << tile.bn << ";\n";
   out << "  " << batch << " = tileIndex / " << schedule.tilesN * schedule.tilesM << ";\n";
 }
 
-/// A stream-K block's partial sums of a tile it does not own whole: each sharer stores its sums
-/// in its workspace slot and counts itself in at the tile's arrivals counter; the last to arrive
-/// adds the sharers' sums in block order (so the result does not depend on which block was last),
-/// resets the counter for the next launch, and goes on to the epilogue; the others go on to
-/// their next share. No block waits for another, so a GPU with fewer SMs than the launch has
-/// blocks runs it as well (more slowly). Thread tid holds the same sums in every sharer, so it
-/// reads back only what its own sums' places hold.
-void printShareExchange(std::ostringstream &out, const Schedule &schedule, const MmaTile &tile,
+/// A piece's partial sums: each of a leftover tile's parts stores its sums in its piece's slot
+/// of the workspace and counts itself in at the tile's arrivals counter; the last to arrive adds
+/// the parts' sums in part order (so the result does not depend on which block was last), resets
+/// the counter for the next launch, and goes on to the epilogue; the others are done. No block
+/// waits for another, so a GPU with fewer SMs than the launch has blocks runs it as well (more
+/// slowly). Thread tid holds the same sums in every part, so it reads back only its own places.
+void printPieceExchange(std::ostringstream &out, const Schedule &schedule, const MmaTile &tile,
                         const std::string &arrivals) {
-  const std::string iterations = std::to_string(schedule.iterations()) + "LL",
-                    blocks = std::to_string(schedule.blocks) + "LL", slices = std::to_string(schedule.slices) + "LL";
   const int sums = tile.bn / 8, threads = tile.threads();
-  const std::string tileFloat4s = std::to_string(tile.bm * tile.bn / 4);
-  // Block g's slot for this tile: 2g for the share it starts with, 2g + 1 for the one it ends with.
-  auto slot = [&](const std::string &g) {
-    return "(2 * " + g + " + (tileIndex != " + g + " * " + iterations + " / " + blocks + " / " + slices + " ? 1 : 0))";
-  };
-  out << "  if (kBegin != 0 || kEnd != " << slices << ") {\n";
-  out << "    const long long firstSharer = (tileIndex * " << slices << " * " << blocks << " + " << blocks << " - 1) / "
-      << iterations << ", lastSharer = ((tileIndex + 1) * " << slices << " * " << blocks << " - 1) / " << iterations
-      << ";\n";
-  out << "    float4 *mine = sn_workspace + " << slot("(long long)blockIdx.x") << " * " << tileFloat4s << " + tid;\n";
+  const std::string tileFloat4s = std::to_string(tile.bm * tile.bn / 4),
+                    leftover = std::to_string(schedule.leftover()) + "LL";
+  out << "  if (piece >= 0) {\n";
+  out << "    const long long leftoverTile = piece % " << leftover << ";\n";
+  out << "    float4 *mine = sn_workspace + piece * " << tileFloat4s << " + tid;\n";
   out << "#pragma unroll\n    for (int q = 0; q < " << sums << "; ++q)\n";
   out << "      __stcg(mine + q * " << threads
       << ", make_float4(acc[0][q][0], acc[0][q][1], acc[0][q][2], acc[0][q][3]));\n";
   out << "    __threadfence();\n    __syncthreads();\n";
-  out << "    if (tid == 0) {\n      const unsigned arrived = atomicAdd(&" << arrivals << "[tileIndex], 1u);\n";
-  out << "      lastArrival = arrived == (unsigned)(lastSharer - firstSharer);\n";
-  out << "      if (lastArrival)\n        " << arrivals << "[tileIndex] = 0u;\n    }\n";
+  out << "    if (tid == 0) {\n      const unsigned arrived = atomicAdd(&" << arrivals << "[leftoverTile], 1u);\n";
+  out << "      lastArrival = arrived == " << schedule.parts - 1 << "u;\n";
+  out << "      if (lastArrival)\n        " << arrivals << "[leftoverTile] = 0u;\n    }\n";
   out << "    __syncthreads();\n    if (!lastArrival)\n      continue;\n    __threadfence();\n";
-  out << "#pragma unroll\n    for (int q = 0; q < " << sums << "; ++q) {\n";
-  out << "      float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);\n";
-  out << "#pragma unroll\n      for (int c = 0; c < " << schedule.sharers << "; ++c) {\n";
-  out << "        const long long g = firstSharer + c;\n";
-  out << "        if (g <= lastSharer) {\n";
-  out << "          const float4 part = __ldcg(sn_workspace + " << slot("g") << " * " << tileFloat4s << " + q * "
-      << threads << " + tid);\n";
-  out << "          sum.x += part.x; sum.y += part.y; sum.z += part.z; sum.w += part.w;\n";
-  out << "        }\n      }\n";
-  out << "      acc[0][q][0] = sum.x; acc[0][q][1] = sum.y; acc[0][q][2] = sum.z; acc[0][q][3] = sum.w;\n";
-  out << "    }\n  }\n";
+  // A part at a time, its sums' loads issued together (the parts unrolled as well spilled).
+  out << "#pragma unroll 1\n    for (int c = 0; c < " << schedule.parts << "; ++c) {\n";
+  out << "      const float4 *part = sn_workspace + (c * " << leftover << " + leftoverTile) * " << tileFloat4s
+      << " + tid;\n";
+  out << "#pragma unroll\n      for (int q = 0; q < " << sums << "; ++q) {\n";
+  out << "        const float4 sum = __ldcg(part + q * " << threads << ");\n";
+  out << "        acc[0][q][0] = (c == 0 ? 0.f : acc[0][q][0]) + sum.x; acc[0][q][1] = (c == 0 ? 0.f : acc[0][q][1]) + sum.y;\n";
+  out << "        acc[0][q][2] = (c == 0 ? 0.f : acc[0][q][2]) + sum.z; acc[0][q][3] = (c == 0 ? 0.f : acc[0][q][3]) + sum.w;\n";
+  out << "      }\n    }\n  }\n";
 }
 
 /// The kernel's body in one of its two forms: warp-level mma.sync, or (wgmma) two warpgroups of
@@ -688,11 +684,11 @@ int64_t printMmaBody(std::ostringstream &out, CudaPrinter &printer, const Contra
   else
     out << "  const int warpRow = (warp / " << tile.warpsN << ") * " << warpRows
         << ", warpColumn = (warp % " << tile.warpsN << ") * " << warpColumns << ";\n";
-  // A stream-K launch's wgmma body runs over the block's shares of tiles (kBegin .. kEnd - 1 of
-  // the tile's slices); its mma.sync body over whole tiles.
-  const bool share = schedule.blocks > 0 && wgmma;
+  // A stream-K launch's wgmma body runs over whole tiles and pieces of tiles (kBegin .. kEnd - 1
+  // of the tile's slices); its mma.sync body over whole tiles.
+  const bool split = schedule.blocks > 0 && wgmma;
   if (schedule.blocks) {
-    printScheduleOpening(out, schedule, tile, v(spec.b), share);
+    printScheduleOpening(out, schedule, tile, v(spec.b), split);
   } else {
     out << "  const long long rowBase = (long long)blockIdx.y * " << tile.bm
         << ", columnBase = (long long)blockIdx.x * " << tile.bn << ";\n";
@@ -754,7 +750,7 @@ int64_t printMmaBody(std::ostringstream &out, CudaPrinter &printer, const Contra
     } else {
       out << "    " << v(o.indexVar) << " = " << within << ";\n";
     }
-    out << "    " << v(spec.r) << " = " << (share ? "(long long)kBegin * " + std::to_string(tile.bk) + " + kk" : "kk")
+    out << "    " << v(spec.r) << " = " << (split ? "(long long)kBegin * " + std::to_string(tile.bk) + " + kk" : "kk")
         << ";\n";
     out << "    " << o.name << "Source[u] = b" << o.load->id << " + " << printer.expr(o.load->operands[0]) << ";\n";
     out << "    " << o.name << "Place[u] = sn_shared_address("
@@ -925,10 +921,10 @@ int64_t printMmaBody(std::ostringstream &out, CudaPrinter &printer, const Contra
       walkSetup(o);
 
   if (wgmma) {
-    printWgmmaLoop(out, tile, format, kTiles, stageBytes, aBytes, operands[1].staging == Staging::VectorMN, share,
+    printWgmmaLoop(out, tile, format, kTiles, stageBytes, aBytes, operands[1].staging == Staging::VectorMN, split,
                    request);
-    if (share)
-      printShareExchange(out, schedule, tile, contraction.kernel.name + "_arrivals");
+    if (split)
+      printPieceExchange(out, schedule, tile, contraction.kernel.name + "_arrivals");
   } else {
     // The ring: slices 0 .. STAGES-2 are requested first; then at step t the warps wait for slice
     // t, request slice t + STAGES - 1 into the place slice t - 1 left, multiply slice t, and store
@@ -1169,15 +1165,15 @@ std::string printMmaContraction(const Contraction &original, const MmaTile &bloc
   // block of eight warps per SM keeps the tensor cores busy when its slices arrive ahead of use.
   // A wgmma kernel is capped at 128 registers a thread, so that two blocks share an SM
   // (kWgmmaBlocksPerSm).
-  // A stream-K launch (wgmma only) counts each tile's sharers in a counter of the module's, zero
-  // when the module loads and reset by each tile's last sharer (a session runs one launch of a
+  // A stream-K launch (wgmma only) counts each leftover tile's parts in a counter of the module's,
+  // zero when the module loads and reset by the tile's last part (a session runs one launch of a
   // kernel at a time, and each session loads its own modules); the partial sums go to the
   // workspace the compiler plans in the arena.
   SINTER_ASSERT(wgmma || options.streamKBlocks == 0, "a stream-K launch needs the wgmma body");
   const Schedule schedule = scheduleOf(spec, wgmmaTile(blockTile, format), options.streamKBlocks);
   std::string workspace;
   if (schedule.blocks) {
-    out << "__device__ unsigned " << kernel.name << "_arrivals[" << schedule.tiles << "];\n";
+    out << "__device__ unsigned " << kernel.name << "_arrivals[" << schedule.leftover() << "];\n";
     workspace = "float4 *__restrict__ sn_workspace";
   }
   out << printer.signature(kernel, blockTile.threads(), wgmma ? kWgmmaBlocksPerSm : 1, workspace);
