@@ -4,11 +4,11 @@
     python3 test/gpu/check_stream_k.py --bin DIR --work DIR
 
 DIR holds the portable `sinter` and `libsinter_rt.so` (scripts/device/build-portable.sh). Each
-case is a GEMM whose 128x128 tiles leave much of the last round of wgmma blocks idle, so that
+case is a GEMM with a long reduction whose 128x128 tiles leave part of a round of wgmma blocks, so that
 `--precision fp16` compiles it as a stream-K kernel (whole rounds of tiles, then the tiles left
 over split into parts of their reductions, the last part to arrive adding the partial sums):
-ViT-B/16 b32's output projection, MLP-out and QKV shapes, a batched product with ragged rows, and
-a GELU epilogue. For each case:
+ViT-B/16 b32's MLP-out, a tile split eleven ways, a batched product with ragged rows and a
+reduction that is not whole slices, and a GELU epilogue. For each case:
   - `sinter inspect --json` must name a stream-K kernel (and none with --stream-k off), so a
     change in the choice cannot make the case test nothing;
   - one session runs inputs A, then B, then A again (the first run direct, the second captured as
@@ -68,11 +68,11 @@ def gelu(x):
 # Cases: (name, x shape, weight shape, epilogue); y = x @ w + bias, then + residual or GELU.
 # Of T tiles, 264 * floor(T / 264) are whole; the rest are split into parts of their slices.
 CASES = [
-    ("6304x768x768 + residual: 36 tiles in 7 parts", (32, 197, 768), (768, 768), "residual"),
-    ("6304x768x3072 + residual: 36 tiles in 7 parts of 48 slices", (32, 197, 3072), (3072, 768), "residual"),
-    ("6304x2304x768: 108 tiles in 2 parts", (32, 197, 768), (768, 2304), "bias"),
-    ("8 x 1000x640x512 batched, ragged rows: 56 tiles in 4 parts", (8, 1000, 512), (8, 512, 640), "residual"),
-    ("1576x3072x768 + GELU: 48 tiles in 5 parts", (8, 197, 768), (768, 3072), "gelu"),
+    ("6304x768x3072 + residual (ViT-B/16 MLP-out): 36 tiles in 7 parts", (32, 197, 3072), (3072, 768), "residual"),
+    ("4096x1152x2048: 24 tiles in 11 parts", (16, 256, 2048), (2048, 1152), "bias"),
+    ("8 x 1000x640x1100 batched, ragged rows and reduction: 56 tiles in 4 parts", (8, 1000, 1100), (8, 1100, 640),
+     "residual"),
+    ("1576x3072x1536 + GELU: 48 tiles in 5 parts", (8, 197, 1536), (1536, 3072), "gelu"),
 ]
 
 

@@ -556,27 +556,29 @@ TEST(CudaCodegen, SixteenBitGemmsGetAWgmmaBodyForSm90a) {
 }
 
 // Stream-K: a wgmma GEMM whose 128x128 tiles leave at most half a round of places (two blocks on
-// each of 132 SMs) over is launched as 264 blocks: whole tiles first, then the tiles left over
-// split into parts of their slices, a block a part. ViT-B/16 b32's output projection, 6304 x 768
-// x 768, has 300 tiles: 264 whole, and 36 in seven parts of its 12 slices (252 pieces). The
+// each of 132 SMs) over, and a reduction of more than 16 slices, is launched as 264 blocks: whole
+// tiles first, then the tiles left over split into parts of their slices, a block a part.
+// ViT-B/16 b32's MLP-out, 6304 x 768 x 3072, has 300 tiles: 264 whole, and 36 in seven parts of
+// their 48 slices (252 pieces). The
 // compiler plans the partial sums' workspace (an f32 tile a piece) in the arena, apart from the
 // step's operands, and passes it last; the mma.sync body of the same launch (other
 // architectures) takes every tile whole in turn. --stream-k off keeps a block per tile.
 TEST(CudaCodegen, StreamKGemmsShareTilesAndGetAWorkspaceInTheArena) {
   constexpr int64_t kOnnxFloat = 1;
-  auto spec = [](int64_t m, int64_t n) {
+  auto spec = [](int64_t m, int64_t n, int64_t k) {
     ContractionSpec s;
     s.m = m;
     s.n = n;
-    s.k = 768;
+    s.k = k;
     return s;
   };
   const cuda::MmaTile tile{128, 128, 32, 2, 4};
-  EXPECT_EQ(cuda::streamKBlocks(spec(6304, 768), tile), 264);            // 300 tiles: 36 over
-  EXPECT_EQ(cuda::streamKBlocks(spec(6304, 2304), tile), 264);           // 900: 108 over
-  EXPECT_EQ(cuda::streamKBlocks(spec(4096, 768), tile), std::nullopt);   // 192: more than half
-  EXPECT_EQ(cuda::streamKBlocks(spec(6304, 3072), tile), std::nullopt);  // 1200: 144 over
-  EXPECT_EQ(cuda::streamKBlocks(spec(5632, 768), tile), std::nullopt);   // 264: none over
+  EXPECT_EQ(cuda::streamKBlocks(spec(6304, 768, 3072), tile), 264);            // 300 tiles: 36 over
+  EXPECT_EQ(cuda::streamKBlocks(spec(6304, 2304, 3072), tile), 264);           // 900: 108 over
+  EXPECT_EQ(cuda::streamKBlocks(spec(6304, 768, 1024), tile), std::nullopt);   // 16 slices
+  EXPECT_EQ(cuda::streamKBlocks(spec(4096, 768, 3072), tile), std::nullopt);   // 192: more than half
+  EXPECT_EQ(cuda::streamKBlocks(spec(6304, 3072, 3072), tile), std::nullopt);  // 1200: 144 over
+  EXPECT_EQ(cuda::streamKBlocks(spec(5632, 768, 3072), tile), std::nullopt);   // 264: none over
 
   for (bool streamK : {true, false}) {
     Graph graph;
@@ -585,8 +587,8 @@ TEST(CudaCodegen, StreamKGemmsShareTilesAndGetAWorkspaceInTheArena) {
       cast->setAttr("to", kOnnxFloat);
       return cast->output(0);
     };
-    Value *a = widen(graph.addInput("a", {DType::Float16, {6304, 768}}));
-    Value *b = widen(graph.addInput("b", {DType::Float16, {768, 768}}));
+    Value *a = widen(graph.addInput("a", {DType::Float16, {6304, 3072}}));
+    Value *b = widen(graph.addInput("b", {DType::Float16, {3072, 768}}));
     graph.addOutput(graph.addNode(OpKind::MatMul, {a, b}, 1, "project")->output(0));
     inferGraph(graph);
     CompileOptions options;
@@ -620,7 +622,7 @@ TEST(CudaCodegen, StreamKGemmsShareTilesAndGetAWorkspaceInTheArena) {
     const package::BufferRef &workspace = gemm->args.back();
     EXPECT_EQ(workspace.region, package::Region::Arena);
     EXPECT_LE(workspace.offset + workspaceBytes, manifest.arenaBytes);
-    const uint64_t operandBytes[] = {6304 * 768 * 2, 768 * 768 * 2, 6304 * 768 * 2};
+    const uint64_t operandBytes[] = {6304 * 3072 * 2, 3072 * 768 * 2, 6304 * 768 * 2};
     for (size_t i = 0; i < 3; ++i) {
       const package::BufferRef &operand = gemm->args[i];
       if (operand.region != package::Region::Arena)
@@ -634,8 +636,8 @@ TEST(CudaCodegen, StreamKGemmsShareTilesAndGetAWorkspaceInTheArena) {
   // The kernel's source: the module's arrival counters, the exchange, and the mma.sync body's
   // loop over whole tiles.
   Graph graph;
-  Value *a = graph.addInput("a", {DType::Float16, {6304, 768}});
-  Value *b = graph.addInput("b", {DType::Float16, {768, 768}});
+  Value *a = graph.addInput("a", {DType::Float16, {6304, 3072}});
+  Value *b = graph.addInput("b", {DType::Float16, {3072, 768}});
   Node *castA = graph.addNode(OpKind::Cast, {a}, 1);
   castA->setAttr("to", kOnnxFloat);
   Node *castB = graph.addNode(OpKind::Cast, {b}, 1);
@@ -656,7 +658,7 @@ TEST(CudaCodegen, StreamKGemmsShareTilesAndGetAWorkspaceInTheArena) {
   EXPECT_NE(source.find("_arrivals[36];"), std::string::npos);
   EXPECT_NE(source.find("float4 *__restrict__ sn_workspace"), std::string::npos);
   EXPECT_NE(source.find("of the 300 tiles, the first 264 whole"), std::string::npos);
-  EXPECT_NE(source.find("then the last 36 in 7 parts of their 12 slices"), std::string::npos);
+  EXPECT_NE(source.find("then the last 36 in 7 parts of their 48 slices"), std::string::npos);
   EXPECT_NE(source.find("work < 516LL; work += 264LL"), std::string::npos); // 264 + 252 pieces
   EXPECT_NE(source.find("for (int t = kBegin; t < kEnd; ++t)"), std::string::npos);
   EXPECT_NE(source.find("lastArrival = arrived == 6u;"), std::string::npos);
