@@ -86,9 +86,6 @@ void loadDriver(LoadState &state) {
   fetch(library, d.cuGraphDestroy, "cuGraphDestroy", missing);
   fetch(library, d.cuEventSynchronize, "cuEventSynchronize", missing);
   fetch(library, d.cuEventElapsedTime, "cuEventElapsedTime", missing);
-  std::string optional;
-  fetch(library, d.cuLaunchKernelEx, "cuLaunchKernelEx", optional);
-  fetch(library, d.cuModuleGetGlobal, "cuModuleGetGlobal_v2", optional);
   if (!missing.empty()) {
     state.status = SINTER_ERROR_NO_DEVICE;
     state.message = "the CUDA driver is too old (CUDA 11.4 or newer is needed); it lacks " + missing;

@@ -33,30 +33,6 @@ inline constexpr int CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6;
 inline constexpr unsigned CU_STREAM_NON_BLOCKING = 0x1;
 inline constexpr unsigned CU_EVENT_DISABLE_TIMING = 0x2;
 inline constexpr int CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1;
-inline constexpr int CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6;
-
-/// cuLaunchKernelEx's attribute: an id and a 64-byte value (a union in cuda.h, aligned to 8).
-struct CUlaunchAttribute {
-  int id;
-  char pad[4];
-  union {
-    char bytes[64];
-    int programmaticStreamSerializationAllowed;
-    unsigned long long alignment;
-  } value;
-};
-static_assert(sizeof(CUlaunchAttribute) == 72, "cuda.h's CUlaunchAttribute is 72 bytes");
-
-/// cuLaunchKernelEx's configuration.
-struct CUlaunchConfig {
-  unsigned gridDimX, gridDimY, gridDimZ;
-  unsigned blockDimX, blockDimY, blockDimZ;
-  unsigned sharedMemBytes;
-  CUstream hStream;
-  CUlaunchAttribute *attrs;
-  unsigned numAttrs;
-};
-static_assert(sizeof(CUlaunchConfig) == 56, "cuda.h's CUlaunchConfig is 56 bytes");
 
 /// Function pointers into libcuda.so.1, by the versioned symbol each is fetched as.
 struct Driver {
@@ -89,10 +65,6 @@ struct Driver {
   CUresult (*cuLaunchKernel)(CUfunction function, unsigned gridX, unsigned gridY, unsigned gridZ,
                              unsigned blockX, unsigned blockY, unsigned blockZ,
                              unsigned sharedBytes, CUstream stream, void **params, void **extra);
-  /// Optional (CUDA 12 and newer): null when the driver lacks them; the runtime then launches
-  /// every kernel in stream order.
-  CUresult (*cuLaunchKernelEx)(const CUlaunchConfig *config, CUfunction function, void **params, void **extra);
-  CUresult (*cuModuleGetGlobal)(CUdeviceptr *pointer, size_t *bytes, CUmodule module, const char *name); // _v2
   CUresult (*cuStreamCreate)(CUstream *stream, unsigned flags);
   CUresult (*cuStreamDestroy)(CUstream stream);                         // _v2
   CUresult (*cuStreamSynchronize)(CUstream stream);

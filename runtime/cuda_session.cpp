@@ -71,9 +71,6 @@ struct PreparedStep {
   std::vector<CUdeviceptr> args;
   std::vector<void *> params; ///< pointers to the elements of args
   std::string kernelName;
-  /// Launched with programmatic stream serialization: its module's kernels wait for the kernels
-  /// before them themselves (sn_programmatic_launch), and the GPU is sm_90 or newer.
-  bool programmatic = false;
   // Copy
   CUdeviceptr source = 0;
   CUdeviceptr destination = 0;
@@ -113,7 +110,6 @@ private:
   Arch deviceArch_;
   std::string deviceName_;
   std::vector<CUmodule> modules_;
-  std::vector<bool> programmaticModules_; ///< by module: its kernels may be launched early
   std::vector<CUfunction> functions_; ///< by kernel index
   CUdeviceptr arena_ = 0;
   CUdeviceptr weights_ = 0;
@@ -257,13 +253,6 @@ void CudaSession::loadKernels() {
            describeError("cuModuleLoadDataEx", result), log[0] ? "\n" : "", log);
     modules_.push_back(module);
     moduleArch.push_back(binary.arch);
-    // A module whose kernels wait for their producers says so with a symbol; programmatic
-    // dependent launch needs sm_90 and a driver with cuLaunchKernelEx.
-    CUdeviceptr marker = 0;
-    size_t markerBytes = 0;
-    programmaticModules_.push_back(deviceArch_.major >= 9 && d_.cuLaunchKernelEx && d_.cuModuleGetGlobal &&
-                                   d_.cuModuleGetGlobal(&marker, &markerBytes, module, "sn_programmatic_launch") ==
-                                       CUDA_SUCCESS);
   }
 
   for (size_t index = 0; index < manifest.kernels.size(); ++index) {
@@ -299,7 +288,6 @@ void CudaSession::prepareSteps() {
       prepared.launch = launch;
       prepared.function = functions_[launch->kernel];
       prepared.kernelName = manifest.kernels[launch->kernel].name;
-      prepared.programmatic = programmaticModules_[manifest.kernels[launch->kernel].cudaModule];
       for (const package::BufferRef &arg : launch->args)
         prepared.args.push_back(address(arg));
       for (CUdeviceptr &arg : prepared.args)
@@ -340,22 +328,12 @@ void CudaSession::enqueuePlan(CUstream stream) {
 void CudaSession::enqueueStep(PreparedStep &step, CUstream stream) {
   if (step.function) {
     const package::Launch &launch = *step.launch;
-    CUresult result;
-    if (step.programmatic) {
-      CUlaunchAttribute early{};
-      early.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-      early.value.programmaticStreamSerializationAllowed = 1;
-      const CUlaunchConfig config{launch.grid[0], launch.grid[1], launch.grid[2], launch.block[0], launch.block[1],
-                                  launch.block[2], launch.sharedBytes, stream, &early, 1};
-      result = d_.cuLaunchKernelEx(&config, step.function, step.params.data(), nullptr);
-    } else {
-      result = d_.cuLaunchKernel(step.function, launch.grid[0], launch.grid[1], launch.grid[2], launch.block[0],
-                                 launch.block[1], launch.block[2], launch.sharedBytes, stream, step.params.data(),
-                                 nullptr);
-    }
+    CUresult result = d_.cuLaunchKernel(
+        step.function, launch.grid[0], launch.grid[1], launch.grid[2], launch.block[0],
+        launch.block[1], launch.block[2], launch.sharedBytes, stream, step.params.data(), nullptr);
     if (result != CUDA_SUCCESS)
       fail(SINTER_ERROR_DEVICE, "kernel '", step.kernelName, "': ",
-           describeError(step.programmatic ? "cuLaunchKernelEx" : "cuLaunchKernel", result));
+           describeError("cuLaunchKernel", result));
   } else if (step.bytes && step.destination != step.source) {
     check(d_.cuMemcpyDtoDAsync(step.destination, step.source, step.bytes, stream),
           "cuMemcpyDtoDAsync (plan copy)");

@@ -86,41 +86,6 @@ TEST(CudaCodegen, ElementwiseKernelsAssembleForEveryArch) {
   EXPECT_NE(ptx.find(".entry fused_cast_1"), std::string::npos);
 }
 
-// Programmatic dependent launch: every CUDA C kernel's first statement waits for the kernels
-// before it (griddepcontrol, in the sm_90 code only), and the module defines the symbol that
-// tells the runtime it may launch them early; with --programmatic-launch off, neither.
-TEST(CudaCodegen, KernelsWaitForTheirProducersWhenLaunchedEarly) {
-  Graph graph;
-  Value *x = graph.addInput("x", {DType::Float32, {4, 3}});
-  graph.addOutput(graph.addNode(OpKind::Relu, {x}, 1, "relu")->output(0));
-  inferGraph(graph);
-  for (bool programmatic : {true, false}) {
-    TargetOptions options;
-    options.target = package::Target::Cuda;
-    options.cudaArchs = {"sm_80", "sm_90"};
-    options.programmaticLaunch = programmatic;
-    std::unique_ptr<Backend> backend = createBackend(options);
-    package::Manifest manifest;
-    KernelGroup group = singleNodeGroup(*graph.nodes().front(), 0);
-    LaunchShape launch;
-    manifest.kernels.push_back(backend->addKernel(group, lowerGroup(group), launch));
-    auto work = std::filesystem::temp_directory_path() / "sinter-cuda-programmatic-test";
-    std::filesystem::create_directories(work);
-    backend->finish(manifest, work.string());
-    std::filesystem::remove_all(work);
-    ASSERT_EQ(manifest.cudaModules.size(), 1u);
-    const auto &binaries = manifest.cudaModules[0].binaries;
-    ASSERT_EQ(binaries.size(), 3u);
-    std::string ptx90(binaries[2].bytes.begin(), binaries[2].bytes.end());
-    SCOPED_TRACE(ptx90);
-    EXPECT_EQ(ptx90.find("griddepcontrol.wait") != std::string::npos, programmatic);
-    EXPECT_EQ(ptx90.find("griddepcontrol.launch_dependents") != std::string::npos, programmatic);
-    EXPECT_EQ(ptx90.find("sn_programmatic_launch") != std::string::npos, programmatic);
-    // griddepcontrol is sm_90's: the sm_80 cubin has none (and assembled, so its PTX had none).
-    EXPECT_EQ(readCubinHeader(binaries[0].bytes).sm, 80u);
-  }
-}
-
 // A model's kernels are dealt into modules of at most about 16 kernels each, compiled in
 // parallel: every kernel names the module whose PTX has its entry, each module has every
 // architecture's cubin and the newest's PTX, and the split is the same in every compile.

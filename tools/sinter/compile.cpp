@@ -34,7 +34,6 @@ struct CompileFlags {
   std::string tensorCoreTile;
   std::string wgmma = "on";
   std::string streamK = "auto";
-  std::string programmaticLaunch = "on";
   std::string tensorCoreEpilogue = "rows";
   std::string dumpIrAfter;
   std::vector<std::string> disabledPasses;
@@ -125,8 +124,6 @@ void runCompile(const CompileFlags &flags) {
                                         : codegen::TargetOptions::Fp32Contractions::Simt;
   options.target.warpgroupMma = isFirstChoice("--wgmma", flags.wgmma, "on", "off");
   options.target.streamK = isFirstChoice("--stream-k", flags.streamK, "auto", "off");
-  options.target.programmaticLaunch =
-      isFirstChoice("--programmatic-launch", flags.programmaticLaunch, "on", "off");
   options.target.rowWalkEpilogue = isFirstChoice("--tensor-core-epilogue", flags.tensorCoreEpilogue, "rows", "fragments");
   if (!flags.tensorCoreTile.empty()) {
     if (options.target.target != package::Target::Cuda)
@@ -195,11 +192,6 @@ Command addCompileCommand(CLI::App &parent) {
                       "CUDA wgmma contractions whose tiles leave much of the last round of blocks idle "
                       "split their reductions evenly between two blocks an SM (auto, the default) or "
                       "keep a block per tile (off)")
-      ->capture_default_str();
-  command->add_option("--programmatic-launch", flags->programmaticLaunch,
-                      "CUDA C kernels wait for the kernels before them, so that on sm_90 and newer "
-                      "the runtime launches each before the one ahead has finished (on, the "
-                      "default), or are launched in stream order (off)")
       ->capture_default_str();
   command->add_option("--tensor-core-epilogue", flags->tensorCoreEpilogue,
                       "CUDA: tensor-core epilogues walk the tile by rows through shared memory "

@@ -51,10 +51,6 @@ struct TargetOptions {
   /// the tiles' reductions evenly between two blocks an SM (stream-K; --stream-k auto|off;
   /// docs/performance.md).
   bool streamK = true;
-  /// CUDA C kernels wait for the kernels before them in their first statement, so that on sm_90
-  /// and newer the runtime launches each before the one ahead of it has finished (programmatic
-  /// dependent launch; --programmatic-launch on|off; docs/runtime.md).
-  bool programmaticLaunch = true;
   /// When set, every generated source (CUDA C, PTX, SASS listing, LLVM IR, assembly) is written
   /// here, kernel by kernel.
   std::string emitSourceDirectory;

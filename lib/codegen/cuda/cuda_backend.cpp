@@ -142,13 +142,7 @@ public:
     // A module with a wgmma kernel (its generator says so) builds its sm_90 code for sm_90a.
     std::vector<bool> wgmma(modules.size(), false);
     for (size_t m = 0; m < modules.size(); ++m) {
-      // Programmatic dependent launch: the kernels' waits are compiled in, and the symbol tells
-      // the runtime it may launch them before the kernel ahead of them has finished.
-      if (options_.programmaticLaunch)
-        units[m] = "#define SN_PROGRAMMATIC_LAUNCH 1\n" + cuda::cudaPrelude() +
-                   "extern \"C\" __device__ int sn_programmatic_launch = 1;\n";
-      else
-        units[m] = cuda::cudaPrelude();
+      units[m] = cuda::cudaPrelude();
       for (size_t kernel : modules[m]) {
         units[m] += "\n" + sources_[kernel];
         wgmma[m] = wgmma[m] || manifest.kernels[kernel].generator.find(" wgmma") != std::string::npos;

@@ -29,8 +29,7 @@ public:
   /// `extern "C" __global__ void __launch_bounds__(blockSize[, minBlocksPerSm]) name(params) {`
   /// and a comment naming the buffers: one parameter per buffer (b0, b1, ...), then
   /// `extraParameters` (the backend's own, e.g. a workspace). minBlocksPerSm > 1 caps the
-  /// registers per thread so that many blocks fit on an SM at once. The body's first statement
-  /// waits for the kernels before it (sn_wait_for_producers: programmatic dependent launch).
+  /// registers per thread so that many blocks fit on an SM at once.
   static std::string signature(const Kernel &kernel, int blockSize, int minBlocksPerSm = 1,
                                const std::string &extraParameters = "");
   /// Declarations of the kernel's variables except gid, zero-initialised.
