@@ -11,7 +11,7 @@ namespace sinter::codegen {
 const char *unaryOpName(UnaryOp op) {
   static const char *const kNames[] = {
       "neg",  "not",  "bitnot", "abs",   "sign",  "exp",   "log",   "sqrt",      "erf",   "tanh",
-      "sigmoid", "sin", "cos",  "tan",   "asin",  "acos",  "atan",  "sinh",      "cosh",  "asinh",
+      "sigmoid", "normal_cdf", "sin", "cos",  "tan",   "asin",  "acos",  "atan",  "sinh",      "cosh",  "asinh",
       "acosh", "atanh", "floor", "ceil", "round_even", "trunc", "isnan", "isinf"};
   return kNames[static_cast<int>(op)];
 }

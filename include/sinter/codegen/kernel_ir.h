@@ -35,6 +35,7 @@ namespace sinter::codegen {
 enum class UnaryOp : uint8_t {
   Neg, Not, BitNot, Abs, Sign,
   Exp, Log, Sqrt, Erf, Tanh, Sigmoid,
+  NormalCdf, ///< the standard normal distribution's CDF, (1 + erf(x / sqrt 2)) / 2 (GELU's gate)
   Sin, Cos, Tan, Asin, Acos, Atan, Sinh, Cosh, Asinh, Acosh, Atanh,
   Floor, Ceil, RoundEven, Trunc,
   IsNaN, IsInf

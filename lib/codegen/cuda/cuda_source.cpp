@@ -122,6 +122,19 @@ __device__ __forceinline__ float sn_pow(float a, float b) { return powf(a, b); }
 __device__ __forceinline__ double sn_pow(double a, double b) { return pow(a, b); }
 __device__ __forceinline__ float sn_sigmoid(float x) { return 1.f / (1.f + expf(-x)); }
 __device__ __forceinline__ double sn_sigmoid(double x) { return 1. / (1. + exp(-x)); }
+// The standard normal CDF, (1 + erf(x / sqrt 2)) / 2, as GELU's gate when its result is stored in
+// 16 bits: erfc(z) = t (a1 + t (a2 + t (a3 + t (a4 + t a5)))) exp(-z^2), t = 1 / (1 + p z), z =
+// |x| / sqrt 2 (Abramowitz and Stegun 7.1.26, |error| <= 1.5e-7 in erf), with the approximate
+// reciprocal and exponential: within 3e-7 of the CDF everywhere (test/python/test_normal_cdf.py), about
+// 16 instructions against erff's 26 on sm_90, and no branch.
+__device__ __forceinline__ float sn_normal_cdf(float x) {
+  const float z = fabsf(x) * 0.70710678f;
+  const float t = __fdividef(1.f, 1.f + 0.3275911f * z);
+  const float poly = t * (0.254829592f + t * (-0.284496736f + t * (1.421413741f + t * (-1.453152027f + t * 1.061405429f))));
+  const float tail = 0.5f * poly * __expf(-z * z);
+  return x >= 0.f ? 1.f - tail : tail;
+}
+__device__ __forceinline__ double sn_normal_cdf(double x) { return 0.5 * erfc(-x * 0.7071067811865476); }
 __device__ __forceinline__ bool sn_isinf(float x) { return isinf(x); }
 __device__ __forceinline__ bool sn_isinf(double x) { return isinf(x); }
 __device__ __forceinline__ bool sn_isnan(float x) { return x != x; }
@@ -189,6 +202,7 @@ const char *mathName(UnaryOp op, DType type) {
   case UnaryOp::Abs: return "sn_abs";
   case UnaryOp::Sign: return "sn_sign";
   case UnaryOp::Sigmoid: return "sn_sigmoid";
+  case UnaryOp::NormalCdf: return "sn_normal_cdf";
   case UnaryOp::IsNaN: return "sn_isnan";
   case UnaryOp::IsInf: return "sn_isinf";
   default: return nullptr;

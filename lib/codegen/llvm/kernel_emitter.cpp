@@ -98,7 +98,7 @@ std::optional<MathFunction> mathFunctionOf(const Expr &e) {
     case UnaryOp::Asinh: return MathFunction::Asinh;
     case UnaryOp::Acosh: return MathFunction::Acosh;
     case UnaryOp::Atanh: return MathFunction::Atanh;
-    case UnaryOp::Erf: return MathFunction::Erf;
+    case UnaryOp::Erf: case UnaryOp::NormalCdf: return MathFunction::Erf;
     default: return std::nullopt;
     }
   }
@@ -267,6 +267,11 @@ llvm::Value *KernelEmitter::unaryExpr(const Expr &e) {
     llvm::Value *one = llvm::ConstantFP::get(a->getType(), 1.0);
     llvm::Value *e1 = math(MathFunction::Exp, {b_.CreateFNeg(a)});
     return b_.CreateFDiv(one, b_.CreateFAdd(one, e1));
+  }
+  case UnaryOp::NormalCdf: { // (1 + erf(x / sqrt 2)) / 2, by the math library's erf
+    llvm::Value *half = llvm::ConstantFP::get(a->getType(), 0.5);
+    llvm::Value *scaled = b_.CreateFMul(a, llvm::ConstantFP::get(a->getType(), 0.7071067811865476));
+    return b_.CreateFAdd(half, b_.CreateFMul(half, math(MathFunction::Erf, {scaled})));
   }
   case UnaryOp::IsNaN: return b_.CreateFCmpUNO(a, a);
   case UnaryOp::IsInf: {
