@@ -83,7 +83,7 @@ const std::vector<PipelineEntry> &defaultPipeline() {
        "rewrites that match float32 patterns and fold weights, so it converts final weights once, "
        "and before dead-code elimination, which removes the float32 constants it replaced",
        [](const PipelineOptions &options) {
-         return std::make_unique<ReducePrecision>(options.precision);
+         return std::make_unique<ReducePrecision>(options.precision, options.pinNormalizationInputs);
        }},
       {"permute-conv-weights",
        "convolutions whose groups have a multiple of eight channels reduce over (window position, "

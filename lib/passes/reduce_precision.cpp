@@ -45,7 +45,8 @@ bool isContraction(OpKind kind) {
 
 class Reducer {
 public:
-  Reducer(Graph &graph, DType storage) : graph_(graph), storage_(storage) {}
+  Reducer(Graph &graph, DType storage, bool pinNormalizationInputs)
+      : graph_(graph), storage_(storage), pinNormalizationInputs_(pinNormalizationInputs) {}
 
   bool run() {
     std::vector<Node *> order;
@@ -54,7 +55,8 @@ public:
     for (Node *node : order)
       mode_[node] = initialMode(*node);
     for (Node *node : order)
-      if (precisionRule(node->kind()).precision == PrecisionClass::Float32Inputs)
+      if (precisionRule(node->kind()).precision == PrecisionClass::Float32Inputs &&
+          (pinNormalizationInputs_ || !subtractsMean(node->kind())))
         pinProducers(*node);
     for (Node *node : order)
       rewrite(*node);
@@ -104,6 +106,14 @@ private:
       return rule.precision == PrecisionClass::Reduced ? Mode::Reduced : Mode::Follow;
     }
     return Mode::Float32;
+  }
+
+  /// The normalisations whose statistics subtract a mean, which --norm-inputs stored lets read
+  /// 16-bit inputs (still computing in f32, like a Float32 op).
+  static bool subtractsMean(OpKind kind) {
+    return kind == OpKind::LayerNormalization || kind == OpKind::GroupNormalization ||
+           kind == OpKind::InstanceNormalization || kind == OpKind::BatchNormalization ||
+           kind == OpKind::MeanVarianceNormalization;
   }
 
   /// Sums, differences, products and quotients pass the pin on to their operands' producers: a
@@ -302,6 +312,7 @@ private:
   std::map<const Node *, bool> onlyReducedUses_;
   std::set<const Value *> converted_;          ///< values this pass turned to the storage type
   std::map<Value *, Value *> reducedOf_, widenedOf_; ///< shared casts and converted constants
+  bool pinNormalizationInputs_;
   bool changed_ = false;
 };
 
@@ -312,7 +323,7 @@ bool ReducePrecision::run(Graph &graph) {
     return false;
   SINTER_ASSERT(storage_ == DType::Float16 || storage_ == DType::BFloat16,
                 "reduce-precision stores float32 as f16 or bf16, not ", dtypeName(storage_));
-  return Reducer(graph, storage_).run();
+  return Reducer(graph, storage_, pinNormalizationInputs_).run();
 }
 
 } // namespace sinter

@@ -33,13 +33,18 @@ namespace sinter {
 
 class ReducePrecision : public Pass {
 public:
-  /// `storage`: Float16 or BFloat16 (Float32 makes the pass a no-op).
-  explicit ReducePrecision(DType storage) : storage_(storage) {}
+  /// `storage`: Float16 or BFloat16 (Float32 makes the pass a no-op). With
+  /// `pinNormalizationInputs` false, the normalisations that subtract a mean (LayerNorm and the
+  /// like) read their inputs as they are stored and pin nothing: a transformer's residual stream
+  /// is then stored in 16 bits (--norm-inputs stored).
+  explicit ReducePrecision(DType storage, bool pinNormalizationInputs = true)
+      : storage_(storage), pinNormalizationInputs_(pinNormalizationInputs) {}
   std::string_view name() const override { return "reduce-precision"; }
   bool run(Graph &graph) override;
 
 private:
   DType storage_;
+  bool pinNormalizationInputs_;
 };
 
 } // namespace sinter

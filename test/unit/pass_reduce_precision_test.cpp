@@ -14,12 +14,14 @@ namespace {
 
 /// Runs reduce-precision with `storage` once (it is not a fixed-point pass), verifies the graph,
 /// checks it against the original within `tolerance`, and prints it.
-std::string reduce(const std::string &text, DType storage, double tolerance, bool *changed = nullptr) {
+std::string reduce(const std::string &text, DType storage, double tolerance, bool *changed = nullptr,
+                   bool pinNormalizationInputs = true) {
   std::unique_ptr<Graph> before = parseGraph(text);
   verifyGraph(*before, "the test's input");
   std::unique_ptr<Graph> after = before->clone();
   PipelineOptions options;
   options.precision = storage;
+  options.pinNormalizationInputs = pinNormalizationInputs;
   std::unique_ptr<Pass> pass = createPass("reduce-precision", options);
   EXPECT_TRUE(pass);
   bool didChange = pass->run(*after);
@@ -115,6 +117,36 @@ TEST(ReducePrecision, NormalisationInputsStayFloat32ThroughViews) {
   return
 }
 )");
+}
+
+// --norm-inputs stored: the LayerNorm pins nothing. The residual Add and the Reshape store f16
+// like any Reduced and Follow node, the MatMul rounds its result, and the LayerNorm (still f32
+// inside) reads the stored value through a Cast up that fuses into its kernel.
+TEST(ReducePrecision, NormalisationInputsMayBeReadAsStored) {
+  const std::string text = R"(graph @main(%x: f32[2,4], %w: f32[4,4], %g: f32[4]) -> (%y) {
+  %shape = constant i64[2] [2, 4]
+  %h = MatMul(%x, %w) : f32[2,4]
+  %r = Add(%x, %h) : f32[2,4]
+  %t = Reshape(%r, %shape) : f32[2,4]
+  %y = LayerNormalization(%t, %g) {axis = -1} : f32[2,4]
+  return
+})";
+  EXPECT_EQ(reduce(text, DType::Float16, 2e-3, nullptr, false),
+            R"(graph @main(%x: f32[2,4], %w: f32[4,4], %g: f32[4]) -> (%y) {
+  %shape = constant i64[2] [2, 4]
+  %x.f16 = Cast(%x) {to = 10} : f16[2,4]
+  %w.f16 = Cast(%w) {to = 10} : f16[4,4]
+  %h = MatMul(%x.f16, %w.f16) : f16[2,4]
+  %r = Add(%x.f16, %h) : f16[2,4]
+  %t = Reshape(%r, %shape) : f16[2,4]
+  %t.f32 = Cast(%t) {to = 1} : f32[2,4]
+  %y = LayerNormalization(%t.f32, %g) {axis = -1} : f32[2,4]
+  return
+}
+)");
+  // The default keeps the stream in f32.
+  std::string pinned = toF16(text);
+  EXPECT_NE(pinned.find("%r = Add(%x, %h) : f32[2,4]"), std::string::npos) << pinned;
 }
 
 TEST(ReducePrecision, IndicesAreComputedFromFloat32Values) {

@@ -34,6 +34,7 @@ struct CompileFlags {
   std::string tensorCoreTile;
   std::string wgmma = "on";
   std::string streamK = "auto";
+  std::string normInputs = "f32";
   std::string tensorCoreEpilogue = "rows";
   std::string dumpIrAfter;
   std::vector<std::string> disabledPasses;
@@ -132,6 +133,7 @@ void runCompile(const CompileFlags &flags) {
   }
   options.pipeline.precision = parsePrecision(flags.precision, options.target.target,
                                               options.target.fp32Contractions);
+  options.pipeline.pinNormalizationInputs = isFirstChoice("--norm-inputs", flags.normInputs, "f32", "stored");
   options.pipeline.disabled.insert(flags.disabledPasses.begin(), flags.disabledPasses.end());
   options.pipeline.dumpAfter = flags.dumpIrAfter;
   options.pipeline.dumpStream = &std::cerr;
@@ -175,6 +177,12 @@ Command addCompileCommand(CLI::App &parent) {
                       "Storage of float32 weights and activations: fp32 (default), fp16 or bf16 "
                       "(f32 math; contractions on tensor cores; docs/precision.md); tf32: fp32 "
                       "storage, contraction operands rounded to tf32 (CUDA only)")
+      ->capture_default_str();
+  command->add_option("--norm-inputs", flags->normInputs,
+                      "With --precision fp16|bf16: LayerNorm and the other normalisations that "
+                      "subtract a mean read inputs computed and stored in f32 (f32, the default: a "
+                      "transformer's residual stream stays f32) or in the storage precision "
+                      "(stored: the residual stream in 16 bits, as torch's model.half() keeps it)")
       ->capture_default_str();
   command->add_option("--fp32-contractions", flags->fp32Contractions,
                       "CUDA, sm_80+: f32 contractions on tensor-core (default: operands as tf32 "
