@@ -68,10 +68,14 @@ public:
     }
   }
 
-  /// Casts of a kernel's last value beside its other uses join the kernel, which stores both (a
-  /// LayerNorm's f32 output for a residual add, and its f16 rounding for the next MatMul). The
-  /// group runs at its last node's position, so a Cast joins only when every other use of the
-  /// value comes after it.
+  /// Narrowing casts of a kernel's last value beside its other uses join the kernel, which
+  /// stores both (a LayerNorm's f32 output for a residual add, and its f16 rounding for the next
+  /// MatMul). A widening Cast stays out: stored here it would write a second, wider copy, where
+  /// its reader widens the narrow value in its prologue (with --norm-inputs stored, a pre-norm
+  /// transformer's f16 residual sum is read by the next residual add and, widened, by the
+  /// LayerNorm: as a side cast ViT-B/16's residual GEMMs wrote an f32 copy of it and its
+  /// LayerNorms read that). The group runs at its last node's position, so a Cast joins only
+  /// when every other use of the value comes after it.
   void fuseSideCasts(const Node &kernel, const Value *value) {
     if (value->uses().size() < 2)
       return;
@@ -79,7 +83,8 @@ public:
       const Node *cast = use.user;
       if (cast->kind() != OpKind::Cast || cast->numInputs() != 1 || cast->numOutputs() != 1 ||
           group_[cast] != position_[cast] || !isStatic(cast->output(0)->shape()) ||
-          staticDims(cast->output(0)->shape()) != staticDims(value->shape()))
+          staticDims(cast->output(0)->shape()) != staticDims(value->shape()) ||
+          dtypeSize(cast->output(0)->dtype()) > dtypeSize(value->dtype()))
         continue;
       bool laterUses = std::all_of(value->uses().begin(), value->uses().end(), [&](const Use &other) {
         return other.user == cast || position_[other.user] > position_[cast];

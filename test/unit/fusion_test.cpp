@@ -129,4 +129,20 @@ TEST(Fusion, AWideningCastIsItsReadersPrologue) {
   std::vector<KernelGroup> groups = formKernelGroups(*graph, true);
   EXPECT_EQ(describe(groups), "MatMul+Gelu | Cast+MatMul");
   EXPECT_EQ(names(groups[0].outputs), (std::vector<std::string>{"g"}));
+
+  // A pre-norm block with its residual stream in f16 (--norm-inputs stored): the residual sum
+  // feeds the next residual add and, widened, the LayerNorm. The widening Cast is not a side
+  // cast of the GEMM's kernel (which would store an f32 copy too): the LayerNorm widens the f16
+  // sum in its prologue.
+  graph = parseGraph(R"(graph @main(%x: f16[4,8], %w: f16[8,8], %s: f32[8], %v: f16[4,8]) -> (%y, %z) {
+  %m = MatMul(%x, %w) : f16[4,8]
+  %r = Add(%m, %x) : f16[4,8]
+  %c = Cast(%r) {to = 1} : f32[4,8]
+  %y = LayerNormalization(%c, %s, %s) {axis = -1} : f32[4,8]
+  %z = Add(%r, %v) : f16[4,8]
+  return
+})");
+  groups = formKernelGroups(*graph, true);
+  EXPECT_EQ(describe(groups), "MatMul+Add | Cast+LayerNormalization | Add");
+  EXPECT_EQ(names(groups[0].outputs), (std::vector<std::string>{"r"}));
 }
