@@ -5,7 +5,8 @@
 // On sm_80 and newer a tensor-core variant (cuda_mma_contraction.cpp) multiplies them with
 // warp-level mma.sync instead: 16-bit operands exactly, f32 operands as tf32 pairs; on sm_90a
 // 16-bit operands also with warpgroup MMA (wgmma). cuda_mma_choice.cpp decides which operand
-// form and block tile a contraction gets.
+// form and block tile a contraction gets, and whether a wgmma kernel takes a stream-K schedule
+// (cuda_tile_schedule.h).
 #pragma once
 
 #include "sinter/codegen/backend.h"
