@@ -3,7 +3,9 @@
 // reduction steps, so that several slices are in flight while the warps multiply an earlier one.
 // A 16-bit kernel may carry a second body for sm_90a, where two warpgroups multiply 128x128
 // tiles with wgmma straight from 128-byte-swizzled slices that the same staging writes
-// (printWgmmaLoop). Which operand form and tile a contraction gets is cuda_mma_choice.cpp's.
+// (printWgmmaLoop). Which operand form and tile a contraction gets is cuda_mma_choice.cpp's; a
+// wgmma kernel with a stream-K schedule loops over the tiles and pieces of tiles that
+// cuda_tile_schedule.cpp deals it, exchanging a piece's partial sums after its main loop.
 // The operands go to the tensor cores in one of two forms (MmaOperands):
 //   16-bit:  when both hold values f16 (or bf16) represents exactly (they were loaded from 16-bit
 //            storage), m16n8k16 multiplies them as they are: the products are the ones the f32
