@@ -71,6 +71,19 @@ def test_model_matches_onnxruntime_in_reduced_precision(model, precision, tmp_pa
         pytest.fail(f"{model.name} at {precision}:\n  " + "\n  ".join(problems), pytrace=False)
 
 
+@pytest.mark.parametrize("model", ["vit_tiny", "bert_tiny", "gpt2_tiny"])
+def test_residual_stream_stored_in_half_matches_onnxruntime(model, tmp_path):
+    """--norm-inputs stored: the transformers' residual streams in f16 (the LayerNorms read their
+    inputs as stored), still within the 16-bit bound of onnxruntime's float32 outputs."""
+    path = st.MODELS_DIR / f"{model}.onnx"
+    inputs = st.make_inputs(path, 2 if st.has_symbolic_dims(path) else 1)
+    expected = st.run_onnxruntime(path, inputs)
+    actual = compile_and_run(path, inputs, tmp_path, "--precision", "fp16", "--norm-inputs", "stored")
+    problems = compare_l2(actual, expected)
+    if problems:
+        pytest.fail(f"{model} with --norm-inputs stored:\n  " + "\n  ".join(problems), pytrace=False)
+
+
 @pytest.mark.parametrize("model", ["resnet_narrow", "bert_tiny"])
 def test_hardware_half_conversions_match_onnxruntime(model, tmp_path):
     """--cpu native on a CPU with F16C converts f16 with instructions, in the packing of the
@@ -151,6 +164,9 @@ def test_16_bit_convolutions_run_on_tensor_cores(precision, tmp_path):
     (["--tensor-core-tile", "96x128", "--target", "cpu"], "no meaning with --target cpu"),
     (["--wgmma", "maybe"], "unknown --wgmma 'maybe'; use on or off"),
     (["--tensor-core-epilogue", "columns"], "unknown --tensor-core-epilogue 'columns'; use rows or fragments"),
+    (["--stream-k", "on"], "unknown --stream-k 'on'; use auto or off"),
+    (["--norm-inputs", "f16"], "unknown --norm-inputs 'f16'; use f32 or stored"),
+    (["--norm-inputs", "stored"], "no meaning without --precision fp16 or bf16"),
 ])
 def test_bad_precision_is_a_user_error(flags, message, tmp_path):
     model = st.MODELS_DIR / "tiny_mlp.onnx"

@@ -134,6 +134,9 @@ void runCompile(const CompileFlags &flags) {
   options.pipeline.precision = parsePrecision(flags.precision, options.target.target,
                                               options.target.fp32Contractions);
   options.pipeline.pinNormalizationInputs = isFirstChoice("--norm-inputs", flags.normInputs, "f32", "stored");
+  if (!options.pipeline.pinNormalizationInputs && options.pipeline.precision == DType::Float32)
+    userError("--norm-inputs stored chooses what 16-bit storage does with normalisation inputs; it has no "
+              "meaning without --precision fp16 or bf16");
   options.pipeline.disabled.insert(flags.disabledPasses.begin(), flags.disabledPasses.end());
   options.pipeline.dumpAfter = flags.dumpIrAfter;
   options.pipeline.dumpStream = &std::cerr;
