@@ -231,13 +231,12 @@ package::Manifest buildManifest(Graph &graph, const CompileOptions &options,
   // Scratch buffers and workspace: slots after the values', in kernel then buffer order, each
   // live for its kernel's step alone.
   std::vector<std::vector<size_t>> scratchSlots(groups.size());
-  for (size_t i = 0; i < kernels.size(); ++i) {
+  for (size_t i = 0; i < kernels.size(); ++i)
     for (const codegen::BufferParam &buffer : kernels[i].buffers)
       if (buffer.scratch) {
         scratchSlots[i].push_back(lifetimes.size());
         lifetimes.push_back({uint64_t(buffer.elements) * dtypeSize(buffer.dtype), int64_t(i), int64_t(i)});
       }
-  }
   std::vector<std::optional<size_t>> workspaceSlot(groups.size());
   for (size_t i = 0; i < groups.size(); ++i)
     if (shapes[i].workspaceBytes > 0) {

@@ -131,4 +131,11 @@ const PrecisionRule &precisionRule(OpKind kind) {
   return table[size_t(kind)];
 }
 
+bool subtractsMean(OpKind kind) {
+  // The table's normalisations under "Statistics that subtract a mean".
+  return kind == OpKind::LayerNormalization || kind == OpKind::GroupNormalization ||
+         kind == OpKind::InstanceNormalization || kind == OpKind::BatchNormalization ||
+         kind == OpKind::MeanVarianceNormalization;
+}
+
 } // namespace sinter::passes

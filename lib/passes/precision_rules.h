@@ -42,4 +42,8 @@ struct PrecisionRule {
 /// The rule for an op; ops the table does not list get {Float32, all inputs}.
 const PrecisionRule &precisionRule(OpKind kind);
 
+/// The normalisations whose statistics subtract a mean (Float32Inputs in the table): with
+/// --norm-inputs stored they read their inputs as stored, pinning nothing.
+bool subtractsMean(OpKind kind);
+
 } // namespace sinter::passes

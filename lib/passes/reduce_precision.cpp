@@ -33,6 +33,7 @@ namespace {
 using passes::PrecisionClass;
 using passes::PrecisionRule;
 using passes::precisionRule;
+using passes::subtractsMean;
 
 /// RoundedInputs: a contraction whose result a Float32Inputs op reads: its factors are rounded
 /// to the storage type as a Reduced node's are (and widened again, so the IR's types agree), and
@@ -106,14 +107,6 @@ private:
       return rule.precision == PrecisionClass::Reduced ? Mode::Reduced : Mode::Follow;
     }
     return Mode::Float32;
-  }
-
-  /// The normalisations whose statistics subtract a mean, which --norm-inputs stored lets read
-  /// 16-bit inputs (still computing in f32, like a Float32 op).
-  static bool subtractsMean(OpKind kind) {
-    return kind == OpKind::LayerNormalization || kind == OpKind::GroupNormalization ||
-           kind == OpKind::InstanceNormalization || kind == OpKind::BatchNormalization ||
-           kind == OpKind::MeanVarianceNormalization;
   }
 
   /// Sums, differences, products and quotients pass the pin on to their operands' producers: a

@@ -200,9 +200,9 @@ Command addCompileCommand(CLI::App &parent) {
                       "code, built for sm_90a (on, the default) or on mma.sync only (off)")
       ->capture_default_str();
   command->add_option("--stream-k", flags->streamK,
-                      "CUDA wgmma contractions whose tiles leave much of the last round of blocks idle "
-                      "split their reductions evenly between two blocks an SM (auto, the default) or "
-                      "keep a block per tile (off)")
+                      "CUDA wgmma contractions with long reductions whose tiles leave part of a round "
+                      "of blocks over split the leftover tiles into parts of their reductions, a block "
+                      "a part (auto, the default), or keep a block per tile (off)")
       ->capture_default_str();
   command->add_option("--tensor-core-epilogue", flags->tensorCoreEpilogue,
                       "CUDA: tensor-core epilogues walk the tile by rows through shared memory "

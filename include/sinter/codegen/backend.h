@@ -47,9 +47,10 @@ struct TargetOptions {
   /// (coalesced stores and reads; the default), or each thread evaluates its own accumulator
   /// fragments (--tensor-core-epilogue rows|fragments, for ablations; docs/performance.md).
   bool rowWalkEpilogue = true;
-  /// CUDA wgmma contractions whose tiles would leave much of the last round of blocks idle split
-  /// the tiles' reductions evenly between two blocks an SM (stream-K; --stream-k auto|off;
-  /// docs/performance.md).
+  /// CUDA wgmma contractions with a reduction of more than 16 slices whose tiles leave at most
+  /// half a round of blocks over take whole rounds of tiles, then split the leftover tiles into
+  /// parts of their reductions, a block a part (stream-K; --stream-k auto|off;
+  /// cuda_mma_choice.cpp decides; docs/performance.md).
   bool streamK = true;
   /// When set, every generated source (CUDA C, PTX, SASS listing, LLVM IR, assembly) is written
   /// here, kernel by kernel.
