@@ -53,6 +53,14 @@ package::Manifest compileEachNode(const Graph &graph, std::vector<std::string> a
   return manifest;
 }
 
+/// A new graph input of 16-bit `type`, widened to f32 by a Cast: an operand exact in 16 bits.
+Value *widenedInput(Graph &graph, const std::string &name, DType type, Shape dims) {
+  constexpr int64_t kOnnxFloat = 1; // TensorProto.FLOAT, Cast's `to`
+  Node *cast = graph.addNode(OpKind::Cast, {graph.addInput(name, TensorType{type, std::move(dims)})}, 1);
+  cast->setAttr("to", kOnnxFloat);
+  return cast->output(0);
+}
+
 } // namespace
 
 TEST(CudaCodegen, ElementwiseKernelsAssembleForEveryArch) {
@@ -204,31 +212,25 @@ TEST(CudaCodegen, LargeContractionsGetTiledKernels) {
 // values (f16 or bf16 storage widened to f32) as they are when both operands are exact in one
 // 16-bit type, and f32 operands as tf32 pairs unless the f32 SIMT kernel is asked for.
 TEST(CudaCodegen, ContractionsGetTensorCoreKernels) {
-  constexpr int64_t kOnnxFloat = 1; // TensorProto.FLOAT, Cast's `to`
   Graph graph;
-  auto widen = [&](Value *value) {
-    Node *cast = graph.addNode(OpKind::Cast, {value}, 1);
-    cast->setAttr("to", kOnnxFloat);
-    return cast->output(0);
-  };
-  Value *a = widen(graph.addInput("a", {DType::Float16, {2200, 96}}));
-  Value *b = widen(graph.addInput("b", {DType::Float16, {96, 136}}));
+  Value *a = widenedInput(graph, "a", DType::Float16, {2200, 96});
+  Value *b = widenedInput(graph, "b", DType::Float16, {96, 136});
   graph.addOutput(graph.addNode(OpKind::MatMul, {a, b}, 1, "half")->output(0));
-  Value *x = widen(graph.addInput("x", {DType::BFloat16, {8, 16, 32, 32}}));
-  Value *w = widen(graph.addInput("w", {DType::BFloat16, {64, 16, 3, 3}}));
+  Value *x = widenedInput(graph, "x", DType::BFloat16, {8, 16, 32, 32});
+  Value *w = widenedInput(graph, "w", DType::BFloat16, {64, 16, 3, 3});
   Node *conv = graph.addNode(OpKind::Conv, {x, w}, 1, "conv");
   conv->setAttr("pads", std::vector<int64_t>{1, 1, 1, 1});
   graph.addOutput(conv->output(0));
   Value *f = graph.addInput("f", {DType::Float32, {96, 136}});
-  Value *c = widen(graph.addInput("c", {DType::Float16, {2200, 96}}));
+  Value *c = widenedInput(graph, "c", DType::Float16, {2200, 96});
   graph.addOutput(graph.addNode(OpKind::MatMul, {c, f}, 1, "mixed")->output(0));
-  Value *d = widen(graph.addInput("d", {DType::Float16, {200, 96}}));
-  Value *e = widen(graph.addInput("e", {DType::Float16, {96, 136}}));
+  Value *d = widenedInput(graph, "d", DType::Float16, {200, 96});
+  Value *e = widenedInput(graph, "e", DType::Float16, {96, 136});
   graph.addOutput(graph.addNode(OpKind::MatMul, {d, e}, 1, "few")->output(0)); // 21 tiles
   // A GEMV whose result is narrowed again: its epilogue is a block (assign, then store through
   // the cast), which must still give each output a warp.
-  Value *row = widen(graph.addInput("row", {DType::Float16, {1, 96}}));
-  Value *column = widen(graph.addInput("column", {DType::Float16, {96, 136}}));
+  Value *row = widenedInput(graph, "row", DType::Float16, {1, 96});
+  Value *column = widenedInput(graph, "column", DType::Float16, {96, 136});
   Node *narrow = graph.addNode(OpKind::Cast, {graph.addNode(OpKind::MatMul, {row, column}, 1, "gemv")->output(0)}, 1);
   narrow->setAttr("to", int64_t(10)); // TensorProto.FLOAT16
   graph.addOutput(narrow->output(0));
@@ -495,19 +497,13 @@ TEST(CudaCodegen, EpiloguesOfWholeTilesTestNoElement) {
 }
 
 TEST(CudaCodegen, SixteenBitGemmsGetAWgmmaBodyForSm90a) {
-  constexpr int64_t kOnnxFloat = 1;
   Graph graph;
-  auto widen = [&](Value *value) {
-    Node *cast = graph.addNode(OpKind::Cast, {value}, 1);
-    cast->setAttr("to", kOnnxFloat);
-    return cast->output(0);
-  };
-  Value *a = widen(graph.addInput("a", {DType::Float16, {4096, 256}}));
-  Value *b = widen(graph.addInput("b", {DType::Float16, {256, 768}}));
+  Value *a = widenedInput(graph, "a", DType::Float16, {4096, 256});
+  Value *b = widenedInput(graph, "b", DType::Float16, {256, 768});
   graph.addOutput(graph.addNode(OpKind::MatMul, {a, b}, 1, "gemm")->output(0));
   // k = 128 is too short a reduction for the wgmma ring: mma.sync alone.
-  Value *c = widen(graph.addInput("c", {DType::Float16, {4096, 128}}));
-  Value *d = widen(graph.addInput("d", {DType::Float16, {128, 768}}));
+  Value *c = widenedInput(graph, "c", DType::Float16, {4096, 128});
+  Value *d = widenedInput(graph, "d", DType::Float16, {128, 768});
   graph.addOutput(graph.addNode(OpKind::MatMul, {c, d}, 1, "short")->output(0));
   inferGraph(graph);
   std::optional<KernelGroup> gemm, shortGemm;
@@ -564,7 +560,6 @@ TEST(CudaCodegen, SixteenBitGemmsGetAWgmmaBodyForSm90a) {
 // step's operands, and passes it last; the mma.sync body of the same launch (other
 // architectures) takes every tile whole in turn. --stream-k off keeps a block per tile.
 TEST(CudaCodegen, StreamKGemmsShareTilesAndGetAWorkspaceInTheArena) {
-  constexpr int64_t kOnnxFloat = 1;
   auto spec = [](int64_t m, int64_t n, int64_t k) {
     ContractionSpec s;
     s.m = m;
@@ -580,17 +575,16 @@ TEST(CudaCodegen, StreamKGemmsShareTilesAndGetAWorkspaceInTheArena) {
   EXPECT_EQ(cuda::streamKBlocks(spec(6304, 3072, 3072), tile), std::nullopt);  // 1200: 144 over
   EXPECT_EQ(cuda::streamKBlocks(spec(5632, 768, 3072), tile), std::nullopt);   // 264: none over
 
-  for (bool streamK : {true, false}) {
-    Graph graph;
-    auto widen = [&](Value *value) {
-      Node *cast = graph.addNode(OpKind::Cast, {value}, 1);
-      cast->setAttr("to", kOnnxFloat);
-      return cast->output(0);
-    };
-    Value *a = widen(graph.addInput("a", {DType::Float16, {6304, 3072}}));
-    Value *b = widen(graph.addInput("b", {DType::Float16, {3072, 768}}));
+  // ViT-B/16 b32's MLP-out, its operands 16-bit values.
+  auto mlpOut = [](Graph &graph) {
+    Value *a = widenedInput(graph, "a", DType::Float16, {6304, 3072});
+    Value *b = widenedInput(graph, "b", DType::Float16, {3072, 768});
     graph.addOutput(graph.addNode(OpKind::MatMul, {a, b}, 1, "project")->output(0));
     inferGraph(graph);
+  };
+  for (bool streamK : {true, false}) {
+    Graph graph;
+    mlpOut(graph);
     CompileOptions options;
     options.target.target = package::Target::Cuda;
     options.target.cudaArchs = {"sm_80", "sm_90"};
@@ -636,14 +630,7 @@ TEST(CudaCodegen, StreamKGemmsShareTilesAndGetAWorkspaceInTheArena) {
   // The kernel's source: the module's arrival counters, the exchange, and the mma.sync body's
   // loop over whole tiles.
   Graph graph;
-  Value *a = graph.addInput("a", {DType::Float16, {6304, 3072}});
-  Value *b = graph.addInput("b", {DType::Float16, {3072, 768}});
-  Node *castA = graph.addNode(OpKind::Cast, {a}, 1);
-  castA->setAttr("to", kOnnxFloat);
-  Node *castB = graph.addNode(OpKind::Cast, {b}, 1);
-  castB->setAttr("to", kOnnxFloat);
-  graph.addOutput(graph.addNode(OpKind::MatMul, {castA->output(0), castB->output(0)}, 1, "project")->output(0));
-  inferGraph(graph);
+  mlpOut(graph);
   std::optional<Contraction> contraction;
   for (KernelGroup &group : formKernelGroups(graph, true))
     if (!contraction)
@@ -672,14 +659,9 @@ TEST(CudaCodegen, StreamKGemmsShareTilesAndGetAWorkspaceInTheArena) {
 // whose queries all lie past the end multiply nothing, and the tiles of keys wholly past it
 // are skipped; heads of 128 tokens have neither, and a warp's every tile is multiplied.
 TEST(CudaCodegen, AttentionSkipsQueriesAndKeysPastTheEnd) {
-  constexpr int64_t kOnnxFloat = 1;
   for (int64_t tokens : {197, 128}) {
     Graph graph;
-    auto widened = [&](const char *name) {
-      Node *cast = graph.addNode(OpKind::Cast, {graph.addInput(name, {DType::Float16, {2, 3, tokens, 64}})}, 1);
-      cast->setAttr("to", kOnnxFloat);
-      return cast->output(0);
-    };
+    auto widened = [&](const char *name) { return widenedInput(graph, name, DType::Float16, {2, 3, tokens, 64}); };
     Node *attention = graph.addNode(OpKind::Attention, {widened("q"), widened("k"), widened("v")}, 1, "attention");
     attention->setAttr("scale", 0.125f);
     graph.addOutput(attention->output(0));
