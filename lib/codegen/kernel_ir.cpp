@@ -214,6 +214,17 @@ bool usesVariable(const ExprRef &e, int id) {
   return false;
 }
 
+ExprRef substituted(const ExprRef &e, int id, const ExprRef &value) {
+  if (!usesVariable(e, id))
+    return e;
+  if (e->kind == ExprKind::Var)
+    return value;
+  auto copy = std::make_shared<Expr>(*e);
+  for (ExprRef &operand : copy->operands)
+    operand = substituted(operand, id, value);
+  return copy;
+}
+
 bool multipleOf(const ExprRef &e, int64_t n) {
   if (e->kind == ExprKind::Constant)
     return e->intValue % n == 0;

@@ -744,6 +744,81 @@ TEST(CudaCodegen, LongRowReductionsGetAWarpPerRow) {
   std::filesystem::remove_all(work);
 }
 
+namespace {
+
+/// Occurrences of `needle` in `text`.
+size_t countOf(const std::string &text, const std::string &needle) {
+  size_t count = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1))
+    ++count;
+  return count;
+}
+
+} // namespace
+
+TEST(CudaCodegen, WarpRowsAreLoadedOnceInSixteenByteRuns) {
+  Graph graph;
+  auto norm = [&](const std::string &name, Value *x, int64_t length) {
+    Value *scale = graph.addInput(name + "_scale", {DType::Float32, {length}});
+    Node *node = graph.addNode(OpKind::LayerNormalization, {x, scale}, 1, name);
+    graph.addOutput(node->output(0));
+    return node;
+  };
+  Node *f32 = norm("f32", graph.addInput("x", {DType::Float32, {8, 768}}), 768);
+  Node *f16 = norm("f16", widenedInput(graph, "h", DType::Float16, {8, 768}), 768);
+  Node *shortRuns = norm("short_runs", graph.addInput("s", {DType::Float32, {8, 96}}), 96);
+  Node *ragged = norm("ragged", graph.addInput("r", {DType::Float32, {8, 1000}}), 1000);
+  inferGraph(graph);
+  TargetOptions options;
+  options.target = package::Target::Cuda;
+  options.cudaArchs = {"sm_90"};
+  std::unique_ptr<Backend> backend = createBackend(options);
+  package::Manifest manifest;
+  const std::vector<KernelGroup> groups = formKernelGroups(graph, true);
+  auto text = [&](const Node *last) {
+    auto group = std::find_if(groups.begin(), groups.end(), [&](const KernelGroup &g) { return g.nodes.back() == last; });
+    EXPECT_NE(group, groups.end());
+    Kernel kernel = lowerGroup(*group);
+    LaunchShape launch;
+    manifest.kernels.push_back(backend->addKernel(*group, kernel, launch));
+    return cuda::printCudaKernel(kernel, 256);
+  };
+  // f32 rows of 768: a lane holds 24 elements in six runs of four, one 16-byte load each, and
+  // the input is read nowhere else; the output is stored four at a time.
+  std::string kernel = text(f32);
+  EXPECT_EQ(countOf(kernel, "float sn_row0[24];"), 1u) << kernel;
+  EXPECT_EQ(countOf(kernel, "sn_row1"), 0u) << kernel;
+  EXPECT_NE(kernel.find("for (int sn_g = 0; sn_g < 6; ++sn_g)"), std::string::npos) << kernel;
+  EXPECT_NE(kernel.find("(sn_g * 128 + lane * 4)"), std::string::npos) << kernel;
+  EXPECT_EQ(countOf(kernel, "const uint4 sn_w = *reinterpret_cast<const uint4 *>(&b0["), 1u) << kernel;
+  EXPECT_EQ(countOf(kernel, "b0["), 1u) << kernel;
+  EXPECT_EQ(countOf(kernel, "*reinterpret_cast<uint4 *>(&b2["), 1u) << kernel;
+  EXPECT_EQ(countOf(kernel, "sn_row0[sn_g * 4 + sn_j]"), 4u) << kernel; // mean, variance (twice), output
+  // f16 rows: runs of eight, still 16 bytes; the f32 output takes two stores a run.
+  kernel = text(f16);
+  EXPECT_EQ(countOf(kernel, "unsigned short sn_row0[24];"), 1u) << kernel;
+  EXPECT_NE(kernel.find("(sn_g * 256 + lane * 8)"), std::string::npos) << kernel;
+  EXPECT_EQ(countOf(kernel, "const uint4 sn_w"), 1u) << kernel;
+  EXPECT_EQ(countOf(kernel, "*reinterpret_cast<uint4 *>(&b2["), 2u) << kernel;
+  // 96 does not split into runs of four (or two) for 32 lanes: one element a run, loaded once.
+  kernel = text(shortRuns);
+  EXPECT_EQ(countOf(kernel, "float sn_row0[3];"), 1u) << kernel;
+  EXPECT_NE(kernel.find("(sn_g * 32 + lane * 1)"), std::string::npos) << kernel;
+  EXPECT_EQ(countOf(kernel, "const unsigned sn_w"), 1u) << kernel;
+  EXPECT_EQ(countOf(kernel, "b0["), 1u) << kernel;
+  // 1000 is no multiple of 32: the lanes stride through each loop, reading the row in each.
+  kernel = text(ragged);
+  EXPECT_EQ(countOf(kernel, "sn_row"), 0u) << kernel;
+  EXPECT_EQ(countOf(kernel, "b0["), 4u) << kernel;
+
+  // NVRTC and ptxas take them.
+  auto work = std::filesystem::temp_directory_path() / "sinter-cuda-warp-rows-test";
+  std::filesystem::create_directories(work);
+  backend->finish(manifest, work.string());
+  std::filesystem::remove_all(work);
+  EXPECT_FALSE(manifest.cudaModules.empty());
+}
+
 TEST(CudaCodegen, UnknownArchitectureIsAUserError) {
   TargetOptions options;
   options.target = package::Target::Cuda;

@@ -150,6 +150,9 @@ ExprRef bitcast(ExprRef a, DType type);
 /// Whether `e` reads variable `id` anywhere.
 bool usesVariable(const ExprRef &e, int id);
 
+/// `e` with variable `id` replaced by `value` (shared where `e` does not read it).
+ExprRef substituted(const ExprRef &e, int id, const ExprRef &value);
+
 /// Whether an integer expression is a multiple of `n` for every value of its variables (as far
 /// as constants, products with a multiple, and sums and differences of multiples show).
 bool multipleOf(const ExprRef &e, int64_t n);

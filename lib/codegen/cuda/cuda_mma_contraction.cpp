@@ -34,6 +34,7 @@
 
 #include "cuda_source.h"
 #include "cuda_tile_schedule.h"
+#include "index_runs.h"
 
 #include "sinter/codegen/expr_evaluator.h"
 
@@ -49,51 +50,6 @@
 namespace sinter::codegen::cuda {
 
 namespace {
-
-/// How an integer expression moves over a run: `variable` taking the values v0 .. v0 + run - 1
-/// for a v0 that is a multiple of `run`, every other variable fixed.
-enum class RunForm {
-  Fixed,   ///< the same value all along the run
-  Unit,    ///< e(v0 + s) = e(v0) + s, and e(v0) is a multiple of the run
-  Unknown, ///< anything else (as far as these rules can tell)
-};
-
-/// The rules: sums of a unit term and a fixed multiple of the run stay unit; a unit term
-/// divided by a multiple of the run is fixed over the run (the run starts at a multiple of
-/// the run, so it does not cross a multiple of the divisor), and its remainder stays unit. They
-/// see through the div/rem chains of a flattened transpose: attention's head merge reads
-/// [batch, head, position, dim] as rows of head x dim, whose runs of dim are contiguous.
-/// Index values are non-negative, as every buffer index is.
-RunForm runForm(const ExprRef &e, int variable, int run) {
-  if (!usesVariable(e, variable))
-    return RunForm::Fixed;
-  if (e->kind == ExprKind::Var)
-    return RunForm::Unit; // it is the variable
-  if (e->kind == ExprKind::Cast && isInteger(e->type) && isInteger(e->operands[0]->type))
-    return runForm(e->operands[0], variable, run);
-  if (e->kind != ExprKind::Binary)
-    return RunForm::Unknown;
-  const ExprRef &a = e->operands[0], &b = e->operands[1];
-  RunForm left = runForm(a, variable, run), right = runForm(b, variable, run);
-  if (left == RunForm::Fixed && right == RunForm::Fixed)
-    return RunForm::Fixed;
-  auto constantMultiple = [&](const ExprRef &divisor) {
-    return divisor->kind == ExprKind::Constant && divisor->intValue > 0 && divisor->intValue % run == 0;
-  };
-  switch (e->binary) {
-  case BinaryOp::Add:
-    if (left == RunForm::Unit && right == RunForm::Fixed && multipleOf(b, run))
-      return RunForm::Unit;
-    if (right == RunForm::Unit && left == RunForm::Fixed && multipleOf(a, run))
-      return RunForm::Unit;
-    return RunForm::Unknown;
-  case BinaryOp::Div:
-    return left == RunForm::Unit && constantMultiple(b) ? RunForm::Fixed : RunForm::Unknown;
-  case BinaryOp::Rem:
-    return left == RunForm::Unit && constantMultiple(b) ? RunForm::Unit : RunForm::Unknown;
-  default: return RunForm::Unknown;
-  }
-}
 
 /// The step of a sum, difference or product by a constant whose operands step by `left` and
 /// `right`; nullopt for any other operation (a product of two varying terms among them).
@@ -128,18 +84,6 @@ std::optional<int64_t> linearStride(const ExprRef &e, int variable) {
   if (!left || !right)
     return std::nullopt;
   return combinedStride(*e, *left, *right);
-}
-
-/// `e` with variable `id` replaced by `value`.
-ExprRef substituted(const ExprRef &e, int id, const ExprRef &value) {
-  if (!usesVariable(e, id))
-    return e;
-  if (e->kind == ExprKind::Var)
-    return value;
-  auto copy = std::make_shared<Expr>(*e);
-  for (ExprRef &operand : copy->operands)
-    operand = substituted(operand, id, value);
-  return copy;
 }
 
 /// The constant by which an expression moves per step of `variable` over a run of `run` steps

@@ -276,7 +276,10 @@ std::string CudaPrinter::expr(const ExprRef &e) {
   case ExprKind::Constant:
     return isFloat(e->type) ? floatLiteral(e->floatValue, e->type) : intLiteral(e->intValue, e->type);
   case ExprKind::Var: return "v" + std::to_string(e->id);
-  case ExprKind::Load: return "b" + std::to_string(e->id) + "[" + expr(e->operands[0]) + "]";
+  case ExprKind::Load:
+    if (auto cached = loadText_.find(e.get()); cached != loadText_.end())
+      return cached->second;
+    return "b" + std::to_string(e->id) + "[" + expr(e->operands[0]) + "]";
   case ExprKind::Unary: return unaryExpr(e);
   case ExprKind::Binary: return binaryExpr(e);
   case ExprKind::Select:
@@ -379,141 +382,6 @@ std::string CudaPrinter::fromFloat(const std::string &floatText, DType to) {
   }
 }
 
-namespace {
-
-bool storesInside(const std::vector<StmtRef> &list) {
-  for (const StmtRef &s : list)
-    if (s->kind == StmtKind::Store || storesInside(s->body) || storesInside(s->orElse))
-      return true;
-  return false;
-}
-
-/// The identity of a reduction op, as CUDA C of the accumulator's type.
-std::string reductionIdentity(BinaryOp op, DType type) {
-  std::string name = cudaStorageType(type);
-  switch (op) {
-  case BinaryOp::Add: return "((" + name + ")0)";
-  case BinaryOp::Mul: return "((" + name + ")1)";
-  case BinaryOp::LogicalAnd: return "true";
-  case BinaryOp::LogicalOr: return "false";
-  case BinaryOp::Max:
-  case BinaryOp::Min: {
-    bool max = op == BinaryOp::Max;
-    if (isFloat(type))
-      return std::string(max ? "-" : "") + "(" + name + ")SN_INF";
-    if (type == DType::Bool)
-      return max ? "false" : "true";
-    // The smallest (for Max) or largest (for Min) value of the integer type.
-    bool isUnsigned = type == DType::Uint8 || type == DType::Uint16 || type == DType::Uint32 ||
-                      type == DType::Uint64;
-    if (isUnsigned)
-      return max ? "((" + name + ")0)" : "((" + name + ")~(" + name + ")0)";
-    std::string top = "((" + name + ")(~0ULL >> (65 - 8 * sizeof(" + name + "))))";
-    return max ? "((" + name + ")(-" + top + " - 1))" : top;
-  }
-  default: break;
-  }
-  SINTER_ASSERT(false, "no identity for reduction op ", binaryOpName(op));
-  return "?";
-}
-
-std::string combineText(BinaryOp op, const std::string &a, const std::string &b) {
-  switch (op) {
-  case BinaryOp::Add: return "(" + a + " + " + b + ")";
-  case BinaryOp::Mul: return "(" + a + " * " + b + ")";
-  case BinaryOp::LogicalAnd: return "(" + a + " && " + b + ")";
-  case BinaryOp::LogicalOr: return "(" + a + " || " + b + ")";
-  case BinaryOp::Max: return "sn_max(" + a + ", " + b + ")";
-  case BinaryOp::Min: return "sn_min(" + a + ", " + b + ")";
-  default: break;
-  }
-  SINTER_ASSERT(false, "no combine for reduction op ", binaryOpName(op));
-  return "?";
-}
-
-} // namespace
-
-namespace {
-
-/// warpPerPoint over a statement list; a Block counts as its statements (a fused epilogue is
-/// one: the contraction's result assigned, then stored through the casts after it).
-bool warpPerPointStatements(const std::vector<StmtRef> &list, bool &worthSharing) {
-  for (const StmtRef &s : list) {
-    if (s->kind == StmtKind::Block) {
-      if (!warpPerPointStatements(s->body, worthSharing))
-        return false;
-    } else if (s->kind == StmtKind::For && s->loop != LoopKind::Serial) {
-      bool constantExtent = s->a->kind == ExprKind::Constant;
-      worthSharing = worthSharing || !constantExtent || s->a->intValue >= 32;
-    } else if (s->kind != StmtKind::Store && s->kind != StmtKind::Assign && storesInside({s})) {
-      return false;
-    }
-  }
-  return true;
-}
-
-} // namespace
-
-bool warpPerPoint(const Kernel &kernel) {
-  bool worthSharing = false;
-  return warpPerPointStatements(kernel.body, worthSharing) && worthSharing;
-}
-
-int64_t threadsNeeded(const Kernel &kernel) {
-  return warpPerPoint(kernel) ? kernel.parallelExtent * 32 : kernel.parallelExtent;
-}
-
-void CudaPrinter::warpStmt(const Stmt &s, int depth) {
-  std::string pad(depth * 2, ' ');
-  std::string loopVar = "v" + std::to_string(s.id);
-  if (s.kind == StmtKind::Block) {
-    for (const StmtRef &child : s.body)
-      warpStmt(*child, depth);
-    return;
-  }
-  if (s.kind == StmtKind::Store) {
-    // Every lane holds the same value; one writes it.
-    out_ << pad << "if (lane == 0) b" << s.id << "[" << expr(s.a) << "] = " << expr(s.b) << ";\n";
-    return;
-  }
-  if (s.kind != StmtKind::For || s.loop == LoopKind::Serial) {
-    stmt(s, depth); // runs on every lane alike
-    return;
-  }
-  std::string header = pad + "for (" + loopVar + " = lane; " + loopVar + " < " + expr(s.a) + "; " +
-                       loopVar + " += 32) {\n";
-  if (s.loop == LoopKind::Parallel) {
-    out_ << header;
-    stmts(s.body, depth + 1);
-    out_ << pad << "}\n";
-    return;
-  }
-  // Reduction: each lane folds its share into the accumulator from the op's identity, the lanes
-  // combine theirs by butterfly exchange, lane 0's total goes to all (so every lane continues
-  // with the same bits), and the value the accumulator had before the loop is folded in last.
-  out_ << pad << "{\n";
-  for (size_t i = 0; i < s.body.size(); ++i) {
-    const Stmt &term = *s.body[i];
-    std::string acc = "v" + std::to_string(term.id);
-    out_ << pad << "  const " << cudaStorageType(term.a->type) << " sn_before" << i << " = " << acc
-         << ";\n"
-         << pad << "  " << acc << " = " << reductionIdentity(reductionOp(term), term.a->type) << ";\n";
-  }
-  out_ << pad << "  " << header.substr(pad.size());
-  stmts(s.body, depth + 2);
-  out_ << pad << "  }\n";
-  for (size_t i = 0; i < s.body.size(); ++i) {
-    const Stmt &term = *s.body[i];
-    std::string acc = "v" + std::to_string(term.id);
-    BinaryOp op = reductionOp(term);
-    out_ << pad << "  for (int sn_lanes = 16; sn_lanes > 0; sn_lanes >>= 1) " << acc << " = "
-         << combineText(op, acc, "sn_shfl_xor(" + acc + ", sn_lanes)") << ";\n"
-         << pad << "  " << acc << " = " << combineText(op, "sn_before" + std::to_string(i), "sn_shfl_first(" + acc + ")")
-         << ";\n";
-  }
-  out_ << pad << "}\n";
-}
-
 void CudaPrinter::stmts(const std::vector<StmtRef> &list, int depth) {
   for (const StmtRef &s : list)
     stmt(*s, depth);
@@ -530,7 +398,10 @@ void CudaPrinter::stmt(const Stmt &s, int depth) {
     out_ << pad << "}\n";
     break;
   case StmtKind::Store:
-    out_ << pad << "b" << s.id << "[" << expr(s.a) << "] = " << expr(s.b) << ";\n";
+    if (auto gathered = storeTarget_.find(&s); gathered != storeTarget_.end())
+      out_ << pad << gathered->second << " = " << expr(s.b) << ";\n";
+    else
+      out_ << pad << "b" << s.id << "[" << expr(s.a) << "] = " << expr(s.b) << ";\n";
     break;
   case StmtKind::Assign: out_ << pad << "v" << s.id << " = " << expr(s.a) << ";\n"; break;
   case StmtKind::If:
@@ -590,16 +461,7 @@ std::string CudaPrinter::kernelFunction(const Kernel &kernel, int blockSize) {
     text += locals(kernel, 2);
     text += statements(kernel.body, 2);
   } else {
-    // One warp per point: every lane of a warp has the same v0, so the loop and the exchanges
-    // inside it are warp-uniform.
-    text += "  const int lane = threadIdx.x & 31;\n";
-    text += "  for (long long v0 = (blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5; v0 < extent;"
-            " v0 += ((long long)gridDim.x * blockDim.x) >> 5) {\n";
-    text += locals(kernel, 2);
-    out_.str("");
-    for (const StmtRef &s : kernel.body)
-      warpStmt(*s, 2);
-    text += out_.str();
+    text += warpKernelBody(kernel);
   }
   ranges_ = previous;
   return text + "  }\n}\n";

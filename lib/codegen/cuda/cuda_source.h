@@ -6,6 +6,7 @@
 #include "sinter/codegen/index_ranges.h"
 #include "sinter/codegen/kernel_ir.h"
 
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -14,6 +15,9 @@ namespace sinter::codegen::cuda {
 
 /// Helpers every generated translation unit starts with (no #include: NVRTC needs no headers).
 const std::string &cudaPrelude();
+
+/// Which row elements a warp-per-point kernel's lanes hold in registers (cuda_warp_kernel.cpp).
+struct RowPlan;
 
 /// Prints kernel IR as CUDA C: variable i is `vi`, buffer i is `bi`. Generators of specialised
 /// kernels (cuda_contraction.cpp) print their loop skeleton themselves and the expressions and
@@ -47,8 +51,13 @@ private:
   static std::string fromFloat(const std::string &floatText, DType to);
   void stmts(const std::vector<StmtRef> &list, int depth);
   void stmt(const Stmt &s, int depth);
-  /// A top-level statement of a warp-per-point kernel.
-  void warpStmt(const Stmt &s, int depth);
+  /// The body of a warp-per-point kernel: its grid-stride loop over warps, the locals and the
+  /// statements (cuda_warp_kernel.cpp).
+  std::string warpKernelBody(const Kernel &kernel);
+  /// A top-level statement of a warp-per-point kernel; `rows` is the kernel's row plan.
+  void warpStmt(const Stmt &s, int depth, const RowPlan &rows);
+  /// A top-level loop of a warp-per-point kernel that walks the row plan's lane mapping.
+  void rowLoop(const Stmt &s, int depth, const RowPlan &rows);
   /// The 32-bit form of an expression for which ranges_->fits32 holds.
   std::string narrow(const ExprRef &e);
   bool narrowable(const ExprRef &e) { return ranges_ && ranges_->fits32(e); }
@@ -58,6 +67,11 @@ private:
 
   IndexRanges *ranges_ = nullptr;
   std::ostringstream out_;
+  /// Text printed in place of particular Load nodes (a row element a warp holds in registers).
+  std::map<const Expr *, std::string> loadText_;
+  /// Stores printed as assignments to this text instead (row elements gathered for one vector
+  /// store).
+  std::map<const Stmt *, std::string> storeTarget_;
 };
 
 /// The CUDA C of one kernel; `blockSize` is its __launch_bounds__.

@@ -1,0 +1,556 @@
+// Kernels that give each point of the parallel index to a warp rather than a thread (a
+// LayerNorm's or a softmax's row, a reduction's output): the warp's lanes share out the
+// kernel's top-level Parallel and Reduction loops, combine a reduction's terms by butterfly
+// exchange, and carry on with the same bits on every lane.
+//
+// Rows held in registers (RowPlan). When two or more of those loops read the same elements (a
+// LayerNorm reads its row for the mean, the variance and the output) and the loops' length E is
+// a multiple of 32 up to 1024, each lane loads its share of those elements once, before the
+// first loop that reads them, and every loop of that length walks one mapping, fully unrolled:
+// lane l holds elements g * 32V + l * V + j (g < E / 32V, j < V). V makes a lane's run 16
+// bytes where every held index steps by one along runs of V (index_runs.h), so the row arrives
+// in a few 16-byte loads issued together instead of E / 32 dependent rounds per loop; a
+// Parallel loop's one store is gathered over the run and written as vectors too.
+#include "cuda_source.h"
+#include "index_runs.h"
+
+#include "sinter/support/error.h"
+
+#include <algorithm>
+#include <functional>
+#include <set>
+
+namespace sinter::codegen::cuda {
+
+namespace {
+
+bool storesInside(const std::vector<StmtRef> &list) {
+  for (const StmtRef &s : list)
+    if (s->kind == StmtKind::Store || storesInside(s->body) || storesInside(s->orElse))
+      return true;
+  return false;
+}
+
+/// The identity of a reduction op, as CUDA C of the accumulator's type.
+std::string reductionIdentity(BinaryOp op, DType type) {
+  std::string name = cudaStorageType(type);
+  switch (op) {
+  case BinaryOp::Add: return "((" + name + ")0)";
+  case BinaryOp::Mul: return "((" + name + ")1)";
+  case BinaryOp::LogicalAnd: return "true";
+  case BinaryOp::LogicalOr: return "false";
+  case BinaryOp::Max:
+  case BinaryOp::Min: {
+    bool max = op == BinaryOp::Max;
+    if (isFloat(type))
+      return std::string(max ? "-" : "") + "(" + name + ")SN_INF";
+    if (type == DType::Bool)
+      return max ? "false" : "true";
+    // The smallest (for Max) or largest (for Min) value of the integer type.
+    bool isUnsigned = type == DType::Uint8 || type == DType::Uint16 || type == DType::Uint32 ||
+                      type == DType::Uint64;
+    if (isUnsigned)
+      return max ? "((" + name + ")0)" : "((" + name + ")~(" + name + ")0)";
+    std::string top = "((" + name + ")(~0ULL >> (65 - 8 * sizeof(" + name + "))))";
+    return max ? "((" + name + ")(-" + top + " - 1))" : top;
+  }
+  default: break;
+  }
+  SINTER_ASSERT(false, "no identity for reduction op ", binaryOpName(op));
+  return "?";
+}
+
+std::string combineText(BinaryOp op, const std::string &a, const std::string &b) {
+  switch (op) {
+  case BinaryOp::Add: return "(" + a + " + " + b + ")";
+  case BinaryOp::Mul: return "(" + a + " * " + b + ")";
+  case BinaryOp::LogicalAnd: return "(" + a + " && " + b + ")";
+  case BinaryOp::LogicalOr: return "(" + a + " || " + b + ")";
+  case BinaryOp::Max: return "sn_max(" + a + ", " + b + ")";
+  case BinaryOp::Min: return "sn_min(" + a + ", " + b + ")";
+  default: break;
+  }
+  SINTER_ASSERT(false, "no combine for reduction op ", binaryOpName(op));
+  return "?";
+}
+
+/// warpPerPoint over a statement list; a Block counts as its statements (a fused epilogue is
+/// one: the contraction's result assigned, then stored through the casts after it).
+bool warpPerPointStatements(const std::vector<StmtRef> &list, bool &worthSharing) {
+  for (const StmtRef &s : list) {
+    if (s->kind == StmtKind::Block) {
+      if (!warpPerPointStatements(s->body, worthSharing))
+        return false;
+    } else if (s->kind == StmtKind::For && s->loop != LoopKind::Serial) {
+      bool constantExtent = s->a->kind == ExprKind::Constant;
+      worthSharing = worthSharing || !constantExtent || s->a->intValue >= 32;
+    } else if (s->kind != StmtKind::Store && s->kind != StmtKind::Assign && storesInside({s})) {
+      return false;
+    }
+  }
+  return true;
+}
+
+} // namespace
+
+bool warpPerPoint(const Kernel &kernel) {
+  bool worthSharing = false;
+  return warpPerPointStatements(kernel.body, worthSharing) && worthSharing;
+}
+
+int64_t threadsNeeded(const Kernel &kernel) {
+  return warpPerPoint(kernel) ? kernel.parallelExtent * 32 : kernel.parallelExtent;
+}
+
+/// What a warp-per-point kernel's lanes hold in registers; inactive (no caches) when no loop's
+/// elements are read twice.
+struct RowPlan {
+  struct Cache {
+    const Expr *load;   ///< the first read: its buffer and index give the fill
+    int loopVariable;   ///< the variable of the first loop that reads it (its index's)
+  };
+  int64_t extent = 0; ///< E: the loops' length
+  int vector = 1;     ///< V: consecutive elements a lane holds
+  std::vector<Cache> caches;
+  std::map<const Stmt *, std::vector<size_t>> fills; ///< loop -> caches loaded just before it
+  std::set<const Stmt *> loops;                      ///< loops that walk the mapping
+  std::map<const Stmt *, const Stmt *> gathered;     ///< loop -> its store, written as vectors
+  std::map<const Expr *, size_t> reads;              ///< each load read from a cache -> which
+
+  int64_t groups() const { return extent / (32 * vector); }
+};
+
+namespace {
+
+/// The top-level Parallel and Reduction loops (inside top-level Blocks too), in order.
+void sharedLoops(const std::vector<StmtRef> &list, std::vector<const Stmt *> &loops) {
+  for (const StmtRef &s : list) {
+    if (s->kind == StmtKind::Block)
+      sharedLoops(s->body, loops);
+    else if (s->kind == StmtKind::For && s->loop != LoopKind::Serial)
+      loops.push_back(s.get());
+  }
+}
+
+/// The loads that `e` evaluates whenever it is evaluated: not a Select's arms, not the right
+/// side of a logical and/or.
+void unconditionalLoads(const ExprRef &e, std::vector<const Expr *> &loads) {
+  if (e->kind == ExprKind::Load)
+    loads.push_back(e.get());
+  if (e->kind == ExprKind::Select) {
+    unconditionalLoads(e->operands[0], loads);
+    return;
+  }
+  if (e->kind == ExprKind::Binary && (e->binary == BinaryOp::LogicalAnd || e->binary == BinaryOp::LogicalOr)) {
+    unconditionalLoads(e->operands[0], loads);
+    return;
+  }
+  for (const ExprRef &operand : e->operands)
+    unconditionalLoads(operand, loads);
+}
+
+/// The loads every iteration of a loop body evaluates (not those under an If or a nested loop).
+void unconditionalLoads(const std::vector<StmtRef> &body, std::vector<const Expr *> &loads) {
+  for (const StmtRef &s : body) {
+    switch (s->kind) {
+    case StmtKind::Block: unconditionalLoads(s->body, loads); break;
+    case StmtKind::Assign: unconditionalLoads(s->a, loads); break;
+    case StmtKind::Store:
+      unconditionalLoads(s->a, loads);
+      unconditionalLoads(s->b, loads);
+      break;
+    case StmtKind::If: unconditionalLoads(s->a, loads); break;
+    case StmtKind::For: break;
+    }
+  }
+}
+
+/// Whether an index reads only the point (v0), the loop's variable and constants.
+bool rowIndex(const ExprRef &e, int loopVariable) {
+  switch (e->kind) {
+  case ExprKind::Var: return e->id == 0 || e->id == loopVariable;
+  case ExprKind::Load: return false;
+  default:
+    return std::all_of(e->operands.begin(), e->operands.end(),
+                       [&](const ExprRef &operand) { return rowIndex(operand, loopVariable); });
+  }
+}
+
+/// Whether two expressions are the same with variable `x` of the first standing for `y` of the
+/// second (two loops' reads of one element).
+bool sameUpTo(const Expr &a, int x, const Expr &b, int y) {
+  if (a.kind != b.kind || a.type != b.type || a.operands.size() != b.operands.size())
+    return false;
+  switch (a.kind) {
+  case ExprKind::Var: return a.id == x ? b.id == y : (b.id == a.id && b.id != y);
+  case ExprKind::Constant:
+    if (a.intValue != b.intValue || !(a.floatValue == b.floatValue || (a.floatValue != a.floatValue && b.floatValue != b.floatValue)))
+      return false;
+    break;
+  case ExprKind::Load:
+    if (a.id != b.id)
+      return false;
+    break;
+  case ExprKind::Unary:
+    if (a.unary != b.unary)
+      return false;
+    break;
+  case ExprKind::Binary:
+    if (a.binary != b.binary)
+      return false;
+    break;
+  default: break;
+  }
+  for (size_t i = 0; i < a.operands.size(); ++i)
+    if (!sameUpTo(*a.operands[i], x, *b.operands[i], y))
+      return false;
+  return true;
+}
+
+/// Stores anywhere in a statement list, and those at its top level (through Blocks).
+void countStores(const std::vector<StmtRef> &list, bool topLevel, std::vector<const Stmt *> &all,
+                 std::vector<const Stmt *> &top) {
+  for (const StmtRef &s : list) {
+    if (s->kind == StmtKind::Store) {
+      all.push_back(s.get());
+      if (topLevel)
+        top.push_back(s.get());
+    }
+    countStores(s->body, topLevel && s->kind == StmtKind::Block, all, top);
+    countStores(s->orElse, false, all, top);
+  }
+}
+
+/// Bytes of the element types a row may hold or gather: 16- and 32-bit values.
+bool heldType(DType type) {
+  int size = dtypeSize(type);
+  return (size == 2 || size == 4) && type != DType::Bool;
+}
+
+constexpr int64_t kMostHeld = 64; ///< elements a lane holds at most, over all caches (registers)
+
+RowPlan planRows(const Kernel &kernel) {
+  RowPlan plan;
+  std::vector<const Stmt *> loops;
+  sharedLoops(kernel.body, loops);
+  int64_t extent = 0;
+  for (const Stmt *loop : loops) {
+    if (loop->a->kind == ExprKind::Constant && loop->a->intValue % 32 == 0 && loop->a->intValue <= 1024) {
+      extent = loop->a->intValue;
+      break;
+    }
+  }
+  if (extent == 0)
+    return plan;
+  auto ofExtent = [&](const Stmt *loop) { return loop->a->kind == ExprKind::Constant && loop->a->intValue == extent; };
+
+  // Reads of one element in several loops: a group per (buffer, index up to the loop variable).
+  struct Group {
+    std::vector<const Expr *> reads;
+    std::vector<int> variables; ///< the loop variable of each read
+    std::set<const Stmt *> loops;
+    const Stmt *first;
+  };
+  std::vector<Group> groups;
+  for (const Stmt *loop : loops) {
+    if (!ofExtent(loop))
+      continue;
+    std::vector<const Expr *> loads;
+    unconditionalLoads(loop->body, loads);
+    for (const Expr *load : loads) {
+      const ExprRef &index = load->operands[0];
+      if (kernel.buffers[load->id].written || !heldType(load->type) || !usesVariable(index, loop->id) ||
+          !rowIndex(index, loop->id))
+        continue;
+      auto same = std::find_if(groups.begin(), groups.end(), [&](const Group &g) {
+        return sameUpTo(*g.reads[0], g.variables[0], *load, loop->id);
+      });
+      if (same == groups.end()) {
+        groups.push_back({{}, {}, {}, loop});
+        same = groups.end() - 1;
+      }
+      same->reads.push_back(load);
+      same->variables.push_back(loop->id);
+      same->loops.insert(loop);
+    }
+  }
+  std::vector<const Group *> held;
+  int64_t elements = 0;
+  for (const Group &g : groups) {
+    if (g.loops.size() >= 2 && elements + extent / 32 <= kMostHeld) {
+      held.push_back(&g);
+      elements += extent / 32;
+    }
+  }
+  if (held.empty())
+    return plan;
+
+  // V: a 16-byte run of the widest held type, halved until the loops split into whole runs of
+  // 32 lanes and every held index steps by one along them.
+  int widest = 0;
+  for (const Group *g : held)
+    widest = std::max(widest, dtypeSize(g->reads[0]->type));
+  int vector = 16 / widest;
+  auto fits = [&](int v) {
+    if (extent % (32 * v) != 0)
+      return false;
+    return v == 1 || std::all_of(held.begin(), held.end(), [&](const Group *g) {
+             return runForm(g->reads[0]->operands[0], g->variables[0], v) == RunForm::Unit;
+           });
+  };
+  while (vector > 1 && !fits(vector))
+    vector /= 2;
+
+  plan.extent = extent;
+  plan.vector = vector;
+  for (const Group *g : held) {
+    plan.fills[g->first].push_back(plan.caches.size());
+    for (const Expr *read : g->reads)
+      plan.reads[read] = plan.caches.size();
+    plan.caches.push_back({g->reads[0], g->variables[0]});
+  }
+  for (const Stmt *loop : loops) {
+    if (!ofExtent(loop))
+      continue;
+    plan.loops.insert(loop);
+    if (loop->loop != LoopKind::Parallel)
+      continue;
+    // A loop's one store, unconditional, of 16- or 32-bit values whose index steps by one along
+    // the run, into a buffer the loop does not read, is gathered over the run (at least 4 bytes).
+    std::vector<const Stmt *> all, top;
+    countStores(loop->body, true, all, top);
+    if (all.size() != 1 || top.size() != 1)
+      continue;
+    const Stmt *store = top[0];
+    DType type = kernel.buffers[store->id].dtype;
+    if (!heldType(type) || vector * dtypeSize(type) < 4 || !rowIndex(store->a, loop->id) ||
+        runForm(store->a, loop->id, vector) != RunForm::Unit)
+      continue;
+    std::vector<const Expr *> loads;
+    std::function<void(const ExprRef &)> visit = [&](const ExprRef &e) {
+      if (e->kind == ExprKind::Load)
+        loads.push_back(e.get());
+      for (const ExprRef &operand : e->operands)
+        visit(operand);
+    };
+    std::function<void(const std::vector<StmtRef> &)> walk = [&](const std::vector<StmtRef> &list) {
+      for (const StmtRef &s : list) {
+        for (const ExprRef &e : {s->a, s->b})
+          if (e)
+            visit(e);
+        walk(s->body);
+        walk(s->orElse);
+      }
+    };
+    walk(loop->body);
+    if (std::none_of(loads.begin(), loads.end(), [&](const Expr *load) { return load->id == store->id; }))
+      plan.gathered[loop] = store;
+  }
+  return plan;
+}
+
+/// The 32-bit words of a 16-byte (or 8-, or 4-byte) vector `name`: x, y, z, w.
+std::string component(const std::string &name, int words, int k) {
+  if (words == 1)
+    return name;
+  return name + "." + "xyzw"[k];
+}
+
+/// The C type of a vector of `words` 32-bit words.
+const char *vectorType(int words) { return words == 4 ? "uint4" : words == 2 ? "uint2" : "unsigned"; }
+
+/// `count` elements of `type` from the 32-bit word `word`, into `target(i)` for i in 0..count-1.
+std::string unpackWord(DType type, const std::string &word, const std::function<std::string(int)> &target,
+                       const std::string &pad) {
+  std::string text, name = cudaStorageType(type);
+  if (dtypeSize(type) == 4)
+    return pad + target(0) + " = " + (type == DType::Float32 ? "__uint_as_float(" + word + ")" : "(" + name + ")" + word) +
+           ";\n";
+  text += pad + target(0) + " = (" + name + ")(" + word + " & 0xffffu);\n";
+  text += pad + target(1) + " = (" + name + ")(" + word + " >> 16);\n";
+  return text;
+}
+
+/// A 32-bit word of elements `source(i)` of `type`.
+std::string packWord(DType type, const std::function<std::string(int)> &source) {
+  if (dtypeSize(type) == 4)
+    return type == DType::Float32 ? "__float_as_uint(" + source(0) + ")" : "(unsigned)" + source(0);
+  return "((unsigned)" + source(0) + " | ((unsigned)" + source(1) + " << 16))";
+}
+
+/// The 16-, 8- and 4-byte pieces of a run of `bytes` bytes: (offset, words).
+std::vector<std::pair<int, int>> pieces(int bytes) {
+  std::vector<std::pair<int, int>> list;
+  for (int offset = 0; offset < bytes;) {
+    int size = std::min(16, bytes - offset);
+    size = size >= 16 ? 16 : size >= 8 ? 8 : 4;
+    list.push_back({offset, size / 4});
+    offset += size;
+  }
+  return list;
+}
+
+/// Opens a Reduction loop's combining: each accumulator starts from its op's identity (its value
+/// before the loop kept aside), so each lane folds only its own share.
+void openReduction(std::ostream &out, const Stmt &s, const std::string &pad) {
+  out << pad << "{\n";
+  for (size_t i = 0; i < s.body.size(); ++i) {
+    const Stmt &term = *s.body[i];
+    std::string acc = "v" + std::to_string(term.id);
+    out << pad << "  const " << cudaStorageType(term.a->type) << " sn_before" << i << " = " << acc << ";\n"
+        << pad << "  " << acc << " = " << reductionIdentity(reductionOp(term), term.a->type) << ";\n";
+  }
+}
+
+/// Closes it: the lanes combine their shares by butterfly exchange, lane 0's total goes to all
+/// (so every lane continues with the same bits), and the value from before the loop is folded in
+/// last.
+void closeReduction(std::ostream &out, const Stmt &s, const std::string &pad) {
+  for (size_t i = 0; i < s.body.size(); ++i) {
+    const Stmt &term = *s.body[i];
+    std::string acc = "v" + std::to_string(term.id);
+    BinaryOp op = reductionOp(term);
+    out << pad << "  for (int sn_lanes = 16; sn_lanes > 0; sn_lanes >>= 1) " << acc << " = "
+        << combineText(op, acc, "sn_shfl_xor(" + acc + ", sn_lanes)") << ";\n"
+        << pad << "  " << acc << " = " << combineText(op, "sn_before" + std::to_string(i), "sn_shfl_first(" + acc + ")")
+        << ";\n";
+  }
+  out << pad << "}\n";
+}
+
+} // namespace
+
+std::string CudaPrinter::warpKernelBody(const Kernel &kernel) {
+  // One warp per point: every lane of a warp has the same v0, so the loop and the exchanges
+  // inside it are warp-uniform.
+  std::string text = "  const int lane = threadIdx.x & 31;\n";
+  text += "  for (long long v0 = (blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5; v0 < extent;"
+          " v0 += ((long long)gridDim.x * blockDim.x) >> 5) {\n";
+  text += locals(kernel, 2);
+  const RowPlan rows = planRows(kernel);
+  const std::string vector = std::to_string(rows.vector);
+  for (const auto &[read, cache] : rows.reads)
+    loadText_[read] = "sn_row" + std::to_string(cache) + "[sn_g * " + vector + " + sn_j]";
+  for (const auto &[loop, store] : rows.gathered)
+    storeTarget_[store] = "sn_out[sn_j]";
+  out_.str("");
+  for (const StmtRef &s : kernel.body)
+    warpStmt(*s, 2, rows);
+  text += out_.str();
+  loadText_.clear();
+  storeTarget_.clear();
+  return text;
+}
+
+void CudaPrinter::warpStmt(const Stmt &s, int depth, const RowPlan &rows) {
+  std::string pad(depth * 2, ' ');
+  std::string loopVar = "v" + std::to_string(s.id);
+  if (s.kind == StmtKind::Block) {
+    for (const StmtRef &child : s.body)
+      warpStmt(*child, depth, rows);
+    return;
+  }
+  if (s.kind == StmtKind::Store) {
+    // Every lane holds the same value; one writes it.
+    out_ << pad << "if (lane == 0) b" << s.id << "[" << expr(s.a) << "] = " << expr(s.b) << ";\n";
+    return;
+  }
+  if (s.kind != StmtKind::For || s.loop == LoopKind::Serial) {
+    stmt(s, depth); // runs on every lane alike
+    return;
+  }
+  if (rows.loops.count(&s)) {
+    rowLoop(s, depth, rows);
+    return;
+  }
+  std::string header = pad + "for (" + loopVar + " = lane; " + loopVar + " < " + expr(s.a) + "; " +
+                       loopVar + " += 32) {\n";
+  if (s.loop == LoopKind::Parallel) {
+    out_ << header;
+    stmts(s.body, depth + 1);
+    out_ << pad << "}\n";
+    return;
+  }
+  openReduction(out_, s, pad);
+  out_ << pad << "  " << header.substr(pad.size());
+  stmts(s.body, depth + 2);
+  out_ << pad << "  }\n";
+  closeReduction(out_, s, pad);
+}
+
+void CudaPrinter::rowLoop(const Stmt &s, int depth, const RowPlan &rows) {
+  const std::string pad(depth * 2, ' ');
+  const int v = rows.vector;
+  const std::string loopVar = "v" + std::to_string(s.id), groups = std::to_string(rows.groups()),
+                    span = std::to_string(32 * v), perLane = std::to_string(rows.extent / 32);
+  // The first element of the lane's run g.
+  const std::string runStart = "(long long)(sn_g * " + span + " + lane * " + std::to_string(v) + ")";
+  if (auto fills = rows.fills.find(&s); fills != rows.fills.end()) {
+    for (size_t c : fills->second) {
+      const RowPlan::Cache &cache = rows.caches[c];
+      const DType type = cache.load->type;
+      const std::string name = "sn_row" + std::to_string(c), element = cudaStorageType(type);
+      const int bytes = v * dtypeSize(type);
+      out_ << pad << element << " " << name << "[" << perLane << "];\n";
+      out_ << pad << "#pragma unroll\n" << pad << "for (int sn_g = 0; sn_g < " << groups << "; ++sn_g) {\n";
+      out_ << pad << "  v" << cache.loopVariable << " = " << runStart << ";\n";
+      const std::string at = "&b" + std::to_string(cache.load->id) + "[" + expr(cache.load->operands[0]) + "]";
+      if (bytes < 4) {
+        out_ << pad << "  " << name << "[sn_g] = *(" << at << ");\n";
+      } else {
+        const int perWord = 4 / dtypeSize(type);
+        for (auto [offset, words] : pieces(bytes)) {
+          out_ << pad << "  {\n" << pad << "    const " << vectorType(words) << " sn_w = *reinterpret_cast<const "
+               << vectorType(words) << " *>(" << at << " + " << offset / dtypeSize(type) << ");\n";
+          for (int k = 0; k < words; ++k) {
+            const int first = offset / dtypeSize(type) + k * perWord;
+            out_ << unpackWord(type, component("sn_w", words, k), [&](int i) {
+              return name + "[sn_g * " + std::to_string(v) + " + " + std::to_string(first + i) + "]";
+            }, pad + "    ");
+          }
+          out_ << pad << "  }\n";
+        }
+      }
+      out_ << pad << "}\n";
+    }
+  }
+  const bool reduction = s.loop == LoopKind::Reduction;
+  const std::string inner = reduction ? pad + "  " : pad;
+  if (reduction)
+    openReduction(out_, s, pad);
+  const auto gathered = rows.gathered.find(&s);
+  out_ << inner << "#pragma unroll\n" << inner << "for (int sn_g = 0; sn_g < " << groups << "; ++sn_g) {\n";
+  DType stored = DType::Float32;
+  if (gathered != rows.gathered.end()) {
+    stored = gathered->second->b->type;
+    out_ << inner << "  " << cudaStorageType(stored) << " sn_out[" << v << "];\n";
+  }
+  out_ << inner << "#pragma unroll\n" << inner << "  for (int sn_j = 0; sn_j < " << v << "; ++sn_j) {\n";
+  out_ << inner << "    " << loopVar << " = " << runStart << " + sn_j;\n";
+  stmts(s.body, depth + (reduction ? 3 : 2));
+  out_ << inner << "  }\n";
+  if (gathered != rows.gathered.end()) {
+    const Stmt &store = *gathered->second;
+    const int size = dtypeSize(stored), perWord = 4 / size;
+    out_ << inner << "  " << loopVar << " = " << runStart << ";\n";
+    const std::string at = "&b" + std::to_string(store.id) + "[" + expr(store.a) + "]";
+    for (auto [offset, words] : pieces(v * size)) {
+      std::string values;
+      for (int k = 0; k < words; ++k) {
+        const int first = offset / size + k * perWord;
+        values += std::string(k ? ", " : "") +
+                  packWord(stored, [&](int i) { return "sn_out[" + std::to_string(first + i) + "]"; });
+      }
+      if (words == 1)
+        out_ << inner << "  *reinterpret_cast<unsigned *>(" << at << " + " << offset / size << ") = " << values << ";\n";
+      else
+        out_ << inner << "  *reinterpret_cast<" << vectorType(words) << " *>(" << at << " + " << offset / size << ") = "
+             << vectorType(words) << "{" << values << "};\n";
+    }
+  }
+  out_ << inner << "}\n";
+  if (reduction)
+    closeReduction(out_, s, pad);
+}
+
+} // namespace sinter::codegen::cuda
