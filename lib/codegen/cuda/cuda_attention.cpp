@@ -155,7 +155,8 @@ std::string printFusedAttention(const FusedAttention &original, DType operands, 
   out << "  float o[" << vTiles << "][4];\n";
   out << "#pragma unroll\n  for (int n = 0; n < " << vTiles << "; ++n)\n    o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;\n";
   out << "  float rowMax[2] = {-(float)SN_INF, -(float)SN_INF}, rowSum[2] = {0.f, 0.f};\n";
-  out << "  const float log2e = 1.4426950408889634f;\n";
+  if (spec.mask)
+    out << "  const float log2e = 1.4426950408889634f;\n";
   // A warp whose 16 queries are all past the last one (the last block of a head whose length is
   // not a multiple of 64: 197 tokens leave three of its four warps nothing) copies its share of
   // each step and meets the others, but multiplies nothing.
@@ -203,18 +204,31 @@ std::string printFusedAttention(const FusedAttention &original, DType operands, 
         << "*reinterpret_cast<const unsigned *>(&sK[current][t * 8 + group][ks * 16 + 2 * quad + 8]));\n";
   }
   out << "    }\n";
-  // Scaled logits with the mask; -inf past the last key.
+  // Scaled logits with the mask; -inf past the last key. Without a mask they are scaled in base
+  // 2 (the scale times log2(e)), so that each exponential is one ex2 of a difference; a mask
+  // keeps them in base e, since log2(e) times a mask of float32's lowest value (BERT's) would
+  // overflow to -inf and empty a row whose every key is masked.
+  const bool base2 = !spec.mask;
+  const double scale = base2 ? spec.scale * 1.4426950408889634 : spec.scale;
   out << "#pragma unroll\n    for (int t = 0; t < 8; ++t)\n";
   out << "#pragma unroll\n      for (int c = 0; c < 4; ++c) {\n";
-  out << "        const int row = (int)rowBase + warp * 16 + group + (c / 2) * 8, key = (int)keyBase + t * 8 + 2 * quad + c % 2;\n";
-  out << "        float x = s[t][c] * " << printer.expr(typedConstant(DType::Float32, spec.scale)) << ";\n";
+  if (spec.mask || partialKeys)
+    out << "        const int key = (int)keyBase + t * 8 + 2 * quad + c % 2;\n";
+  out << "        float x = s[t][c] * " << printer.expr(typedConstant(DType::Float32, scale)) << ";\n";
   if (spec.mask) {
+    out << "        const int row = (int)rowBase + warp * 16 + group + (c / 2) * 8;\n";
     out << "        " << v(spec.i) << " = row < " << spec.lq << " ? row : " << spec.lq - 1 << "; " << v(spec.j)
         << " = key < " << spec.lk << " ? key : " << spec.lk - 1 << ";\n";
     out << "        x += " << printer.expr(spec.mask) << ";\n";
   }
-  out << "        s[t][c] = key < " << spec.lk << " ? x : -(float)SN_INF;\n";
+  if (partialKeys)
+    out << "        s[t][c] = key < " << spec.lk << " ? x : -(float)SN_INF;\n";
+  else
+    out << "        s[t][c] = x;\n";
   out << "      }\n";
+  auto exponent = [&](const std::string &difference) {
+    return base2 ? difference : "(" + difference + ") * log2e";
+  };
   // The online softmax, per row (h = 0: row group, h = 1: row group + 8); a row's 64 scores
   // are spread over the four lanes of its quad.
   out << "#pragma unroll\n    for (int h = 0; h < 2; ++h) {\n";
@@ -223,12 +237,12 @@ std::string printFusedAttention(const FusedAttention &original, DType operands, 
   out << "      peak = fmaxf(peak, __shfl_xor_sync(0xffffffffu, peak, 1));\n";
   out << "      peak = fmaxf(peak, __shfl_xor_sync(0xffffffffu, peak, 2));\n";
   out << "      const float base = peak == -(float)SN_INF ? 0.f : peak;\n";
-  out << "      const float correction = sn_ex2((rowMax[h] - base) * log2e);\n";
+  out << "      const float correction = sn_ex2(" << exponent("rowMax[h] - base") << ");\n";
   out << "      rowMax[h] = peak;\n";
   out << "      float sum = 0.f;\n";
   out << "#pragma unroll\n      for (int t = 0; t < 8; ++t)\n";
   out << "#pragma unroll\n        for (int c = 2 * h; c < 2 * h + 2; ++c) {\n";
-  out << "          s[t][c] = sn_ex2((s[t][c] - base) * log2e);\n";
+  out << "          s[t][c] = sn_ex2(" << exponent("s[t][c] - base") << ");\n";
   out << "          sum += s[t][c];\n";
   out << "        }\n";
   out << "      sum += __shfl_xor_sync(0xffffffffu, sum, 1);\n";
