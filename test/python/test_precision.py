@@ -71,17 +71,36 @@ def test_model_matches_onnxruntime_in_reduced_precision(model, precision, tmp_pa
         pytest.fail(f"{model.name} at {precision}:\n  " + "\n  ".join(problems), pytrace=False)
 
 
+@pytest.mark.parametrize("norm_inputs", ["f32", "stored"])
 @pytest.mark.parametrize("model", ["vit_tiny", "bert_tiny", "gpt2_tiny"])
-def test_residual_stream_stored_in_half_matches_onnxruntime(model, tmp_path):
-    """--norm-inputs stored: the transformers' residual streams in f16 (the LayerNorms read their
-    inputs as stored), still within the 16-bit bound of onnxruntime's float32 outputs."""
+def test_normalisation_inputs_either_way_match_onnxruntime(model, norm_inputs, tmp_path):
+    """--norm-inputs f32 (the residual streams in f32) and stored (in f16, the LayerNorms reading
+    their inputs as stored) are both within the 16-bit bound of onnxruntime's float32 outputs."""
     path = st.MODELS_DIR / f"{model}.onnx"
     inputs = st.make_inputs(path, 2 if st.has_symbolic_dims(path) else 1)
     expected = st.run_onnxruntime(path, inputs)
-    actual = compile_and_run(path, inputs, tmp_path, "--precision", "fp16", "--norm-inputs", "stored")
+    actual = compile_and_run(path, inputs, tmp_path, "--precision", "fp16", "--norm-inputs", norm_inputs)
     problems = compare_l2(actual, expected)
     if problems:
-        pytest.fail(f"{model} with --norm-inputs stored:\n  " + "\n  ".join(problems), pytrace=False)
+        pytest.fail(f"{model} with --norm-inputs {norm_inputs}:\n  " + "\n  ".join(problems), pytrace=False)
+
+
+def test_normalisation_inputs_default_to_stored_with_fp16_and_f32_with_bf16(tmp_path):
+    """Without --norm-inputs, fp16 gives the outputs of --norm-inputs stored bit for bit and bf16
+    those of f32; the two choices differ at each precision, so the comparison can tell."""
+    path = st.MODELS_DIR / "vit_tiny.onnx"
+    inputs = st.make_inputs(path, 1)
+    for precision, default in [("fp16", "stored"), ("bf16", "f32")]:
+        runs = {}
+        for choice in [None, "f32", "stored"]:
+            flags = ["--precision", precision] + ([] if choice is None else ["--norm-inputs", choice])
+            work = tmp_path / f"{precision}-{choice}"
+            work.mkdir()
+            runs[choice] = compile_and_run(path, inputs, work, *flags)
+        other = "f32" if default == "stored" else "stored"
+        for name in runs[None]:
+            assert np.array_equal(runs[None][name], runs[default][name]), (precision, name)
+        assert any(not np.array_equal(runs[None][name], runs[other][name]) for name in runs[None]), precision
 
 
 @pytest.mark.parametrize("model", ["resnet_narrow", "bert_tiny"])
@@ -165,7 +184,7 @@ def test_16_bit_convolutions_run_on_tensor_cores(precision, tmp_path):
     (["--wgmma", "maybe"], "unknown --wgmma 'maybe'; use on or off"),
     (["--tensor-core-epilogue", "columns"], "unknown --tensor-core-epilogue 'columns'; use rows or fragments"),
     (["--stream-k", "on"], "unknown --stream-k 'on'; use auto or off"),
-    (["--norm-inputs", "f16"], "unknown --norm-inputs 'f16'; use f32 or stored"),
+    (["--norm-inputs", "f16"], "unknown --norm-inputs 'f16'; use auto, f32 or stored"),
     (["--norm-inputs", "stored"], "no meaning without --precision fp16 or bf16"),
 ])
 def test_bad_precision_is_a_user_error(flags, message, tmp_path):
@@ -202,11 +221,11 @@ def tensor_core_headers(source):
 def test_16_bit_matmuls_stage_operands_by_their_reads(tmp_path):
     """In a transformer stored in f16 at a batch that fills the GPU, the tensor-core kernels copy
     16-bit activations and weights as 16-byte runs (along k, or along n for row-major weights):
-    the layer norms (which compute and keep their outputs in f32 for the residual adds) also
-    store the f16 rounding the next MatMul reads."""
+    with --norm-inputs f32, the layer norms (which compute and keep their outputs in f32 for the
+    residual adds) also store the f16 rounding the next MatMul reads."""
     source = tmp_path / "source"
     st.run_cli(["compile", st.MODELS_DIR / "bert_tiny.onnx", "--target", "cuda", "--arch",
-                "sm_90", "--dim", "batch=64", "--dim", "seq=64", "--precision", "fp16",
+                "sm_90", "--dim", "batch=64", "--dim", "seq=64", "--precision", "fp16", "--norm-inputs", "f32",
                 "--emit-source", source, "-o", tmp_path / "model.so"])
     stagings = [header.split("in flight; ")[1] for header in tensor_core_headers(source)]
     assert "lhs vector along k, rhs vector along n" in stagings, stagings

@@ -34,7 +34,7 @@ struct CompileFlags {
   std::string tensorCoreTile;
   std::string wgmma = "on";
   std::string streamK = "auto";
-  std::string normInputs = "f32";
+  std::string normInputs = "auto";
   std::string tensorCoreEpilogue = "rows";
   std::string dumpIrAfter;
   std::vector<std::string> disabledPasses;
@@ -133,10 +133,18 @@ void runCompile(const CompileFlags &flags) {
   }
   options.pipeline.precision = parsePrecision(flags.precision, options.target.target,
                                               options.target.fp32Contractions);
-  options.pipeline.pinNormalizationInputs = isFirstChoice("--norm-inputs", flags.normInputs, "f32", "stored");
-  if (!options.pipeline.pinNormalizationInputs && options.pipeline.precision == DType::Float32)
-    userError("--norm-inputs stored chooses what 16-bit storage does with normalisation inputs; it has no "
-              "meaning without --precision fp16 or bf16");
+  // auto: stored with fp16 (torch's model.half() keeps the residual stream in f16, and f16's
+  // 11 bits hold it to about 1e-3), f32 with bf16 (8 bits would not).
+  if (flags.normInputs != "auto" && flags.normInputs != "f32" && flags.normInputs != "stored")
+    userError("unknown --norm-inputs '", flags.normInputs, "'; use auto, f32 or stored");
+  if (flags.normInputs == "auto") {
+    options.pipeline.pinNormalizationInputs = options.pipeline.precision != DType::Float16;
+  } else {
+    options.pipeline.pinNormalizationInputs = flags.normInputs == "f32";
+    if (!options.pipeline.pinNormalizationInputs && options.pipeline.precision == DType::Float32)
+      userError("--norm-inputs stored chooses what 16-bit storage does with normalisation inputs; it has no "
+                "meaning without --precision fp16 or bf16");
+  }
   options.pipeline.disabled.insert(flags.disabledPasses.begin(), flags.disabledPasses.end());
   options.pipeline.dumpAfter = flags.dumpIrAfter;
   options.pipeline.dumpStream = &std::cerr;
@@ -183,9 +191,10 @@ Command addCompileCommand(CLI::App &parent) {
       ->capture_default_str();
   command->add_option("--norm-inputs", flags->normInputs,
                       "With --precision fp16|bf16: LayerNorm and the other normalisations that "
-                      "subtract a mean read inputs computed and stored in f32 (f32, the default: a "
+                      "subtract a mean read inputs computed and stored in f32 (f32: a "
                       "transformer's residual stream stays f32) or in the storage precision "
-                      "(stored: the residual stream in 16 bits, as torch's model.half() keeps it)")
+                      "(stored: the residual stream in 16 bits, as torch's model.half() keeps it); "
+                      "auto (the default): stored with fp16, f32 with bf16")
       ->capture_default_str();
   command->add_option("--fp32-contractions", flags->fp32Contractions,
                       "CUDA, sm_80+: f32 contractions on tensor-core (default: operands as tf32 "

@@ -37,9 +37,9 @@ struct PipelineOptions {
   /// --precision: where float32 weights and activations are stored (f32, f16 or bf16).
   DType precision = DType::Float32;
   /// With 16-bit storage: whether the normalisations that subtract a mean (LayerNorm, ...) pin
-  /// the producers of their inputs to f32 (--norm-inputs f32, the default) or read their inputs
-  /// as stored (--norm-inputs stored: a transformer's residual stream in 16 bits, as a model
-  /// converted with torch's model.half() keeps it). docs/precision.md.
+  /// the producers of their inputs to f32 (--norm-inputs f32, bf16's default) or read their
+  /// inputs as stored (--norm-inputs stored, fp16's default: a transformer's residual stream in
+  /// 16 bits, as a model converted with torch's model.half() keeps it). docs/precision.md.
   bool pinNormalizationInputs = true;
   /// Whether the target runs an Attention node as one fused kernel (CUDA does), so that
   /// fuse-attention rewrites attention into one.
