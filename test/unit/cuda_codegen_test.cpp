@@ -794,13 +794,19 @@ TEST(CudaCodegen, WarpRowsAreLoadedOnceInSixteenByteRuns) {
   EXPECT_EQ(countOf(kernel, "b0["), 1u) << kernel;
   EXPECT_EQ(countOf(kernel, "*reinterpret_cast<uint4 *>(&b2["), 1u) << kernel;
   EXPECT_EQ(countOf(kernel, "sn_row0[sn_g * 4 + sn_j]"), 4u) << kernel; // mean, variance (twice), output
+  // The scale, read by the output loop alone, comes a run at a time as that loop reaches it.
+  EXPECT_EQ(countOf(kernel, "float sn_run0[4];"), 1u) << kernel;
+  EXPECT_EQ(countOf(kernel, "const uint4 sn_w = *reinterpret_cast<const uint4 *>(&b1["), 1u) << kernel;
+  EXPECT_EQ(countOf(kernel, "b1["), 1u) << kernel;
   // f16 rows: runs of eight, still 16 bytes; the f32 output takes two stores a run.
   kernel = text(f16);
   EXPECT_EQ(countOf(kernel, "unsigned short sn_row0[24];"), 1u) << kernel;
   EXPECT_NE(kernel.find("(sn_g * 256 + lane * 8)"), std::string::npos) << kernel;
-  EXPECT_EQ(countOf(kernel, "const uint4 sn_w"), 1u) << kernel;
+  EXPECT_EQ(countOf(kernel, "const uint4 sn_w = *reinterpret_cast<const uint4 *>(&b0["), 1u) << kernel;
+  EXPECT_EQ(countOf(kernel, "const uint4 sn_w = *reinterpret_cast<const uint4 *>(&b1["), 2u) << kernel;
   EXPECT_EQ(countOf(kernel, "*reinterpret_cast<uint4 *>(&b2["), 2u) << kernel;
-  // 96 does not split into runs of four (or two) for 32 lanes: one element a run, loaded once.
+  // 96 does not split into runs of four (or two) for 32 lanes: one element a run, loaded once;
+  // the scale is read element by element.
   kernel = text(shortRuns);
   EXPECT_EQ(countOf(kernel, "float sn_row0[3];"), 1u) << kernel;
   EXPECT_NE(kernel.find("(sn_g * 32 + lane * 1)"), std::string::npos) << kernel;

@@ -116,6 +116,12 @@ struct RowPlan {
   std::set<const Stmt *> loops;                      ///< loops that walk the mapping
   std::map<const Stmt *, const Stmt *> gathered;     ///< loop -> its store, written as vectors
   std::map<const Expr *, size_t> reads;              ///< each load read from a cache -> which
+  /// Loads of one loop that step by one along the run, loaded a run at a time as the loop
+  /// reaches it (a LayerNorm's scale and bias): loop -> their first reads; `runReads` names the
+  /// run array each read of them takes (sn_run<k>).
+  std::map<const Stmt *, std::vector<const Expr *>> runLoads;
+  std::map<const Expr *, size_t> runReads;
+  size_t runArrays = 0;
 
   int64_t groups() const { return extent / (32 * vector); }
 };
@@ -313,6 +319,26 @@ RowPlan planRows(const Kernel &kernel) {
     if (!ofExtent(loop))
       continue;
     plan.loops.insert(loop);
+    if (vector > 1) {
+      std::vector<const Expr *> loads;
+      unconditionalLoads(loop->body, loads);
+      std::vector<const Expr *> &first = plan.runLoads[loop];
+      for (const Expr *load : loads) {
+        const ExprRef &index = load->operands[0];
+        if (plan.reads.count(load) || kernel.buffers[load->id].written || !heldType(load->type) ||
+            vector * dtypeSize(load->type) < 4 || !rowIndex(index, loop->id) ||
+            runForm(index, loop->id, vector) != RunForm::Unit)
+          continue;
+        auto same = std::find_if(first.begin(), first.end(),
+                                 [&](const Expr *f) { return sameUpTo(*f, loop->id, *load, loop->id); });
+        if (same == first.end()) {
+          plan.runReads[load] = plan.runArrays++;
+          first.push_back(load);
+        } else {
+          plan.runReads[load] = plan.runReads.at(*same);
+        }
+      }
+    }
     if (loop->loop != LoopKind::Parallel)
       continue;
     // A loop's one store, unconditional, of 16- or 32-bit values whose index steps by one along
@@ -390,6 +416,31 @@ std::vector<std::pair<int, int>> pieces(int bytes) {
   return list;
 }
 
+/// A run of `v` elements of `type` from address `at` (16-byte aligned runs, or 8 or 4) into
+/// `target(i)`, i < v: vector loads unpacked word by word; element by element when the run is
+/// under 4 bytes.
+std::string runLoadText(DType type, int v, const std::string &at, const std::function<std::string(int)> &target,
+                        const std::string &pad) {
+  const int size = dtypeSize(type), bytes = v * size;
+  std::string text;
+  if (bytes < 4) {
+    for (int i = 0; i < v; ++i)
+      text += pad + target(i) + " = (" + at + ")[" + std::to_string(i) + "];\n";
+    return text;
+  }
+  const int perWord = 4 / size;
+  for (auto [offset, words] : pieces(bytes)) {
+    text += pad + "{\n" + pad + "  const " + vectorType(words) + " sn_w = *reinterpret_cast<const " +
+            vectorType(words) + " *>(" + at + " + " + std::to_string(offset / size) + ");\n";
+    for (int k = 0; k < words; ++k) {
+      const int first = offset / size + k * perWord;
+      text += unpackWord(type, component("sn_w", words, k), [&](int i) { return target(first + i); }, pad + "  ");
+    }
+    text += pad + "}\n";
+  }
+  return text;
+}
+
 /// Opens a Reduction loop's combining: each accumulator starts from its op's identity (its value
 /// before the loop kept aside), so each lane folds only its own share.
 void openReduction(std::ostream &out, const Stmt &s, const std::string &pad) {
@@ -431,6 +482,8 @@ std::string CudaPrinter::warpKernelBody(const Kernel &kernel) {
   const std::string vector = std::to_string(rows.vector);
   for (const auto &[read, cache] : rows.reads)
     loadText_[read] = "sn_row" + std::to_string(cache) + "[sn_g * " + vector + " + sn_j]";
+  for (const auto &[read, run] : rows.runReads)
+    loadText_[read] = "sn_run" + std::to_string(run) + "[sn_j]";
   for (const auto &[loop, store] : rows.gathered)
     storeTarget_[store] = "sn_out[sn_j]";
   out_.str("");
@@ -490,27 +543,13 @@ void CudaPrinter::rowLoop(const Stmt &s, int depth, const RowPlan &rows) {
       const RowPlan::Cache &cache = rows.caches[c];
       const DType type = cache.load->type;
       const std::string name = "sn_row" + std::to_string(c), element = cudaStorageType(type);
-      const int bytes = v * dtypeSize(type);
       out_ << pad << element << " " << name << "[" << perLane << "];\n";
       out_ << pad << "#pragma unroll\n" << pad << "for (int sn_g = 0; sn_g < " << groups << "; ++sn_g) {\n";
       out_ << pad << "  v" << cache.loopVariable << " = " << runStart << ";\n";
       const std::string at = "&b" + std::to_string(cache.load->id) + "[" + expr(cache.load->operands[0]) + "]";
-      if (bytes < 4) {
-        out_ << pad << "  " << name << "[sn_g] = *(" << at << ");\n";
-      } else {
-        const int perWord = 4 / dtypeSize(type);
-        for (auto [offset, words] : pieces(bytes)) {
-          out_ << pad << "  {\n" << pad << "    const " << vectorType(words) << " sn_w = *reinterpret_cast<const "
-               << vectorType(words) << " *>(" << at << " + " << offset / dtypeSize(type) << ");\n";
-          for (int k = 0; k < words; ++k) {
-            const int first = offset / dtypeSize(type) + k * perWord;
-            out_ << unpackWord(type, component("sn_w", words, k), [&](int i) {
-              return name + "[sn_g * " + std::to_string(v) + " + " + std::to_string(first + i) + "]";
-            }, pad + "    ");
-          }
-          out_ << pad << "  }\n";
-        }
-      }
+      out_ << runLoadText(type, v, at, [&](int i) {
+        return name + "[sn_g * " + std::to_string(v) + " + " + std::to_string(i) + "]";
+      }, pad + "  ");
       out_ << pad << "}\n";
     }
   }
@@ -524,6 +563,15 @@ void CudaPrinter::rowLoop(const Stmt &s, int depth, const RowPlan &rows) {
   if (gathered != rows.gathered.end()) {
     stored = gathered->second->b->type;
     out_ << inner << "  " << cudaStorageType(stored) << " sn_out[" << v << "];\n";
+  }
+  if (auto runLoads = rows.runLoads.find(&s); runLoads != rows.runLoads.end() && !runLoads->second.empty()) {
+    out_ << inner << "  " << loopVar << " = " << runStart << ";\n";
+    for (const Expr *load : runLoads->second) {
+      const std::string name = "sn_run" + std::to_string(rows.runReads.at(load));
+      out_ << inner << "  " << cudaStorageType(load->type) << " " << name << "[" << v << "];\n";
+      out_ << runLoadText(load->type, v, "&b" + std::to_string(load->id) + "[" + expr(load->operands[0]) + "]",
+                          [&](int i) { return name + "[" + std::to_string(i) + "]"; }, inner + "  ");
+    }
   }
   out_ << inner << "#pragma unroll\n" << inner << "  for (int sn_j = 0; sn_j < " << v << "; ++sn_j) {\n";
   out_ << inner << "    " << loopVar << " = " << runStart << " + sn_j;\n";
