@@ -441,6 +441,24 @@ std::string runLoadText(DType type, int v, const std::string &at, const std::fun
   return text;
 }
 
+/// A run of `v` 16-bit elements from address `at` kept as the 32-bit words it arrives in, into
+/// `word(k)`, k < v / 2 (element 2k is the low half of word k).
+std::string runWordsText(int v, const std::string &at, const std::function<std::string(int)> &word,
+                         const std::string &pad) {
+  std::string text;
+  for (auto [offset, words] : pieces(v * 2)) {
+    text += pad + "{\n" + pad + "  const " + vectorType(words) + " sn_w = *reinterpret_cast<const " +
+            vectorType(words) + " *>(" + at + " + " + std::to_string(offset / 2) + ");\n";
+    for (int k = 0; k < words; ++k)
+      text += pad + "  " + word(offset / 4 + k) + " = " + component("sn_w", words, k) + ";\n";
+    text += pad + "}\n";
+  }
+  return text;
+}
+
+/// Whether a cache of `type` with runs of `v` keeps its elements packed two to a register.
+bool packedCache(DType type, int v) { return dtypeSize(type) == 2 && v % 2 == 0; }
+
 /// Opens a Reduction loop's combining: each accumulator starts from its op's identity (its value
 /// before the loop kept aside), so each lane folds only its own share.
 void openReduction(std::ostream &out, const Stmt &s, const std::string &pad) {
@@ -480,8 +498,14 @@ std::string CudaPrinter::warpKernelBody(const Kernel &kernel) {
   text += locals(kernel, 2);
   const RowPlan rows = planRows(kernel);
   const std::string vector = std::to_string(rows.vector);
-  for (const auto &[read, cache] : rows.reads)
-    loadText_[read] = "sn_row" + std::to_string(cache) + "[sn_g * " + vector + " + sn_j]";
+  for (const auto &[read, cache] : rows.reads) {
+    const std::string name = "sn_row" + std::to_string(cache);
+    if (packedCache(read->type, rows.vector))
+      loadText_[read] = "((" + std::string(cudaStorageType(read->type)) + ")(" + name + "[sn_g * " +
+                        std::to_string(rows.vector / 2) + " + (sn_j >> 1)] >> ((sn_j & 1) * 16)))";
+    else
+      loadText_[read] = name + "[sn_g * " + vector + " + sn_j]";
+  }
   for (const auto &[read, run] : rows.runReads)
     loadText_[read] = "sn_run" + std::to_string(run) + "[sn_j]";
   for (const auto &[loop, store] : rows.gathered)
@@ -543,13 +567,22 @@ void CudaPrinter::rowLoop(const Stmt &s, int depth, const RowPlan &rows) {
       const RowPlan::Cache &cache = rows.caches[c];
       const DType type = cache.load->type;
       const std::string name = "sn_row" + std::to_string(c), element = cudaStorageType(type);
-      out_ << pad << element << " " << name << "[" << perLane << "];\n";
+      const bool packed = packedCache(type, v);
+      if (packed)
+        out_ << pad << "unsigned " << name << "[" << rows.extent / 64 << "]; // two elements a word\n";
+      else
+        out_ << pad << element << " " << name << "[" << perLane << "];\n";
       out_ << pad << "#pragma unroll\n" << pad << "for (int sn_g = 0; sn_g < " << groups << "; ++sn_g) {\n";
       out_ << pad << "  v" << cache.loopVariable << " = " << runStart << ";\n";
       const std::string at = "&b" + std::to_string(cache.load->id) + "[" + expr(cache.load->operands[0]) + "]";
-      out_ << runLoadText(type, v, at, [&](int i) {
-        return name + "[sn_g * " + std::to_string(v) + " + " + std::to_string(i) + "]";
-      }, pad + "  ");
+      if (packed)
+        out_ << runWordsText(v, at, [&](int k) {
+          return name + "[sn_g * " + std::to_string(v / 2) + " + " + std::to_string(k) + "]";
+        }, pad + "  ");
+      else
+        out_ << runLoadText(type, v, at, [&](int i) {
+          return name + "[sn_g * " + std::to_string(v) + " + " + std::to_string(i) + "]";
+        }, pad + "  ");
       out_ << pad << "}\n";
     }
   }
