@@ -53,14 +53,6 @@ package::Manifest compileEachNode(const Graph &graph, std::vector<std::string> a
   return manifest;
 }
 
-/// Occurrences of `needle` in `text`.
-size_t countOf(const std::string &text, const std::string &needle) {
-  size_t count = 0;
-  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1))
-    ++count;
-  return count;
-}
-
 /// A new graph input of 16-bit `type`, widened to f32 by a Cast: an operand exact in 16 bits.
 Value *widenedInput(Graph &graph, const std::string &name, DType type, Shape dims) {
   constexpr int64_t kOnnxFloat = 1; // TensorProto.FLOAT, Cast's `to`
@@ -559,45 +551,6 @@ TEST(CudaCodegen, SixteenBitGemmsGetAWgmmaBodyForSm90a) {
   }
 }
 
-// A row-walking epilogue of whole tiles gives each thread a 16-byte run of an output row: its sums
-// come from shared memory as vectors, the bias (read twice by GELU's x * Phi(x)) is loaded once a
-// run as a vector, and the one store is written as one vector. Edge tiles keep the element walk.
-TEST(CudaCodegen, WholeTileEpiloguesMoveSixteenByteRuns) {
-  Graph graph;
-  Value *x = widenedInput(graph, "x", DType::Float16, {1000, 256});
-  Value *w = widenedInput(graph, "w", DType::Float16, {256, 512});
-  Value *bias = widenedInput(graph, "bias", DType::Float16, {512});
-  Node *product = graph.addNode(OpKind::MatMul, {x, w}, 1, "product");
-  Node *sum = graph.addNode(OpKind::Add, {product->output(0), bias}, 1, "bias_add");
-  Node *gelu = graph.addNode(OpKind::Gelu, {sum->output(0)}, 1, "gelu");
-  constexpr int64_t kOnnxFloat16 = 10;
-  Node *narrow = graph.addNode(OpKind::Cast, {gelu->output(0)}, 1, "narrow");
-  narrow->setAttr("to", kOnnxFloat16);
-  graph.addOutput(narrow->output(0));
-  inferGraph(graph);
-  std::optional<Contraction> contraction;
-  for (KernelGroup &group : formKernelGroups(graph, true))
-    if (!contraction)
-      contraction = lowerContraction(group);
-  ASSERT_TRUE(contraction);
-  for (bool warpgroupMma : {true, false}) {
-    cuda::MmaKernelOptions options;
-    options.warpgroupMma = warpgroupMma;
-    LaunchShape launch;
-    std::string source =
-        cuda::printMmaContraction(*contraction, {128, 128, 32, 2, 4}, cuda::MmaOperands::Float16, launch, options);
-    const size_t bodies = warpgroupMma ? 2 : 1;
-    EXPECT_EQ(countOf(source, "float sn_sum[8];"), bodies) << source;
-    EXPECT_EQ(countOf(source, "unsigned short sn_run0[8];"), bodies) << source;
-    EXPECT_EQ(countOf(source, "sn_run1"), 0u) << source;
-    EXPECT_EQ(countOf(source, "sn_h2f(sn_run0[sn_j])"), 2 * bodies) << source;
-    EXPECT_EQ(countOf(source, "sn_out[sn_j] = "), bodies) << source;
-    EXPECT_EQ(countOf(source, "*reinterpret_cast<uint4 *>(&b"), bodies) << source;
-    // 1000 rows leave an edge tile: its walk tests each element.
-    EXPECT_NE(source.find("< 1000LL && "), std::string::npos) << source;
-  }
-}
-
 // Stream-K: a wgmma GEMM whose 128x128 tiles leave at most half a round of places (two blocks on
 // each of 132 SMs) over, and a reduction of more than 16 slices, is launched as 264 blocks: whole
 // tiles first, then the tiles left over split into parts of their slices, a block a part.
@@ -790,6 +743,18 @@ TEST(CudaCodegen, LongRowReductionsGetAWarpPerRow) {
   EXPECT_NE(ptx.find("shfl.sync.bfly"), std::string::npos);
   std::filesystem::remove_all(work);
 }
+
+namespace {
+
+/// Occurrences of `needle` in `text`.
+size_t countOf(const std::string &text, const std::string &needle) {
+  size_t count = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1))
+    ++count;
+  return count;
+}
+
+} // namespace
 
 TEST(CudaCodegen, WarpRowsAreLoadedOnceInSixteenByteRuns) {
   Graph graph;

@@ -34,7 +34,6 @@
 
 #include "cuda_source.h"
 #include "cuda_tile_schedule.h"
-#include "cuda_vector_runs.h"
 #include "index_runs.h"
 
 #include "sinter/codegen/expr_evaluator.h"
@@ -43,7 +42,6 @@
 
 #include <algorithm>
 #include <functional>
-#include <map>
 #include <optional>
 #include <sstream>
 #include <tuple>
@@ -399,65 +397,6 @@ void printWgmmaLoop(std::ostringstream &out, const MmaTile &tile, const Format &
   request("nextStage", "next", "      ");
   out << "    }\n    sn_cp_async_commit<0>();\n    sn_wgmma_wait<0>();\n  }\n";
   printFenceSums(out, tile, "  ");
-}
-
-/// How a row-walking epilogue takes whole tiles in runs: each thread R consecutive columns of a
-/// row (a 16-byte run of the output), its sums read as vectors from shared memory, the loads
-/// that step by one along the columns (a bias, a residual) read a run at a time, and its one
-/// store written as vectors.
-struct EpilogueRuns {
-  int run = 0;                        ///< R: columns a thread takes at once
-  const Stmt *store = nullptr;        ///< the epilogue's one store
-  std::vector<const Expr *> loads;    ///< the first read of each run-loaded element
-  std::map<const Expr *, size_t> reads; ///< every read of them -> its run array
-};
-
-/// Whether an index reads only the contraction's batch, row and column variables and constants.
-bool outputIndex(const ExprRef &e, const ContractionSpec &spec) {
-  if (e->kind == ExprKind::Var)
-    return e->id == spec.b || e->id == spec.i || e->id == spec.j;
-  if (e->kind == ExprKind::Load)
-    return false;
-  return std::all_of(e->operands.begin(), e->operands.end(),
-                     [&](const ExprRef &operand) { return outputIndex(operand, spec); });
-}
-
-/// The runs of a whole tile's row-walking epilogue (`threads` of them over `columns` columns);
-/// nullopt when the epilogue does not have one unconditional store of 16- or 32-bit values whose
-/// index steps by one along the columns.
-std::optional<EpilogueRuns> epilogueRuns(const ContractionSpec &spec, const Kernel &kernel, int threads,
-                                         int columns) {
-  std::vector<const Stmt *> all, top;
-  countStores(spec.epilogue, true, all, top);
-  if (all.size() != 1 || top.size() != 1)
-    return std::nullopt;
-  EpilogueRuns runs;
-  runs.store = top[0];
-  const DType stored = kernel.buffers[runs.store->id].dtype;
-  if (!heldType(stored))
-    return std::nullopt;
-  runs.run = 16 / dtypeSize(stored);
-  if (columns % runs.run != 0 || (threads * runs.run) % columns != 0 || !outputIndex(runs.store->a, spec) ||
-      runForm(runs.store->a, spec.j, runs.run) != RunForm::Unit)
-    return std::nullopt;
-  std::vector<const Expr *> loads;
-  unconditionalLoads(spec.epilogue, loads);
-  for (const Expr *load : loads) {
-    const ExprRef &index = load->operands[0];
-    if (kernel.buffers[load->id].written || load->id == runs.store->id || !heldType(load->type) ||
-        runs.run * dtypeSize(load->type) < 4 || !outputIndex(index, spec) ||
-        runForm(index, spec.j, runs.run) != RunForm::Unit)
-      continue;
-    auto same = std::find_if(runs.loads.begin(), runs.loads.end(),
-                             [&](const Expr *first) { return sameUpTo(*first, spec.j, *load, spec.j); });
-    if (same == runs.loads.end()) {
-      runs.reads[load] = runs.loads.size();
-      runs.loads.push_back(load);
-    } else {
-      runs.reads[load] = runs.reads.at(*same);
-    }
-  }
-  return runs;
 }
 
 /// The kernel's body in one of its two forms: warp-level mma.sync, or (wgmma) two warpgroups of
@@ -989,42 +928,7 @@ int64_t printMmaBody(std::ostringstream &out, CudaPrinter &printer, const Contra
         << " + warpColumn + q * 8 + 2 * quad]) = make_float2(acc[p][q][2 * half], acc[p][q][2 * half + 1]);\n";
     out << "  __syncthreads();\n";
     const int rowsAtOnce = threads / tile.bn;
-    const std::optional<EpilogueRuns> runs = epilogueRuns(spec, kernel, threads, tile.bn);
     tileLoops([&](bool testBounds) {
-      if (runs && !testBounds) {
-        // Whole tiles in runs: R columns a thread, so that its sums, its bias and residual and
-        // its stores move 16 bytes at a time.
-        const int r = runs->run, runsAcross = tile.bn / r, rowsAtOnceInRuns = threads / runsAcross;
-        const DType stored = kernel.buffers[runs->store->id].dtype;
-        out << "#pragma unroll\n  for (int e = 0; e < " << tile.bm / rowsAtOnceInRuns << "; ++e) {\n";
-        out << "    const int row = e * " << rowsAtOnceInRuns << " + tid / " << runsAcross << ", column = (tid % "
-            << runsAcross << ") * " << r << ";\n";
-        out << "    " << v(spec.i) << " = rowBase + row; " << v(spec.j) << " = columnBase + column;\n";
-        for (size_t k = 0; k < runs->loads.size(); ++k) {
-          const Expr *load = runs->loads[k];
-          const std::string name = "sn_run" + std::to_string(k);
-          out << "    " << cudaStorageType(load->type) << " " << name << "[" << r << "];\n";
-          out << runLoadText(load->type, r, "&b" + std::to_string(load->id) + "[" + printer.expr(load->operands[0]) + "]",
-                             [&](int i) { return name + "[" + std::to_string(i) + "]"; }, "    ");
-        }
-        out << "    float sn_sum[" << r << "];\n";
-        out << runLoadText(DType::Float32, r, "&sums[row * " + std::to_string(stride) + " + column]",
-                           [&](int i) { return "sn_sum[" + std::to_string(i) + "]"; }, "    ");
-        out << "    " << cudaStorageType(stored) << " sn_out[" << r << "];\n";
-        for (const auto &[read, k] : runs->reads)
-          printer.replaceLoad(read, "sn_run" + std::to_string(k) + "[sn_j]");
-        printer.redirectStore(runs->store, "sn_out[sn_j]");
-        out << "#pragma unroll\n    for (int sn_j = 0; sn_j < " << r << "; ++sn_j) {\n";
-        out << "      " << v(spec.j) << " = columnBase + column + sn_j;\n";
-        out << printEpilogue(printer, spec, "sn_sum[sn_j]", 3, false);
-        out << "    }\n";
-        printer.clearReplacements();
-        out << "    " << v(spec.j) << " = columnBase + column;\n";
-        out << runStoreText(stored, r, "&b" + std::to_string(runs->store->id) + "[" + printer.expr(runs->store->a) + "]",
-                            [&](int i) { return "sn_out[" + std::to_string(i) + "]"; }, "    ");
-        out << "  }\n";
-        return;
-      }
       out << "#pragma unroll\n  for (int e = 0; e < " << tile.bm / rowsAtOnce << "; ++e) {\n";
       out << "    const int row = e * " << rowsAtOnce << " + tid / " << tile.bn << ", column = tid % " << tile.bn
           << ";\n";

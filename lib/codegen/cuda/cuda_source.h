@@ -42,15 +42,6 @@ public:
   /// warpPerPoint(kernel), each point of the index is a warp's, which shares out the top-level
   /// Parallel and Reduction loops among its lanes.
   std::string kernelFunction(const Kernel &kernel, int blockSize);
-  /// Prints `text` in place of the Load node `load` (an element the kernel already holds).
-  void replaceLoad(const Expr *load, std::string text) { loadText_[load] = std::move(text); }
-  /// Prints `store` as an assignment of its value to `target` (an element gathered for a
-  /// vector store).
-  void redirectStore(const Stmt *store, std::string target) { storeTarget_[store] = std::move(target); }
-  void clearReplacements() {
-    loadText_.clear();
-    storeTarget_.clear();
-  }
 
 private:
   std::string unaryExpr(const ExprRef &e);
