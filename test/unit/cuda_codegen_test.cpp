@@ -16,7 +16,6 @@
 #include "../../lib/codegen/cuda/cuda_attention.h"
 #include "../../lib/codegen/cuda/cuda_contraction.h"
 #include "../../lib/codegen/cuda/cuda_source.h"
-#include "../../lib/codegen/cuda/cuda_tile_schedule.h"
 
 #include <gtest/gtest.h>
 
@@ -571,16 +570,10 @@ TEST(CudaCodegen, StreamKGemmsShareTilesAndGetAWorkspaceInTheArena) {
   const cuda::MmaTile tile{128, 128, 32, 2, 4};
   EXPECT_EQ(cuda::streamKBlocks(spec(6304, 768, 3072), tile), 264);            // 300 tiles: 36 over
   EXPECT_EQ(cuda::streamKBlocks(spec(6304, 2304, 3072), tile), 264);           // 900: 108 over
-  EXPECT_EQ(cuda::streamKBlocks(spec(6304, 768, 768), tile), 264);             // 12 slices: parts of 4
-  EXPECT_EQ(cuda::streamKBlocks(spec(6304, 768, 448), tile), std::nullopt);    // 7 slices: no two parts of 4
+  EXPECT_EQ(cuda::streamKBlocks(spec(6304, 768, 1024), tile), std::nullopt);   // 16 slices
   EXPECT_EQ(cuda::streamKBlocks(spec(4096, 768, 3072), tile), std::nullopt);   // 192: more than half
   EXPECT_EQ(cuda::streamKBlocks(spec(6304, 3072, 3072), tile), std::nullopt);  // 1200: 144 over
   EXPECT_EQ(cuda::streamKBlocks(spec(5632, 768, 3072), tile), std::nullopt);   // 264: none over
-  // Leftover tiles split into as many parts as the places allow, of four slices at least.
-  const cuda::MmaTile wgmma{128, 128, 64, 2, 4};
-  EXPECT_EQ(cuda::scheduleOf(spec(6304, 768, 3072), wgmma, 264).parts, 7);  // 36 over, 48 slices
-  EXPECT_EQ(cuda::scheduleOf(spec(6304, 768, 768), wgmma, 264).parts, 3);   // 36 over, 12 slices
-  EXPECT_EQ(cuda::scheduleOf(spec(6304, 2304, 768), wgmma, 264).parts, 2);  // 108 over
 
   // ViT-B/16 b32's MLP-out, its operands 16-bit values.
   auto mlpOut = [](Graph &graph) {
@@ -659,27 +652,6 @@ TEST(CudaCodegen, StreamKGemmsShareTilesAndGetAWorkspaceInTheArena) {
   EXPECT_NE(source.find("for (long long tileIndex = blockIdx.x; tileIndex < 300LL; tileIndex += 264LL)"),
             std::string::npos);
   EXPECT_EQ(launch.workspaceBytes, 252ull * 128 * 128 * 4);
-  // 48 slices are a loop anyway: one loop over each block's range.
-  EXPECT_EQ(source.find("if (kBegin == 0 && kEnd == 48)"), std::string::npos);
-
-  // The output projection (k = 768, 12 slices): the whole tiles take the unrolled loop of a block
-  // per tile, the leftover tiles' three parts of four slices the loop over a range.
-  Graph projection;
-  Value *a = widenedInput(projection, "a", DType::Float16, {6304, 768});
-  Value *b = widenedInput(projection, "b", DType::Float16, {768, 768});
-  projection.addOutput(projection.addNode(OpKind::MatMul, {a, b}, 1, "project")->output(0));
-  inferGraph(projection);
-  std::optional<Contraction> short_;
-  for (KernelGroup &group : formKernelGroups(projection, true))
-    if (!short_)
-      short_ = lowerContraction(group);
-  ASSERT_TRUE(short_);
-  source = cuda::printMmaContraction(*short_, tile, cuda::MmaOperands::Float16, launch, kernelOptions);
-  EXPECT_NE(source.find("then the last 36 in 3 parts of their 12 slices"), std::string::npos) << source;
-  EXPECT_NE(source.find("if (kBegin == 0 && kEnd == 12) {"), std::string::npos) << source;
-  EXPECT_NE(source.find("for (int t = 0; t < 12; ++t)"), std::string::npos) << source;
-  EXPECT_NE(source.find("for (int t = kBegin; t < kEnd; ++t)"), std::string::npos) << source;
-  EXPECT_EQ(launch.workspaceBytes, 108ull * 128 * 128 * 4);
 }
 
 // The fused attention kernel takes 64 queries a block and 64 keys a step. Heads of 197 tokens

@@ -2,7 +2,6 @@
 // as tf32 pairs or tf32 roundings) and the block tile, from a model of the grid's rounds on the
 // SMs and the tiles' measured rates. cuda_mma_contraction.cpp prints the kernel.
 #include "cuda_contraction.h"
-#include "cuda_tile_schedule.h"
 
 #include "sinter/support/error.h"
 
@@ -87,13 +86,13 @@ std::optional<int64_t> streamKBlocks(const ContractionSpec &spec, const MmaTile 
   const int64_t leftover = ceilDiv(spec.m, tile.bm) * ceilDiv(spec.n, tile.bn) * spec.batch % kPlaces;
   if (leftover == 0 || leftover * 2 > kPlaces)
     return std::nullopt;
-  // Reductions of at least eight slices of 64 steps, so that a leftover tile splits into parts
-  // of four slices or more (scheduleOf). Whole tiles keep the loop of a block per tile
-  // (printWgmmaLoop): when every tile's main loop took run-time bounds, ViT-B/16 b32 fp16's QKV
-  // projection (900 tiles, k = 768) went 0.559 -> 0.670 ms and its output projection (300
-  // tiles) 0.352 -> 0.483 on the H200, where its MLP-out (300 tiles, k = 3072) went
+  // Only reductions of more than 16 slices of 64 steps, whose main loop is a loop anyway
+  // (mainLoopUnroll): the stream-K loop's bounds are known at run time only, and on ViT-B/16 b32
+  // fp16 (H200) its QKV projection (900 tiles, k = 768) went 0.559 -> 0.670 ms and its output
+  // projection (300 tiles, k = 768) 0.352 -> 0.483, where its MLP-out (300 tiles, k = 3072) went
   // 0.878 -> 0.835 (docs/performance.md).
-  if (spec.k < kShortestStreamKReduction)
+  constexpr int64_t kLoopedReduction = 16 * 64;
+  if (spec.k <= kLoopedReduction)
     return std::nullopt;
   return kPlaces;
 }

@@ -380,37 +380,22 @@ void printWgmmaLoop(std::ostringstream &out, const MmaTile &tile, const Format &
                     int64_t stageBytes, int64_t aBytes, bool rhsAlongN, bool ranged, const SliceRequest &request) {
   const int stages = kWgmmaStages, ahead = stages - 1;
   printWgmmaDescriptors(out, tile, aBytes, rhsAlongN);
-  // (`request` prints into `out` itself, so the loops are printed there directly.)
-  auto loop = [&](bool overRange) {
-    const std::string end = overRange ? "kEnd" : std::to_string(kTiles) + "LL";
-    if (overRange) {
-      printRangeRingPrologue(out, ahead, stages, tile.bk, request);
-      out << "#pragma unroll 1\n  for (int t = kBegin; t < kEnd; ++t) {\n";
-    } else {
-      printRingPrologue(out, ahead, kTiles, tile.bk, request);
-      out << mainLoopUnroll(kTiles) << "  for (int t = 0; t < " << kTiles << "; ++t) {\n";
-    }
-    out << "    sn_cp_async_wait<" << ahead - 1 << ">();\n    sn_fence_proxy_async();\n    __syncthreads();\n";
-    out << "    const int stage = (int)(t % " << stages << "), nextStage = (int)((t + " << ahead << ") % " << stages
-        << ");\n";
-    printWgmmaProducts(out, tile, format, stageBytes, rhsAlongN);
-    out << "    if (t + " << ahead << " < " << end << ") {\n      const long long next = (long long)(t + " << ahead
-        << ") * " << tile.bk << ";\n";
-    request("nextStage", "next", "      ");
-    out << "    }\n    sn_cp_async_commit<0>();\n    sn_wgmma_wait<0>();\n  }\n";
-  };
-  // A stream-K launch's whole tiles (kBegin 0, kEnd every slice) take the loop of a block per
-  // tile, unrolled when it is short (mainLoopUnroll), with stages known at compile time; only
-  // the pieces of the leftover tiles walk their range with run-time bounds.
-  if (ranged && mainLoopUnroll(kTiles)[0] == '\0') {
-    out << "  if (kBegin == 0 && kEnd == " << kTiles << ") {\n";
-    loop(false);
-    out << "  } else {\n";
-    loop(true);
-    out << "  }\n";
+  const std::string end = ranged ? "kEnd" : std::to_string(kTiles) + "LL";
+  if (ranged) {
+    printRangeRingPrologue(out, ahead, stages, tile.bk, request);
+    out << "#pragma unroll 1\n  for (int t = kBegin; t < kEnd; ++t) {\n";
   } else {
-    loop(ranged);
+    printRingPrologue(out, ahead, kTiles, tile.bk, request);
+    out << mainLoopUnroll(kTiles) << "  for (int t = 0; t < " << kTiles << "; ++t) {\n";
   }
+  out << "    sn_cp_async_wait<" << ahead - 1 << ">();\n    sn_fence_proxy_async();\n    __syncthreads();\n";
+  out << "    const int stage = (int)(t % " << stages << "), nextStage = (int)((t + " << ahead << ") % " << stages
+      << ");\n";
+  printWgmmaProducts(out, tile, format, stageBytes, rhsAlongN);
+  out << "    if (t + " << ahead << " < " << end << ") {\n      const long long next = (long long)(t + " << ahead << ") * "
+      << tile.bk << ";\n";
+  request("nextStage", "next", "      ");
+  out << "    }\n    sn_cp_async_commit<0>();\n    sn_wgmma_wait<0>();\n  }\n";
   printFenceSums(out, tile, "  ");
 }
 

@@ -16,10 +16,7 @@ Schedule scheduleOf(const ContractionSpec &spec, const MmaTile &wgmmaTile, int64
   schedule.slices = ceilDiv(spec.k, wgmmaTile.bk);
   if (blocks) {
     SINTER_ASSERT(schedule.leftover() > 0, "a stream-K launch without tiles left over");
-    // Parts of at least kShortestPart slices: a piece pays for its ring's start and for storing
-    // and adding a partial tile, which a piece of one or two slices would spend more on than it
-    // saves.
-    schedule.parts = std::min(blocks / schedule.leftover(), schedule.slices / kShortestPart);
+    schedule.parts = std::min(blocks / schedule.leftover(), schedule.slices);
     SINTER_ASSERT(schedule.parts >= 2, "a stream-K launch whose leftover tiles are not split");
   }
   return schedule;

@@ -13,11 +13,6 @@
 
 namespace sinter::codegen::cuda {
 
-/// Slices of a leftover tile's part at least (a stream-K launch's).
-constexpr int64_t kShortestPart = 4;
-/// Reduction steps a stream-K contraction has at least: two parts of kShortestPart slices of 64.
-constexpr int64_t kShortestStreamKReduction = 2 * kShortestPart * 64;
-
 /// How a launch's blocks cover the output tiles.
 struct Schedule {
   /// 0: a block per tile, on a grid of (column tiles, row tiles, batch). Otherwise a launch of
