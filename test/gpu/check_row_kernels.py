@@ -10,7 +10,7 @@ at row lengths that take each form of the row plan (cuda_warp_kernel.cpp):
     V elements a lane: 16 bytes (768, 1024 in f32: V = 4; 768 in f16: V = 8), shorter where the
     length does not split into whole 16-byte runs of 32 lanes (64: V = 2; 96: V = 1);
   - other lengths (1000, 197) and long rows (2048) keep the lane-strided loops.
-A LayerNorm of a sum holds both addends. For each case and precision (fp32 and fp16):
+For each case and compilation (fp32; fp16 with the rows in f16, and with them pinned to f32):
   - the emitted CUDA C must hold a row in registers exactly when the plan says it should (so a
     change in the plan cannot make a case test nothing);
   - `sinter run` on the GPU must match onnxruntime: max|a-b|/max|b| <= 1e-4 at fp32, relative L2
@@ -32,10 +32,10 @@ INNER = 64  # the product's reduction
 FLOAT_TOLERANCE = 1e-4
 PRECISION_L2_TOLERANCE = 1e-2
 
-# Compilations of each case: fp16 reads the product's rows as f32 (a LayerNorm's input is pinned
-# to f32 by default) or, with --norm-inputs stored, as f16.
+# Compilations of each case: at fp16 the LayerNorm reads the product's rows as stored, f16 (the
+# default, --norm-inputs auto), or as f32 (--norm-inputs f32 pins its input to f32).
 CONFIGS = [("fp32", ["--precision", "fp32"]), ("fp16", ["--precision", "fp16"]),
-           ("fp16-stored", ["--precision", "fp16", "--norm-inputs", "stored"])]
+           ("fp16-f32-rows", ["--precision", "fp16", "--norm-inputs", "f32"])]
 
 # (name, op, rows, row length, whether the row is held in registers)
 CASES = [
