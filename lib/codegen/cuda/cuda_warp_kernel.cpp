@@ -9,8 +9,12 @@
 // first loop that reads them, and every loop of that length walks one mapping, fully unrolled:
 // lane l holds elements g * 32V + l * V + j (g < E / 32V, j < V). V makes a lane's run 16
 // bytes where every held index steps by one along runs of V (index_runs.h), so the row arrives
-// in a few 16-byte loads issued together instead of E / 32 dependent rounds per loop; a
-// Parallel loop's one store is gathered over the run and written as vectors too.
+// in a few 16-byte loads issued together instead of E / 32 dependent rounds per loop. 16-bit
+// rows stay in the 32-bit words they arrive in, two elements a register. A Parallel loop's one
+// store is gathered over the run and written as vectors, and a load that only one loop reads
+// (a LayerNorm's scale and bias) comes a run at a time as that loop reaches it. ViT-B/16 b32
+// fp16's 25 LayerNorms took 0.296 ms with the lane-strided loops and 0.271 with this on the
+// H200 (docs/performance.md).
 #include "cuda_source.h"
 #include "cuda_vector_runs.h"
 #include "index_runs.h"
