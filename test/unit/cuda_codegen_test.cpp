@@ -29,14 +29,19 @@ using sinter::testing::singleNodeGroup;
 
 namespace {
 
+/// Options of the CUDA target for `archs`.
+TargetOptions cudaTarget(std::vector<std::string> archs) {
+  TargetOptions options;
+  options.target = package::Target::Cuda;
+  options.cudaArchs = std::move(archs);
+  return options;
+}
+
 /// Every node of the graph as its own kernel, compiled for `archs` in a scratch folder; the
 /// launches in node order.
 package::Manifest compileEachNode(const Graph &graph, std::vector<std::string> archs,
                                   std::vector<LaunchShape> *launches = nullptr) {
-  TargetOptions options;
-  options.target = package::Target::Cuda;
-  options.cudaArchs = std::move(archs);
-  std::unique_ptr<Backend> backend = createBackend(options);
+  std::unique_ptr<Backend> backend = createBackend(cudaTarget(std::move(archs)));
   package::Manifest manifest;
   for (const auto &node : graph.nodes()) {
     KernelGroup group = singleNodeGroup(*node, int(manifest.kernels.size()));
@@ -144,10 +149,7 @@ TEST(CudaCodegen, LargeContractionsGetTiledKernels) {
   Node *batched = graph.addNode(OpKind::MatMul, {a, bs}, 1, "batched");
   inferGraph(graph);
 
-  TargetOptions options;
-  options.target = package::Target::Cuda;
-  options.cudaArchs = {"sm_80"};
-  std::unique_ptr<Backend> backend = createBackend(options);
+  std::unique_ptr<Backend> backend = createBackend(cudaTarget({"sm_80"}));
   package::Manifest manifest;
 
   // Every batch multiplies the same b: the batches are one matrix of 300 rows.
@@ -260,10 +262,7 @@ TEST(CudaCodegen, ContractionsGetTensorCoreKernels) {
   EXPECT_EQ(simt[2], std::nullopt);
 
   for (const char *arch : {"sm_80", "sm_75"}) {
-    TargetOptions options;
-    options.target = package::Target::Cuda;
-    options.cudaArchs = {arch, "sm_90"};
-    std::unique_ptr<Backend> backend = createBackend(options);
+    std::unique_ptr<Backend> backend = createBackend(cudaTarget({arch, "sm_90"}));
     package::Manifest manifest;
     bool mma = std::string(arch) == "sm_80";
     const char *expected[] = {mma ? "cuda-c tensor-core f16" : "cuda-c tiled",
@@ -523,9 +522,7 @@ TEST(CudaCodegen, SixteenBitGemmsGetAWgmmaBodyForSm90a) {
   for (const Case &c : {Case{{"sm_80", "sm_90"}, true, "cuda-c tensor-core f16 wgmma"},
                         Case{{"sm_80", "sm_90"}, false, "cuda-c tensor-core f16"},
                         Case{{"sm_80", "sm_89"}, true, "cuda-c tensor-core f16"}}) {
-    TargetOptions options;
-    options.target = package::Target::Cuda;
-    options.cudaArchs = c.archs;
+    TargetOptions options = cudaTarget(c.archs);
     options.warpgroupMma = c.warpgroupMma;
     std::unique_ptr<Backend> backend = createBackend(options);
     package::Manifest manifest;
@@ -710,10 +707,7 @@ TEST(CudaCodegen, LongRowReductionsGetAWarpPerRow) {
   }
   inferGraph(graph);
 
-  TargetOptions options;
-  options.target = package::Target::Cuda;
-  options.cudaArchs = {"sm_80"};
-  std::unique_ptr<Backend> backend = createBackend(options);
+  std::unique_ptr<Backend> backend = createBackend(cudaTarget({"sm_80"}));
   package::Manifest manifest;
   auto add = [&](Node *node) {
     KernelGroup group = singleNodeGroup(*node, int(manifest.kernels.size()));
@@ -769,10 +763,7 @@ TEST(CudaCodegen, WarpRowsAreLoadedOnceInSixteenByteRuns) {
   Node *shortRuns = norm("short_runs", graph.addInput("s", {DType::Float32, {8, 96}}), 96);
   Node *ragged = norm("ragged", graph.addInput("r", {DType::Float32, {8, 1000}}), 1000);
   inferGraph(graph);
-  TargetOptions options;
-  options.target = package::Target::Cuda;
-  options.cudaArchs = {"sm_90"};
-  std::unique_ptr<Backend> backend = createBackend(options);
+  std::unique_ptr<Backend> backend = createBackend(cudaTarget({"sm_90"}));
   package::Manifest manifest;
   const std::vector<KernelGroup> groups = formKernelGroups(graph, true);
   auto text = [&](const Node *last) {
@@ -828,8 +819,5 @@ TEST(CudaCodegen, WarpRowsAreLoadedOnceInSixteenByteRuns) {
 }
 
 TEST(CudaCodegen, UnknownArchitectureIsAUserError) {
-  TargetOptions options;
-  options.target = package::Target::Cuda;
-  options.cudaArchs = {"sm_9x"};
-  EXPECT_THROW(createBackend(options), UserError);
+  EXPECT_THROW(createBackend(cudaTarget({"sm_9x"})), UserError);
 }
