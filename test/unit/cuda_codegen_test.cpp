@@ -789,11 +789,10 @@ TEST(CudaCodegen, WarpRowsAreLoadedOnceInSixteenByteRuns) {
   EXPECT_EQ(countOf(kernel, "float sn_run0[4];"), 1u) << kernel;
   EXPECT_EQ(countOf(kernel, "const uint4 sn_w = *reinterpret_cast<const uint4 *>(&b1["), 1u) << kernel;
   EXPECT_EQ(countOf(kernel, "b1["), 1u) << kernel;
-  // f16 rows: runs of eight, still 16 bytes, held as the words they arrive in (two elements a
-  // register); the f32 output takes two stores a run.
+  // f16 rows: runs of eight, still 16 bytes; the f32 output takes two stores a run.
   kernel = text(f16);
-  EXPECT_EQ(countOf(kernel, "unsigned sn_row0[12]; // two elements a word"), 1u) << kernel;
-  EXPECT_EQ(countOf(kernel, "(sn_row0[sn_g * 4 + (sn_j >> 1)] >> ((sn_j & 1) * 16))"), 4u) << kernel;
+  EXPECT_EQ(countOf(kernel, "unsigned short sn_row0[24];"), 1u) << kernel;
+  EXPECT_EQ(countOf(kernel, "sn_row0[sn_g * 8 + sn_j]"), 4u) << kernel;
   EXPECT_NE(kernel.find("(sn_g * 256 + lane * 8)"), std::string::npos) << kernel;
   EXPECT_EQ(countOf(kernel, "const uint4 sn_w = *reinterpret_cast<const uint4 *>(&b0["), 1u) << kernel;
   EXPECT_EQ(countOf(kernel, "const uint4 sn_w = *reinterpret_cast<const uint4 *>(&b1["), 2u) << kernel;

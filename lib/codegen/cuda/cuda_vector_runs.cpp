@@ -160,21 +160,6 @@ std::string runLoadText(DType type, int v, const std::string &at, const std::fun
   return text;
 }
 
-/// A run of `v` 16-bit elements from address `at` kept as the 32-bit words it arrives in, into
-/// `word(k)`, k < v / 2 (element 2k is the low half of word k).
-std::string runWordsText(int v, const std::string &at, const std::function<std::string(int)> &word,
-                         const std::string &pad) {
-  std::string text;
-  for (auto [offset, words] : pieces(v * 2)) {
-    text += pad + "{\n" + pad + "  const " + vectorType(words) + " sn_w = *reinterpret_cast<const " +
-            vectorType(words) + " *>(" + at + " + " + std::to_string(offset / 2) + ");\n";
-    for (int k = 0; k < words; ++k)
-      text += pad + "  " + word(offset / 4 + k) + " = " + component("sn_w", words, k) + ";\n";
-    text += pad + "}\n";
-  }
-  return text;
-}
-
 std::string runStoreText(DType type, int v, const std::string &at, const std::function<std::string(int)> &source,
                          const std::string &pad) {
   const int size = dtypeSize(type), perWord = 4 / size;

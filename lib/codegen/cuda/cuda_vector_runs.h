@@ -40,10 +40,6 @@ std::vector<std::pair<int, int>> pieces(int bytes);
 /// under 4 bytes.
 std::string runLoadText(DType type, int v, const std::string &at, const std::function<std::string(int)> &target,
                         const std::string &pad);
-/// A run of `v` 16-bit elements from address `at` kept as the 32-bit words it arrives in, into
-/// `word(k)`, k < v / 2 (element 2k is the low half of word k).
-std::string runWordsText(int v, const std::string &at, const std::function<std::string(int)> &word,
-                         const std::string &pad);
 /// A run of `v` elements of `type`, `source(i)`, stored at address `at` (aligned to the run's
 /// bytes, up to 16; at least 4 bytes) as vectors.
 std::string runStoreText(DType type, int v, const std::string &at, const std::function<std::string(int)> &source,

@@ -9,12 +9,11 @@
 // first loop that reads them, and every loop of that length walks one mapping, fully unrolled:
 // lane l holds elements g * 32V + l * V + j (g < E / 32V, j < V). V makes a lane's run 16
 // bytes where every held index steps by one along runs of V (index_runs.h), so the row arrives
-// in a few 16-byte loads issued together instead of E / 32 dependent rounds per loop. 16-bit
-// rows stay in the 32-bit words they arrive in, two elements a register. A Parallel loop's one
-// store is gathered over the run and written as vectors, and a load that only one loop reads
-// (a LayerNorm's scale and bias) comes a run at a time as that loop reaches it. ViT-B/16 b32
-// fp16's 25 LayerNorms took 0.296 ms with the lane-strided loops and 0.271 with this on the
-// H200 (docs/performance.md).
+// in a few 16-byte loads issued together instead of E / 32 dependent rounds per loop. A
+// Parallel loop's one store is gathered over the run and written as vectors, and a load that
+// only one loop reads (a LayerNorm's scale and bias) comes a run at a time as that loop reaches
+// it. ViT-B/16 b32 fp16's 25 LayerNorms took 0.296 ms with the lane-strided loops and 0.271
+// with this on the H200 (docs/performance.md).
 #include "cuda_source.h"
 #include "cuda_vector_runs.h"
 #include "index_runs.h"
@@ -296,9 +295,6 @@ RowPlan planRows(const Kernel &kernel) {
   return plan;
 }
 
-/// Whether a cache of `type` with runs of `v` keeps its elements packed two to a register.
-bool packedCache(DType type, int v) { return dtypeSize(type) == 2 && v % 2 == 0; }
-
 /// Opens a Reduction loop's combining: each accumulator starts from its op's identity (its value
 /// before the loop kept aside), so each lane folds only its own share.
 void openReduction(std::ostream &out, const Stmt &s, const std::string &pad) {
@@ -338,14 +334,8 @@ std::string CudaPrinter::warpKernelBody(const Kernel &kernel) {
   text += locals(kernel, 2);
   const RowPlan rows = planRows(kernel);
   const std::string vector = std::to_string(rows.vector);
-  for (const auto &[read, cache] : rows.reads) {
-    const std::string name = "sn_row" + std::to_string(cache);
-    if (packedCache(read->type, rows.vector))
-      loadText_[read] = "((" + std::string(cudaStorageType(read->type)) + ")(" + name + "[sn_g * " +
-                        std::to_string(rows.vector / 2) + " + (sn_j >> 1)] >> ((sn_j & 1) * 16)))";
-    else
-      loadText_[read] = name + "[sn_g * " + vector + " + sn_j]";
-  }
+  for (const auto &[read, cache] : rows.reads)
+    loadText_[read] = "sn_row" + std::to_string(cache) + "[sn_g * " + vector + " + sn_j]";
   for (const auto &[read, run] : rows.runReads)
     loadText_[read] = "sn_run" + std::to_string(run) + "[sn_j]";
   for (const auto &[loop, store] : rows.gathered)
@@ -407,22 +397,13 @@ void CudaPrinter::rowLoop(const Stmt &s, int depth, const RowPlan &rows) {
       const RowPlan::Cache &cache = rows.caches[c];
       const DType type = cache.load->type;
       const std::string name = "sn_row" + std::to_string(c), element = cudaStorageType(type);
-      const bool packed = packedCache(type, v);
-      if (packed)
-        out_ << pad << "unsigned " << name << "[" << rows.extent / 64 << "]; // two elements a word\n";
-      else
-        out_ << pad << element << " " << name << "[" << perLane << "];\n";
+      out_ << pad << element << " " << name << "[" << perLane << "];\n";
       out_ << pad << "#pragma unroll\n" << pad << "for (int sn_g = 0; sn_g < " << groups << "; ++sn_g) {\n";
       out_ << pad << "  v" << cache.loopVariable << " = " << runStart << ";\n";
       const std::string at = "&b" + std::to_string(cache.load->id) + "[" + expr(cache.load->operands[0]) + "]";
-      if (packed)
-        out_ << runWordsText(v, at, [&](int k) {
-          return name + "[sn_g * " + std::to_string(v / 2) + " + " + std::to_string(k) + "]";
-        }, pad + "  ");
-      else
-        out_ << runLoadText(type, v, at, [&](int i) {
-          return name + "[sn_g * " + std::to_string(v) + " + " + std::to_string(i) + "]";
-        }, pad + "  ");
+      out_ << runLoadText(type, v, at, [&](int i) {
+        return name + "[sn_g * " + std::to_string(v) + " + " + std::to_string(i) + "]";
+      }, pad + "  ");
       out_ << pad << "}\n";
     }
   }
