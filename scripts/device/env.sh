@@ -1,7 +1,8 @@
 # Sourced by the scripts that run on the GPU machine (gpu-suite.sh, bench.sh): unpacks the
 # portable binaries that scripts/device/build-portable.sh packed into a scratch folder ($work, with
 # them in $bin, removed on exit) and points sinter at NVRTC, ptxas and libdevice.
-# Needs $root (the project root).
+# Uses $root (the project root) when the caller set it, else the tree this file is in.
+root="${root:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
 archive="$root/.device/bin.tar.xz"
 if [[ ! -f "$archive" ]]; then
   echo "$(basename "$0"): $archive is missing: run scripts/device/build-portable.sh first and carry .device" >&2
