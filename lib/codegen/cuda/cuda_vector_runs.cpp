@@ -2,8 +2,6 @@
 
 #include "cuda_source.h"
 
-#include <algorithm>
-
 namespace sinter::codegen::cuda {
 
 namespace {
@@ -116,8 +114,8 @@ void countStores(const std::vector<StmtRef> &list, bool topLevel, std::vector<co
 
 /// Bytes of the element types a row may hold or gather: 16- and 32-bit values.
 bool heldType(DType type) {
-  int size = dtypeSize(type);
-  return (size == 2 || size == 4) && type != DType::Bool;
+  const int size = dtypeSize(type);
+  return size == 2 || size == 4;
 }
 
 /// The C type of a vector of `words` 32-bit words.
@@ -127,8 +125,7 @@ const char *vectorType(int words) { return words == 4 ? "uint4" : words == 2 ? "
 std::vector<std::pair<int, int>> pieces(int bytes) {
   std::vector<std::pair<int, int>> list;
   for (int offset = 0; offset < bytes;) {
-    int size = std::min(16, bytes - offset);
-    size = size >= 16 ? 16 : size >= 8 ? 8 : 4;
+    const int size = bytes - offset >= 16 ? 16 : bytes - offset >= 8 ? 8 : 4;
     list.push_back({offset, size / 4});
     offset += size;
   }

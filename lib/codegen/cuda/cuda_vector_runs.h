@@ -1,7 +1,6 @@
 // Runs of consecutive elements moved as vectors: which loads a loop body always evaluates, when two
 // of them read the same element, and the CUDA C of a run's 16-byte (or 8- or 4-byte) loads and
-// stores. Warp-per-row kernels (cuda_warp_kernel.cpp) and the tensor-core kernels' row-walking
-// epilogues (cuda_mma_contraction.cpp) use them.
+// stores, for the warp-per-row kernels' rows held in registers (cuda_warp_kernel.cpp).
 #pragma once
 
 #include "sinter/codegen/kernel_ir.h"

@@ -109,13 +109,11 @@ int64_t threadsNeeded(const Kernel &kernel) {
 /// What a warp-per-point kernel's lanes hold in registers; inactive (no caches) when no loop's
 /// elements are read twice.
 struct RowPlan {
-  struct Cache {
-    const Expr *load;   ///< the first read: its buffer and index give the fill
-    int loopVariable;   ///< the variable of the first loop that reads it (its index's)
-  };
   int64_t extent = 0; ///< E: the loops' length
   int vector = 1;     ///< V: consecutive elements a lane holds
-  std::vector<Cache> caches;
+  /// Each held element's first read: its buffer and its index in the loop it is loaded before
+  /// (the first loop that reads it) give the fill.
+  std::vector<const Expr *> caches;
   std::map<const Stmt *, std::vector<size_t>> fills; ///< loop -> caches loaded just before it
   std::set<const Stmt *> loops;                      ///< loops that walk the mapping
   std::map<const Stmt *, const Stmt *> gathered;     ///< loop -> its store, written as vectors
@@ -125,7 +123,6 @@ struct RowPlan {
   /// run array each read of them takes (sn_run<k>).
   std::map<const Stmt *, std::vector<const Expr *>> runLoads;
   std::map<const Expr *, size_t> runReads;
-  size_t runArrays = 0;
 
   int64_t groups() const { return extent / (32 * vector); }
 };
@@ -140,6 +137,17 @@ void sharedLoops(const std::vector<StmtRef> &list, std::vector<const Stmt *> &lo
     else if (s->kind == StmtKind::For && s->loop != LoopKind::Serial)
       loops.push_back(s.get());
   }
+}
+
+/// Whether any statement of `list` (at any depth) reads buffer `buffer`.
+bool readsBuffer(const std::vector<StmtRef> &list, int buffer) {
+  std::function<bool(const ExprRef &)> reads = [&](const ExprRef &e) {
+    return (e->kind == ExprKind::Load && e->id == buffer) || std::any_of(e->operands.begin(), e->operands.end(), reads);
+  };
+  return std::any_of(list.begin(), list.end(), [&](const StmtRef &s) {
+    return (s->a && reads(s->a)) || (s->b && reads(s->b)) || readsBuffer(s->body, buffer) ||
+           readsBuffer(s->orElse, buffer);
+  });
 }
 
 /// Whether an index reads only the point (v0), the loop's variable and constants.
@@ -233,8 +241,9 @@ RowPlan planRows(const Kernel &kernel) {
     plan.fills[g->first].push_back(plan.caches.size());
     for (const Expr *read : g->reads)
       plan.reads[read] = plan.caches.size();
-    plan.caches.push_back({g->reads[0], g->variables[0]});
+    plan.caches.push_back(g->reads[0]);
   }
+  size_t runArrays = 0;
   for (const Stmt *loop : loops) {
     if (!ofExtent(loop))
       continue;
@@ -252,7 +261,7 @@ RowPlan planRows(const Kernel &kernel) {
         auto same = std::find_if(first.begin(), first.end(),
                                  [&](const Expr *f) { return sameUpTo(*f, loop->id, *load, loop->id); });
         if (same == first.end()) {
-          plan.runReads[load] = plan.runArrays++;
+          plan.runReads[load] = runArrays++;
           first.push_back(load);
         } else {
           plan.runReads[load] = plan.runReads.at(*same);
@@ -272,24 +281,7 @@ RowPlan planRows(const Kernel &kernel) {
     if (!heldType(type) || vector * dtypeSize(type) < 4 || !rowIndex(store->a, loop->id) ||
         runForm(store->a, loop->id, vector) != RunForm::Unit)
       continue;
-    std::vector<const Expr *> loads;
-    std::function<void(const ExprRef &)> visit = [&](const ExprRef &e) {
-      if (e->kind == ExprKind::Load)
-        loads.push_back(e.get());
-      for (const ExprRef &operand : e->operands)
-        visit(operand);
-    };
-    std::function<void(const std::vector<StmtRef> &)> walk = [&](const std::vector<StmtRef> &list) {
-      for (const StmtRef &s : list) {
-        for (const ExprRef &e : {s->a, s->b})
-          if (e)
-            visit(e);
-        walk(s->body);
-        walk(s->orElse);
-      }
-    };
-    walk(loop->body);
-    if (std::none_of(loads.begin(), loads.end(), [&](const Expr *load) { return load->id == store->id; }))
+    if (!readsBuffer(loop->body, store->id))
       plan.gathered[loop] = store;
   }
   return plan;
@@ -392,16 +384,17 @@ void CudaPrinter::rowLoop(const Stmt &s, int depth, const RowPlan &rows) {
                     span = std::to_string(32 * v), perLane = std::to_string(rows.extent / 32);
   // The first element of the lane's run g.
   const std::string runStart = "(long long)(sn_g * " + span + " + lane * " + std::to_string(v) + ")";
+  // The address of a load's or store's element at the loop variable's present value.
+  auto address = [&](int buffer, const ExprRef &index) { return "&b" + std::to_string(buffer) + "[" + expr(index) + "]"; };
   if (auto fills = rows.fills.find(&s); fills != rows.fills.end()) {
     for (size_t c : fills->second) {
-      const RowPlan::Cache &cache = rows.caches[c];
-      const DType type = cache.load->type;
+      const Expr *cache = rows.caches[c];
+      const DType type = cache->type;
       const std::string name = "sn_row" + std::to_string(c), element = cudaStorageType(type);
       out_ << pad << element << " " << name << "[" << perLane << "];\n";
       out_ << pad << "#pragma unroll\n" << pad << "for (int sn_g = 0; sn_g < " << groups << "; ++sn_g) {\n";
-      out_ << pad << "  v" << cache.loopVariable << " = " << runStart << ";\n";
-      const std::string at = "&b" + std::to_string(cache.load->id) + "[" + expr(cache.load->operands[0]) + "]";
-      out_ << runLoadText(type, v, at, [&](int i) {
+      out_ << pad << "  " << loopVar << " = " << runStart << ";\n";
+      out_ << runLoadText(type, v, address(cache->id, cache->operands[0]), [&](int i) {
         return name + "[sn_g * " + std::to_string(v) + " + " + std::to_string(i) + "]";
       }, pad + "  ");
       out_ << pad << "}\n";
@@ -423,7 +416,7 @@ void CudaPrinter::rowLoop(const Stmt &s, int depth, const RowPlan &rows) {
     for (const Expr *load : runLoads->second) {
       const std::string name = "sn_run" + std::to_string(rows.runReads.at(load));
       out_ << inner << "  " << cudaStorageType(load->type) << " " << name << "[" << v << "];\n";
-      out_ << runLoadText(load->type, v, "&b" + std::to_string(load->id) + "[" + expr(load->operands[0]) + "]",
+      out_ << runLoadText(load->type, v, address(load->id, load->operands[0]),
                           [&](int i) { return name + "[" + std::to_string(i) + "]"; }, inner + "  ");
     }
   }
@@ -434,8 +427,8 @@ void CudaPrinter::rowLoop(const Stmt &s, int depth, const RowPlan &rows) {
   if (gathered != rows.gathered.end()) {
     const Stmt &store = *gathered->second;
     out_ << inner << "  " << loopVar << " = " << runStart << ";\n";
-    const std::string at = "&b" + std::to_string(store.id) + "[" + expr(store.a) + "]";
-    out_ << runStoreText(stored, v, at, [&](int i) { return "sn_out[" + std::to_string(i) + "]"; }, inner + "  ");
+    out_ << runStoreText(stored, v, address(store.id, store.a),
+                         [&](int i) { return "sn_out[" + std::to_string(i) + "]"; }, inner + "  ");
   }
   out_ << inner << "}\n";
   if (reduction)
