@@ -13,7 +13,7 @@ SOURCE = Path(__file__).resolve().parents[2] / "lib" / "codegen" / "cuda" / "cud
 
 def prelude_constants():
     """The function's text and its float literals with digits after the point, in order (1.f
-    and 0.f have none): the z scale, p, a1 .. a5, and the halving (0.5f)."""
+    and 0.f have none): p / sqrt 2, the halves of a1 .. a5, and -log2(e) / 2."""
     text = SOURCE.read_text()
     body = text[text.index("__device__ __forceinline__ float sn_normal_cdf(float x) {"):]
     body = body[:body.index("\n}\n")]
@@ -22,15 +22,20 @@ def prelude_constants():
 
 def test_formula_matches_the_normal_cdf():
     body, numbers = prelude_constants()
-    assert "__fdividef(1.f, 1.f + " in body and "__expf(-z * z)" in body
-    scale, p, a1, a2, a3, a4, a5, half = numbers
-    assert half == 0.5
+    assert "sn_rcp(fmaf(fabsf(x), " in body and "sn_ex2(x * x * " in body
+    p, a1, a2, a3, a4, a5, exponent = numbers
+    # The constants fold A&S 7.1.26's p / sqrt 2, a_i / 2 and -log2(e) / 2; checked against the
+    # textbook values so that a slip in one is caught even where the error bound would pass it.
+    assert abs(p - 0.3275911 / math.sqrt(2)) <= 1e-8
+    for got, textbook in zip([a1, a2, a3, a4, a5],
+                             [0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429]):
+        assert abs(got - textbook / 2) <= 1e-9
+    assert abs(exponent + 0.5 / math.log(2)) <= 1e-8
     f = np.float32
     x = np.linspace(-12, 12, 400_001).astype(np.float32)
-    z = np.abs(x) * f(scale)
-    t = f(1) / (f(1) + f(p) * z)
+    t = f(1) / (np.abs(x) * f(p) + f(1))
     poly = t * (f(a1) + t * (f(a2) + t * (f(a3) + t * (f(a4) + t * f(a5)))))
-    tail = f(0.5) * poly * np.exp(-z * z).astype(np.float32)
+    tail = poly * np.exp2(x * x * f(exponent)).astype(np.float32)
     got = np.where(x >= 0, f(1) - tail, tail).astype(np.float64)
     want = np.array([0.5 * math.erfc(-float(v) / math.sqrt(2)) for v in x])
     error = np.abs(got - want)

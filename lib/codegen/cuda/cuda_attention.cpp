@@ -104,13 +104,18 @@ std::string printFusedAttention(const FusedAttention &original, DType operands, 
   out << "  " << v(spec.b) << " = blockIdx.y;\n";
 
   // A tile of kQueries (= kKeys) rows of an operand into shared memory: row r is position base + r of `rowVar`
-  // (zero past `limit`), column c is channel c.
+  // (zero past `limit`), column c is channel c. Each thread takes a fixed count of them (columns is a multiple of 16,
+  // so the tile's 16-byte runs, and its elements, are a multiple of the block's 128 threads): with the count known
+  // the copies unroll and share their address arithmetic, where a loop bounded by tid kept a remainder loop and
+  // recomputed each address (ViT-B/16's keys and values took about 240 instructions a step).
   auto loadTile = [&](const char *tile, const ExprRef &value, int rowVar, const std::string &base, int64_t limit,
                       int64_t columns, const std::string &indent) {
     if (const Expr *load = runLoad(value, operands, 8, spec.c, columns)) {
       const int64_t runs = columns / 8;
-      out << indent << "for (int e = tid; e < " << kQueries * runs << "; e += " << kThreads << ") {\n";
-      out << indent << "  const int row = e / " << runs << ", column = (e % " << runs << ") * 8;\n";
+      out << indent << "#pragma unroll\n";
+      out << indent << "for (int k = 0; k < " << kQueries * runs / kThreads << "; ++k) {\n";
+      out << indent << "  const int e = tid + k * " << kThreads << ", row = e / " << runs << ", column = (e % " << runs
+          << ") * 8;\n";
       out << indent << "  const long long at = " << base << " + row;\n";
       out << indent << "  " << v(rowVar) << " = at < " << limit << "LL ? at : " << limit - 1 << "LL; " << v(spec.c)
           << " = column;\n";
@@ -118,8 +123,10 @@ std::string printFusedAttention(const FusedAttention &original, DType operands, 
           << printer.expr(load->operands[0]) << ", at < " << limit << "LL);\n";
       out << indent << "}\n";
     } else {
-      out << indent << "for (int e = tid; e < " << kQueries * columns << "; e += " << kThreads << ") {\n";
-      out << indent << "  const int row = e / " << columns << ", column = e % " << columns << ";\n";
+      out << indent << "#pragma unroll 4\n";
+      out << indent << "for (int k = 0; k < " << kQueries * columns / kThreads << "; ++k) {\n";
+      out << indent << "  const int e = tid + k * " << kThreads << ", row = e / " << columns << ", column = e % "
+          << columns << ";\n";
       out << indent << "  const long long at = " << base << " + row;\n";
       out << indent << "  float x = 0.f;\n";
       out << indent << "  if (at < " << limit << "LL) {\n";
@@ -164,8 +171,11 @@ std::string printFusedAttention(const FusedAttention &original, DType operands, 
   if (partialQueries)
     out << "  const bool active = rowBase + warp * 16 < " << spec.lq << "LL;\n";
 
-  // 2. The keys, 64 at a time.
-  out << "  for (int step = 0; step < " << steps << "; ++step) {\n";
+  // 2. The keys, 64 at a time. Only a head's last step can hold fewer than 64 keys: with `partial`
+  // the step tests each tile of keys against the head's end, and the loop of the steps before it
+  // goes without those tests (32 selects and 24 comparisons a step for ViT-B/16's 197 tokens).
+  auto printSteps = [&](int64_t first, int64_t end, bool partial) {
+  out << "  for (int step = " << first << "; step < " << end << "; ++step) {\n";
   out << "    const long long keyBase = (long long)step * " << kKeys << ";\n";
   // Step 1's keys and values were requested with step 0's; from step 1 on, the step requests
   // the next one's into the buffer the step before it left. The groups: the queries with step
@@ -180,13 +190,13 @@ std::string printFusedAttention(const FusedAttention &original, DType operands, 
   // The keys of the step that exist: in a head's last step, the tiles of eight keys (and the
   // sixteens of P.V) wholly past its end multiply nothing (their scores are -inf below, their
   // exponentials 0). Every step but the last has all 64.
-  if (partialKeys)
+  if (partial)
     out << "    const int keys = " << spec.lk << " - (int)keyBase;\n";
   out << "    if (" << (partialQueries ? "active" : "true") << ") {\n";
   out << "    float s[8][4];\n";
   out << "#pragma unroll\n    for (int t = 0; t < 8; ++t) {\n";
   out << "      s[t][0] = s[t][1] = s[t][2] = s[t][3] = 0.f;\n";
-  if (partialKeys)
+  if (partial)
     out << "      if (t * 8 >= keys) continue;\n";
   if (spec.d % 32 == 0) {
     // The keys' B fragments of two k16 steps at once: ldmatrix.x4 of four 8x8 blocks (eight keys
@@ -204,30 +214,34 @@ std::string printFusedAttention(const FusedAttention &original, DType operands, 
         << "*reinterpret_cast<const unsigned *>(&sK[current][t * 8 + group][ks * 16 + 2 * quad + 8]));\n";
   }
   out << "    }\n";
-  // Scaled logits with the mask; -inf past the last key. Without a mask they are scaled in base
-  // 2 (the scale times log2(e)), so that each exponential is one ex2 of a difference; a mask
-  // keeps them in base e, since log2(e) times a mask of float32's lowest value (BERT's) would
-  // overflow to -inf and empty a row whose every key is masked.
-  const bool base2 = !spec.mask;
-  const double scale = base2 ? spec.scale * 1.4426950408889634 : spec.scale;
-  out << "#pragma unroll\n    for (int t = 0; t < 8; ++t)\n";
-  out << "#pragma unroll\n      for (int c = 0; c < 4; ++c) {\n";
-  if (spec.mask || partialKeys)
+  // The logits. With a mask they are scaled and masked here, in base e: log2(e) times a mask of
+  // float32's lowest value (BERT's) would overflow to -inf and empty a row whose every key is
+  // masked. Without one the scores stay as they are (the scale is positive, so their maximum is
+  // the logits'), and each exponential is one ex2 of one fma, the scale times log2(e) folded into
+  // it. Either way keys past the end are -inf.
+  const bool folded = !spec.mask;
+  if (spec.mask || partial) {
+    out << "#pragma unroll\n    for (int t = 0; t < 8; ++t)\n";
+    out << "#pragma unroll\n      for (int c = 0; c < 4; ++c) {\n";
     out << "        const int key = (int)keyBase + t * 8 + 2 * quad + c % 2;\n";
-  out << "        float x = s[t][c] * " << printer.expr(typedConstant(DType::Float32, scale)) << ";\n";
-  if (spec.mask) {
-    out << "        const int row = (int)rowBase + warp * 16 + group + (c / 2) * 8;\n";
-    out << "        " << v(spec.i) << " = row < " << spec.lq << " ? row : " << spec.lq - 1 << "; " << v(spec.j)
-        << " = key < " << spec.lk << " ? key : " << spec.lk - 1 << ";\n";
-    out << "        x += " << printer.expr(spec.mask) << ";\n";
+    out << "        float x = s[t][c];\n";
+    if (spec.mask) {
+      out << "        const int row = (int)rowBase + warp * 16 + group + (c / 2) * 8;\n";
+      out << "        " << v(spec.i) << " = row < " << spec.lq << " ? row : " << spec.lq - 1 << "; " << v(spec.j)
+          << " = key < " << spec.lk << " ? key : " << spec.lk - 1 << ";\n";
+      out << "        x = x * " << printer.expr(typedConstant(DType::Float32, spec.scale)) << " + "
+          << printer.expr(spec.mask) << ";\n";
+    }
+    if (partial)
+      out << "        s[t][c] = key < " << spec.lk << " ? x : -(float)SN_INF;\n";
+    else
+      out << "        s[t][c] = x;\n";
+    out << "      }\n";
   }
-  if (partialKeys)
-    out << "        s[t][c] = key < " << spec.lk << " ? x : -(float)SN_INF;\n";
-  else
-    out << "        s[t][c] = x;\n";
-  out << "      }\n";
-  auto exponent = [&](const std::string &difference) {
-    return base2 ? difference : "(" + difference + ") * log2e";
+  const std::string scaleLog2 = printer.expr(typedConstant(DType::Float32, spec.scale * 1.4426950408889634));
+  // ex2 of `value` less the row's base, in base 2.
+  auto exponent = [&](const std::string &value) {
+    return folded ? "fmaf(" + value + ", " + scaleLog2 + ", -shift)" : "(" + value + " - base) * log2e";
   };
   // The online softmax, per row (h = 0: row group, h = 1: row group + 8); a row's 64 scores
   // are spread over the four lanes of its quad.
@@ -237,12 +251,14 @@ std::string printFusedAttention(const FusedAttention &original, DType operands, 
   out << "      peak = fmaxf(peak, __shfl_xor_sync(0xffffffffu, peak, 1));\n";
   out << "      peak = fmaxf(peak, __shfl_xor_sync(0xffffffffu, peak, 2));\n";
   out << "      const float base = peak == -(float)SN_INF ? 0.f : peak;\n";
-  out << "      const float correction = sn_ex2(" << exponent("rowMax[h] - base") << ");\n";
+  if (folded)
+    out << "      const float shift = base * " << scaleLog2 << ";\n";
+  out << "      const float correction = sn_ex2(" << exponent("rowMax[h]") << ");\n";
   out << "      rowMax[h] = peak;\n";
   out << "      float sum = 0.f;\n";
   out << "#pragma unroll\n      for (int t = 0; t < 8; ++t)\n";
   out << "#pragma unroll\n        for (int c = 2 * h; c < 2 * h + 2; ++c) {\n";
-  out << "          s[t][c] = sn_ex2(" << exponent("s[t][c] - base") << ");\n";
+  out << "          s[t][c] = sn_ex2(" << exponent("s[t][c]") << ");\n";
   out << "          sum += s[t][c];\n";
   out << "        }\n";
   out << "      sum += __shfl_xor_sync(0xffffffffu, sum, 1);\n";
@@ -254,7 +270,7 @@ std::string printFusedAttention(const FusedAttention &original, DType operands, 
   out << "    }\n";
   // 3. P.V: keys kk * 16 .. kk * 16 + 15 are score tiles 2 * kk and 2 * kk + 1.
   out << "#pragma unroll\n    for (int kk = 0; kk < 4; ++kk) {\n";
-  if (partialKeys)
+  if (partial)
     out << "      if (kk * 16 >= keys) continue;\n";
   out << "      const unsigned pa[4] = {" << pack("s[2 * kk][0]", "s[2 * kk][1]") << ", "
       << pack("s[2 * kk][2]", "s[2 * kk][3]") << ", " << pack("s[2 * kk + 1][0]", "s[2 * kk + 1][1]") << ", "
@@ -268,14 +284,23 @@ std::string printFusedAttention(const FusedAttention &original, DType operands, 
   out << "    }\n"; // active
   out << "    __syncthreads();\n"; // every warp is done with this step's buffers before the next request
   out << "  }\n";
+  };
+  if (partialKeys && steps > 1) {
+    printSteps(0, steps - 1, false);
+    printSteps(steps - 1, steps, true);
+  } else {
+    printSteps(0, steps, partialKeys);
+  }
 
-  // 4. The outputs through the epilogue.
+  // 4. The outputs through the epilogue: each output times its row's reciprocal sum (one division a row; a
+  // division an output took about 20 instructions and a branch each, as much as a step of the keys).
+  out << "  const float inverse[2] = {rowSum[0] > 0.f ? 1.f / rowSum[0] : 0.f, rowSum[1] > 0.f ? 1.f / rowSum[1] : 0.f};\n";
   out << "#pragma unroll\n  for (int n = 0; n < " << vTiles << "; ++n)\n";
   out << "#pragma unroll\n    for (int c = 0; c < 4; ++c) {\n";
   out << "      " << v(spec.i) << " = rowBase + warp * 16 + group + (c / 2) * 8; " << v(spec.c)
       << " = n * 8 + 2 * quad + c % 2;\n";
   out << "      if (" << v(spec.i) << " < " << spec.lq << "LL) {\n";
-  out << "        " << v(spec.acc) << " = rowSum[c / 2] > 0.f ? o[n][c] / rowSum[c / 2] : 0.f;\n";
+  out << "        " << v(spec.acc) << " = o[n][c] * inverse[c / 2];\n";
   out << printer.statements(spec.epilogue, 4);
   out << "      }\n";
   out << "    }\n";
