@@ -37,7 +37,8 @@ struct TargetOptions {
   Fp32Contractions fp32Contractions = Fp32Contractions::Tf32x3;
   /// CUDA tensor-core contractions: when set, every one of them uses this block tile (rows,
   /// columns; one of the generator's tiles) instead of the one it would choose
-  /// (--tensor-core-tile, for tuning and ablations).
+  /// (--tensor-core-tile, for tuning and ablations); with a wgmma tile (128x128, 128x64) and
+  /// warpgroupMma, their wgmma body.
   std::optional<std::array<int, 2>> tensorCoreTile;
   /// CUDA with sm_90 among the architectures: 16-bit contractions with a 128x128 tile get a
   /// warpgroup-MMA (wgmma) body in their sm_90 code, which is then built for sm_90a

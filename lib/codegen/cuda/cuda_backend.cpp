@@ -83,8 +83,8 @@ public:
     }
     std::optional<cuda::MmaTile> mmaTile;
     bool wgmma = false;
-    if (operands && hasSm90() && options_.warpgroupMma && !options_.tensorCoreTile)
-      if ((mmaTile = cuda::wgmmaBlockTile(contraction->spec, *operands)))
+    if (operands && hasSm90() && options_.warpgroupMma)
+      if ((mmaTile = cuda::wgmmaBlockTile(contraction->spec, *operands, options_.tensorCoreTile)))
         wgmma = true;
     if (operands && !mmaTile)
       mmaTile = cuda::chooseMmaTile(contraction->spec, *operands, options_.tensorCoreTile);

@@ -127,11 +127,17 @@ struct MmaKernelOptions {
 std::string printMmaContraction(const Contraction &contraction, const MmaTile &tile, MmaOperands operands,
                                 LaunchShape &launch, const MmaKernelOptions &options = {});
 
-/// The block tile of a contraction with a wgmma body: 128x128 (its mma.sync form for other
-/// architectures), for 16-bit operands on a grid that gives every SM a block; nullopt otherwise.
-std::optional<MmaTile> wgmmaBlockTile(const ContractionSpec &spec, MmaOperands operands);
+/// The block tile of a contraction with a wgmma body: 128x128 or 128x64 (its mma.sync form for
+/// other architectures), for 16-bit operands on a grid that gives every SM a block, by the rounds
+/// model of chooseMmaTile; nullopt otherwise. `forced` (--tensor-core-tile) names the tile to
+/// use: a wgmma tile, or nullopt for the mma.sync kernel's choice.
+std::optional<MmaTile> wgmmaBlockTile(const ContractionSpec &spec, MmaOperands operands,
+                                      const std::optional<std::array<int, 2>> &forced = std::nullopt);
 
-/// The blocks of a stream-K launch of a wgmma kernel with `tile` (two an SM on 132 SMs): whole
+/// The blocks an SM of a wgmma tile's kernel (its launch bounds).
+int wgmmaBlocksPerSm(const MmaTile &tile);
+
+/// The blocks of a stream-K launch of a wgmma kernel with `tile` (its blocks an SM on 132 SMs): whole
 /// rounds of tiles, then the tiles left over split into equal parts of their reductions, one
 /// block a part. Nullopt when the tiles fill whole rounds, or leave more than half a round over
 /// (a part per tile would be the whole tile).

@@ -57,11 +57,39 @@ constexpr int64_t kEnoughBlocks = 132;
 
 } // namespace
 
-std::optional<MmaTile> wgmmaBlockTile(const ContractionSpec &spec, MmaOperands operands) {
+/// The wgmma tiles: two warpgroups of 64 rows each, the columns one wgmma's n; the blocks an
+/// SM (launch bounds: 128 registers a thread for 128 columns, 85 for 64; the ring of three
+/// slices, 97 and 73 KiB) and the rate, as for kMmaTiles, relative to the 128x128 tile's.
+struct WgmmaTileRate {
+  MmaTile tile;
+  int blocksPerSm;
+  double rate;
+};
+
+constexpr WgmmaTileRate kWgmmaTiles[] = {
+    {{128, 128, 32, 2, 4}, 2, 1.0},
+    {{128, 64, 32, 2, 4}, 3, 0}, // not measured yet: only --tensor-core-tile 128x64 takes it
+};
+
+int wgmmaBlocksPerSm(const MmaTile &tile) {
+  for (const WgmmaTileRate &candidate : kWgmmaTiles)
+    if (candidate.tile.bm == tile.bm && candidate.tile.bn == tile.bn)
+      return candidate.blocksPerSm;
+  SINTER_ASSERT(false, "no wgmma tile of ", tile.bm, "x", tile.bn);
+  return 1;
+}
+
+std::optional<MmaTile> wgmmaBlockTile(const ContractionSpec &spec, MmaOperands operands,
+                                      const std::optional<std::array<int, 2>> &forced) {
   if (!sixteenBit(operands))
     return std::nullopt;
-  const MmaTile &tile = kMmaTiles[0].tile; // 128x128, 2x4 warps: two warpgroups
-  const int64_t blocks = ceilDiv(spec.m, tile.bm) * ceilDiv(spec.n, tile.bn) * spec.batch;
+  auto blocks = [&](const MmaTile &tile) { return ceilDiv(spec.m, tile.bm) * ceilDiv(spec.n, tile.bn) * spec.batch; };
+  if (forced) {
+    for (const WgmmaTileRate &candidate : kWgmmaTiles)
+      if (candidate.tile.bm == (*forced)[0] && candidate.tile.bn == (*forced)[1])
+        return candidate.tile;
+    return std::nullopt;
+  }
   // Every SM a block, and no more than a quarter of the tile's outputs padding (attention's
   // P.V with 64 columns per head would waste half). And a reduction of four 64-step slices at
   // least: measured when the wgmma ring held five slices (161 KiB, one block an SM), a shorter
@@ -72,15 +100,27 @@ std::optional<MmaTile> wgmmaBlockTile(const ContractionSpec &spec, MmaOperands o
   // wgmma was as fast or faster (layer2's 3x3, k = 1152: 0.058 against 0.093). The ring now
   // holds three slices and two blocks an SM; the bound has not been measured again.
   constexpr int64_t kShortestReduction = 256;
-  if (blocks < kEnoughBlocks || blocks * tile.bm * tile.bn * 4 > spec.batch * spec.m * spec.n * 5 ||
+  const MmaTile &widest = kWgmmaTiles[0].tile;
+  if (blocks(widest) < kEnoughBlocks || blocks(widest) * widest.bm * widest.bn * 4 > spec.batch * spec.m * spec.n * 5 ||
       spec.k < kShortestReduction)
     return std::nullopt;
-  return tile;
+  // The tile whose rounds of blocks on the SMs end first, as in chooseMmaTile, with each tile's
+  // blocks an SM.
+  auto time = [&](const WgmmaTileRate &candidate) {
+    const MmaTile &tile = candidate.tile;
+    return double(ceilDiv(blocks(tile), kEnoughBlocks * candidate.blocksPerSm)) * tile.bm * tile.bn /
+           (128.0 * 128.0) / candidate.rate;
+  };
+  const WgmmaTileRate *best = &kWgmmaTiles[0];
+  for (const WgmmaTileRate &candidate : kWgmmaTiles)
+    if (candidate.rate > 0 && time(candidate) < time(*best))
+      best = &candidate;
+  return best->tile;
 }
 
 std::optional<int64_t> streamKBlocks(const ContractionSpec &spec, const MmaTile &tile) {
-  // Two wgmma blocks an SM (the kernel's launch bounds).
-  constexpr int64_t kPlaces = 2 * kEnoughBlocks;
+  // The tile's wgmma blocks an SM (the kernel's launch bounds).
+  const int64_t kPlaces = wgmmaBlocksPerSm(tile) * kEnoughBlocks;
   // The tiles past the whole rounds are split into at least two parts each (a block per part);
   // with more than half the places left over they are not split, and the launch gains nothing.
   const int64_t leftover = ceilDiv(spec.m, tile.bm) * ceilDiv(spec.n, tile.bn) * spec.batch % kPlaces;

@@ -237,7 +237,6 @@ constexpr int kStages = 4;
 /// three-slice ring with one ahead and one group in flight took the MLP-in with its GELU 1.109
 /// ms where this one takes 1.021, and lost on residual epilogues (3ad9347: MLP-out 1.24 ms).
 constexpr int kWgmmaStages = 3;
-constexpr int kWgmmaBlocksPerSm = 2;
 
 /// The main loop's unrolling: whole for short reductions (ResNet-50's 1x1 convolutions of 2 to
 /// 16 slices were 1.6x slower as a loop), none for long ones (BERT-base's 48 slices of k = 3072
@@ -1008,8 +1007,8 @@ std::string printMmaContraction(const Contraction &original, const MmaTile &bloc
   const bool wgmma = options.warpgroupMma;
   // No cap on registers for mma.sync: the accumulators and fragments take most of them, and one
   // block of eight warps per SM keeps the tensor cores busy when its slices arrive ahead of use.
-  // A wgmma kernel is capped at 128 registers a thread, so that two blocks share an SM
-  // (kWgmmaBlocksPerSm).
+  // A wgmma kernel is capped so that two blocks of 128x128 share an SM (128 registers a thread),
+  // or three of 128x64 (wgmmaBlocksPerSm).
   // A stream-K launch (wgmma only) counts each leftover tile's parts in a counter of the module's,
   // zero when the module loads and reset by the tile's last part (a session runs one launch of a
   // kernel at a time, and each session loads its own modules); the partial sums go to the
@@ -1021,7 +1020,7 @@ std::string printMmaContraction(const Contraction &original, const MmaTile &bloc
     out << "__device__ unsigned " << kernel.name << "_arrivals[" << schedule.leftover() << "];\n";
     workspace = "float4 *__restrict__ sn_workspace";
   }
-  out << printer.signature(kernel, blockTile.threads(), wgmma ? kWgmmaBlocksPerSm : 1, workspace);
+  out << printer.signature(kernel, blockTile.threads(), wgmma ? wgmmaBlocksPerSm(blockTile) : 1, workspace);
 
   int64_t sharedBytes = 0;
   if (wgmma) {
