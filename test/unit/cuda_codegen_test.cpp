@@ -548,6 +548,57 @@ TEST(CudaCodegen, SixteenBitGemmsGetAWgmmaBodyForSm90a) {
   }
 }
 
+// The 128x64 wgmma tile (three blocks an SM) takes the grids the 128x128 one leaves short of the
+// SMs, when the reduction is long and whole 16-byte runs, and at least half the SMs get a block
+// (cuda_mma_choice.cpp has the measurements).
+TEST(CudaCodegen, NarrowWgmmaTileTakesTheGridsTheWideOneLeavesShort) {
+  auto tileOf = [](int64_t m, int64_t n, int64_t k, cuda::MmaOperands operands = cuda::MmaOperands::Float16,
+                   std::optional<std::array<int, 2>> forced = std::nullopt) -> std::string {
+    ContractionSpec s;
+    s.m = m;
+    s.n = n;
+    s.k = k;
+    std::optional<cuda::MmaTile> tile = cuda::wgmmaBlockTile(s, operands, forced);
+    return tile ? std::to_string(tile->bm) + "x" + std::to_string(tile->bn) : "none";
+  };
+  EXPECT_EQ(tileOf(6304, 768, 768), "128x128");  // ViT-B/16 b32's output projection: 300 blocks
+  EXPECT_EQ(tileOf(1568, 512, 4608), "128x64");  // ResNet-50 b32's layer4 3x3: 52 wide blocks, 104 narrow
+  EXPECT_EQ(tileOf(6272, 256, 2304), "128x64");  // layer3's 3x3: 98 wide blocks
+  EXPECT_EQ(tileOf(100352, 64, 576), "128x64");  // layer1's 3x3: half of a wide tile would be padding
+  EXPECT_EQ(tileOf(100352, 64, 256), "none");    // layer1's 1x1 reduce: too short a reduction
+  EXPECT_EQ(tileOf(1000, 1001, 999), "none");    // a reduction of partial runs
+  EXPECT_EQ(tileOf(197, 3072, 768), "128x64");   // ViT-B/16 b1's MLP-in: 96 narrow blocks
+  EXPECT_EQ(tileOf(128, 3072, 768), "none");     // BERT-base b1's: 48, fewer than half the SMs
+  EXPECT_EQ(tileOf(1568, 512, 4608, cuda::MmaOperands::Tf32x3), "none");
+  EXPECT_EQ(tileOf(6304, 768, 768, cuda::MmaOperands::Float16, std::array<int, 2>{128, 64}), "128x64");
+  EXPECT_EQ(tileOf(1568, 512, 4608, cuda::MmaOperands::Float16, std::array<int, 2>{96, 128}), "none");
+
+  // Its kernel: launch bounds for three blocks an SM, and a ring that lets
+  // three share one (228 KiB an SM, 1 KiB of it the driver's for each block).
+  Graph graph;
+  Value *a = widenedInput(graph, "a", DType::Float16, {1568, 4608});
+  Value *b = widenedInput(graph, "b", DType::Float16, {4608, 512});
+  graph.addOutput(graph.addNode(OpKind::MatMul, {a, b}, 1, "gemm")->output(0));
+  inferGraph(graph);
+  std::vector<KernelGroup> groups = formKernelGroups(graph, true);
+  ASSERT_EQ(groups.size(), 1u);
+  std::unique_ptr<Backend> backend = createBackend(cudaTarget({"sm_90"}));
+  package::Manifest manifest;
+  LaunchShape launch;
+  manifest.kernels.push_back(backend->addKernel(groups[0], lowerGroup(groups[0]), launch));
+  // Its 104 tiles are fewer than half the 396 places, and 72 slices a long reduction: stream-K
+  // deals each tile's slices to three blocks.
+  EXPECT_EQ(manifest.kernels.back().generator, "cuda-c tensor-core f16 wgmma stream-k");
+  EXPECT_EQ(launch.grid[0] * launch.grid[1] * launch.grid[2], 396u);
+  EXPECT_LE(3 * (launch.sharedBytes + 1024), 228u * 1024u);
+  auto work = std::filesystem::temp_directory_path() / "sinter-cuda-narrow-wgmma-test";
+  std::filesystem::create_directories(work);
+  backend->finish(manifest, work.string()); // NVRTC and ptxas (sm_90a) accept it
+  std::filesystem::remove_all(work);
+  ASSERT_EQ(manifest.cudaModules.size(), 1u);
+  EXPECT_FALSE(manifest.cudaModules[0].binaries.empty());
+}
+
 // Stream-K: a wgmma GEMM whose 128x128 tiles leave at most half a round of places (two blocks on
 // each of 132 SMs) over, and a reduction of more than 16 slices, is launched as 264 blocks: whole
 // tiles first, then the tiles left over split into parts of their slices, a block a part.

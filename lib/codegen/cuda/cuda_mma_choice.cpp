@@ -55,28 +55,18 @@ constexpr TileRate kMmaTiles[] = {
 /// A block per SM at least: the H100/H200 has 132.
 constexpr int64_t kEnoughBlocks = 132;
 
+/// The wgmma tiles: two warpgroups of 64 rows each, the columns one wgmma's n, and their blocks
+/// an SM (launch bounds: 128 registers a thread for 128 columns, 85 for 64; rings of three
+/// slices, 97 and 73 KiB).
+constexpr MmaTile kWgmmaWide{128, 128, 32, 2, 4}, kWgmmaNarrow{128, 64, 32, 2, 4};
+
+bool sameSize(const MmaTile &a, const MmaTile &b) { return a.bm == b.bm && a.bn == b.bn; }
+
 } // namespace
 
-/// The wgmma tiles: two warpgroups of 64 rows each, the columns one wgmma's n; the blocks an
-/// SM (launch bounds: 128 registers a thread for 128 columns, 85 for 64; the ring of three
-/// slices, 97 and 73 KiB) and the rate, as for kMmaTiles, relative to the 128x128 tile's.
-struct WgmmaTileRate {
-  MmaTile tile;
-  int blocksPerSm;
-  double rate;
-};
-
-constexpr WgmmaTileRate kWgmmaTiles[] = {
-    {{128, 128, 32, 2, 4}, 2, 1.0},
-    {{128, 64, 32, 2, 4}, 3, 0}, // not measured yet: only --tensor-core-tile 128x64 takes it
-};
-
 int wgmmaBlocksPerSm(const MmaTile &tile) {
-  for (const WgmmaTileRate &candidate : kWgmmaTiles)
-    if (candidate.tile.bm == tile.bm && candidate.tile.bn == tile.bn)
-      return candidate.blocksPerSm;
-  SINTER_ASSERT(false, "no wgmma tile of ", tile.bm, "x", tile.bn);
-  return 1;
+  SINTER_ASSERT(sameSize(tile, kWgmmaWide) || sameSize(tile, kWgmmaNarrow), "no wgmma tile of ", tile.bm, "x", tile.bn);
+  return tile.bn == 64 ? 3 : 2;
 }
 
 std::optional<MmaTile> wgmmaBlockTile(const ContractionSpec &spec, MmaOperands operands,
@@ -85,37 +75,39 @@ std::optional<MmaTile> wgmmaBlockTile(const ContractionSpec &spec, MmaOperands o
     return std::nullopt;
   auto blocks = [&](const MmaTile &tile) { return ceilDiv(spec.m, tile.bm) * ceilDiv(spec.n, tile.bn) * spec.batch; };
   if (forced) {
-    for (const WgmmaTileRate &candidate : kWgmmaTiles)
-      if (candidate.tile.bm == (*forced)[0] && candidate.tile.bn == (*forced)[1])
-        return candidate.tile;
+    for (const MmaTile &tile : {kWgmmaWide, kWgmmaNarrow})
+      if (tile.bm == (*forced)[0] && tile.bn == (*forced)[1])
+        return tile;
     return std::nullopt;
   }
-  // Every SM a block, and no more than a quarter of the tile's outputs padding (attention's
-  // P.V with 64 columns per head would waste half). And a reduction of four 64-step slices at
-  // least: measured when the wgmma ring held five slices (161 KiB, one block an SM), a shorter
-  // reduction left each SM one block that loaded, multiplied and stored in turn, where the
-  // mma.sync kernel's smaller ring let several blocks overlap. On ResNet-50 b32 fp16 the 1x1
-  // convolutions with k = 64 (layer1's expansions, with the residual add) took 0.178 ms on
-  // wgmma against 0.128 on mma.sync, and those with k = 128 0.092 against 0.072; from k = 256
-  // wgmma was as fast or faster (layer2's 3x3, k = 1152: 0.058 against 0.093). The ring now
-  // holds three slices and two blocks an SM; the bound has not been measured again.
+  // 128x128 when every SM gets a block, and no more than a quarter of the tile's outputs are
+  // padding (attention's P.V with 64 columns per head would waste half). And a reduction of
+  // four 64-step slices at least: measured when the wgmma ring held five slices (161 KiB, one
+  // block an SM), a shorter reduction left each SM one block that loaded, multiplied and stored
+  // in turn, where the mma.sync kernel's smaller ring let several blocks overlap. On ResNet-50
+  // b32 fp16 the 1x1 convolutions with k = 64 (layer1's expansions, with the residual add) took
+  // 0.178 ms on wgmma against 0.128 on mma.sync, and those with k = 128 0.092 against 0.072;
+  // from k = 256 wgmma was as fast or faster (layer2's 3x3, k = 1152: 0.058 against 0.093). The
+  // ring now holds three slices and two blocks an SM; the bound has not been measured again.
   constexpr int64_t kShortestReduction = 256;
-  const MmaTile &widest = kWgmmaTiles[0].tile;
-  if (blocks(widest) < kEnoughBlocks || blocks(widest) * widest.bm * widest.bn * 4 > spec.batch * spec.m * spec.n * 5 ||
-      spec.k < kShortestReduction)
-    return std::nullopt;
-  // The tile whose rounds of blocks on the SMs end first, as in chooseMmaTile, with each tile's
-  // blocks an SM.
-  auto time = [&](const WgmmaTileRate &candidate) {
-    const MmaTile &tile = candidate.tile;
-    return double(ceilDiv(blocks(tile), kEnoughBlocks * candidate.blocksPerSm)) * tile.bm * tile.bn /
-           (128.0 * 128.0) / candidate.rate;
-  };
-  const WgmmaTileRate *best = &kWgmmaTiles[0];
-  for (const WgmmaTileRate &candidate : kWgmmaTiles)
-    if (candidate.rate > 0 && time(candidate) < time(*best))
-      best = &candidate;
-  return best->tile;
+  if (blocks(kWgmmaWide) >= kEnoughBlocks &&
+      blocks(kWgmmaWide) * kWgmmaWide.bm * kWgmmaWide.bn * 4 <= spec.batch * spec.m * spec.n * 5 &&
+      spec.k >= kShortestReduction)
+    return kWgmmaWide;
+  // Otherwise 128x64, three blocks an SM, for a long reduction of whole 16-byte runs on at least
+  // half the SMs. Measured on an H200 (bench/gpu_contraction_rate.py, fp16 against
+  // fp16@128x64, docs/performance.md): where 128x128 fills the GPU, 128x64 was slower on every
+  // GEMM of ViT-B/16 and BERT-base at b32 (0.041 -> 0.050 ms for ViT's output projection, 0.111
+  // -> 0.176 for its MLP-in), but on the grids 128x128 leaves short it beat the mma.sync tiles:
+  // ResNet-50 b32's layer4 3x3 convolution (104 blocks, k = 4608) 0.723 -> 0.159 ms, layer3's
+  // 3x3 (196 blocks) 0.361 -> 0.122, layer4's 1x1 reduce 0.094 -> 0.035, layer1's 3x3 with 64
+  // channels (k = 576) 0.286 -> 0.231; ViT-B/16 b1's MLP-in (96 blocks) 0.0143 -> 0.0081. It
+  // lost with k = 256 (layer1's 1x1 reduce, 0.073 -> 0.107), k = 147 (the stem, 0.354 -> 0.842)
+  // and k = 999 or 1001 read element by element (0.065 -> 0.070).
+  constexpr int64_t kNarrowReduction = 512;
+  if (blocks(kWgmmaNarrow) >= kEnoughBlocks / 2 && spec.k >= kNarrowReduction && spec.k % 8 == 0)
+    return kWgmmaNarrow;
+  return std::nullopt;
 }
 
 std::optional<int64_t> streamKBlocks(const ContractionSpec &spec, const MmaTile &tile) {
