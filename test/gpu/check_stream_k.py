@@ -4,10 +4,11 @@
     python3 test/gpu/check_stream_k.py --bin DIR --work DIR
 
 DIR holds the portable `sinter` and `libsinter_rt.so` (scripts/device/build-portable.sh). Each
-case is a GEMM with a long reduction whose 128x128 tiles leave part of a round of wgmma blocks, so that
+case is a GEMM with a long reduction whose 128x128 (or 128x64) tiles leave part of a round of wgmma blocks, so that
 `--precision fp16` compiles it as a stream-K kernel (whole rounds of tiles, then the tiles left
 over split into parts of their reductions, the last part to arrive adding the partial sums):
-ViT-B/16 b32's MLP-out, a tile split eleven ways, a batched product with ragged rows and a
+ViT-B/16 b32's MLP-out, a tile split eight ways, two ResNet-50 layer4-like products on 128x64
+tiles, a batched product with ragged rows and a
 reduction that is not whole slices, and a GELU epilogue. For each case:
   - `sinter inspect --json` must name a stream-K kernel (and none with --stream-k off), so a
     change in the choice cannot make the case test nothing;
@@ -66,10 +67,15 @@ def gelu(x):
 
 
 # Cases: (name, x shape, weight shape, epilogue); y = x @ w + bias, then + residual or GELU.
-# Of T tiles, 264 * floor(T / 264) are whole; the rest are split into parts of their slices.
+# Of T tiles of 128x128, 264 * floor(T / 264) are whole; the rest are split into parts of their
+# slices, at most eight. A grid of 128x128 tiles short of the SMs takes 128x64 tiles (396 places).
 CASES = [
     ("6304x768x3072 + residual (ViT-B/16 MLP-out): 36 tiles in 7 parts", (32, 197, 3072), (3072, 768), "residual"),
-    ("4096x1152x2048: 24 tiles in 11 parts", (16, 256, 2048), (2048, 1152), "bias"),
+    ("4096x1152x2048: 24 tiles in 8 parts", (16, 256, 2048), (2048, 1152), "bias"),
+    ("49x512x4608 + residual (ResNet-50 b1 layer4-like): 8 tiles of 128x64 in 8 parts", (1, 49, 4608),
+     (4608, 512), "residual"),
+    ("1568x512x4608 (ResNet-50 b32 layer4-like): 104 tiles of 128x64 in 3 parts", (32, 49, 4608), (4608, 512),
+     "bias"),
     ("8 x 1000x640x1100 batched, ragged rows and reduction: 56 tiles in 4 parts", (8, 1000, 1100), (8, 1100, 640),
      "residual"),
     ("1576x3072x1536 + GELU: 48 tiles in 5 parts", (8, 197, 1536), (1536, 3072), "gelu"),

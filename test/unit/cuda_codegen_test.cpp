@@ -16,6 +16,7 @@
 #include "../../lib/codegen/cuda/cuda_attention.h"
 #include "../../lib/codegen/cuda/cuda_contraction.h"
 #include "../../lib/codegen/cuda/cuda_source.h"
+#include "../../lib/codegen/cuda/cuda_tile_schedule.h"
 
 #include <gtest/gtest.h>
 
@@ -569,6 +570,8 @@ TEST(CudaCodegen, NarrowWgmmaTileTakesTheGridsTheWideOneLeavesShort) {
   EXPECT_EQ(tileOf(1000, 1001, 999), "none");    // a reduction of partial runs
   EXPECT_EQ(tileOf(197, 3072, 768), "128x64");   // ViT-B/16 b1's MLP-in: 96 narrow blocks
   EXPECT_EQ(tileOf(128, 3072, 768), "none");     // BERT-base b1's: 48, fewer than half the SMs
+  EXPECT_EQ(tileOf(49, 512, 4608), "128x64");    // ResNet-50 b1's layer4 3x3: 8 blocks, but stream-K
+  EXPECT_EQ(tileOf(3136, 64, 576), "none");      // its layer1 3x3: 25 blocks, too short for stream-K
   EXPECT_EQ(tileOf(1568, 512, 4608, cuda::MmaOperands::Tf32x3), "none");
   EXPECT_EQ(tileOf(6304, 768, 768, cuda::MmaOperands::Float16, std::array<int, 2>{128, 64}), "128x64");
   EXPECT_EQ(tileOf(1568, 512, 4608, cuda::MmaOperands::Float16, std::array<int, 2>{96, 128}), "none");
@@ -622,6 +625,13 @@ TEST(CudaCodegen, StreamKGemmsShareTilesAndGetAWorkspaceInTheArena) {
   EXPECT_EQ(cuda::streamKBlocks(spec(4096, 768, 3072), tile), std::nullopt);   // 192: more than half
   EXPECT_EQ(cuda::streamKBlocks(spec(6304, 3072, 3072), tile), std::nullopt);  // 1200: 144 over
   EXPECT_EQ(cuda::streamKBlocks(spec(5632, 768, 3072), tile), std::nullopt);   // 264: none over
+  // With fewer tiles than places, a block a piece and at most eight parts a tile: ResNet-50 b1's
+  // layer4 3x3 on 128x64 (8 tiles of 72 slices) in 64 blocks, b32's (104 tiles) in three parts.
+  const cuda::MmaTile narrow{128, 64, 32, 2, 4};
+  EXPECT_EQ(cuda::streamKBlocks(spec(49, 512, 4608), narrow), 64);
+  EXPECT_EQ(cuda::scheduleOf(spec(49, 512, 4608), cuda::MmaTile{128, 64, 64, 2, 4}, 64).parts, 8);
+  EXPECT_EQ(cuda::streamKBlocks(spec(1568, 512, 4608), narrow), 396);
+  EXPECT_EQ(cuda::scheduleOf(spec(1568, 512, 4608), cuda::MmaTile{128, 64, 64, 2, 4}, 396).parts, 3);
 
   // ViT-B/16 b32's MLP-out, its operands 16-bit values.
   auto mlpOut = [](Graph &graph) {

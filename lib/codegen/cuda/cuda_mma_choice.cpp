@@ -2,9 +2,11 @@
 // as tf32 pairs or tf32 roundings) and the block tile, from a model of the grid's rounds on the
 // SMs and the tiles' measured rates. cuda_mma_contraction.cpp prints the kernel.
 #include "cuda_contraction.h"
+#include "cuda_tile_schedule.h"
 
 #include "sinter/support/error.h"
 
+#include <algorithm>
 #include <string>
 
 namespace sinter::codegen::cuda {
@@ -55,6 +57,10 @@ constexpr TileRate kMmaTiles[] = {
 /// A block per SM at least: the H100/H200 has 132.
 constexpr int64_t kEnoughBlocks = 132;
 
+/// Reductions of more than 16 slices of 64 steps, whose main loop is a loop anyway
+/// (mainLoopUnroll), may take a stream-K launch (streamKBlocks).
+constexpr int64_t kLoopedReduction = 16 * 64;
+
 /// The wgmma tiles: two warpgroups of 64 rows each, the columns one wgmma's n, and their blocks
 /// an SM (launch bounds: 128 registers a thread for 128 columns, 85 for 64; rings of three
 /// slices, 97 and 73 KiB).
@@ -104,8 +110,12 @@ std::optional<MmaTile> wgmmaBlockTile(const ContractionSpec &spec, MmaOperands o
   // channels (k = 576) 0.286 -> 0.231; ViT-B/16 b1's MLP-in (96 blocks) 0.0143 -> 0.0081. It
   // lost with k = 256 (layer1's 1x1 reduce, 0.073 -> 0.107), k = 147 (the stem, 0.354 -> 0.842)
   // and k = 999 or 1001 read element by element (0.065 -> 0.070).
+  // With fewer blocks, a reduction long enough for stream-K (streamKBlocks) is split into parts
+  // that fill more SMs: ResNet-50 b1's 3x3 convolutions from layer2 on (8 to 14 tiles, k = 1152
+  // to 4608) took 0.11 to 0.28 ms each on the f32 tiled kernel's 32 to 100 blocks.
   constexpr int64_t kNarrowReduction = 512;
-  if (blocks(kWgmmaNarrow) >= kEnoughBlocks / 2 && spec.k >= kNarrowReduction && spec.k % 8 == 0)
+  if ((blocks(kWgmmaNarrow) >= kEnoughBlocks / 2 || spec.k > kLoopedReduction) && spec.k >= kNarrowReduction &&
+      spec.k % 8 == 0)
     return kWgmmaNarrow;
   return std::nullopt;
 }
@@ -123,10 +133,11 @@ std::optional<int64_t> streamKBlocks(const ContractionSpec &spec, const MmaTile 
   // fp16 (H200) its QKV projection (900 tiles, k = 768) went 0.559 -> 0.670 ms and its output
   // projection (300 tiles, k = 768) 0.352 -> 0.483, where its MLP-out (300 tiles, k = 3072) went
   // 0.878 -> 0.835 (docs/performance.md).
-  constexpr int64_t kLoopedReduction = 16 * 64;
   if (spec.k <= kLoopedReduction)
     return std::nullopt;
-  return kPlaces;
+  // A grid of fewer tiles than places (no whole rounds) launches a block a piece.
+  const int64_t tiles = ceilDiv(spec.m, tile.bm) * ceilDiv(spec.n, tile.bn) * spec.batch;
+  return tiles < kPlaces ? std::min(kPlaces, leftover * kMostParts) : kPlaces;
 }
 
 std::optional<MmaOperands> mmaOperands(const ContractionSpec &spec, TargetOptions::Fp32Contractions fp32) {

@@ -13,6 +13,12 @@
 
 namespace sinter::codegen::cuda {
 
+/// The most parts a leftover tile is split into. The last part to finish reads the others' sums a
+/// part at a time, each a round trip to L2, so that more parts shorten the pieces and lengthen
+/// the exchange: ResNet-50 b1's layer4 3x3 convolution (8 tiles of 128x64, 72 slices) would
+/// otherwise take 49 parts of one or two slices each.
+constexpr int64_t kMostParts = 8;
+
 /// How a launch's blocks cover the output tiles.
 struct Schedule {
   /// 0: a block per tile, on a grid of (column tiles, row tiles, batch). Otherwise a launch of
