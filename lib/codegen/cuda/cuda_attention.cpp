@@ -4,14 +4,15 @@
 //      rows as m16n8k16 A fragments in registers;
 //   2. per step, the block has 64 keys and 64 values in shared memory (copied while it worked on
 //      the step before, two buffers of each; the first two steps are requested together); each warp
-//      multiplies its queries by the keys (S, 16 x 64, f32 sums in registers), scales them,
-//      adds the mask, and updates its rows' running maximum and sum of exponentials (the
-//      online softmax), rescaling its output sums when the maximum grows;
+//      multiplies its queries by the keys (S, 16 x 64, f32 sums in registers), with a mask
+//      scales them and adds it (without one the scale goes into the exponentials' argument),
+//      and updates its rows' running maximum and sum of exponentials (the online softmax),
+//      rescaling its output sums when the maximum grows;
 //   3. the exponentials, rounded to the operand type, are the A fragments of P.V directly (the
 //      sums' fragment layout is the operand's), and the values' B fragments come from
 //      ldmatrix.trans;
-//   4. at the end each output is its sum over the row's sum of exponentials, stored through
-//      the group's epilogue.
+//   4. at the end each output is its sum times the reciprocal of the row's sum of
+//      exponentials, stored through the group's epilogue.
 // The scores never leave registers. Keys past the end count as -inf; a row whose every key is
 // -inf has output 0, as the generic rule (lower_attention.cpp) gives.
 // Q, K and V are read through their expressions: 16-byte runs along the head dimension are
