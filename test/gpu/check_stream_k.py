@@ -76,6 +76,8 @@ CASES = [
      (4608, 512), "residual"),
     ("1568x512x4608 (ResNet-50 b32 layer4-like): 104 tiles of 128x64 in 3 parts", (32, 49, 4608), (4608, 512),
      "bias"),
+    ("128x768x768 + residual (BERT-base b1 output projection): 12 tiles of 128x64 in 6 parts", (1, 128, 768),
+     (768, 768), "residual"),
     ("8 x 1000x640x1100 batched, ragged rows and reduction: 56 tiles in 4 parts", (8, 1000, 1100), (8, 1100, 640),
      "residual"),
     ("1576x3072x1536 + GELU: 48 tiles in 5 parts", (8, 197, 1536), (1536, 3072), "gelu"),

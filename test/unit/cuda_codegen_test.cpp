@@ -572,6 +572,8 @@ TEST(CudaCodegen, NarrowWgmmaTileTakesTheGridsTheWideOneLeavesShort) {
   EXPECT_EQ(tileOf(128, 3072, 768), "none");     // BERT-base b1's: 48, fewer than half the SMs
   EXPECT_EQ(tileOf(49, 512, 4608), "128x64");    // ResNet-50 b1's layer4 3x3: 8 blocks, but stream-K
   EXPECT_EQ(tileOf(3136, 64, 576), "none");      // its layer1 3x3: 25 blocks, too short for stream-K
+  EXPECT_EQ(tileOf(128, 768, 768), "128x64");    // BERT-base b1's output projection: 12 tiles, split
+  EXPECT_EQ(tileOf(197, 768, 768), "none");      // ViT-B/16 b1's: 24, too many to split at k = 768
   EXPECT_EQ(tileOf(1568, 512, 4608, cuda::MmaOperands::Tf32x3), "none");
   EXPECT_EQ(tileOf(6304, 768, 768, cuda::MmaOperands::Float16, std::array<int, 2>{128, 64}), "128x64");
   EXPECT_EQ(tileOf(1568, 512, 4608, cuda::MmaOperands::Float16, std::array<int, 2>{96, 128}), "none");
@@ -631,6 +633,12 @@ TEST(CudaCodegen, StreamKGemmsShareTilesAndGetAWorkspaceInTheArena) {
   EXPECT_EQ(cuda::streamKBlocks(spec(49, 512, 4608), narrow), 64);
   EXPECT_EQ(cuda::scheduleOf(spec(49, 512, 4608), cuda::MmaTile{128, 64, 64, 2, 4}, 64).parts, 8);
   EXPECT_EQ(cuda::streamKBlocks(spec(1568, 512, 4608), narrow), 396);
+  // At most 16 tiles are split from eight slices on, in pieces of two slices at least: BERT-base
+  // b1's output projection (12 tiles, 12 slices) in six parts; four slices, or 24 tiles at
+  // k = 768, are not split.
+  EXPECT_EQ(cuda::streamKBlocks(spec(128, 768, 768), narrow), 72);
+  EXPECT_EQ(cuda::streamKBlocks(spec(128, 768, 256), narrow), std::nullopt);
+  EXPECT_EQ(cuda::streamKBlocks(spec(197, 768, 768), narrow), std::nullopt);
   EXPECT_EQ(cuda::scheduleOf(spec(1568, 512, 4608), cuda::MmaTile{128, 64, 64, 2, 4}, 396).parts, 3);
 
   // ViT-B/16 b32's MLP-out, its operands 16-bit values.

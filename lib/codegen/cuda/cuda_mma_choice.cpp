@@ -61,6 +61,13 @@ constexpr int64_t kEnoughBlocks = 132;
 /// (mainLoopUnroll), may take a stream-K launch (streamKBlocks).
 constexpr int64_t kLoopedReduction = 16 * 64;
 
+/// A grid of at most this many tiles (an eighth of the SMs) is split into stream-K parts from
+/// eight slices on. Measured on the H200 (docs/performance.md, k = 768 at b1 fp16, one call):
+/// BERT-base's and GPT-2's output projections (12 tiles of 128x64) went 0.027 -> 0.012 ms a
+/// layer in six parts, where ViT-B/16's (24 tiles) went 0.011 -> 0.014 against mma.sync, and
+/// splitting its QKV (72 tiles) and MLP-in (96) slowed them by half.
+constexpr int64_t kFewTiles = 16;
+
 /// The wgmma tiles: two warpgroups of 64 rows each, the columns one wgmma's n, and their blocks
 /// an SM (launch bounds: 128 registers a thread for 128 columns, 85 for 64; rings of three
 /// slices, 97 and 73 KiB).
@@ -110,14 +117,15 @@ std::optional<MmaTile> wgmmaBlockTile(const ContractionSpec &spec, MmaOperands o
   // channels (k = 576) 0.286 -> 0.231; ViT-B/16 b1's MLP-in (96 blocks) 0.0143 -> 0.0081. It
   // lost with k = 256 (layer1's 1x1 reduce, 0.073 -> 0.107), k = 147 (the stem, 0.354 -> 0.842)
   // and k = 999 or 1001 read element by element (0.065 -> 0.070).
-  // With fewer blocks, a reduction long enough for stream-K (streamKBlocks) is split into parts
-  // that fill more SMs: ResNet-50 b1's 3x3 convolutions from layer2 on (8 to 14 tiles, k = 1152
-  // to 4608) took 0.11 to 0.28 ms each on the f32 tiled kernel's 32 to 100 blocks; its sixteen
-  // 3x3 convolutions went 1.693 -> 0.290 ms, BERT-base b1's MLP-out (12 tiles, k = 3072) 0.087
-  // -> 0.015 ms a layer.
+  // With fewer blocks, a reduction long enough for stream-K (streamKBlocks: more than 16 slices,
+  // or eight for a few tiles) is split into parts that fill more SMs. ResNet-50 b1's 3x3
+  // convolutions from layer2 on (8 to 14 tiles, k = 1152 to 4608) took 0.11 to 0.28 ms each on
+  // the f32 tiled kernel's 32 to 100 blocks; its sixteen 3x3 convolutions went 1.693 -> 0.290
+  // ms, BERT-base b1's MLP-out (12 tiles, k = 3072) 0.087 -> 0.015 ms a layer.
   constexpr int64_t kNarrowReduction = 512;
-  if ((blocks(kWgmmaNarrow) >= kEnoughBlocks / 2 || spec.k > kLoopedReduction) && spec.k >= kNarrowReduction &&
-      spec.k % 8 == 0)
+  const int64_t narrowBlocks = blocks(kWgmmaNarrow);
+  if ((narrowBlocks >= kEnoughBlocks / 2 || spec.k > kLoopedReduction || narrowBlocks <= kFewTiles) &&
+      spec.k >= kNarrowReduction && spec.k % 8 == 0)
     return kWgmmaNarrow;
   return std::nullopt;
 }
@@ -135,10 +143,12 @@ std::optional<int64_t> streamKBlocks(const ContractionSpec &spec, const MmaTile 
   // fp16 (H200) its QKV projection (900 tiles, k = 768) went 0.559 -> 0.670 ms and its output
   // projection (300 tiles, k = 768) 0.352 -> 0.483, where its MLP-out (300 tiles, k = 3072) went
   // 0.878 -> 0.835 (docs/performance.md).
-  if (spec.k <= kLoopedReduction)
+  // A grid of fewer tiles than places (no whole rounds) launches a block a piece, in pieces of two
+  // slices at least (partsOf); a few tiles are split from eight slices on (kFewTiles).
+  const bool fewTiles = tiles <= kFewTiles && spec.k >= 8 * 64;
+  if (spec.k <= kLoopedReduction && !fewTiles)
     return std::nullopt;
-  // A grid of fewer tiles than places (no whole rounds) launches a block a piece.
-  return tiles < places ? std::min(places, leftover * kMostParts) : places;
+  return tiles < places ? std::min(places, leftover * partsOf(ceilDiv(spec.k, 64))) : places;
 }
 
 std::optional<MmaOperands> mmaOperands(const ContractionSpec &spec, TargetOptions::Fp32Contractions fp32) {

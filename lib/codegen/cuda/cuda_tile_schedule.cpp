@@ -16,7 +16,7 @@ Schedule scheduleOf(const ContractionSpec &spec, const MmaTile &wgmmaTile, int64
   schedule.slices = ceilDiv(spec.k, wgmmaTile.bk);
   if (blocks) {
     SINTER_ASSERT(schedule.leftover() > 0, "a stream-K launch without tiles left over");
-    schedule.parts = std::min({blocks / schedule.leftover(), schedule.slices, kMostParts});
+    schedule.parts = std::min(blocks / schedule.leftover(), partsOf(schedule.slices));
     SINTER_ASSERT(schedule.parts >= 2, "a stream-K launch whose leftover tiles are not split");
   }
   return schedule;

@@ -7,6 +7,7 @@
 
 #include "cuda_contraction.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <sstream>
 #include <string>
@@ -18,6 +19,10 @@ namespace sinter::codegen::cuda {
 /// the exchange: ResNet-50 b1's layer4 3x3 convolution (8 tiles of 128x64, 72 slices) would
 /// otherwise take 49 parts of one or two slices each.
 constexpr int64_t kMostParts = 8;
+
+/// The most parts a leftover tile of `slices` slices is split into: pieces of two slices at least
+/// (the ring requests two ahead), and no more than kMostParts.
+inline int64_t partsOf(int64_t slices) { return std::min(slices / 2, kMostParts); }
 
 /// How a launch's blocks cover the output tiles.
 struct Schedule {
