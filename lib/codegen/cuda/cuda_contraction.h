@@ -139,8 +139,10 @@ int wgmmaBlocksPerSm(const MmaTile &tile);
 
 /// The blocks of a stream-K launch of a wgmma kernel with `tile` (its blocks an SM on 132 SMs): whole
 /// rounds of tiles, then the tiles left over split into equal parts of their reductions, one
-/// block a part. Nullopt when the tiles fill whole rounds, or leave more than half a round over
-/// (a part per tile would be the whole tile).
+/// block a part (a grid short of one round: a block a piece, at most eight parts a tile). Nullopt
+/// when the tiles fill whole rounds, or leave more than half a round over (a part per tile would
+/// be the whole tile), or the reduction is 16 slices or fewer (eight or fewer for a grid of at
+/// most 16 tiles).
 std::optional<int64_t> streamKBlocks(const ContractionSpec &spec, const MmaTile &tile);
 
 /// A short name for the generator column of `inspect --plan`: "f16", "bf16", "tf32x3", "tf32".
