@@ -254,15 +254,17 @@ std::string CudaPrinter::narrow(const ExprRef &e) {
   case ExprKind::Binary: {
     if (const ExprRef *term = remainderTerm(e))
       return narrow(*term);
-    std::string a = narrow(e->operands[0]), b = narrow(e->operands[1]);
     switch (e->binary) {
-    case BinaryOp::Add: return "(" + a + " + " + b + ")";
-    case BinaryOp::Sub: return "(" + a + " - " + b + ")";
-    case BinaryOp::Mul: return "(" + a + " * " + b + ")";
-    case BinaryOp::Div: return "(" + a + " / " + b + ")";
-    case BinaryOp::Rem: return "sn_rem(" + a + ", " + b + ")";
-    case BinaryOp::Min: return "sn_min(" + a + ", " + b + ")";
-    case BinaryOp::Max: return "sn_max(" + a + ", " + b + ")";
+    case BinaryOp::Add:
+    case BinaryOp::Sub:
+    case BinaryOp::Mul:
+    case BinaryOp::Div:
+    case BinaryOp::Rem:
+    case BinaryOp::Min:
+    case BinaryOp::Max: {
+      std::string a = narrow(e->operands[0]), b = narrow(e->operands[1]);
+      return binaryText(e->binary, a, b);
+    }
     default: break;
     }
     break;
@@ -318,9 +320,13 @@ std::string CudaPrinter::binaryExpr(const ExprRef &e) {
                         narrowable(e->operands[1]);
   std::string a = narrowOperands ? narrow(e->operands[0]) : expr(e->operands[0]);
   std::string b = narrowOperands ? narrow(e->operands[1]) : expr(e->operands[1]);
-  auto infix = [&](const char *op) { return "(" + a + " " + op + " " + b + ")"; };
+  return binaryText(e->binary, a, b);
+}
+
+std::string binaryText(BinaryOp op, const std::string &a, const std::string &b) {
+  auto infix = [&](const char *symbol) { return "(" + a + " " + symbol + " " + b + ")"; };
   auto call = [&](const char *fn) { return std::string(fn) + "(" + a + ", " + b + ")"; };
-  switch (e->binary) {
+  switch (op) {
   case BinaryOp::Add: return infix("+");
   case BinaryOp::Sub: return infix("-");
   case BinaryOp::Mul: return infix("*");

@@ -84,6 +84,10 @@ bool warpPerPoint(const Kernel &kernel);
 /// Threads the launch needs for the kernel: parallelExtent, times 32 when warpPerPoint.
 int64_t threadsNeeded(const Kernel &kernel);
 
+/// The CUDA C of binary op `op` on operand texts `a` and `b`: infix, or a prelude helper where
+/// the reference's semantics need one (sn_min, sn_max, sn_rem, ...).
+std::string binaryText(BinaryOp op, const std::string &a, const std::string &b);
+
 /// The C type a buffer of this dtype is declared with ("float", "unsigned short" for f16, ...).
 const char *cudaStorageType(DType type);
 

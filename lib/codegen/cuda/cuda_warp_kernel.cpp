@@ -66,12 +66,12 @@ std::string reductionIdentity(BinaryOp op, DType type) {
 
 std::string combineText(BinaryOp op, const std::string &a, const std::string &b) {
   switch (op) {
-  case BinaryOp::Add: return "(" + a + " + " + b + ")";
-  case BinaryOp::Mul: return "(" + a + " * " + b + ")";
-  case BinaryOp::LogicalAnd: return "(" + a + " && " + b + ")";
-  case BinaryOp::LogicalOr: return "(" + a + " || " + b + ")";
-  case BinaryOp::Max: return "sn_max(" + a + ", " + b + ")";
-  case BinaryOp::Min: return "sn_min(" + a + ", " + b + ")";
+  case BinaryOp::Add:
+  case BinaryOp::Mul:
+  case BinaryOp::LogicalAnd:
+  case BinaryOp::LogicalOr:
+  case BinaryOp::Max:
+  case BinaryOp::Min: return binaryText(op, a, b);
   default: break;
   }
   SINTER_ASSERT(false, "no combine for reduction op ", binaryOpName(op));
@@ -161,6 +161,12 @@ bool rowIndex(const ExprRef &e, int loopVariable) {
   }
 }
 
+/// A load a row loop may hold or read a run at a time: of a buffer the kernel does not write, of
+/// 16- or 32-bit values, at an index of the point, the loop's variable and constants.
+bool rowLoad(const Kernel &kernel, const Expr &load, int loopVariable) {
+  return !kernel.buffers[load.id].written && heldType(load.type) && rowIndex(load.operands[0], loopVariable);
+}
+
 constexpr int64_t kMostHeld = 64; ///< elements a lane holds at most, over all caches (registers)
 
 RowPlan planRows(const Kernel &kernel) {
@@ -192,9 +198,7 @@ RowPlan planRows(const Kernel &kernel) {
     std::vector<const Expr *> loads;
     unconditionalLoads(loop->body, loads);
     for (const Expr *load : loads) {
-      const ExprRef &index = load->operands[0];
-      if (kernel.buffers[load->id].written || !heldType(load->type) || !usesVariable(index, loop->id) ||
-          !rowIndex(index, loop->id))
+      if (!rowLoad(kernel, *load, loop->id) || !usesVariable(load->operands[0], loop->id))
         continue;
       auto same = std::find_if(groups.begin(), groups.end(), [&](const Group &g) {
         return sameUpTo(*g.reads[0], g.variables[0], *load, loop->id);
@@ -253,10 +257,8 @@ RowPlan planRows(const Kernel &kernel) {
       unconditionalLoads(loop->body, loads);
       std::vector<const Expr *> &first = plan.runLoads[loop];
       for (const Expr *load : loads) {
-        const ExprRef &index = load->operands[0];
-        if (plan.reads.count(load) || kernel.buffers[load->id].written || !heldType(load->type) ||
-            vector * dtypeSize(load->type) < 4 || !rowIndex(index, loop->id) ||
-            runForm(index, loop->id, vector) != RunForm::Unit)
+        if (plan.reads.count(load) || !rowLoad(kernel, *load, loop->id) || vector * dtypeSize(load->type) < 4 ||
+            runForm(load->operands[0], loop->id, vector) != RunForm::Unit)
           continue;
         auto same = std::find_if(first.begin(), first.end(),
                                  [&](const Expr *f) { return sameUpTo(*f, loop->id, *load, loop->id); });
