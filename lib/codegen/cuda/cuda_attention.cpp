@@ -176,73 +176,73 @@ std::string printFusedAttention(const FusedAttention &original, DType operands, 
   // the step tests each tile of keys against the head's end, and the loop of the steps before it
   // goes without those tests (32 selects and 24 comparisons a step for ViT-B/16's 197 tokens).
   auto printSteps = [&](int64_t first, int64_t end, bool partial) {
-  out << "  for (int step = " << first << "; step < " << end << "; ++step) {\n";
-  out << "    const long long keyBase = (long long)step * " << kKeys << ";\n";
-  // Step 1's keys and values were requested with step 0's; from step 1 on, the step requests
-  // the next one's into the buffer the step before it left. The groups: the queries with step
-  // 0, step 1, then one a step (empty past the end); all but the newest have landed once the
-  // step's own has.
-  out << "    const int current = step % " << kBuffers << ";\n";
-  out << "    if (step >= 1 && step + 1 < " << steps << ") {\n";
-  loadTile("sK[current ^ 1]", spec.key, spec.j, "keyBase + " + std::to_string(kKeys), spec.lk, spec.d, "      ");
-  loadTile("sV[current ^ 1]", spec.value, spec.j, "keyBase + " + std::to_string(kKeys), spec.lk, spec.dv, "      ");
-  out << "    }\n";
-  out << "    if (step >= 1) sn_cp_async_commit<0>();\n    sn_cp_async_wait<1>();\n    __syncthreads();\n";
-  // The keys of the step that exist: in a head's last step, the tiles of eight keys (and the
-  // sixteens of P.V) wholly past its end multiply nothing (their scores are -inf below, their
-  // exponentials 0). Every step but the last has all 64.
-  if (partial)
-    out << "    const int keys = " << spec.lk << " - (int)keyBase;\n";
-  out << "    if (" << (partialQueries ? "active" : "true") << ") {\n";
-  out << "    float s[8][4];\n";
-  out << "#pragma unroll\n    for (int t = 0; t < 8; ++t) {\n";
-  out << "      s[t][0] = s[t][1] = s[t][2] = s[t][3] = 0.f;\n";
-  if (partial)
-    out << "      if (t * 8 >= keys) continue;\n";
-  if (spec.d % 32 == 0) {
-    // The keys' B fragments of two k16 steps at once: ldmatrix.x4 of four 8x8 blocks (eight keys
-    // by channels 0-7, 8-15, 16-23, 24-31 of the pair), lanes 8 * b .. 8 * b + 7 naming block b's rows.
-    out << "#pragma unroll\n      for (int ks = 0; ks < " << qSteps << "; ks += 2) {\n";
-    out << "        unsigned kb[4];\n";
-    out << "        sn_ldmatrix_x4(kb, &sK[current][t * 8 + lane % 8][ks * 16 + (lane / 8) * 8]);\n";
-    out << "        sn_mma16816<" << (bf16 ? "true" : "false") << ">(s[t], qa[ks], kb[0], kb[1]);\n";
-    out << "        sn_mma16816<" << (bf16 ? "true" : "false") << ">(s[t], qa[ks + 1], kb[2], kb[3]);\n";
-    out << "      }\n";
-  } else {
-    out << "#pragma unroll\n      for (int ks = 0; ks < " << qSteps << "; ++ks)\n";
-    out << "        sn_mma16816<" << (bf16 ? "true" : "false") << ">(s[t], qa[ks], "
-        << "*reinterpret_cast<const unsigned *>(&sK[current][t * 8 + group][ks * 16 + 2 * quad]), "
-        << "*reinterpret_cast<const unsigned *>(&sK[current][t * 8 + group][ks * 16 + 2 * quad + 8]));\n";
-  }
-  out << "    }\n";
-  // The logits. With a mask they are scaled and masked here, in base e: log2(e) times a mask of
-  // float32's lowest value (BERT's) would overflow to -inf and empty a row whose every key is
-  // masked. Without one the scores stay as they are (the scale is positive, so their maximum is
-  // the logits'), and each exponential is one ex2 of one fma, the scale times log2(e) folded into
-  // it. Either way keys past the end are -inf.
-  const bool folded = !spec.mask;
-  if (spec.mask || partial) {
-    out << "#pragma unroll\n    for (int t = 0; t < 8; ++t)\n";
-    out << "#pragma unroll\n      for (int c = 0; c < 4; ++c) {\n";
-    out << "        const int key = (int)keyBase + t * 8 + 2 * quad + c % 2;\n";
-    out << "        float x = s[t][c];\n";
-    if (spec.mask) {
-      out << "        const int row = (int)rowBase + warp * 16 + group + (c / 2) * 8;\n";
-      out << "        " << v(spec.i) << " = row < " << spec.lq << " ? row : " << spec.lq - 1 << "; " << v(spec.j)
-          << " = key < " << spec.lk << " ? key : " << spec.lk - 1 << ";\n";
-      out << "        x = x * " << printer.expr(typedConstant(DType::Float32, spec.scale)) << " + "
-          << printer.expr(spec.mask) << ";\n";
-    }
+    out << "  for (int step = " << first << "; step < " << end << "; ++step) {\n";
+    out << "    const long long keyBase = (long long)step * " << kKeys << ";\n";
+    // Step 1's keys and values were requested with step 0's; from step 1 on, the step requests
+    // the next one's into the buffer the step before it left. The groups: the queries with step
+    // 0, step 1, then one a step (empty past the end); all but the newest have landed once the
+    // step's own has.
+    out << "    const int current = step % " << kBuffers << ";\n";
+    out << "    if (step >= 1 && step + 1 < " << steps << ") {\n";
+    loadTile("sK[current ^ 1]", spec.key, spec.j, "keyBase + " + std::to_string(kKeys), spec.lk, spec.d, "      ");
+    loadTile("sV[current ^ 1]", spec.value, spec.j, "keyBase + " + std::to_string(kKeys), spec.lk, spec.dv, "      ");
+    out << "    }\n";
+    out << "    if (step >= 1) sn_cp_async_commit<0>();\n    sn_cp_async_wait<1>();\n    __syncthreads();\n";
+    // The keys of the step that exist: in a head's last step, the tiles of eight keys (and the
+    // sixteens of P.V) wholly past its end multiply nothing (their scores are -inf below, their
+    // exponentials 0). Every step but the last has all 64.
     if (partial)
-      out << "        s[t][c] = key < " << spec.lk << " ? x : -(float)SN_INF;\n";
-    else
-      out << "        s[t][c] = x;\n";
-    out << "      }\n";
-  }
-  const std::string scaleLog2 = printer.expr(typedConstant(DType::Float32, spec.scale * 1.4426950408889634));
-  // ex2 of `value` less the row's base, in base 2.
-  auto exponent = [&](const std::string &value) {
-    return folded ? "fmaf(" + value + ", " + scaleLog2 + ", -shift)" : "(" + value + " - base) * log2e";
+      out << "    const int keys = " << spec.lk << " - (int)keyBase;\n";
+    out << "    if (" << (partialQueries ? "active" : "true") << ") {\n";
+    out << "    float s[8][4];\n";
+    out << "#pragma unroll\n    for (int t = 0; t < 8; ++t) {\n";
+    out << "      s[t][0] = s[t][1] = s[t][2] = s[t][3] = 0.f;\n";
+    if (partial)
+      out << "      if (t * 8 >= keys) continue;\n";
+    if (spec.d % 32 == 0) {
+      // The keys' B fragments of two k16 steps at once: ldmatrix.x4 of four 8x8 blocks (eight keys
+      // by channels 0-7, 8-15, 16-23, 24-31 of the pair), lanes 8 * b .. 8 * b + 7 naming block b's rows.
+      out << "#pragma unroll\n      for (int ks = 0; ks < " << qSteps << "; ks += 2) {\n";
+      out << "        unsigned kb[4];\n";
+      out << "        sn_ldmatrix_x4(kb, &sK[current][t * 8 + lane % 8][ks * 16 + (lane / 8) * 8]);\n";
+      out << "        sn_mma16816<" << (bf16 ? "true" : "false") << ">(s[t], qa[ks], kb[0], kb[1]);\n";
+      out << "        sn_mma16816<" << (bf16 ? "true" : "false") << ">(s[t], qa[ks + 1], kb[2], kb[3]);\n";
+      out << "      }\n";
+    } else {
+      out << "#pragma unroll\n      for (int ks = 0; ks < " << qSteps << "; ++ks)\n";
+      out << "        sn_mma16816<" << (bf16 ? "true" : "false") << ">(s[t], qa[ks], "
+          << "*reinterpret_cast<const unsigned *>(&sK[current][t * 8 + group][ks * 16 + 2 * quad]), "
+          << "*reinterpret_cast<const unsigned *>(&sK[current][t * 8 + group][ks * 16 + 2 * quad + 8]));\n";
+    }
+    out << "    }\n";
+    // The logits. With a mask they are scaled and masked here, in base e: log2(e) times a mask of
+    // float32's lowest value (BERT's) would overflow to -inf and empty a row whose every key is
+    // masked. Without one the scores stay as they are (the scale is positive, so their maximum is
+    // the logits'), and each exponential is one ex2 of one fma, the scale times log2(e) folded into
+    // it. Either way keys past the end are -inf.
+    const bool folded = !spec.mask;
+    if (spec.mask || partial) {
+      out << "#pragma unroll\n    for (int t = 0; t < 8; ++t)\n";
+      out << "#pragma unroll\n      for (int c = 0; c < 4; ++c) {\n";
+      out << "        const int key = (int)keyBase + t * 8 + 2 * quad + c % 2;\n";
+      out << "        float x = s[t][c];\n";
+      if (spec.mask) {
+        out << "        const int row = (int)rowBase + warp * 16 + group + (c / 2) * 8;\n";
+        out << "        " << v(spec.i) << " = row < " << spec.lq << " ? row : " << spec.lq - 1 << "; " << v(spec.j)
+            << " = key < " << spec.lk << " ? key : " << spec.lk - 1 << ";\n";
+        out << "        x = x * " << printer.expr(typedConstant(DType::Float32, spec.scale)) << " + "
+            << printer.expr(spec.mask) << ";\n";
+      }
+      if (partial)
+        out << "        s[t][c] = key < " << spec.lk << " ? x : -(float)SN_INF;\n";
+      else
+        out << "        s[t][c] = x;\n";
+      out << "      }\n";
+    }
+    const std::string scaleLog2 = printer.expr(typedConstant(DType::Float32, spec.scale * 1.4426950408889634));
+    // ex2 of `value` less the row's base, in base 2.
+    auto exponent = [&](const std::string &value) {
+      return folded ? "fmaf(" + value + ", " + scaleLog2 + ", -shift)" : "(" + value + " - base) * log2e";
   };
   // The online softmax, per row (h = 0: row group, h = 1: row group + 8); a row's 64 scores
   // are spread over the four lanes of its quad.
@@ -295,7 +295,8 @@ std::string printFusedAttention(const FusedAttention &original, DType operands, 
 
   // 4. The outputs through the epilogue: each output times its row's reciprocal sum (one division a row; a
   // division an output took about 20 instructions and a branch each, as much as a step of the keys).
-  out << "  const float inverse[2] = {rowSum[0] > 0.f ? 1.f / rowSum[0] : 0.f, rowSum[1] > 0.f ? 1.f / rowSum[1] : 0.f};\n";
+  out << "  const float inverse[2] = {rowSum[0] > 0.f ? 1.f / rowSum[0] : 0.f, "
+         "rowSum[1] > 0.f ? 1.f / rowSum[1] : 0.f};\n";
   out << "#pragma unroll\n  for (int n = 0; n < " << vTiles << "; ++n)\n";
   out << "#pragma unroll\n    for (int c = 0; c < 4; ++c) {\n";
   out << "      " << v(spec.i) << " = rowBase + warp * 16 + group + (c / 2) * 8; " << v(spec.c)

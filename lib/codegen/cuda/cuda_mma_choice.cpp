@@ -75,6 +75,11 @@ constexpr MmaTile kWgmmaWide{128, 128, 32, 2, 4}, kWgmmaNarrow{128, 64, 32, 2, 4
 
 bool sameSize(const MmaTile &a, const MmaTile &b) { return a.bm == b.bm && a.bn == b.bn; }
 
+/// The contraction's output tiles of `tile`'s size: a block each, in a launch of a block per tile.
+int64_t tilesOf(const ContractionSpec &spec, const MmaTile &tile) {
+  return ceilDiv(spec.m, tile.bm) * ceilDiv(spec.n, tile.bn) * spec.batch;
+}
+
 } // namespace
 
 int wgmmaBlocksPerSm(const MmaTile &tile) {
@@ -86,7 +91,6 @@ std::optional<MmaTile> wgmmaBlockTile(const ContractionSpec &spec, MmaOperands o
                                       const std::optional<std::array<int, 2>> &forced) {
   if (!sixteenBit(operands))
     return std::nullopt;
-  auto blocks = [&](const MmaTile &tile) { return ceilDiv(spec.m, tile.bm) * ceilDiv(spec.n, tile.bn) * spec.batch; };
   if (forced) {
     for (const MmaTile &tile : {kWgmmaWide, kWgmmaNarrow})
       if (tile.bm == (*forced)[0] && tile.bn == (*forced)[1])
@@ -103,8 +107,8 @@ std::optional<MmaTile> wgmmaBlockTile(const ContractionSpec &spec, MmaOperands o
   // from k = 256 wgmma was as fast or faster (layer2's 3x3, k = 1152: 0.058 against 0.093). The
   // ring now holds three slices and two blocks an SM; the bound has not been measured again.
   constexpr int64_t kShortestReduction = 256;
-  if (blocks(kWgmmaWide) >= kEnoughBlocks &&
-      blocks(kWgmmaWide) * kWgmmaWide.bm * kWgmmaWide.bn * 4 <= spec.batch * spec.m * spec.n * 5 &&
+  if (tilesOf(spec, kWgmmaWide) >= kEnoughBlocks &&
+      tilesOf(spec, kWgmmaWide) * kWgmmaWide.bm * kWgmmaWide.bn * 4 <= spec.batch * spec.m * spec.n * 5 &&
       spec.k >= kShortestReduction)
     return kWgmmaWide;
   // Otherwise 128x64, three blocks an SM, for a long reduction of whole 16-byte runs on at least
@@ -123,7 +127,7 @@ std::optional<MmaTile> wgmmaBlockTile(const ContractionSpec &spec, MmaOperands o
   // the f32 tiled kernel's 32 to 100 blocks; its sixteen 3x3 convolutions went 1.693 -> 0.290
   // ms, BERT-base b1's MLP-out (12 tiles, k = 3072) 0.087 -> 0.015 ms a layer.
   constexpr int64_t kNarrowReduction = 512;
-  const int64_t narrowBlocks = blocks(kWgmmaNarrow);
+  const int64_t narrowBlocks = tilesOf(spec, kWgmmaNarrow);
   if ((narrowBlocks >= kEnoughBlocks / 2 || spec.k > kLoopedReduction || narrowBlocks <= kFewTiles) &&
       spec.k >= kNarrowReduction && spec.k % 8 == 0)
     return kWgmmaNarrow;
@@ -135,7 +139,7 @@ std::optional<int64_t> streamKBlocks(const ContractionSpec &spec, const MmaTile 
   const int64_t places = wgmmaBlocksPerSm(tile) * kEnoughBlocks;
   // The tiles past the whole rounds are split into at least two parts each (a block per part);
   // with more than half the places left over they are not split, and the launch gains nothing.
-  const int64_t tiles = ceilDiv(spec.m, tile.bm) * ceilDiv(spec.n, tile.bn) * spec.batch, leftover = tiles % places;
+  const int64_t tiles = tilesOf(spec, tile), leftover = tiles % places;
   if (leftover == 0 || leftover * 2 > places)
     return std::nullopt;
   // Only reductions of more than 16 slices of 64 steps, whose main loop is a loop anyway
@@ -186,7 +190,6 @@ std::optional<MmaTile> chooseMmaTile(const ContractionSpec &spec, MmaOperands op
     }
     userError("--tensor-core-tile ", (*forced)[0], "x", (*forced)[1], " is not a tensor-core tile; use one of ", known);
   }
-  auto blocks = [&](const MmaTile &tile) { return ceilDiv(spec.m, tile.bm) * ceilDiv(spec.n, tile.bn) * spec.batch; };
   // The time of the grid, in units of one 128x128 block's: the blocks are dealt evenly to the
   // SMs, so the busiest SM runs ceil(blocks / SMs) of them, each bm x bn outputs at the tile's
   // rate. Padding counts (a 128x128 tile over an attention head's 64 x 16 scores multiplies
@@ -197,11 +200,12 @@ std::optional<MmaTile> chooseMmaTile(const ContractionSpec &spec, MmaOperands op
   auto rate = [&](const TileRate &candidate) { return sixteen ? candidate.rate16 : candidate.rateTf32; };
   auto time = [&](const TileRate &candidate) {
     const MmaTile &tile = candidate.tile;
-    return double(ceilDiv(blocks(tile), kEnoughBlocks)) * tile.bm * tile.bn / (128.0 * 128.0) / rate(candidate);
+    return double(ceilDiv(tilesOf(spec, tile), kEnoughBlocks)) * tile.bm * tile.bn / (128.0 * 128.0) / rate(candidate);
   };
   const TileRate *best = nullptr;
   for (const TileRate &candidate : kMmaTiles)
-    if (rate(candidate) > 0 && blocks(candidate.tile) >= kEnoughBlocks && (!best || time(candidate) < time(*best)))
+    if (rate(candidate) > 0 && tilesOf(spec, candidate.tile) >= kEnoughBlocks &&
+        (!best || time(candidate) < time(*best)))
       best = &candidate;
   if (best)
     return sized(best->tile);
@@ -212,7 +216,7 @@ std::optional<MmaTile> chooseMmaTile(const ContractionSpec &spec, MmaOperands op
   // operands): a ViT-B/16 b1 MLP-out GEMM (197x3072x768, 84 tiles) took 0.132 ms on them
   // against 0.106 ms on the f32 kernel's k-slices, so they need every SM busy.
   const MmaTile &smallest = kMmaTiles[std::size(kMmaTiles) - 1].tile;
-  if (sixteen && blocks(smallest) >= kEnoughBlocks / 2)
+  if (sixteen && tilesOf(spec, smallest) >= kEnoughBlocks / 2)
     return sized(smallest);
   return std::nullopt;
 }
