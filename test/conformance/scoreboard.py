@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Turns conformance result files (from run_node_tests.py, one per target) into docs/op-coverage.md:
 totals per category and target, each op's pass count per target, and the reason each test that
-does not pass gives. With --ratchet it also records each target's pass count in ratchet.json,
-the floor test/python/test_conformance.py holds each target (reference, cpu) to.
+does not pass gives. With --ratchet it also records in ratchet.json which tests pass on each
+target (and how many): test/python/test_conformance.py fails when any of them no longer passes.
 
     .venv/bin/python test/conformance/scoreboard.py build/conformance/results-*.json [--ratchet]
 """
@@ -133,27 +133,45 @@ def render(reports):
     return "\n".join(lines) + "\n"
 
 
-def update_ratchet(reports, allow_lower):
+def passing(report):
+    """The names of the tests that pass in a report, sorted."""
+    return sorted(name for name, result in report["tests"].items() if result["category"] == "pass")
+
+
+def read_ratchet():
+    """{target: {"count": N, "passing": [names]}}; "passing" is absent for a target whose list
+    has not been recorded yet (then only its count is held)."""
     ratchet = json.loads(RATCHET.read_text()) if RATCHET.is_file() else {}
+    return {target: entry if isinstance(entry, dict) else {"count": entry}  # counts only, as once
+            for target, entry in ratchet.items()}
+
+
+def update_ratchet(reports, allow_lower):
+    """Records, per target, which tests pass (and how many). A test that passed before and does
+    not now is a regression even when another test passing in its place keeps the count."""
+    ratchet = read_ratchet()
     for target, report in reports.items():
         if report.get("filter"):
             sys.exit(f"{target}: results of a filtered run (--filter {report['filter']}) "
                      "cannot set the ratchet")
-        passed = report["totals"]["pass"]
-        if passed < ratchet.get(target, 0) and not allow_lower:
-            sys.exit(f"{target}: {passed} passes is below the ratchet's {ratchet[target]}; "
-                     "fix the regression (or pass --allow-lower)")
-        ratchet[target] = passed
-    RATCHET.write_text(json.dumps(dict(sorted(ratchet.items())), indent=2) + "\n")
-    print(f"wrote {RATCHET}: {ratchet}")
+        now = passing(report)
+        before = ratchet.get(target, {})
+        lost = sorted(set(before.get("passing", [])) - set(now))
+        if (lost or len(now) < before.get("count", 0)) and not allow_lower:
+            sys.exit(f"{target}: {len(now)} passes against the ratchet's {before.get('count')}; "
+                     f"no longer passing: {', '.join(lost) or '(not recorded)'}; fix the "
+                     "regression (or pass --allow-lower)")
+        ratchet[target] = {"count": len(now), "passing": now}
+    RATCHET.write_text(json.dumps(dict(sorted(ratchet.items())), indent=1) + "\n")
+    print(f"wrote {RATCHET}: " + ", ".join(f"{t} {r['count']}" for t, r in ratchet.items()))
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("results", nargs="+", type=Path, help="run_node_tests.py result files")
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "op-coverage.md")
-    parser.add_argument("--ratchet", action="store_true", help="record the pass counts in ratchet.json")
-    parser.add_argument("--allow-lower", action="store_true", help="let --ratchet lower a count")
+    parser.add_argument("--ratchet", action="store_true", help="record the passing tests in ratchet.json")
+    parser.add_argument("--allow-lower", action="store_true", help="let --ratchet drop tests that no longer pass")
     args = parser.parse_args()
     reports = load(args.results)
     args.out.write_text(render(reports))

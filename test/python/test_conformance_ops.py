@@ -3,7 +3,8 @@ onnxruntime, for the forms the ONNX node tests leave out or give only as runtime
 and per-column quantisation parameters, DFT lengths that pad or cut, complex inputs, inverse
 one-sided transforms, Col2Im and DFT with constant shapes (so the CPU target compiles them),
 DeformConv with strides, dilations, groups and masks, TF-IDF weights. Each case is a one-node
-model run on every enabled target and compared with onnxruntime. Unique's output shapes depend
+model run on every enabled target and compared with onnxruntime, or, for the ops that accumulate
+integer products, with exact int64 arithmetic (INTEGER_OPS says why). Unique's output shapes depend
 on the data: the reference evaluator runs it, the CPU target must refuse it with a clear message
 unless its input is a constant (then it is folded away).
 """
@@ -125,15 +126,89 @@ def tfidf(name, shape, mode, weights=None, min_gram=1, max_gram=2, skip=2):
     return _model("TfIdfVectorizer", {"X": x}, {}, ["Y"], 9, **attributes), {"X": x}
 
 
-# onnxruntime takes only per-tensor zero points for these; ONNX's own reference evaluator
-# (onnx.reference, numpy) is the truth for per-row and per-column ones. MaxUnpool with an
+# MaxUnpool with an
 # output_shape: onnxruntime reads the indices as flat indices into output_shape, while the ONNX
 # node test data (and its reference) read them in the unpooled shape, padded at the end.
-REFERENCE_TRUTH = {"qlinear_per_row_column_i8", "qlinear_batched_per_column_u8", "matmul_integer_per_row",
-                   "max_unpool_padded_output"}
+REFERENCE_TRUTH = {"max_unpool_padded_output"}
+
+
+# The ops that accumulate integer products. Their truth is exact int64 arithmetic in numpy (below),
+# not onnxruntime: on CPUs without VNNI its u8 x s8 kernels add pairs of products in saturating
+# 16-bit lanes (vpmaddubsw), so its results differ between CPUs (seen on an AVX2 machine:
+# MatMulInteger 29735 where the exact sum is 31186, QLinearConv 124 for 126). Requantisation
+# follows the spec: round(acc * (a_scale * b_scale / y_scale)) to nearest even, in float32, plus
+# the output zero point, saturated to the output type.
+INTEGER_OPS = {"MatMulInteger", "ConvInteger", "QLinearMatMul", "QLinearConv"}
+
+
+def _conv_int64(x, w, pads, strides, dilations, group):
+    """Plain 2-D convolution of int64 x [N, C, H, W] by w [M, C / group, kh, kw] (zero padding)."""
+    n, _, height, width = x.shape
+    m, group_channels, kh, kw = w.shape
+    x = np.pad(x, ((0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])))
+    out_h = (height + pads[0] + pads[2] - dilations[0] * (kh - 1) - 1) // strides[0] + 1
+    out_w = (width + pads[1] + pads[3] - dilations[1] * (kw - 1) - 1) // strides[1] + 1
+    y = np.zeros((n, m, out_h, out_w), np.int64)
+    for o in range(m):
+        g = o // (m // group)
+        for i in range(kh):
+            for j in range(kw):
+                rows = slice(i * dilations[0], i * dilations[0] + strides[0] * (out_h - 1) + 1, strides[0])
+                columns = slice(j * dilations[1], j * dilations[1] + strides[1] * (out_w - 1) + 1, strides[1])
+                patch = x[:, g * group_channels:(g + 1) * group_channels, rows, columns]
+                y[:, o] += np.einsum("nchw,c->nhw", patch, w[o, :, i, j])
+    return y
+
+
+def _requantize(acc, multiplier, zero_point):
+    info = np.iinfo(zero_point.dtype)
+    scaled = np.rint(acc.astype(np.float32) * multiplier.astype(np.float32))
+    return np.clip(scaled + zero_point.astype(np.float32), info.min, info.max).astype(zero_point.dtype)
+
+
+def _integer_truth(model, inputs):
+    """{output name: array} of a one-node integer model, in exact int64 arithmetic."""
+    node = model.graph.node[0]
+    values = {**{t.name: numpy_helper.to_array(t) for t in model.graph.initializer}, **inputs}
+    operand = [values[name] if name else None for name in node.input]
+    attributes = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+    wide = lambda a: None if a is None else a.astype(np.int64)  # noqa: E731
+
+    def conv(x, w):
+        ranks = len(x.shape) - 2
+        return _conv_int64(x, w, attributes.get("pads", [0] * 2 * ranks),
+                           attributes.get("strides", [1] * ranks),
+                           attributes.get("dilations", [1] * ranks), attributes.get("group", 1))
+
+    if node.op_type == "MatMulInteger":
+        a, b, a_zero, b_zero = (operand + [None, None])[:4]
+        y = np.matmul(wide(a) - (0 if a_zero is None else wide(a_zero)),
+                      wide(b) - (0 if b_zero is None else wide(b_zero)))
+        return {node.output[0]: y.astype(np.int32)}
+    if node.op_type == "ConvInteger":
+        x, w, x_zero, w_zero = (operand + [None, None])[:4]
+        y = conv(wide(x) - (0 if x_zero is None else wide(x_zero)),
+                 wide(w) - (0 if w_zero is None else wide(w_zero)))
+        return {node.output[0]: y.astype(np.int32)}
+    if node.op_type == "QLinearMatMul":
+        a, a_scale, a_zero, b, b_scale, b_zero, y_scale, y_zero = operand
+        acc = np.matmul(wide(a) - wide(a_zero), wide(b) - wide(b_zero))
+        multiplier = (a_scale.astype(np.float32) * b_scale.astype(np.float32)) / y_scale.astype(np.float32)
+        return {node.output[0]: _requantize(acc, multiplier, y_zero)}
+    x, x_scale, x_zero, w, w_scale, w_zero, y_scale, y_zero, *bias = operand  # QLinearConv
+    per_channel = (-1,) + (1,) * (len(w.shape) - 1)
+    acc = conv(wide(x) - wide(x_zero), wide(w) - wide(w_zero).reshape(per_channel if w_zero.size > 1 else ()))
+    if bias and bias[0] is not None:
+        acc = acc + wide(bias[0]).reshape(1, -1, *(1,) * (len(w.shape) - 2))
+    multiplier = (x_scale.astype(np.float32) * w_scale.astype(np.float32)) / y_scale.astype(np.float32)
+    if multiplier.size > 1:
+        multiplier = multiplier.reshape(1, -1, *(1,) * (len(w.shape) - 2))
+    return {node.output[0]: _requantize(acc, multiplier, y_zero)}
 
 
 def _truth(case, model, path, inputs):
+    if model.graph.node[0].op_type in INTEGER_OPS:
+        return _integer_truth(model, inputs)
     if case in REFERENCE_TRUTH:
         from onnx.reference import ReferenceEvaluator
         outputs = ReferenceEvaluator(model).run(None, inputs)

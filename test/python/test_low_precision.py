@@ -157,19 +157,49 @@ def test_cast_every_code_out_of_low_precision(target, source, tmp_path):
     check(target, m, {"x": x}, tmp_path, x)
 
 
+def integer_range(elem_type):
+    info = ml_dtypes.iinfo(INTEGERS[elem_type])
+    return int(info.min), int(info.max)
+
+
 @pytest.mark.parametrize("target", TARGETS)
-def test_cast_into_sub_byte_integers_wraps(target, tmp_path):
-    # Floats truncate, then keep the low bits (what ONNX's reference gives); integers wrap.
-    x = np.array([0, 0.5, -0.5, 1.9, -1.9, 7, 8, -8, -9, 15.5, 16, 17, -100.25, 1e6],
-                 dtype=np.float32)
+@pytest.mark.parametrize("to", list(INTEGERS), ids=lambda t: NAMES[t])
+def test_cast_into_sub_byte_integers(target, to, tmp_path):
+    """What the ONNX spec defines: floats whose truncation is in the target's range truncate
+    toward zero (the spec leaves other floats undefined: see the next test); integers keep
+    their low bits, two's complement, whatever their value."""
+    low, high = integer_range(to)
+    x = np.array([0, 0.5, -0.5, 1.9, -1.9, low, high, low - 0.75, high + 0.75,
+                  np.nextafter(np.float32(low - 1), np.float32(0)),
+                  np.nextafter(np.float32(high + 1), np.float32(0))], dtype=np.float32)
+    x = x[(np.trunc(x) >= low) & (np.trunc(x) <= high)]  # -1.9 is out of an unsigned range
     n = np.array([0, 1, -1, 7, 8, -9, 100, -100, 255, 70000], dtype=np.int32)
-    outputs = list(INTEGERS)
-    nodes = [helper.make_node("Cast", ["x"], [f"f{i}"], to=t) for i, t in enumerate(outputs)]
-    nodes += [helper.make_node("Cast", ["n"], [f"i{i}"], to=t) for i, t in enumerate(outputs)]
+    nodes = [helper.make_node("Cast", ["x"], ["f"], to=to), helper.make_node("Cast", ["n"], ["i"], to=to)]
     m = model(nodes, [("x", TensorProto.FLOAT, [x.size]), ("n", TensorProto.INT32, [n.size])],
-              [(f"f{i}", t, [x.size]) for i, t in enumerate(outputs)]
-              + [(f"i{i}", t, [n.size]) for i, t in enumerate(outputs)])
+              [("f", to, [x.size]), ("i", to, [n.size])])
     check(target, m, {"x": x, "n": n}, tmp_path)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_cast_out_of_range_floats_into_sub_byte_integers_wraps(target, tmp_path):
+    """sinter's choice where the spec says "undefined if OOR" (docs/precision.md): a float
+    truncates toward zero and keeps its low bits, as an integer source would; NaN and
+    infinities give 0. The truth is exact int64 arithmetic, not numpy's cast of the floats,
+    which is undefined too and differs between CPUs."""
+    x = np.array([8, -9, 15.5, 16, 17, -17.5, -100.25, 1e6, -3e9, 2.5e15,
+                  np.nan, np.inf, -np.inf], dtype=np.float32)
+    finite = np.isfinite(x)
+    truncated = np.trunc(np.where(finite, x, 0).astype(np.float64)).astype(np.int64)  # all < 2**53
+    nodes, outputs, expected = [], [], []
+    for index, to in enumerate(INTEGERS):
+        low, high = integer_range(to)
+        span = high - low + 1
+        wrapped = np.where(finite, (truncated - low) % span + low, 0)  # Python-style %: in [0, span)
+        nodes.append(helper.make_node("Cast", ["x"], [f"y{index}"], to=to))
+        outputs.append((f"y{index}", to, [x.size]))
+        expected.append(wrapped.astype(INTEGERS[to]))
+    m = model(nodes, [("x", TensorProto.FLOAT, [x.size])], outputs)
+    assert_bit_exact(run_sinter(target, m, {"x": x}, tmp_path), expected, x)
 
 
 QUANTIZED = [TensorProto.INT4, TensorProto.UINT4, TensorProto.INT2, TensorProto.UINT2,
