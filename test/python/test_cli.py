@@ -153,6 +153,7 @@ def test_command_line_mistakes_are_user_errors(tmp_path, mlp):
 
 def test_inspect_text(mlp):
     out = sinter("inspect", mlp, expect=0).stdout
+    assert "imports: yes" in out
     assert "IR version 8" in out and "opset 17" in out
     assert "cli-test" in out
     assert re.search(r"^\s+x\s+f32\[batch,3\]$", out, re.M)
@@ -177,13 +178,15 @@ def test_inspect_json(mlp):
     assert report["parameters"]["count"] == WEIGHT.size
     assert report["parameters"]["bytes"] == WEIGHT.nbytes
     assert report["unsupported_ops"] == []
+    assert report["imports"] is True
     assert "ir" not in report
 
 
 def test_inspect_lists_unsupported_ops(tmp_path):
     nodes = [helper.make_node("Frobnicate", ["x"], ["a"], domain="com.example"),
              helper.make_node("Frobnicate", ["a"], ["b"], domain="com.example"),
-             helper.make_node("Relu", ["b"], ["y"])]
+             helper.make_node("Wibble", ["b"], ["c"]),
+             helper.make_node("Relu", ["c"], ["y"])]
     graph = helper.make_graph(nodes, "custom",
                               [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])])
@@ -192,13 +195,66 @@ def test_inspect_lists_unsupported_ops(tmp_path):
     model.ir_version = IR_VERSION
     path = tmp_path / "custom.onnx"
     onnx.save(model, str(path))  # not checkable: the checker does not know com.example
-    report = json.loads(sinter("inspect", path, "--json", expect=0).stdout)
-    assert len(report["unsupported_ops"]) == 1
-    assert "Frobnicate" in report["unsupported_ops"][0]["op"]
-    assert report["unsupported_ops"][0]["count"] == 2
-    assert "Frobnicate" in sinter("inspect", path, expect=0).stdout
-    # Importing it is a user error that names the op.
-    user_error("inspect", path, "--ir", mentions=["Frobnicate"])
+    # Every unsupported op in the summary, then exit 1 with compile's message naming them all.
+    result = sinter("inspect", path, "--json", expect=1)
+    report = json.loads(result.stdout)
+    assert {entry["op"].split(" ")[0]: entry["count"] for entry in report["unsupported_ops"]} == {
+        "com.example:Frobnicate": 2, "ai.onnx:Wibble": 1}
+    assert report["imports"] is False and "Wibble" in report["import_error"]
+    error = user_error("inspect", path, mentions=["Frobnicate x2", "Wibble x1"])
+    assert "Frobnicate" in sinter("inspect", path).stdout
+    assert error == user_error("compile", path, "--target", "cpu", "-o", tmp_path / "m.so")
+
+
+def _bad_model(kind, folder):
+    """A model that `compile` refuses while importing it, and the words its message must hold."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])
+    weight = numpy_helper.from_array(np.ones([2, 3], np.float32), "w")
+    nodes, inputs, outputs, initializers = [helper.make_node("Add", ["x", "w"], ["y"])], [x], [y], [weight]
+    if kind == "cycle":
+        nodes = [helper.make_node("Add", ["x", "b"], ["a"]), helper.make_node("Relu", ["a"], ["b"]),
+                 helper.make_node("Relu", ["a"], ["y"])]
+        initializers, words = [], ["cycle", "Add"]
+    elif kind == "undefined value":
+        nodes, initializers, words = [helper.make_node("Add", ["x", "ghost"], ["y"])], [], ["'ghost'", "not defined"]
+    elif kind == "external data outside the folder":
+        weight.ClearField("raw_data")
+        weight.data_location = TensorProto.EXTERNAL
+        for key, value in (("location", "../outside.bin"), ("offset", "0"), ("length", "24")):
+            entry = weight.external_data.add()
+            entry.key, entry.value = key, value
+        (folder.parent / "outside.bin").write_bytes(np.ones(6, np.float32).tobytes())
+        words = ["'w'", "../outside.bin", "leaves the model's folder"]
+    elif kind == "short raw_data":
+        weight.raw_data = weight.raw_data[:10]
+        words = ["'w'", "10 bytes", "expected 24"]
+    elif kind == "huge input":
+        inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2**40, 2**40])]
+        outputs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2**40, 2**40])]
+        nodes, initializers, words = [helper.make_node("Relu", ["x"], ["y"])], [], ["'x'", "too many elements"]
+    graph = helper.make_graph(nodes, "bad", inputs, outputs, initializers)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+    model.ir_version = IR_VERSION
+    path = folder / "bad.onnx"
+    path.write_bytes(model.SerializeToString())  # the checker would refuse most of these
+    return path, words
+
+
+@pytest.mark.parametrize("kind", ["cycle", "undefined value", "external data outside the folder",
+                                  "short raw_data", "huge input"])
+def test_inspect_says_why_a_model_will_not_import(kind, tmp_path):
+    """inspect validates what it summarises: the summary it could read on stdout, then compile's
+    own message and exit 1 (not "unsupported ops: none" and exit 0)."""
+    folder = tmp_path / "model"
+    folder.mkdir()
+    path, words = _bad_model(kind, folder)
+    error = user_error("inspect", path, mentions=["bad.onnx", *words])
+    result = sinter("inspect", path)
+    assert "inputs:" in result.stdout and "imports: no" in result.stdout
+    assert error == user_error("compile", path, "--target", "cpu", "-o", tmp_path / "m.so")
+    report = json.loads(sinter("inspect", path, "--json", expect=1).stdout)
+    assert report["imports"] is False and report["import_error"] in error
 
 
 def test_inspect_ir_elides_large_constants(mlp):

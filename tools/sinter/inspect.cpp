@@ -2,8 +2,11 @@
 //
 // For an ONNX model it reports the summary the importer gives without importing (so models with
 // unsupported ops can still be inspected): versions, producer, inputs and outputs with types, the
-// op histogram, parameter totals and unsupported ops. `--ir` also imports the model and prints
-// its text IR. Compiled artifacts (model.so) are the other branch, in inspect_artifact.cpp.
+// op histogram, parameter totals and unsupported ops. Then it validates what it summarised by
+// importing the model as `compile` does: a model that will not import (a cycle, an undefined
+// value, external data outside the model's folder, a short initializer, a shape too large,
+// unsupported ops) gets compile's own message and exit 1, after the summary. `--ir` prints the
+// imported text IR. Compiled artifacts (model.so) are the other branch, in inspect_artifact.cpp.
 #include "commands.h"
 #include "inspect_artifact.h"
 #include "options.h"
@@ -18,6 +21,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <memory>
+#include <optional>
 
 namespace sinter::cli {
 namespace {
@@ -50,13 +54,28 @@ int64_t total(const std::map<std::string, int64_t> &counts) {
   return sum;
 }
 
-std::string importedIr(const InspectFlags &flags) {
-  onnx::ImportOptions importOptions = parseShapeFlags(flags.shapes);
-  parseBindFlags(flags.bindings, importOptions);
-  std::unique_ptr<Graph> graph = onnx::importModel(flags.model, importOptions);
-  PrintOptions options;
-  options.elideConstantsAbove = flags.fullConstants ? 0 : kElideConstantsAbove;
-  return printGraph(*graph, options);
+/// The model imported as `compile` imports it: its text IR when --ir asks for it, and why it will
+/// not import (the importer's message, the one `compile` gives) when it will not.
+struct ImportCheck {
+  std::string ir;
+  std::optional<std::string> error;
+};
+
+ImportCheck checkImport(const InspectFlags &flags) {
+  ImportCheck check;
+  try {
+    onnx::ImportOptions importOptions = parseShapeFlags(flags.shapes);
+    parseBindFlags(flags.bindings, importOptions);
+    std::unique_ptr<Graph> graph = onnx::importModel(flags.model, importOptions);
+    if (flags.ir) {
+      PrintOptions options;
+      options.elideConstantsAbove = flags.fullConstants ? 0 : kElideConstantsAbove;
+      check.ir = printGraph(*graph, options);
+    }
+  } catch (const UserError &error) {
+    check.error = error.what();
+  }
+  return check;
 }
 
 void printPorts(const char *title, const std::vector<onnx::ModelSummary::Port> &ports) {
@@ -103,10 +122,16 @@ void printOnnxText(const InspectFlags &flags, const onnx::ModelSummary &summary)
     printCounts(byCount(summary.unsupportedOps));
   }
   std::fflush(stdout);
+  ImportCheck check = checkImport(flags);
+  if (check.error) {
+    std::printf("imports: no (the model will not compile; the reason follows on stderr)\n");
+    std::fflush(stdout);
+    userError(*check.error);
+  }
+  std::printf("imports: yes\n");
   if (flags.ir) {
-    std::string ir = importedIr(flags);
-    std::printf("\n%s", ir.c_str());
-    if (!ir.empty() && ir.back() != '\n')
+    std::printf("\n%s", check.ir.c_str());
+    if (!check.ir.empty() && check.ir.back() != '\n')
       std::printf("\n");
   }
 }
@@ -126,9 +151,8 @@ void writeCounts(io::JsonWriter &json, const std::map<std::string, int64_t> &cou
 }
 
 void printOnnxJson(const InspectFlags &flags, const onnx::ModelSummary &summary) {
-  // Import before writing anything, so a failing --ir leaves stdout empty rather than half a
-  // JSON document.
-  std::string ir = flags.ir ? importedIr(flags) : "";
+  // Import before writing anything: the document says whether the model imports, and why not.
+  ImportCheck check = checkImport(flags);
   io::JsonWriter json;
   json.beginObject();
   json.key("model").value(flags.model);
@@ -151,10 +175,16 @@ void printOnnxJson(const InspectFlags &flags, const onnx::ModelSummary &summary)
   json.endObject();
   json.key("unsupported_ops");
   writeCounts(json, summary.unsupportedOps);
-  if (flags.ir)
-    json.key("ir").value(ir);
+  json.key("imports").value(!check.error);
+  if (check.error)
+    json.key("import_error").value(*check.error);
+  else if (flags.ir)
+    json.key("ir").value(check.ir);
   json.endObject();
   std::printf("%s\n", json.str().c_str());
+  std::fflush(stdout);
+  if (check.error)
+    userError(*check.error);
 }
 
 void inspectOnnx(const InspectFlags &flags) {
