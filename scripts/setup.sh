@@ -11,6 +11,7 @@ packages=(
   llvm-19-dev liblld-19-dev libpolly-19-dev libzstd-dev zlib1g-dev
   libcli11-dev libspdlog-dev libfmt-dev libgtest-dev
   python3 python3-venv python3-pip
+  qemu-user  # scripts/test-other-cpus.sh: the CPU-sensitive tests as other x86-64 CPUs run them
 )
 [[ "${1:-}" == "--torch" ]] && packages+=(python3-torch python3-torchvision)
 
