@@ -326,17 +326,27 @@ const fs::path &scratch() {
   return folder.path;
 }
 
-/// tiny_mlp (features f32[1,64] -> scores f32[1,8]) compiled once for the CPU target.
-const fs::path &mlpArtifact() {
-  static fs::path path = [] {
-    const fs::path &folder = scratch();
-    fs::path out = folder / "tiny_mlp.so";
-    std::string command = std::string(SINTER_BINARY_DIR "/bin/sinter compile ") + SINTER_SOURCE_DIR +
-                          "/models/tiny_mlp.onnx --target cpu -o " + out.string() + " > /dev/null 2>&1";
-    if (std::system(command.c_str()) != 0)
-      throw std::runtime_error("could not compile models/tiny_mlp.onnx: " + command);
+/// models/NAME.onnx compiled once for the CPU target with `flags`, as scratch()/STEM.so.
+fs::path compiled(const std::string &name, const std::string &flags, const std::string &stem) {
+  fs::path out = scratch() / (stem + ".so");
+  if (fs::exists(out))
     return out;
-  }();
+  std::string command = std::string(SINTER_BINARY_DIR "/bin/sinter compile ") + SINTER_SOURCE_DIR + "/models/" +
+                        name + ".onnx --target cpu " + flags + " -o " + out.string() + " > /dev/null 2>&1";
+  if (std::system(command.c_str()) != 0)
+    throw std::runtime_error("could not compile models/" + name + ".onnx: " + command);
+  return out;
+}
+
+/// tiny_mlp: features f32[1,64] -> scores f32[1,8].
+const fs::path &mlpArtifact() {
+  static fs::path path = compiled("tiny_mlp", "", "tiny_mlp");
+  return path;
+}
+
+/// tiny_dynamic at batch 2: x f32[2,16] -> y f32[2,4].
+const fs::path &pairArtifact() {
+  static fs::path path = compiled("tiny_dynamic", "--dim batch=2", "tiny_dynamic_b2");
   return path;
 }
 
@@ -346,10 +356,12 @@ struct Served {
   TRITONBACKEND_ModelInstance instance;
   std::string loadError, instanceError;
 
-  explicit Served(const std::string &config, bool autoComplete = true) {
-    fs::path repository = mlpArtifact().parent_path() / ("model_" + std::to_string(counter()++));
+  explicit Served(const std::string &config, bool autoComplete = true, const fs::path &artifact = mlpArtifact(),
+                  TRITONSERVER_InstanceGroupKind kind = TRITONSERVER_INSTANCEGROUPKIND_CPU) {
+    fs::path repository = scratch() / ("model_" + std::to_string(counter()++));
     fs::create_directories(repository / "1");
-    fs::copy_file(mlpArtifact(), repository / "1" / "model.so", fs::copy_options::overwrite_existing);
+    fs::copy_file(artifact, repository / "1" / "model.so", fs::copy_options::overwrite_existing);
+    instance.kind = kind;
     model.name = "mlp";
     model.repository = repository.string();
     model.config = config;
@@ -383,8 +395,8 @@ struct Served {
 
 const std::string kBatching = R"({"name":"mlp","backend":"sinter","max_batch_size":4})";
 
-std::vector<float> features(size_t rows, int seed) {
-  std::vector<float> values(rows * 64);
+std::vector<float> features(size_t rows, int seed, size_t width = 64) {
+  std::vector<float> values(rows * width);
   for (size_t i = 0; i < values.size(); ++i)
     values[i] = static_cast<float>(((i * 7 + seed * 13) % 29) - 14) / 14.0f;
   return values;
@@ -392,10 +404,10 @@ std::vector<float> features(size_t rows, int seed) {
 
 /// A request whose 'features' bytes are cut into buffers of the given sizes (the rest in the last).
 TRITONBACKEND_Request request(const std::vector<float> &values, std::vector<int64_t> shape,
-                              std::vector<size_t> cuts = {}) {
+                              std::vector<size_t> cuts = {}, const char *name = "features") {
   TRITONBACKEND_Request r;
   TRITONBACKEND_Input input;
-  input.name = "features";
+  input.name = name;
   input.shape = std::move(shape);
   const unsigned char *bytes = reinterpret_cast<const unsigned char *>(values.data());
   size_t total = values.size() * sizeof(float), at = 0;
@@ -408,26 +420,38 @@ TRITONBACKEND_Request request(const std::vector<float> &values, std::vector<int6
   return r;
 }
 
-/// The artifact's own answer for each row, through libsinter_rt directly.
-std::vector<float> direct(const std::vector<float> &values) {
+/// The artifact's own answer, through libsinter_rt directly: `values` run as consecutive groups of
+/// the artifact's batch rows (its one input and one output are f32).
+std::vector<float> direct(const std::vector<float> &values, const fs::path &artifact = mlpArtifact()) {
   sinter_model *model = nullptr;
   sinter_session *session = nullptr;
-  EXPECT_EQ(sinter_model_load(mlpArtifact().c_str(), &model), SINTER_OK) << sinter_last_error();
+  EXPECT_EQ(sinter_model_load(artifact.c_str(), &model), SINTER_OK) << sinter_last_error();
   EXPECT_EQ(sinter_session_create(model, nullptr, &session), SINTER_OK) << sinter_last_error();
-  std::vector<float> out(values.size() / 64 * 8);
-  for (size_t row = 0; row < values.size() / 64; ++row) {
-    sinter_tensor input{const_cast<float *>(values.data() + row * 64), 64 * sizeof(float), SINTER_FLOAT32, 2, {1, 64}};
-    sinter_tensor output{out.data() + row * 8, 8 * sizeof(float), SINTER_FLOAT32, 2, {1, 8}};
+  sinter_tensor_info in, out;
+  sinter_model_input_info(model, 0, &in);
+  sinter_model_output_info(model, 0, &out);
+  size_t inCount = 1, outCount = 1;
+  for (int d = 0; d < in.rank; ++d)
+    inCount *= static_cast<size_t>(in.dims[d]);
+  for (int d = 0; d < out.rank; ++d)
+    outCount *= static_cast<size_t>(out.dims[d]);
+  std::vector<float> result(values.size() / inCount * outCount);
+  for (size_t run = 0; run < values.size() / inCount; ++run) {
+    sinter_tensor input{const_cast<float *>(values.data() + run * inCount), inCount * sizeof(float), SINTER_FLOAT32,
+                        in.rank, {}};
+    sinter_tensor output{result.data() + run * outCount, outCount * sizeof(float), SINTER_FLOAT32, out.rank, {}};
+    std::copy(in.dims, in.dims + in.rank, input.dims);
+    std::copy(out.dims, out.dims + out.rank, output.dims);
     EXPECT_EQ(sinter_session_run(session, &input, 1, &output, 1, nullptr), SINTER_OK) << sinter_last_error();
   }
   sinter_session_destroy(session);
   sinter_model_free(model);
-  return out;
+  return result;
 }
 
-std::vector<float> scores(const TRITONBACKEND_Request &r) {
+std::vector<float> scores(const TRITONBACKEND_Request &r, const char *name = "scores") {
   for (const TRITONBACKEND_Output &output : r.outputs)
-    if (output.name == "scores") {
+    if (output.name == name) {
       std::vector<float> values(output.data.size() / sizeof(float));
       std::memcpy(values.data(), output.data.data(), output.data.size());
       return values;
@@ -522,6 +546,38 @@ TEST(TritonBackendHost, BadRequestsGetTheirOwnErrorsAndTheOthersAnswers) {
   ASSERT_TRUE(good2.ok) << good2.error;
   EXPECT_EQ(scores(good), direct(one));
   EXPECT_EQ(scores(good2), direct(one));
+}
+
+TEST(TritonBackendHost, RunsABatchTwoArtifactOnWholeMultiplesOnly) {
+  const std::string config = R"({"name":"mlp","backend":"sinter","max_batch_size":4})";
+  Served served(config, true, pairArtifact());
+  ASSERT_EQ(served.loadError + served.instanceError, "");
+  std::vector<float> two = features(2, 5, 16), four = features(4, 6, 16), three = features(3, 7, 16);
+  TRITONBACKEND_Request a = request(two, {2, 16}, {}, "x");
+  TRITONBACKEND_Request b = request(four, {4, 16}, {40}, "x");
+  TRITONBACKEND_Request c = request(three, {3, 16}, {}, "x");
+  served.execute({&a, &b, &c});
+  ASSERT_TRUE(a.ok) << a.error;
+  ASSERT_TRUE(b.ok) << b.error;
+  EXPECT_EQ(scores(a, "y"), direct(two, pairArtifact()));
+  EXPECT_EQ(scores(b, "y"), direct(four, pairArtifact())); // two runs of two rows
+  EXPECT_FALSE(c.ok);
+  EXPECT_NE(c.error.find("batch dim is 3 but the artifact was compiled for batch 2"), std::string::npos) << c.error;
+}
+
+TEST(TritonBackendHost, RefusesAMaxBatchSizeBelowTheArtifactsBatch) {
+  Served served(R"({"name":"mlp","backend":"sinter","max_batch_size":1})", true, pairArtifact());
+  EXPECT_NE(served.loadError.find("max_batch_size is 1 but the artifact"), std::string::npos) << served.loadError;
+  EXPECT_NE(served.loadError.find("was compiled for batch 2"), std::string::npos) << served.loadError;
+}
+
+TEST(TritonBackendHost, RefusesAGpuInstanceForACpuArtifact) {
+  Served served(kBatching, true, mlpArtifact(), TRITONSERVER_INSTANCEGROUPKIND_GPU);
+  ASSERT_EQ(served.loadError, "");
+  EXPECT_NE(served.instanceError.find("compiled for the CPU target; give the model an instance_group of kind: "
+                                      "KIND_CPU"),
+            std::string::npos)
+      << served.instanceError;
 }
 
 TEST(TritonBackendHost, RefusesAnArtifactNameOutsideTheVersionFolder) {
