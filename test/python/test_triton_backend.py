@@ -101,7 +101,8 @@ instance_group [ { count: 1, kind: KIND_CPU } ]
 # Models that must fail to load, and a phrase their failure must contain.
 BROKEN = {
     "no_artifact": "cannot load the sinter artifact",
-    "truncated_artifact": "cannot load the sinter artifact",
+    "truncated_artifact": "the file is truncated",
+    "garbage_artifact": "is not a sinter artifact",
     "wrong_dims": "dims [32] but the artifact",
 }
 
@@ -134,6 +135,9 @@ def repository(tmp_path_factory):
     truncated = root / "truncated.so"
     truncated.write_bytes(mlp.read_bytes()[: mlp.stat().st_size // 2])
     write_model(repository, "truncated_artifact", "max_batch_size: 0\n", truncated)
+    garbage = root / "garbage.so"
+    garbage.write_bytes(bytes(range(256)) * 64)
+    write_model(repository, "garbage_artifact", "max_batch_size: 0\n", garbage)
     write_model(repository, "wrong_dims", """
 max_batch_size: 8
 input [ { name: "features" data_type: TYPE_FP32 dims: [ 32 ] } ]
@@ -152,8 +156,7 @@ def server(repository, tmp_path_factory):
                "--backend-directory", str(BACKEND_DIR), "--http-address", "127.0.0.1",
                "--http-port", str(http_port), "--grpc-address", "127.0.0.1",
                "--grpc-port", str(grpc_port), "--allow-metrics=false", "--allow-sagemaker=false",
-               "--exit-on-error=false", "--strict-readiness=false", "--pinned-memory-pool-byte-size=0",
-               "--log-verbose=1"]
+               "--exit-on-error=false", "--strict-readiness=false", "--pinned-memory-pool-byte-size=0"]
     with open(log, "w") as log_file:
         process = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT)
     try:
@@ -396,6 +399,8 @@ def test_load_failures_are_reported_and_the_server_stays_up(server):
         assert entry.get("state") == "UNAVAILABLE", entry
         assert phrase in entry.get("reason", ""), f"{name}: {entry}"
     assert "model.so" in index["no_artifact"]["reason"]
+    for name in BROKEN:
+        assert "cannot load the sinter artifact" in index[name]["reason"] or name == "wrong_dims", index[name]
     assert server["http"].is_server_live()
     inputs = model_inputs("mlp", 1, 9)
     expect_match(infer(server["grpc"], "grpc", "mlp", inputs), truth("mlp", inputs, 1), "after failures")
