@@ -9,9 +9,9 @@
 
 namespace sinter::triton {
 
-/// Fails (UserError, with a message about the file that does not repeat its path) when `path` is not a 64-bit little-endian ELF file whose program headers,
-/// loadable segments and section headers all lie inside the file. A missing file passes: the
-/// runtime reports it.
+/// Fails (UserError, with a message about the file that does not repeat its path) when `path` is
+/// not a 64-bit little-endian ELF file whose program headers, loadable segments and section headers
+/// all lie inside the file. A missing file passes: the runtime reports it.
 void checkArtifactLayout(const std::string &path);
 
 } // namespace sinter::triton

@@ -1,5 +1,5 @@
-// libtriton_sinter.so: Triton Inference Server's entry points for sinter artifacts (docs/serving.md).
-// Lifecycle here; answering requests in execute.cpp.
+// libtriton_sinter.so: Triton Inference Server's entry points for sinter artifacts
+// (docs/serving.md). Lifecycle here; answering requests in execute.cpp.
 
 #include "artifact_file.h"
 #include "state.h"
@@ -14,7 +14,8 @@ namespace sinter::triton {
 void check(TRITONSERVER_Error *error, const char *what) {
   if (!error)
     return;
-  Failure failure{TRITONSERVER_ErrorCode(error), std::string(what) + ": " + TRITONSERVER_ErrorMessage(error)};
+  Failure failure{TRITONSERVER_ErrorCode(error),
+                  std::string(what) + ": " + TRITONSERVER_ErrorMessage(error)};
   TRITONSERVER_ErrorDelete(error);
   throw failure;
 }
@@ -32,7 +33,8 @@ TRITONSERVER_Error_Code codeOf(sinter_status status) {
 }
 
 void logMessage(TRITONSERVER_LogLevel level, const std::string &message) {
-  if (TRITONSERVER_Error *error = TRITONSERVER_LogMessage(level, __FILE__, __LINE__, message.c_str()))
+  if (TRITONSERVER_Error *error =
+          TRITONSERVER_LogMessage(level, __FILE__, __LINE__, message.c_str()))
     TRITONSERVER_ErrorDelete(error);
 }
 
@@ -80,34 +82,40 @@ void loadModel(TRITONBACKEND_Model *model, ModelState &state) {
   check(TRITONBACKEND_ModelVersion(model, &version), "reading the model version");
   TRITONBACKEND_ArtifactType artifactType;
   const char *location = nullptr;
-  check(TRITONBACKEND_ModelRepository(model, &artifactType, &location), "reading the model location");
+  check(TRITONBACKEND_ModelRepository(model, &artifactType, &location),
+        "reading the model location");
   if (artifactType != TRITONBACKEND_ARTIFACT_FILESYSTEM || !location)
     fail(TRITONSERVER_ERROR_UNSUPPORTED, "the model is not in a file-system repository");
 
   JsonValue config = modelConfig(model);
   state.config = readBackendConfig(config);
-  state.artifactPath = std::string(location) + "/" + std::to_string(version) + "/" + state.config.artifactFile;
+  state.artifactPath =
+      std::string(location) + "/" + std::to_string(version) + "/" + state.config.artifactFile;
   try {
     checkArtifactLayout(state.artifactPath);
   } catch (const UserError &error) {
-    fail(TRITONSERVER_ERROR_INVALID_ARG, "cannot load the sinter artifact ", state.artifactPath, ": ", error.what());
+    fail(TRITONSERVER_ERROR_INVALID_ARG, "cannot load the sinter artifact ", state.artifactPath,
+         ": ", error.what());
   }
   if (sinter_status status = sinter_model_load(state.artifactPath.c_str(), &state.model))
-    fail(codeOf(status), "cannot load the sinter artifact ", state.artifactPath, ": ", sinter_last_error());
+    fail(codeOf(status), "cannot load the sinter artifact ", state.artifactPath, ": ",
+         sinter_last_error());
   state.inputs = artifactInputs(state.model);
   state.outputs = artifactOutputs(state.model);
 
   bool autoCompleteWanted = false;
-  check(TRITONBACKEND_ModelAutoCompleteConfig(model, &autoCompleteWanted), "asking about auto-complete");
+  check(TRITONBACKEND_ModelAutoCompleteConfig(model, &autoCompleteWanted),
+        "asking about auto-complete");
   if (autoCompleteWanted && autoComplete(config, state.config, state.inputs, state.outputs)) {
     setModelConfig(model, config);
     config = modelConfig(model); // the server may have filled in more
-    logMessage(TRITONSERVER_LOG_INFO, "sinter backend, model '" + state.name +
-                                          "': filled in the configuration's inputs and outputs from " +
-                                          state.artifactPath);
+    logMessage(TRITONSERVER_LOG_INFO,
+               "sinter backend, model '" + state.name +
+                   "': filled in the configuration's inputs and outputs from " +
+                   state.artifactPath);
   }
-  state.artifactBatch = checkConfigAgainstArtifact(config, state.config, state.inputs, state.outputs,
-                                                   state.artifactPath);
+  state.artifactBatch = checkConfigAgainstArtifact(config, state.config, state.inputs,
+                                                   state.outputs, state.artifactPath);
 }
 
 } // namespace
@@ -119,14 +127,15 @@ TRITONSERVER_Error *TRITONBACKEND_Initialize(TRITONBACKEND_Backend *backend) {
     uint32_t major = 0, minor = 0;
     check(TRITONBACKEND_ApiVersion(&major, &minor), "reading the backend API version");
     if (major != kApiMajor || minor < kApiMinor)
-      fail(TRITONSERVER_ERROR_UNSUPPORTED, "the server's backend API is version ", major, ".", minor,
-           "; this backend was written for ", kApiMajor, ".", kApiMinor, " (same major, minor at least ",
-           kApiMinor, ")");
+      fail(TRITONSERVER_ERROR_UNSUPPORTED, "the server's backend API is version ", major, ".",
+           minor, "; this backend was written for ", kApiMajor, ".", kApiMinor,
+           " (same major, minor at least ", kApiMinor, ")");
     if (sinter_runtime_abi_version() != SINTER_ABI_VERSION)
-      fail(TRITONSERVER_ERROR_UNSUPPORTED, "libsinter_rt has ABI version ", sinter_runtime_abi_version(),
-           "; this backend was built for ", SINTER_ABI_VERSION);
-    logMessage(TRITONSERVER_LOG_INFO, detail::concat("sinter backend: backend API ", major, ".", minor,
-                                                     ", sinter runtime ABI ", SINTER_ABI_VERSION));
+      fail(TRITONSERVER_ERROR_UNSUPPORTED, "libsinter_rt has ABI version ",
+           sinter_runtime_abi_version(), "; this backend was built for ", SINTER_ABI_VERSION);
+    logMessage(TRITONSERVER_LOG_INFO,
+               detail::concat("sinter backend: backend API ", major, ".", minor,
+                              ", sinter runtime ABI ", SINTER_ABI_VERSION));
   });
 }
 
@@ -180,11 +189,13 @@ TRITONSERVER_Error *TRITONBACKEND_ModelInstanceInitialize(TRITONBACKEND_ModelIns
     } else {
       if (kind != TRITONSERVER_INSTANCEGROUPKIND_CPU)
         fail(TRITONSERVER_ERROR_INVALID_ARG, "the artifact ", path,
-             " was compiled for the CPU target; give the model an instance_group of kind: KIND_CPU, or "
+             " was compiled for the CPU target; give the model an instance_group of kind: "
+             "KIND_CPU, or "
              "compile it with --target cuda for KIND_GPU");
       options.threads = state->model->config.cpuThreads;
     }
-    if (sinter_status status = sinter_session_create(state->model->model, &options, &state->session))
+    if (sinter_status status =
+            sinter_session_create(state->model->model, &options, &state->session))
       fail(codeOf(status), "cannot create a sinter session", state->cuda ? " on CUDA device " : "",
            state->cuda ? std::to_string(device) : "", ": ", sinter_last_error());
     state->inputStaging.resize(state->model->inputs.size());

@@ -28,8 +28,8 @@ struct InputData {
 struct Work {
   TRITONBACKEND_Request *request = nullptr;
   int64_t rows = 1;
-  std::vector<InputData> inputs;                  ///< in the signature's order
-  std::vector<unsigned char *> outputs;           ///< per signature output; null when not requested
+  std::vector<InputData> inputs;        ///< in the signature's order
+  std::vector<unsigned char *> outputs; ///< per signature output; null when not requested
   TRITONBACKEND_Response *response = nullptr;
   std::optional<Failure> failure;
 };
@@ -46,14 +46,16 @@ void readRequest(const ModelState &model, Work &work) {
     for (const TensorSpec &spec : model.inputs)
       known = known || spec.name == name;
     if (!known)
-      fail(TRITONSERVER_ERROR_INVALID_ARG, "the request has input '", name, "', which the model does not have");
+      fail(TRITONSERVER_ERROR_INVALID_ARG, "the request has input '", name,
+           "', which the model does not have");
   }
   std::optional<int64_t> rows;
   work.inputs.resize(model.inputs.size());
   for (size_t index = 0; index < model.inputs.size(); ++index) {
     const TensorSpec &spec = model.inputs[index];
     TRITONBACKEND_Input *input = nullptr;
-    if (TRITONSERVER_Error *error = TRITONBACKEND_RequestInput(request, spec.name.c_str(), &input)) {
+    if (TRITONSERVER_Error *error =
+            TRITONBACKEND_RequestInput(request, spec.name.c_str(), &input)) {
       TRITONSERVER_ErrorDelete(error);
       fail(TRITONSERVER_ERROR_INVALID_ARG, "the request is missing input '", spec.name, "'");
     }
@@ -61,11 +63,12 @@ void readRequest(const ModelState &model, Work &work) {
     const int64_t *shape = nullptr;
     uint32_t rank = 0, bufferCount = 0;
     uint64_t byteSize = 0;
-    check(TRITONBACKEND_InputProperties(input, nullptr, &type, &shape, &rank, &byteSize, &bufferCount),
+    check(TRITONBACKEND_InputProperties(input, nullptr, &type, &shape, &rank, &byteSize,
+                                        &bufferCount),
           "reading an input's properties");
     if (type != spec.tritonType)
-      fail(TRITONSERVER_ERROR_INVALID_ARG, "input '", spec.name, "' has data type ", protocolTypeName(type),
-           " but the model expects ", protocolTypeName(spec.tritonType));
+      fail(TRITONSERVER_ERROR_INVALID_ARG, "input '", spec.name, "' has data type ",
+           protocolTypeName(type), " but the model expects ", protocolTypeName(spec.tritonType));
     std::string got = dimsText(shape, rank);
     if (model.batching()) {
       bool same = rank == spec.dims.size() && rank >= 1 &&
@@ -75,7 +78,8 @@ void readRequest(const ModelState &model, Work &work) {
         for (size_t d = 1; d < spec.dims.size(); ++d)
           expected += "," + std::to_string(spec.dims[d]);
         fail(TRITONSERVER_ERROR_INVALID_ARG, "input '", spec.name, "' has shape ", got,
-             " but the model expects ", expected, "] with batch at most ", model.config.maxBatchSize);
+             " but the model expects ", expected, "] with batch at most ",
+             model.config.maxBatchSize);
       }
       if (shape[0] < 1 || shape[0] > model.config.maxBatchSize)
         fail(TRITONSERVER_ERROR_INVALID_ARG, "input '", spec.name, "' has batch ", shape[0],
@@ -90,30 +94,32 @@ void readRequest(const ModelState &model, Work &work) {
     }
     uint64_t expected = static_cast<uint64_t>(rows.value_or(1)) * model.rowBytes(spec);
     if (byteSize != expected)
-      fail(TRITONSERVER_ERROR_INVALID_ARG, "input '", spec.name, "' carries ", byteSize, " bytes but its shape ",
-           got, " of ", protocolTypeName(type), " takes ", expected);
+      fail(TRITONSERVER_ERROR_INVALID_ARG, "input '", spec.name, "' carries ", byteSize,
+           " bytes but its shape ", got, " of ", protocolTypeName(type), " takes ", expected);
     uint64_t total = 0;
     for (uint32_t b = 0; b < bufferCount; ++b) {
       const void *base = nullptr;
       uint64_t size = 0;
       TRITONSERVER_MemoryType memory = TRITONSERVER_MEMORY_CPU;
       int64_t memoryId = 0;
-      check(TRITONBACKEND_InputBuffer(input, b, &base, &size, &memory, &memoryId), "reading an input buffer");
+      check(TRITONBACKEND_InputBuffer(input, b, &base, &size, &memory, &memoryId),
+            "reading an input buffer");
       if (memory == TRITONSERVER_MEMORY_GPU)
         fail(TRITONSERVER_ERROR_UNSUPPORTED, "input '", spec.name,
-             "' is in GPU memory (CUDA shared memory); the sinter backend reads inputs from host memory");
+             "' is in GPU memory (CUDA shared memory); the sinter backend reads inputs from host "
+             "memory");
       if (size > 0 && !base)
         fail(TRITONSERVER_ERROR_INTERNAL, "input '", spec.name, "' has a null buffer");
       work.inputs[index].buffers.emplace_back(static_cast<const unsigned char *>(base), size);
       total += size;
     }
     if (total != byteSize)
-      fail(TRITONSERVER_ERROR_INVALID_ARG, "input '", spec.name, "' has ", total, " bytes in its buffers but ",
-           byteSize, " by its properties");
+      fail(TRITONSERVER_ERROR_INVALID_ARG, "input '", spec.name, "' has ", total,
+           " bytes in its buffers but ", byteSize, " by its properties");
     if (bufferCount > 1 && TRITONSERVER_LogIsEnabled(TRITONSERVER_LOG_VERBOSE))
-      logMessage(TRITONSERVER_LOG_VERBOSE, detail::concat("sinter backend, model '", model.name, "': input '",
-                                                          spec.name, "' arrived in ", bufferCount,
-                                                          " buffers; gathered"));
+      logMessage(TRITONSERVER_LOG_VERBOSE,
+                 detail::concat("sinter backend, model '", model.name, "': input '", spec.name,
+                                "' arrived in ", bufferCount, " buffers; gathered"));
   }
   work.rows = rows.value_or(1);
 }
@@ -123,11 +129,13 @@ void prepareResponse(const ModelState &model, Work &work) {
   check(TRITONBACKEND_ResponseNew(&work.response, work.request), "creating the response");
   work.outputs.assign(model.outputs.size(), nullptr);
   uint32_t requested = 0;
-  check(TRITONBACKEND_RequestOutputCount(work.request, &requested), "counting the requested outputs");
+  check(TRITONBACKEND_RequestOutputCount(work.request, &requested),
+        "counting the requested outputs");
   std::vector<size_t> wanted;
   for (uint32_t i = 0; i < requested; ++i) {
     const char *name = nullptr;
-    check(TRITONBACKEND_RequestOutputName(work.request, i, &name), "reading a requested output's name");
+    check(TRITONBACKEND_RequestOutputName(work.request, i, &name),
+          "reading a requested output's name");
     size_t index = 0;
     while (index < model.outputs.size() && model.outputs[index].name != name)
       ++index;
@@ -152,7 +160,8 @@ void prepareResponse(const ModelState &model, Work &work) {
     void *buffer = nullptr;
     TRITONSERVER_MemoryType memory = TRITONSERVER_MEMORY_CPU;
     int64_t memoryId = 0;
-    check(TRITONBACKEND_OutputBuffer(output, &buffer, bytes, &memory, &memoryId), "allocating an output");
+    check(TRITONBACKEND_OutputBuffer(output, &buffer, bytes, &memory, &memoryId),
+          "allocating an output");
     if (memory == TRITONSERVER_MEMORY_GPU)
       fail(TRITONSERVER_ERROR_UNSUPPORTED, "the server gave output '", spec.name,
            "' a GPU buffer; the sinter backend writes outputs to host memory");
@@ -212,7 +221,8 @@ void executeRun(InstanceState &instance, std::vector<Work> &works, const Run &ru
     const unsigned char *data = nullptr;
     if (single) {
       const Slice &slice = run.slices[0];
-      data = inPlace(works[slice.request].inputs[i], slice.firstRow * rowBytes, slice.rows * rowBytes);
+      data =
+          inPlace(works[slice.request].inputs[i], slice.firstRow * rowBytes, slice.rows * rowBytes);
     }
     if (!data) {
       std::vector<unsigned char> &staging = instance.inputStaging[i];
@@ -225,14 +235,16 @@ void executeRun(InstanceState &instance, std::vector<Work> &works, const Run &ru
       }
       data = staging.data();
     }
-    inputs.push_back(tensorFor(spec, const_cast<unsigned char *>(data))); // the runtime only reads inputs
+    inputs.push_back(
+        tensorFor(spec, const_cast<unsigned char *>(data))); // the runtime only reads inputs
   }
   std::vector<bool> staged(model.outputs.size(), false);
   for (size_t o = 0; o < model.outputs.size(); ++o) {
     const TensorSpec &spec = model.outputs[o];
     unsigned char *data = nullptr;
     if (single && works[run.slices[0].request].outputs[o])
-      data = works[run.slices[0].request].outputs[o] + run.slices[0].firstRow * model.rowBytes(spec);
+      data =
+          works[run.slices[0].request].outputs[o] + run.slices[0].firstRow * model.rowBytes(spec);
     if (!data) {
       instance.outputStaging[o].resize(spec.byteSize());
       data = instance.outputStaging[o].data();
@@ -241,10 +253,11 @@ void executeRun(InstanceState &instance, std::vector<Work> &works, const Run &ru
     outputs.push_back(tensorFor(spec, data));
   }
   sinter_status status =
-      instance.cuda ? sinter_session_run_host(instance.session, inputs.data(), int32_t(inputs.size()),
-                                              outputs.data(), int32_t(outputs.size()))
-                    : sinter_session_run(instance.session, inputs.data(), int32_t(inputs.size()), outputs.data(),
-                                         int32_t(outputs.size()), nullptr);
+      instance.cuda
+          ? sinter_session_run_host(instance.session, inputs.data(), int32_t(inputs.size()),
+                                    outputs.data(), int32_t(outputs.size()))
+          : sinter_session_run(instance.session, inputs.data(), int32_t(inputs.size()),
+                               outputs.data(), int32_t(outputs.size()), nullptr);
   if (status != SINTER_OK)
     fail(codeOf(status), "the sinter run failed: ", sinter_last_error());
   for (size_t o = 0; o < model.outputs.size(); ++o) {
@@ -274,31 +287,35 @@ template <typename Body> void forRequest(Work &work, Body &&body) {
   } catch (const std::bad_alloc &) {
     work.failure = Failure{TRITONSERVER_ERROR_UNAVAILABLE, "out of host memory"};
   } catch (const std::exception &error) {
-    work.failure = Failure{TRITONSERVER_ERROR_INTERNAL, std::string("internal error: ") + error.what()};
+    work.failure =
+        Failure{TRITONSERVER_ERROR_INTERNAL, std::string("internal error: ") + error.what()};
   } catch (...) {
     work.failure = Failure{TRITONSERVER_ERROR_INTERNAL, "internal error"};
   }
 }
 
-void respond(TRITONBACKEND_ModelInstance *instance, const ModelState &model, Work &work, uint64_t execStart,
-             uint64_t computeStart, uint64_t computeEnd) {
+void respond(TRITONBACKEND_ModelInstance *instance, const ModelState &model, Work &work,
+             uint64_t execStart, uint64_t computeStart, uint64_t computeEnd) {
   TRITONSERVER_Error *error = nullptr;
   if (work.failure) {
-    error = TRITONSERVER_ErrorNew(work.failure->code,
-                                  ("sinter backend, model '" + model.name + "': " + work.failure->message).c_str());
+    error = TRITONSERVER_ErrorNew(
+        work.failure->code,
+        ("sinter backend, model '" + model.name + "': " + work.failure->message).c_str());
     if (!work.response) {
       if (TRITONSERVER_Error *e = TRITONBACKEND_ResponseNew(&work.response, work.request)) {
-        logMessage(TRITONSERVER_LOG_ERROR, std::string("sinter backend: cannot create an error response: ") +
-                                               TRITONSERVER_ErrorMessage(e));
+        logMessage(TRITONSERVER_LOG_ERROR,
+                   std::string("sinter backend: cannot create an error response: ") +
+                       TRITONSERVER_ErrorMessage(e));
         TRITONSERVER_ErrorDelete(e);
         work.response = nullptr;
       }
     }
   }
   if (work.response) {
-    if (TRITONSERVER_Error *e = TRITONBACKEND_ResponseSend(work.response, TRITONSERVER_RESPONSE_COMPLETE_FINAL, error)) {
-      logMessage(TRITONSERVER_LOG_ERROR,
-                 std::string("sinter backend: cannot send a response: ") + TRITONSERVER_ErrorMessage(e));
+    if (TRITONSERVER_Error *e = TRITONBACKEND_ResponseSend(
+            work.response, TRITONSERVER_RESPONSE_COMPLETE_FINAL, error)) {
+      logMessage(TRITONSERVER_LOG_ERROR, std::string("sinter backend: cannot send a response: ") +
+                                             TRITONSERVER_ErrorMessage(e));
       TRITONSERVER_ErrorDelete(e);
     }
   }
@@ -307,17 +324,18 @@ void respond(TRITONBACKEND_ModelInstance *instance, const ModelState &model, Wor
   if (TRITONSERVER_Error *e = TRITONBACKEND_ModelInstanceReportStatistics(
           instance, work.request, !work.failure, execStart, computeStart, computeEnd, nowNs()))
     TRITONSERVER_ErrorDelete(e);
-  if (TRITONSERVER_Error *e = TRITONBACKEND_RequestRelease(work.request, TRITONSERVER_REQUEST_RELEASE_ALL)) {
-    logMessage(TRITONSERVER_LOG_ERROR,
-               std::string("sinter backend: cannot release a request: ") + TRITONSERVER_ErrorMessage(e));
+  if (TRITONSERVER_Error *e =
+          TRITONBACKEND_RequestRelease(work.request, TRITONSERVER_REQUEST_RELEASE_ALL)) {
+    logMessage(TRITONSERVER_LOG_ERROR, std::string("sinter backend: cannot release a request: ") +
+                                           TRITONSERVER_ErrorMessage(e));
     TRITONSERVER_ErrorDelete(e);
   }
 }
 
 } // namespace
 
-void executeRequests(TRITONBACKEND_ModelInstance *instance, InstanceState &state, TRITONBACKEND_Request **requests,
-                     uint32_t count) {
+void executeRequests(TRITONBACKEND_ModelInstance *instance, InstanceState &state,
+                     TRITONBACKEND_Request **requests, uint32_t count) {
   const ModelState &model = *state.model;
   uint64_t execStart = nowNs();
   std::vector<Work> works(count);
@@ -356,7 +374,8 @@ void executeRequests(TRITONBACKEND_ModelInstance *instance, InstanceState &state
     } catch (const std::bad_alloc &) {
       failure = Failure{TRITONSERVER_ERROR_UNAVAILABLE, "out of host memory"};
     } catch (const std::exception &error) {
-      failure = Failure{TRITONSERVER_ERROR_INTERNAL, std::string("internal error: ") + error.what()};
+      failure =
+          Failure{TRITONSERVER_ERROR_INTERNAL, std::string("internal error: ") + error.what()};
     }
     if (failure)
       for (const Slice &slice : run.slices)

@@ -56,8 +56,8 @@ std::vector<TensorSpec> signature(const sinter_model *model, bool inputs) {
       if (candidate.sinter == info.dtype)
         row = &candidate;
     if (!row)
-      userError(inputs ? "input" : "output", " '", info.name, "' has element type ", int(info.dtype),
-                " (ONNX numbering), which Triton has no data type for");
+      userError(inputs ? "input" : "output", " '", info.name, "' has element type ",
+                int(info.dtype), " (ONNX numbering), which Triton has no data type for");
     specs.push_back({info.name, info.dtype, row->triton,
                      std::vector<int64_t>(info.dims, info.dims + info.rank), row->bytes});
   }
@@ -98,8 +98,9 @@ std::vector<int64_t> expectedConfigDims(const TensorSpec &spec, const BackendCon
   return std::vector<int64_t>(spec.dims.begin() + 1, spec.dims.end());
 }
 
-void checkTensors(const JsonValue &config, const char *key, bool input, const BackendConfig &backend,
-                  const std::vector<TensorSpec> &specs, const std::string &artifactPath) {
+void checkTensors(const JsonValue &config, const char *key, bool input,
+                  const BackendConfig &backend, const std::vector<TensorSpec> &specs,
+                  const std::string &artifactPath) {
   const std::vector<JsonValue> *list = tensorList(config, key);
   static const std::vector<JsonValue> none;
   if (!list)
@@ -108,7 +109,8 @@ void checkTensors(const JsonValue &config, const char *key, bool input, const Ba
   for (const JsonValue &tensor : *list) {
     const JsonValue *nameValue = tensor.find("name");
     std::string name = nameValue ? nameValue->text() : "";
-    auto spec = std::find_if(specs.begin(), specs.end(), [&](const TensorSpec &s) { return s.name == name; });
+    auto spec = std::find_if(specs.begin(), specs.end(),
+                             [&](const TensorSpec &s) { return s.name == name; });
     if (spec == specs.end()) {
       std::string known;
       for (const TensorSpec &s : specs)
@@ -128,14 +130,15 @@ void checkTensors(const JsonValue &config, const char *key, bool input, const Ba
     if (dims != expected)
       userError("the configuration gives ", kindName(input), " '", name, "' dims ", dimsText(dims),
                 " but the artifact ", artifactPath, " has ", dimsText(spec->dims),
-                backend.maxBatchSize > 0 ? ", so with max_batch_size > 0 the dims are " : ", so the dims are ",
+                backend.maxBatchSize > 0 ? ", so with max_batch_size > 0 the dims are "
+                                         : ", so the dims are ",
                 dimsText(expected));
   }
   if (input && seen.size() != specs.size())
     for (const TensorSpec &spec : specs)
       if (!seen.count(spec.name))
-        userError("the configuration leaves out input '", spec.name, "' of the artifact ", artifactPath,
-                  "; list every input (or none, and let the backend fill them in)");
+        userError("the configuration leaves out input '", spec.name, "' of the artifact ",
+                  artifactPath, "; list every input (or none, and let the backend fill them in)");
 }
 
 JsonValue tensorEntry(const TensorSpec &spec, const BackendConfig &backend) {
@@ -159,7 +162,9 @@ size_t TensorSpec::byteSize() const {
 }
 
 std::vector<TensorSpec> artifactInputs(const sinter_model *model) { return signature(model, true); }
-std::vector<TensorSpec> artifactOutputs(const sinter_model *model) { return signature(model, false); }
+std::vector<TensorSpec> artifactOutputs(const sinter_model *model) {
+  return signature(model, false);
+}
 
 const char *configTypeName(TRITONSERVER_DataType type) {
   const TypeRow *row = rowOf(type);
@@ -212,8 +217,8 @@ BackendConfig readBackendConfig(const JsonValue &config) {
   return backend;
 }
 
-bool autoComplete(JsonValue &config, const BackendConfig &backend, const std::vector<TensorSpec> &inputs,
-                  const std::vector<TensorSpec> &outputs) {
+bool autoComplete(JsonValue &config, const BackendConfig &backend,
+                  const std::vector<TensorSpec> &inputs, const std::vector<TensorSpec> &outputs) {
   bool changed = false;
   auto fill = [&](const char *key, const std::vector<TensorSpec> &specs) {
     const std::vector<JsonValue> *list = tensorList(config, key);
@@ -234,7 +239,8 @@ bool autoComplete(JsonValue &config, const BackendConfig &backend, const std::ve
 
 int64_t checkConfigAgainstArtifact(const JsonValue &config, const BackendConfig &backend,
                                    const std::vector<TensorSpec> &inputs,
-                                   const std::vector<TensorSpec> &outputs, const std::string &artifactPath) {
+                                   const std::vector<TensorSpec> &outputs,
+                                   const std::string &artifactPath) {
   int64_t batch = 1;
   if (backend.maxBatchSize > 0) {
     // The artifact's batch: the leading dim, which every tensor must share.
@@ -242,21 +248,22 @@ int64_t checkConfigAgainstArtifact(const JsonValue &config, const BackendConfig 
     for (const auto *specs : {&inputs, &outputs})
       for (const TensorSpec &spec : *specs) {
         if (spec.dims.empty())
-          userError("max_batch_size is ", backend.maxBatchSize, " but '", spec.name, "' of the artifact ",
-                    artifactPath, " is a scalar, with no batch dim; set max_batch_size: 0");
+          userError("max_batch_size is ", backend.maxBatchSize, " but '", spec.name,
+                    "' of the artifact ", artifactPath,
+                    " is a scalar, with no batch dim; set max_batch_size: 0");
         if (first.empty()) {
           first = spec.name;
           batch = spec.dims[0];
         } else if (spec.dims[0] != batch) {
           userError("max_batch_size is ", backend.maxBatchSize, " but the artifact ", artifactPath,
-                    " has no common batch dim: '", first, "' leads with ", batch, " and '", spec.name,
-                    "' with ", spec.dims[0], "; set max_batch_size: 0");
+                    " has no common batch dim: '", first, "' leads with ", batch, " and '",
+                    spec.name, "' with ", spec.dims[0], "; set max_batch_size: 0");
         }
       }
     if (batch > backend.maxBatchSize)
       userError("max_batch_size is ", backend.maxBatchSize, " but the artifact ", artifactPath,
-                " was compiled for batch ", batch, "; raise max_batch_size to a multiple of ", batch,
-                " or compile the model for batch 1");
+                " was compiled for batch ", batch, "; raise max_batch_size to a multiple of ",
+                batch, " or compile the model for batch 1");
   }
   checkTensors(config, "input", true, backend, inputs, artifactPath);
   checkTensors(config, "output", false, backend, outputs, artifactPath);

@@ -40,7 +40,9 @@ const char *protocolTypeName(TRITONSERVER_DataType type);
 
 /// "[1,3,224,224]".
 std::string dimsText(const int64_t *dims, size_t count);
-inline std::string dimsText(const std::vector<int64_t> &dims) { return dimsText(dims.data(), dims.size()); }
+inline std::string dimsText(const std::vector<int64_t> &dims) {
+  return dimsText(dims.data(), dims.size());
+}
 
 /// The parts of the configuration the backend uses.
 struct BackendConfig {
@@ -55,14 +57,15 @@ BackendConfig readBackendConfig(const JsonValue &config);
 
 /// Fills the configuration's "input" and "output" from the signature where they are absent or
 /// empty (dims without the batch dim when max_batch_size > 0). Returns whether it changed.
-bool autoComplete(JsonValue &config, const BackendConfig &backend, const std::vector<TensorSpec> &inputs,
-                  const std::vector<TensorSpec> &outputs);
+bool autoComplete(JsonValue &config, const BackendConfig &backend,
+                  const std::vector<TensorSpec> &inputs, const std::vector<TensorSpec> &outputs);
 
 /// Checks the configuration's tensors against the signature (same names, types and dims, the
 /// batch rule above) and returns the artifact's batch B (1 when max_batch_size is 0). The
 /// message names the model, the tensor, and what differs.
 int64_t checkConfigAgainstArtifact(const JsonValue &config, const BackendConfig &backend,
                                    const std::vector<TensorSpec> &inputs,
-                                   const std::vector<TensorSpec> &outputs, const std::string &artifactPath);
+                                   const std::vector<TensorSpec> &outputs,
+                                   const std::string &artifactPath);
 
 } // namespace sinter::triton

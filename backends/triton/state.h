@@ -48,7 +48,9 @@ struct ModelState {
   int64_t artifactBatch = 1; ///< B; 1 when max_batch_size is 0
 
   /// Bytes of one batch row of a tensor (the whole tensor when the model does not batch).
-  size_t rowBytes(const TensorSpec &spec) const { return spec.byteSize() / static_cast<size_t>(artifactBatch); }
+  size_t rowBytes(const TensorSpec &spec) const {
+    return spec.byteSize() / static_cast<size_t>(artifactBatch);
+  }
   bool batching() const { return config.maxBatchSize > 0; }
 
   ModelState() = default;
@@ -84,10 +86,12 @@ template <typename Body> TRITONSERVER_Error *guarded(const std::string &context,
   } catch (const UserError &error) {
     return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INVALID_ARG, (context + error.what()).c_str());
   } catch (const std::bad_alloc &) {
-    return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_UNAVAILABLE, (context + "out of host memory").c_str());
+    return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_UNAVAILABLE,
+                                 (context + "out of host memory").c_str());
   } catch (const std::exception &error) {
-    return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INTERNAL,
-                                 (context + "internal error in the sinter backend: " + error.what()).c_str());
+    return TRITONSERVER_ErrorNew(
+        TRITONSERVER_ERROR_INTERNAL,
+        (context + "internal error in the sinter backend: " + error.what()).c_str());
   } catch (...) {
     return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INTERNAL,
                                  (context + "internal error in the sinter backend").c_str());

@@ -70,7 +70,9 @@ typedef enum TRITONSERVER_errorcode_enum {
   TRITONSERVER_ERROR_CANCELLED
 } TRITONSERVER_Error_Code;
 
-typedef enum TRITONBACKEND_artifacttype_enum { TRITONBACKEND_ARTIFACT_FILESYSTEM } TRITONBACKEND_ArtifactType;
+typedef enum TRITONBACKEND_artifacttype_enum {
+  TRITONBACKEND_ARTIFACT_FILESYSTEM
+} TRITONBACKEND_ArtifactType;
 
 enum { TRITONSERVER_REQUEST_RELEASE_ALL = 1 };
 enum { TRITONSERVER_RESPONSE_COMPLETE_FINAL = 1 };
@@ -102,7 +104,8 @@ TRITONSERVER_Error *TRITONBACKEND_ModelConfig(TRITONBACKEND_Model *model, uint32
                                               TRITONSERVER_Message **model_config);
 TRITONSERVER_Error *TRITONBACKEND_ModelAutoCompleteConfig(TRITONBACKEND_Model *model,
                                                           bool *auto_complete_config);
-TRITONSERVER_Error *TRITONBACKEND_ModelSetConfig(TRITONBACKEND_Model *model, uint32_t config_version,
+TRITONSERVER_Error *TRITONBACKEND_ModelSetConfig(TRITONBACKEND_Model *model,
+                                                 uint32_t config_version,
                                                  TRITONSERVER_Message *model_config);
 TRITONSERVER_Error *TRITONBACKEND_ModelState(TRITONBACKEND_Model *model, void **state);
 TRITONSERVER_Error *TRITONBACKEND_ModelSetState(TRITONBACKEND_Model *model, void *state);
@@ -115,29 +118,36 @@ TRITONSERVER_Error *TRITONBACKEND_ModelInstanceDeviceId(TRITONBACKEND_ModelInsta
                                                         int32_t *device_id);
 TRITONSERVER_Error *TRITONBACKEND_ModelInstanceModel(TRITONBACKEND_ModelInstance *instance,
                                                      TRITONBACKEND_Model **model);
-TRITONSERVER_Error *TRITONBACKEND_ModelInstanceState(TRITONBACKEND_ModelInstance *instance, void **state);
-TRITONSERVER_Error *TRITONBACKEND_ModelInstanceSetState(TRITONBACKEND_ModelInstance *instance, void *state);
-TRITONSERVER_Error *TRITONBACKEND_ModelInstanceReportStatistics(
-    TRITONBACKEND_ModelInstance *instance, TRITONBACKEND_Request *request, bool success,
-    uint64_t exec_start_ns, uint64_t compute_start_ns, uint64_t compute_end_ns, uint64_t exec_end_ns);
+TRITONSERVER_Error *TRITONBACKEND_ModelInstanceState(TRITONBACKEND_ModelInstance *instance,
+                                                     void **state);
+TRITONSERVER_Error *TRITONBACKEND_ModelInstanceSetState(TRITONBACKEND_ModelInstance *instance,
+                                                        void *state);
+TRITONSERVER_Error *
+TRITONBACKEND_ModelInstanceReportStatistics(TRITONBACKEND_ModelInstance *instance,
+                                            TRITONBACKEND_Request *request, bool success,
+                                            uint64_t exec_start_ns, uint64_t compute_start_ns,
+                                            uint64_t compute_end_ns, uint64_t exec_end_ns);
 TRITONSERVER_Error *TRITONBACKEND_ModelInstanceReportBatchStatistics(
     TRITONBACKEND_ModelInstance *instance, uint64_t batch_size, uint64_t exec_start_ns,
     uint64_t compute_start_ns, uint64_t compute_end_ns, uint64_t exec_end_ns);
 
-TRITONSERVER_Error *TRITONBACKEND_RequestInputCount(TRITONBACKEND_Request *request, uint32_t *count);
+TRITONSERVER_Error *TRITONBACKEND_RequestInputCount(TRITONBACKEND_Request *request,
+                                                    uint32_t *count);
 TRITONSERVER_Error *TRITONBACKEND_RequestInputName(TRITONBACKEND_Request *request, uint32_t index,
                                                    const char **input_name);
 TRITONSERVER_Error *TRITONBACKEND_RequestInput(TRITONBACKEND_Request *request, const char *name,
                                                TRITONBACKEND_Input **input);
-TRITONSERVER_Error *TRITONBACKEND_RequestOutputCount(TRITONBACKEND_Request *request, uint32_t *count);
+TRITONSERVER_Error *TRITONBACKEND_RequestOutputCount(TRITONBACKEND_Request *request,
+                                                     uint32_t *count);
 TRITONSERVER_Error *TRITONBACKEND_RequestOutputName(TRITONBACKEND_Request *request, uint32_t index,
                                                     const char **output_name);
-TRITONSERVER_Error *TRITONBACKEND_RequestRelease(TRITONBACKEND_Request *request, uint32_t release_flags);
+TRITONSERVER_Error *TRITONBACKEND_RequestRelease(TRITONBACKEND_Request *request,
+                                                 uint32_t release_flags);
 
 TRITONSERVER_Error *TRITONBACKEND_InputProperties(TRITONBACKEND_Input *input, const char **name,
-                                                  TRITONSERVER_DataType *datatype, const int64_t **shape,
-                                                  uint32_t *dims_count, uint64_t *byte_size,
-                                                  uint32_t *buffer_count);
+                                                  TRITONSERVER_DataType *datatype,
+                                                  const int64_t **shape, uint32_t *dims_count,
+                                                  uint64_t *byte_size, uint32_t *buffer_count);
 TRITONSERVER_Error *TRITONBACKEND_InputBuffer(TRITONBACKEND_Input *input, uint32_t index,
                                               const void **buffer, uint64_t *buffer_byte_size,
                                               TRITONSERVER_MemoryType *memory_type,
@@ -148,26 +158,27 @@ TRITONSERVER_Error *TRITONBACKEND_ResponseNew(TRITONBACKEND_Response **response,
 TRITONSERVER_Error *TRITONBACKEND_ResponseDelete(TRITONBACKEND_Response *response);
 TRITONSERVER_Error *TRITONBACKEND_ResponseOutput(TRITONBACKEND_Response *response,
                                                  TRITONBACKEND_Output **output, const char *name,
-                                                 TRITONSERVER_DataType datatype, const int64_t *shape,
-                                                 uint32_t dims_count);
+                                                 TRITONSERVER_DataType datatype,
+                                                 const int64_t *shape, uint32_t dims_count);
 TRITONSERVER_Error *TRITONBACKEND_OutputBuffer(TRITONBACKEND_Output *output, void **buffer,
                                                uint64_t buffer_byte_size,
                                                TRITONSERVER_MemoryType *memory_type,
                                                int64_t *memory_type_id);
-TRITONSERVER_Error *TRITONBACKEND_ResponseSend(TRITONBACKEND_Response *response, uint32_t send_flags,
-                                               TRITONSERVER_Error *error);
+TRITONSERVER_Error *TRITONBACKEND_ResponseSend(TRITONBACKEND_Response *response,
+                                               uint32_t send_flags, TRITONSERVER_Error *error);
 
 // --- implemented by the backend: the entry points the server looks up (exports.map) ---
 #define SINTER_TRITON_ENTRY __attribute__((visibility("default")))
 SINTER_TRITON_ENTRY TRITONSERVER_Error *TRITONBACKEND_Initialize(TRITONBACKEND_Backend *backend);
 SINTER_TRITON_ENTRY TRITONSERVER_Error *TRITONBACKEND_ModelInitialize(TRITONBACKEND_Model *model);
 SINTER_TRITON_ENTRY TRITONSERVER_Error *TRITONBACKEND_ModelFinalize(TRITONBACKEND_Model *model);
-SINTER_TRITON_ENTRY TRITONSERVER_Error *TRITONBACKEND_ModelInstanceInitialize(
-    TRITONBACKEND_ModelInstance *instance);
-SINTER_TRITON_ENTRY TRITONSERVER_Error *TRITONBACKEND_ModelInstanceFinalize(
-    TRITONBACKEND_ModelInstance *instance);
-SINTER_TRITON_ENTRY TRITONSERVER_Error *TRITONBACKEND_ModelInstanceExecute(
-    TRITONBACKEND_ModelInstance *instance, TRITONBACKEND_Request **requests, uint32_t request_count);
+SINTER_TRITON_ENTRY TRITONSERVER_Error *
+TRITONBACKEND_ModelInstanceInitialize(TRITONBACKEND_ModelInstance *instance);
+SINTER_TRITON_ENTRY TRITONSERVER_Error *
+TRITONBACKEND_ModelInstanceFinalize(TRITONBACKEND_ModelInstance *instance);
+SINTER_TRITON_ENTRY TRITONSERVER_Error *
+TRITONBACKEND_ModelInstanceExecute(TRITONBACKEND_ModelInstance *instance,
+                                   TRITONBACKEND_Request **requests, uint32_t request_count);
 
 } // extern "C"
 

@@ -16,10 +16,10 @@
 #include <cstring>
 #include <deque>
 #include <dlfcn.h>
-#include <unistd.h>
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <unistd.h>
 #include <vector>
 
 namespace fs = std::filesystem;
@@ -87,12 +87,17 @@ void TRITONSERVER_ErrorDelete(TRITONSERVER_Error *e) { delete e; }
 const char *TRITONSERVER_ErrorMessage(TRITONSERVER_Error *e) { return e->message.c_str(); }
 TRITONSERVER_Error_Code TRITONSERVER_ErrorCode(TRITONSERVER_Error *e) { return e->code; }
 bool TRITONSERVER_LogIsEnabled(TRITONSERVER_LogLevel) { return true; }
-TRITONSERVER_Error *TRITONSERVER_LogMessage(TRITONSERVER_LogLevel, const char *, int, const char *) { return nullptr; }
-TRITONSERVER_Error *TRITONSERVER_MessageNewFromSerializedJson(TRITONSERVER_Message **m, const char *base, size_t size) {
+TRITONSERVER_Error *TRITONSERVER_LogMessage(TRITONSERVER_LogLevel, const char *, int,
+                                            const char *) {
+  return nullptr;
+}
+TRITONSERVER_Error *TRITONSERVER_MessageNewFromSerializedJson(TRITONSERVER_Message **m,
+                                                              const char *base, size_t size) {
   *m = new TRITONSERVER_Message{std::string(base, size)};
   return nullptr;
 }
-TRITONSERVER_Error *TRITONSERVER_MessageSerializeToJson(TRITONSERVER_Message *m, const char **base, size_t *size) {
+TRITONSERVER_Error *TRITONSERVER_MessageSerializeToJson(TRITONSERVER_Message *m, const char **base,
+                                                        size_t *size) {
   *base = m->json.data();
   *size = m->json.size();
   return nullptr;
@@ -119,13 +124,15 @@ TRITONSERVER_Error *TRITONBACKEND_ModelVersion(TRITONBACKEND_Model *m, uint64_t 
   *version = m->version;
   return nullptr;
 }
-TRITONSERVER_Error *TRITONBACKEND_ModelRepository(TRITONBACKEND_Model *m, TRITONBACKEND_ArtifactType *type,
+TRITONSERVER_Error *TRITONBACKEND_ModelRepository(TRITONBACKEND_Model *m,
+                                                  TRITONBACKEND_ArtifactType *type,
                                                   const char **location) {
   *type = TRITONBACKEND_ARTIFACT_FILESYSTEM;
   *location = m->repository.c_str();
   return nullptr;
 }
-TRITONSERVER_Error *TRITONBACKEND_ModelConfig(TRITONBACKEND_Model *m, uint32_t, TRITONSERVER_Message **config) {
+TRITONSERVER_Error *TRITONBACKEND_ModelConfig(TRITONBACKEND_Model *m, uint32_t,
+                                              TRITONSERVER_Message **config) {
   *config = new TRITONSERVER_Message{m->config};
   return nullptr;
 }
@@ -133,7 +140,8 @@ TRITONSERVER_Error *TRITONBACKEND_ModelAutoCompleteConfig(TRITONBACKEND_Model *m
   *wanted = m->autoComplete;
   return nullptr;
 }
-TRITONSERVER_Error *TRITONBACKEND_ModelSetConfig(TRITONBACKEND_Model *m, uint32_t, TRITONSERVER_Message *config) {
+TRITONSERVER_Error *TRITONBACKEND_ModelSetConfig(TRITONBACKEND_Model *m, uint32_t,
+                                                 TRITONSERVER_Message *config) {
   m->config = config->json;
   return nullptr;
 }
@@ -145,19 +153,23 @@ TRITONSERVER_Error *TRITONBACKEND_ModelSetState(TRITONBACKEND_Model *m, void *st
   m->state = state;
   return nullptr;
 }
-TRITONSERVER_Error *TRITONBACKEND_ModelInstanceName(TRITONBACKEND_ModelInstance *i, const char **name) {
+TRITONSERVER_Error *TRITONBACKEND_ModelInstanceName(TRITONBACKEND_ModelInstance *i,
+                                                    const char **name) {
   *name = i->name.c_str();
   return nullptr;
 }
-TRITONSERVER_Error *TRITONBACKEND_ModelInstanceKind(TRITONBACKEND_ModelInstance *i, TRITONSERVER_InstanceGroupKind *k) {
+TRITONSERVER_Error *TRITONBACKEND_ModelInstanceKind(TRITONBACKEND_ModelInstance *i,
+                                                    TRITONSERVER_InstanceGroupKind *k) {
   *k = i->kind;
   return nullptr;
 }
-TRITONSERVER_Error *TRITONBACKEND_ModelInstanceDeviceId(TRITONBACKEND_ModelInstance *, int32_t *device) {
+TRITONSERVER_Error *TRITONBACKEND_ModelInstanceDeviceId(TRITONBACKEND_ModelInstance *,
+                                                        int32_t *device) {
   *device = 0;
   return nullptr;
 }
-TRITONSERVER_Error *TRITONBACKEND_ModelInstanceModel(TRITONBACKEND_ModelInstance *i, TRITONBACKEND_Model **m) {
+TRITONSERVER_Error *TRITONBACKEND_ModelInstanceModel(TRITONBACKEND_ModelInstance *i,
+                                                     TRITONBACKEND_Model **m) {
   *m = i->model;
   return nullptr;
 }
@@ -165,29 +177,35 @@ TRITONSERVER_Error *TRITONBACKEND_ModelInstanceState(TRITONBACKEND_ModelInstance
   *state = i->state;
   return nullptr;
 }
-TRITONSERVER_Error *TRITONBACKEND_ModelInstanceSetState(TRITONBACKEND_ModelInstance *i, void *state) {
+TRITONSERVER_Error *TRITONBACKEND_ModelInstanceSetState(TRITONBACKEND_ModelInstance *i,
+                                                        void *state) {
   i->state = state;
   return nullptr;
 }
-TRITONSERVER_Error *TRITONBACKEND_ModelInstanceReportStatistics(TRITONBACKEND_ModelInstance *, TRITONBACKEND_Request *,
-                                                                bool, uint64_t, uint64_t, uint64_t, uint64_t) {
+TRITONSERVER_Error *TRITONBACKEND_ModelInstanceReportStatistics(TRITONBACKEND_ModelInstance *,
+                                                                TRITONBACKEND_Request *, bool,
+                                                                uint64_t, uint64_t, uint64_t,
+                                                                uint64_t) {
   return nullptr;
 }
-TRITONSERVER_Error *TRITONBACKEND_ModelInstanceReportBatchStatistics(TRITONBACKEND_ModelInstance *, uint64_t, uint64_t,
-                                                                     uint64_t, uint64_t, uint64_t) {
+TRITONSERVER_Error *TRITONBACKEND_ModelInstanceReportBatchStatistics(TRITONBACKEND_ModelInstance *,
+                                                                     uint64_t, uint64_t, uint64_t,
+                                                                     uint64_t, uint64_t) {
   return nullptr;
 }
 TRITONSERVER_Error *TRITONBACKEND_RequestInputCount(TRITONBACKEND_Request *r, uint32_t *count) {
   *count = static_cast<uint32_t>(r->inputs.size());
   return nullptr;
 }
-TRITONSERVER_Error *TRITONBACKEND_RequestInputName(TRITONBACKEND_Request *r, uint32_t index, const char **name) {
+TRITONSERVER_Error *TRITONBACKEND_RequestInputName(TRITONBACKEND_Request *r, uint32_t index,
+                                                   const char **name) {
   if (index >= r->inputs.size())
     return error(TRITONSERVER_ERROR_INVALID_ARG, "input index out of range");
   *name = r->inputs[index].name.c_str();
   return nullptr;
 }
-TRITONSERVER_Error *TRITONBACKEND_RequestInput(TRITONBACKEND_Request *r, const char *name, TRITONBACKEND_Input **input) {
+TRITONSERVER_Error *TRITONBACKEND_RequestInput(TRITONBACKEND_Request *r, const char *name,
+                                               TRITONBACKEND_Input **input) {
   for (TRITONBACKEND_Input &candidate : r->inputs)
     if (candidate.name == name) {
       *input = &candidate;
@@ -199,7 +217,8 @@ TRITONSERVER_Error *TRITONBACKEND_RequestOutputCount(TRITONBACKEND_Request *r, u
   *count = static_cast<uint32_t>(r->requestedOutputs.size());
   return nullptr;
 }
-TRITONSERVER_Error *TRITONBACKEND_RequestOutputName(TRITONBACKEND_Request *r, uint32_t index, const char **name) {
+TRITONSERVER_Error *TRITONBACKEND_RequestOutputName(TRITONBACKEND_Request *r, uint32_t index,
+                                                    const char **name) {
   *name = r->requestedOutputs.at(index).c_str();
   return nullptr;
 }
@@ -208,8 +227,9 @@ TRITONSERVER_Error *TRITONBACKEND_RequestRelease(TRITONBACKEND_Request *r, uint3
   return nullptr;
 }
 TRITONSERVER_Error *TRITONBACKEND_InputProperties(TRITONBACKEND_Input *input, const char **name,
-                                                  TRITONSERVER_DataType *type, const int64_t **shape,
-                                                  uint32_t *rank, uint64_t *byteSize, uint32_t *bufferCount) {
+                                                  TRITONSERVER_DataType *type,
+                                                  const int64_t **shape, uint32_t *rank,
+                                                  uint64_t *byteSize, uint32_t *bufferCount) {
   if (name)
     *name = input->name.c_str();
   *type = input->type;
@@ -222,15 +242,17 @@ TRITONSERVER_Error *TRITONBACKEND_InputProperties(TRITONBACKEND_Input *input, co
   *bufferCount = static_cast<uint32_t>(input->buffers.size());
   return nullptr;
 }
-TRITONSERVER_Error *TRITONBACKEND_InputBuffer(TRITONBACKEND_Input *input, uint32_t index, const void **buffer,
-                                              uint64_t *size, TRITONSERVER_MemoryType *memory, int64_t *memoryId) {
+TRITONSERVER_Error *TRITONBACKEND_InputBuffer(TRITONBACKEND_Input *input, uint32_t index,
+                                              const void **buffer, uint64_t *size,
+                                              TRITONSERVER_MemoryType *memory, int64_t *memoryId) {
   *buffer = input->buffers.at(index).data();
   *size = input->buffers[index].size();
   *memory = input->memory;
   *memoryId = 0;
   return nullptr;
 }
-TRITONSERVER_Error *TRITONBACKEND_ResponseNew(TRITONBACKEND_Response **response, TRITONBACKEND_Request *r) {
+TRITONSERVER_Error *TRITONBACKEND_ResponseNew(TRITONBACKEND_Response **response,
+                                              TRITONBACKEND_Request *r) {
   *response = new TRITONBACKEND_Response{r, {}};
   return nullptr;
 }
@@ -238,22 +260,25 @@ TRITONSERVER_Error *TRITONBACKEND_ResponseDelete(TRITONBACKEND_Response *respons
   delete response;
   return nullptr;
 }
-TRITONSERVER_Error *TRITONBACKEND_ResponseOutput(TRITONBACKEND_Response *response, TRITONBACKEND_Output **output,
-                                                 const char *name, TRITONSERVER_DataType type, const int64_t *shape,
+TRITONSERVER_Error *TRITONBACKEND_ResponseOutput(TRITONBACKEND_Response *response,
+                                                 TRITONBACKEND_Output **output, const char *name,
+                                                 TRITONSERVER_DataType type, const int64_t *shape,
                                                  uint32_t rank) {
   response->outputs.push_back({name, type, std::vector<int64_t>(shape, shape + rank), {}});
   *output = &response->outputs.back();
   return nullptr;
 }
-TRITONSERVER_Error *TRITONBACKEND_OutputBuffer(TRITONBACKEND_Output *output, void **buffer, uint64_t size,
-                                               TRITONSERVER_MemoryType *memory, int64_t *memoryId) {
+TRITONSERVER_Error *TRITONBACKEND_OutputBuffer(TRITONBACKEND_Output *output, void **buffer,
+                                               uint64_t size, TRITONSERVER_MemoryType *memory,
+                                               int64_t *memoryId) {
   output->data.assign(size, 0xAB); // not zero: an output the backend forgot to write shows
   *buffer = output->data.data();
   *memory = TRITONSERVER_MEMORY_CPU;
   *memoryId = 0;
   return nullptr;
 }
-TRITONSERVER_Error *TRITONBACKEND_ResponseSend(TRITONBACKEND_Response *response, uint32_t, TRITONSERVER_Error *e) {
+TRITONSERVER_Error *TRITONBACKEND_ResponseSend(TRITONBACKEND_Response *response, uint32_t,
+                                               TRITONSERVER_Error *e) {
   TRITONBACKEND_Request *r = response->request;
   ++r->responses;
   r->ok = e == nullptr;
@@ -270,7 +295,8 @@ namespace {
 using EntryInit = TRITONSERVER_Error *(*)(TRITONBACKEND_Backend *);
 using EntryModel = TRITONSERVER_Error *(*)(TRITONBACKEND_Model *);
 using EntryInstance = TRITONSERVER_Error *(*)(TRITONBACKEND_ModelInstance *);
-using EntryExecute = TRITONSERVER_Error *(*)(TRITONBACKEND_ModelInstance *, TRITONBACKEND_Request **, uint32_t);
+using EntryExecute = TRITONSERVER_Error *(*)(TRITONBACKEND_ModelInstance *,
+                                             TRITONBACKEND_Request **, uint32_t);
 
 struct Backend {
   void *library = nullptr;
@@ -296,8 +322,10 @@ const Backend &backend() {
     b.initialize = reinterpret_cast<EntryInit>(symbol("TRITONBACKEND_Initialize"));
     b.modelInitialize = reinterpret_cast<EntryModel>(symbol("TRITONBACKEND_ModelInitialize"));
     b.modelFinalize = reinterpret_cast<EntryModel>(symbol("TRITONBACKEND_ModelFinalize"));
-    b.instanceInitialize = reinterpret_cast<EntryInstance>(symbol("TRITONBACKEND_ModelInstanceInitialize"));
-    b.instanceFinalize = reinterpret_cast<EntryInstance>(symbol("TRITONBACKEND_ModelInstanceFinalize"));
+    b.instanceInitialize =
+        reinterpret_cast<EntryInstance>(symbol("TRITONBACKEND_ModelInstanceInitialize"));
+    b.instanceFinalize =
+        reinterpret_cast<EntryInstance>(symbol("TRITONBACKEND_ModelInstanceFinalize"));
     b.execute = reinterpret_cast<EntryExecute>(symbol("TRITONBACKEND_ModelInstanceExecute"));
     return b;
   }();
@@ -331,8 +359,9 @@ fs::path compiled(const std::string &name, const std::string &flags, const std::
   fs::path out = scratch() / (stem + ".so");
   if (fs::exists(out))
     return out;
-  std::string command = std::string(SINTER_BINARY_DIR "/bin/sinter compile ") + SINTER_SOURCE_DIR + "/models/" +
-                        name + ".onnx --target cpu " + flags + " -o " + out.string() + " > /dev/null 2>&1";
+  std::string command = std::string(SINTER_BINARY_DIR "/bin/sinter compile ") + SINTER_SOURCE_DIR +
+                        "/models/" + name + ".onnx --target cpu " + flags + " -o " + out.string() +
+                        " > /dev/null 2>&1";
   if (std::system(command.c_str()) != 0)
     throw std::runtime_error("could not compile models/" + name + ".onnx: " + command);
   return out;
@@ -356,7 +385,8 @@ struct Served {
   TRITONBACKEND_ModelInstance instance;
   std::string loadError, instanceError;
 
-  explicit Served(const std::string &config, bool autoComplete = true, const fs::path &artifact = mlpArtifact(),
+  explicit Served(const std::string &config, bool autoComplete = true,
+                  const fs::path &artifact = mlpArtifact(),
                   TRITONSERVER_InstanceGroupKind kind = TRITONSERVER_INSTANCEGROUPKIND_CPU) {
     fs::path repository = scratch() / ("model_" + std::to_string(counter()++));
     fs::create_directories(repository / "1");
@@ -385,7 +415,9 @@ struct Served {
     return value;
   }
   void execute(std::vector<TRITONBACKEND_Request *> requests) {
-    ASSERT_EQ(take(backend().execute(&instance, requests.data(), static_cast<uint32_t>(requests.size()))), "");
+    ASSERT_EQ(
+        take(backend().execute(&instance, requests.data(), static_cast<uint32_t>(requests.size()))),
+        "");
     for (TRITONBACKEND_Request *r : requests) {
       EXPECT_EQ(r->responses, 1) << "every request gets exactly one response";
       EXPECT_TRUE(r->released);
@@ -422,7 +454,8 @@ TRITONBACKEND_Request request(const std::vector<float> &values, std::vector<int6
 
 /// The artifact's own answer, through libsinter_rt directly: `values` run as consecutive groups of
 /// the artifact's batch rows (its one input and one output are f32).
-std::vector<float> direct(const std::vector<float> &values, const fs::path &artifact = mlpArtifact()) {
+std::vector<float> direct(const std::vector<float> &values,
+                          const fs::path &artifact = mlpArtifact()) {
   sinter_model *model = nullptr;
   sinter_session *session = nullptr;
   EXPECT_EQ(sinter_model_load(artifact.c_str(), &model), SINTER_OK) << sinter_last_error();
@@ -437,12 +470,17 @@ std::vector<float> direct(const std::vector<float> &values, const fs::path &arti
     outCount *= static_cast<size_t>(out.dims[d]);
   std::vector<float> result(values.size() / inCount * outCount);
   for (size_t run = 0; run < values.size() / inCount; ++run) {
-    sinter_tensor input{const_cast<float *>(values.data() + run * inCount), inCount * sizeof(float), SINTER_FLOAT32,
-                        in.rank, {}};
-    sinter_tensor output{result.data() + run * outCount, outCount * sizeof(float), SINTER_FLOAT32, out.rank, {}};
+    sinter_tensor input{const_cast<float *>(values.data() + run * inCount),
+                        inCount * sizeof(float),
+                        SINTER_FLOAT32,
+                        in.rank,
+                        {}};
+    sinter_tensor output{
+        result.data() + run * outCount, outCount * sizeof(float), SINTER_FLOAT32, out.rank, {}};
     std::copy(in.dims, in.dims + in.rank, input.dims);
     std::copy(out.dims, out.dims + out.rank, output.dims);
-    EXPECT_EQ(sinter_session_run(session, &input, 1, &output, 1, nullptr), SINTER_OK) << sinter_last_error();
+    EXPECT_EQ(sinter_session_run(session, &input, 1, &output, 1, nullptr), SINTER_OK)
+        << sinter_last_error();
   }
   sinter_session_destroy(session);
   sinter_model_free(model);
@@ -464,7 +502,8 @@ TEST(TritonBackendHost, RefusesAServerOfAnotherApiVersion) {
     hostApiMajor = major;
     hostApiMinor = minor;
     std::string message = take(backend().initialize(nullptr));
-    EXPECT_NE(message.find("backend API is version " + std::to_string(major) + "." + std::to_string(minor)),
+    EXPECT_NE(message.find("backend API is version " + std::to_string(major) + "." +
+                           std::to_string(minor)),
               std::string::npos)
         << message;
     EXPECT_NE(message.find("written for 1.19"), std::string::npos) << message;
@@ -479,16 +518,19 @@ TEST(TritonBackendHost, CompletesTheConfigurationFromTheSignature) {
   Served served(kBatching);
   ASSERT_EQ(served.loadError, "");
   const std::string &config = served.model.config;
-  EXPECT_NE(config.find(R"("input":[{"name":"features","data_type":"TYPE_FP32","dims":[64]}])"), std::string::npos)
+  EXPECT_NE(config.find(R"("input":[{"name":"features","data_type":"TYPE_FP32","dims":[64]}])"),
+            std::string::npos)
       << config;
-  EXPECT_NE(config.find(R"("output":[{"name":"scores","data_type":"TYPE_FP32","dims":[8]}])"), std::string::npos)
+  EXPECT_NE(config.find(R"("output":[{"name":"scores","data_type":"TYPE_FP32","dims":[8]}])"),
+            std::string::npos)
       << config;
   EXPECT_NE(config.find(R"("max_batch_size":4)"), std::string::npos) << config;
 }
 
 TEST(TritonBackendHost, WithoutAutoCompleteTheTensorsMustBeListed) {
   Served served(kBatching, /*autoComplete=*/false);
-  EXPECT_NE(served.loadError.find("leaves out input 'features'"), std::string::npos) << served.loadError;
+  EXPECT_NE(served.loadError.find("leaves out input 'features'"), std::string::npos)
+      << served.loadError;
 }
 
 TEST(TritonBackendHost, GathersAnInputSplitAcrossBuffers) {
@@ -537,7 +579,8 @@ TEST(TritonBackendHost, BadRequestsGetTheirOwnErrorsAndTheOthersAnswers) {
   expectError(wrongType, "input 'features' has data type INT32 but the model expects FP32");
   expectError(wrongShape, "input 'features' has shape [2,32] but the model expects [batch,64]");
   expectError(tooMany, "has batch 5 but the model's max_batch_size is 4");
-  expectError(shortBytes, "input 'features' carries 100 bytes but its shape [1,64] of FP32 takes 256");
+  expectError(shortBytes,
+              "input 'features' carries 100 bytes but its shape [1,64] of FP32 takes 256");
   expectError(onGpu, "is in GPU memory");
   expectError(missing, "the request is missing input 'features'");
   expectError(unknown, "the request has input 'extra', which the model does not have");
@@ -552,7 +595,8 @@ TEST(TritonBackendHost, RunsABatchTwoArtifactOnWholeMultiplesOnly) {
   const std::string config = R"({"name":"mlp","backend":"sinter","max_batch_size":4})";
   Served served(config, true, pairArtifact());
   ASSERT_EQ(served.loadError + served.instanceError, "");
-  std::vector<float> two = features(2, 5, 16), four = features(4, 6, 16), three = features(3, 7, 16);
+  std::vector<float> two = features(2, 5, 16), four = features(4, 6, 16),
+                     three = features(3, 7, 16);
   TRITONBACKEND_Request a = request(two, {2, 16}, {}, "x");
   TRITONBACKEND_Request b = request(four, {4, 16}, {40}, "x");
   TRITONBACKEND_Request c = request(three, {3, 16}, {}, "x");
@@ -562,27 +606,34 @@ TEST(TritonBackendHost, RunsABatchTwoArtifactOnWholeMultiplesOnly) {
   EXPECT_EQ(scores(a, "y"), direct(two, pairArtifact()));
   EXPECT_EQ(scores(b, "y"), direct(four, pairArtifact())); // two runs of two rows
   EXPECT_FALSE(c.ok);
-  EXPECT_NE(c.error.find("batch dim is 3 but the artifact was compiled for batch 2"), std::string::npos) << c.error;
+  EXPECT_NE(c.error.find("batch dim is 3 but the artifact was compiled for batch 2"),
+            std::string::npos)
+      << c.error;
 }
 
 TEST(TritonBackendHost, RefusesAMaxBatchSizeBelowTheArtifactsBatch) {
   Served served(R"({"name":"mlp","backend":"sinter","max_batch_size":1})", true, pairArtifact());
-  EXPECT_NE(served.loadError.find("max_batch_size is 1 but the artifact"), std::string::npos) << served.loadError;
-  EXPECT_NE(served.loadError.find("was compiled for batch 2"), std::string::npos) << served.loadError;
+  EXPECT_NE(served.loadError.find("max_batch_size is 1 but the artifact"), std::string::npos)
+      << served.loadError;
+  EXPECT_NE(served.loadError.find("was compiled for batch 2"), std::string::npos)
+      << served.loadError;
 }
 
 TEST(TritonBackendHost, RefusesAGpuInstanceForACpuArtifact) {
   Served served(kBatching, true, mlpArtifact(), TRITONSERVER_INSTANCEGROUPKIND_GPU);
   ASSERT_EQ(served.loadError, "");
-  EXPECT_NE(served.instanceError.find("compiled for the CPU target; give the model an instance_group of kind: "
-                                      "KIND_CPU"),
+  EXPECT_NE(served.instanceError.find(
+                "compiled for the CPU target; give the model an instance_group of kind: "
+                "KIND_CPU"),
             std::string::npos)
       << served.instanceError;
 }
 
 TEST(TritonBackendHost, RefusesAnArtifactNameOutsideTheVersionFolder) {
-  Served served(R"({"name":"mlp","parameters":{"artifact":{"string_value":"../../elsewhere.so"}}})");
-  EXPECT_NE(served.loadError.find("must name a file in the model's version folder"), std::string::npos)
+  Served served(
+      R"({"name":"mlp","parameters":{"artifact":{"string_value":"../../elsewhere.so"}}})");
+  EXPECT_NE(served.loadError.find("must name a file in the model's version folder"),
+            std::string::npos)
       << served.loadError;
 }
 
