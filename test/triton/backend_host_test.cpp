@@ -43,6 +43,7 @@ struct TRITONBACKEND_ModelInstance {
   std::string name;
   TRITONBACKEND_Model *model = nullptr;
   TRITONSERVER_InstanceGroupKind kind = TRITONSERVER_INSTANCEGROUPKIND_CPU;
+  int32_t device = 0;
   void *state = nullptr;
 };
 struct TRITONBACKEND_Input {
@@ -163,9 +164,9 @@ TRITONSERVER_Error *TRITONBACKEND_ModelInstanceKind(TRITONBACKEND_ModelInstance 
   *k = i->kind;
   return nullptr;
 }
-TRITONSERVER_Error *TRITONBACKEND_ModelInstanceDeviceId(TRITONBACKEND_ModelInstance *,
+TRITONSERVER_Error *TRITONBACKEND_ModelInstanceDeviceId(TRITONBACKEND_ModelInstance *i,
                                                         int32_t *device) {
-  *device = 0;
+  *device = i->device;
   return nullptr;
 }
 TRITONSERVER_Error *TRITONBACKEND_ModelInstanceModel(TRITONBACKEND_ModelInstance *i,
@@ -360,8 +361,9 @@ fs::path compiled(const std::string &name, const std::string &flags, const std::
   if (fs::exists(out))
     return out;
   std::string command = std::string(SINTER_BINARY_DIR "/bin/sinter compile ") + SINTER_SOURCE_DIR +
-                        "/models/" + name + ".onnx --target cpu " + flags + " -o " + out.string() +
-                        " > /dev/null 2>&1";
+                        "/models/" + name + ".onnx " +
+                        (flags.find("--target") == std::string::npos ? "--target cpu " : "") +
+                        flags + " -o " + out.string() + " > /dev/null 2>&1";
   if (std::system(command.c_str()) != 0)
     throw std::runtime_error("could not compile models/" + name + ".onnx: " + command);
   return out;
@@ -376,6 +378,12 @@ const fs::path &mlpArtifact() {
 /// tiny_dynamic at batch 2: x f32[2,16] -> y f32[2,4].
 const fs::path &pairArtifact() {
   static fs::path path = compiled("tiny_dynamic", "--dim batch=2", "tiny_dynamic_b2");
+  return path;
+}
+
+/// tiny_mlp for the CUDA target (compiles without a GPU; this machine cannot run it).
+const fs::path &cudaArtifact() {
+  static fs::path path = compiled("tiny_mlp", "--target cuda", "tiny_mlp_cuda");
   return path;
 }
 
@@ -627,6 +635,42 @@ TEST(TritonBackendHost, RefusesAGpuInstanceForACpuArtifact) {
                 "KIND_CPU"),
             std::string::npos)
       << served.instanceError;
+}
+
+TEST(TritonBackendHost, ACudaArtifactNeedsAGpuInstanceAndReportsItsDevice) {
+  {
+    Served served(kBatching, true, cudaArtifact(), TRITONSERVER_INSTANCEGROUPKIND_CPU);
+    ASSERT_EQ(served.loadError, "");
+    EXPECT_NE(
+        served.instanceError.find("was compiled for CUDA; give the model an instance_group of "
+                                  "kind: KIND_GPU"),
+        std::string::npos)
+        << served.instanceError;
+  }
+  // On a GPU instance the session is made on Triton's device: device 3 here, which this machine
+  // (no driver, or fewer GPUs) does not have; the instance fails with the runtime's reason.
+  TRITONBACKEND_Model model;
+  fs::path repository = scratch() / "cuda_model";
+  fs::create_directories(repository / "1");
+  fs::copy_file(cudaArtifact(), repository / "1" / "model.so",
+                fs::copy_options::overwrite_existing);
+  model.name = "mlp";
+  model.repository = repository.string();
+  model.config = kBatching;
+  ASSERT_EQ(take(backend().modelInitialize(&model)), "");
+  TRITONBACKEND_ModelInstance instance;
+  instance.name = "mlp_gpu";
+  instance.model = &model;
+  instance.kind = TRITONSERVER_INSTANCEGROUPKIND_GPU;
+  instance.device = 3;
+  std::string message = take(backend().instanceInitialize(&instance));
+  if (message.empty()) { // a machine with four GPUs: the session exists; nothing more to check
+    take(backend().instanceFinalize(&instance));
+  } else {
+    EXPECT_NE(message.find("cannot create a sinter session on CUDA device 3: "), std::string::npos)
+        << message;
+  }
+  take(backend().modelFinalize(&model));
 }
 
 TEST(TritonBackendHost, RefusesAnArtifactNameOutsideTheVersionFolder) {
