@@ -36,4 +36,11 @@ if ! "$venv/bin/python" -c "import onnx, onnxruntime, numpy" 2>/dev/null ||
   "$venv/bin/pip" install -q --disable-pip-version-check -r "$root/scripts/requirements.txt"
   cp "$root/scripts/requirements.txt" "$venv/.requirements.txt"
 fi
+# Triton Inference Server 2.51.0 for the sinter backend's tests: the wheel ships a runnable
+# tritonserver (pytriton/tritonserver/bin) and its libraries; none of its Python dependencies are used.
+pytriton_version=0.7.0
+if ! "$venv/bin/pip" show nvidia-pytriton 2>/dev/null | grep -qx "Version: $pytriton_version"; then
+  "$venv/bin/pip" install -q --disable-pip-version-check --no-deps "nvidia-pytriton==$pytriton_version"
+fi
+chmod +x "$("$venv/bin/python" -c 'import importlib.util as u; print(u.find_spec("pytriton").submodule_search_locations[0])')/tritonserver/bin/tritonserver"
 echo "setup: ready"
