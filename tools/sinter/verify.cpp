@@ -420,7 +420,7 @@ void runVerify(const VerifyFlags &flags, const CLI::App &command) {
     for (size_t i = 0; i < artifactOutputs.size(); ++i) {
       const std::string &name = artifactOutputs[i].name;
       const Tensor &truth = truthOf(name, truthNames, expected, report.truth);
-      Tolerance fallback = defaultTolerance(manifest.storagePrecision, truth.dtype());
+      Tolerance fallback = defaultTolerance(manifest.storagePrecision, truth);
       if (golden && golden->tolerances.count(name))
         fallback = golden->tolerances.at(name);
       result.comparisons.push_back(compareTensors(name, actual[i], truth, tolerances.forOutput(name, fallback)));
@@ -447,7 +447,10 @@ void runVerify(const VerifyFlags &flags, const CLI::App &command) {
     request.divergingOutput = diverging;
     request.opset = summary.opset;
     request.threads = flags.threads;
-    request.tolerance = tolerances.global(defaultTolerance(manifest.storagePrecision, DType::Float32));
+    DType storage = manifest.storagePrecision;
+    request.toleranceFor = [&tolerances, storage](const Tensor &truth) {
+      return tolerances.global(defaultTolerance(storage, truth));
+    };
     std::unique_ptr<Graph> reference = truthGraph ? nullptr : onnx::importModel(truthModel, importOptions);
     const Graph &referenceGraph = truthGraph ? *truthGraph : *reference;
     std::map<std::string, const Tensor *> byName = namedInputs(cases[caseIndex]);

@@ -104,8 +104,8 @@ public:
     fs::remove(path);
     std::map<int, Comparison> results;
     for (const auto &[position, name] : exposed) {
-      Comparison comparison =
-          compareTensors(name, outputs.at(outputIndex.at(name)), request_.truth.at(name), request_.tolerance);
+      const Tensor &truth = request_.truth.at(name);
+      Comparison comparison = compareTensors(name, outputs.at(outputIndex.at(name)), truth, request_.toleranceFor(truth));
       if (position < 0) {
         outputStillDiverges_ = !comparison.passed();
         continue;

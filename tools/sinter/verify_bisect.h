@@ -18,6 +18,7 @@
 #include "sinter/compiler/compiler.h"
 #include "sinter/ir/graph.h"
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -32,7 +33,8 @@ struct BisectRequest {
   std::map<std::string, Tensor> truth;  ///< the reference evaluator's value of every node output, by name
   std::string divergingOutput;          ///< the first graph output that diverged
   std::string caseName;
-  Tolerance tolerance;                  ///< for intermediate values
+  /// The tolerance of an intermediate value, given its truth (the global flags over the defaults).
+  std::function<Tolerance(const Tensor &truth)> toleranceFor;
   int64_t opset = 0;
   int threads = 0;
 };

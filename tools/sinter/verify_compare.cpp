@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <algorithm>
 #include <limits>
 
 namespace sinter::cli {
@@ -38,16 +39,24 @@ bool isExactType(DType dtype) { return !isFloat(dtype) && !isLowPrecisionFloat(d
 
 } // namespace
 
-Tolerance defaultTolerance(DType storagePrecision, DType outputDtype) {
-  if (isExactType(outputDtype))
+Tolerance defaultTolerance(DType storagePrecision, const Tensor &truth) {
+  DType dtype = truth.dtype();
+  if (isExactType(dtype))
     return {0, 0};
-  if (storagePrecision == DType::Float16 || outputDtype == DType::Float16)
-    return {1e-2, 1e-3};
-  if (storagePrecision == DType::BFloat16 || outputDtype == DType::BFloat16)
-    return {5e-2, 1e-2};
-  if (isLowPrecisionFloat(outputDtype))
-    return {1.25e-1, 1e-2}; // float8: 3 or 2 mantissa bits
-  return {1e-4, 1e-5};
+  double rtol = 1e-4, atolFloor = 1e-5, atolShare = 1e-5;
+  if (storagePrecision == DType::Float16 || dtype == DType::Float16)
+    rtol = 1e-2, atolFloor = 1e-3, atolShare = 2e-3;
+  else if (storagePrecision == DType::BFloat16 || dtype == DType::BFloat16)
+    rtol = 5e-2, atolFloor = 1e-2, atolShare = 2e-2;
+  else if (isLowPrecisionFloat(dtype))
+    rtol = 1.25e-1, atolFloor = 1e-2, atolShare = 1.25e-1; // float8: 3 or 2 mantissa bits
+  double largest = 0;
+  for (int64_t i = 0; i < truth.elementCount(); ++i) {
+    double value = std::fabs(truth.getDouble(i));
+    if (std::isfinite(value))
+      largest = std::max(largest, value);
+  }
+  return {rtol, std::max(atolFloor, atolShare * largest)};
 }
 
 ToleranceSettings ToleranceSettings::parse(const std::vector<std::string> &rtol,

@@ -26,9 +26,11 @@ struct Tolerance {
 };
 
 /// Default tolerances by where the artifact stores float32 values (its storage precision) and the
-/// output's dtype: float32 storage rtol 1e-4 atol 1e-5; float16 storage rtol 1e-2 atol 1e-3;
-/// bfloat16 storage rtol 5e-2 atol 1e-2; integer and bool outputs exact.
-Tolerance defaultTolerance(DType storagePrecision, DType outputDtype);
+/// truth's dtype and size: rtol 1e-4 with fp32 storage, 1e-2 with fp16, 5e-2 with bf16; atol the
+/// larger of a floor (1e-5, 1e-3, 1e-2) and a share of the truth's largest magnitude (1e-5, 2e-3,
+/// 2e-2 of max|truth|), so elements near zero in an output of large values are held to the
+/// output's scale, as rounding errors of sums are. Integer and bool outputs compare exactly.
+Tolerance defaultTolerance(DType storagePrecision, const Tensor &truth);
 
 /// --rtol/--atol as given: "1e-3" (every output) or "NAME=1e-3" (one output; the split is at the
 /// last '=', so names may hold '='). Later entries for the same scope win.
