@@ -411,3 +411,21 @@ def test_artifacts_are_byte_identical(tmp_path):
         third = tmp_path / f"verify_{model}.so"
         verify(st.MODELS_DIR / model, "--target", "cpu", "-o", third)
         assert filecmp.cmp(first.with_suffix(".so"), third, shallow=False), model
+
+
+def test_cpu_outputs_do_not_depend_on_the_thread_count(tmp_path):
+    """docs/ci.md: the runtime's threads split independent output tiles and rows, never a sum, so
+    a CPU artifact's outputs are bit-identical with 1, 2 or 5 worker threads."""
+    for model, flags in [("resnet_narrow.onnx", []), ("gpt2_tiny.onnx", ["--dim", "batch=1", "--dim", "seq=8"]),
+                         ("tiny_attention.onnx", [])]:
+        artifact = tmp_path / f"{model}.so"
+        golden = tmp_path / f"{model}.golden"
+        verify(st.MODELS_DIR / model, "--target", "cpu", *flags, "-o", artifact, "--write-golden", golden)
+        inputs = sorted((golden / "test_data_set_0").glob("input_*.pb"))
+        outputs = []
+        for threads in (1, 2, 5):
+            out = tmp_path / f"{model}.{threads}.npz"
+            st.run_cli(["run", artifact, *inputs, "--threads", threads, "-o", out])
+            with np.load(out) as archive:
+                outputs.append({name: archive[name].tobytes() for name in archive.files})
+        assert outputs[0] == outputs[1] == outputs[2], model
