@@ -429,3 +429,18 @@ def test_cpu_outputs_do_not_depend_on_the_thread_count(tmp_path):
             with np.load(out) as archive:
                 outputs.append({name: archive[name].tobytes() for name in archive.files})
         assert outputs[0] == outputs[1] == outputs[2], model
+
+
+def test_golden_is_not_written_on_divergence_and_bad_manifests_are_refused(tmp_path):
+    original = chain_model(tmp_path / "chain.onnx")
+    broken = chain_model(tmp_path / "broken.onnx", bias_shift=0.25)
+    verify(broken, "--truth-model", original, "--target", "cpu", "--write-golden", tmp_path / "g", expect=DIVERGE)
+    assert not (tmp_path / "g").exists()
+    verify(original, "--target", "cpu", "--write-golden", tmp_path / "g")
+    manifest = tmp_path / "g" / "manifest.json"
+    manifest.write_text(manifest.read_text()[:-20])
+    result = verify(original, "--target", "cpu", "--golden", tmp_path / "g", expect=1)
+    assert "malformed JSON" in st.error_line(result) and "manifest.json" in st.error_line(result)
+    (tmp_path / "g" / "manifest.json").unlink()
+    result = verify(original, "--target", "cpu", "--golden", tmp_path / "g", expect=1)
+    assert "no manifest.json" in st.error_line(result)
