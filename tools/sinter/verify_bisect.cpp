@@ -117,6 +117,28 @@ public:
     return results;
   }
 
+  /// Compiles the graph as imported (nothing exposed) with other options and says whether the
+  /// diverging output still diverges.
+  bool outputDivergesWith(const CompileOptions &options) {
+    ++compiles_;
+    std::unique_ptr<Graph> copy = request_.imported->clone();
+    int index = -1;
+    for (int i = 0; i < int(copy->outputs().size()); ++i)
+      if (copy->outputs()[i]->name() == request_.divergingOutput)
+        index = i;
+    SINTER_ASSERT(index >= 0, "output '", request_.divergingOutput, "' is not an output of the graph");
+    std::string path = (folder_ / ("variant_" + std::to_string(compiles_) + ".so")).string();
+    compileGraph(*copy, options, path);
+    std::vector<Tensor> outputs;
+    {
+      rt::Model model = loadArtifact(path);
+      outputs = runArtifactOnce(model, request_.inputs, request_.threads);
+    }
+    fs::remove(path);
+    const Tensor &truth = request_.truth.at(request_.divergingOutput);
+    return !compareTensors(request_.divergingOutput, outputs.at(size_t(index)), truth, request_.toleranceFor(truth)).passed();
+  }
+
   int compiles() const { return compiles_; }
   bool outputStillDiverges() const { return outputStillDiverges_; }
 
@@ -285,9 +307,29 @@ BisectResult bisectDivergence(const BisectRequest &request) {
       summary << "No kernel of the artifact computes it under that name (a pass rewrote it, or it is a view)";
     }
     summary << ". " << result.compiles << " compiles with intermediates exposed.";
-    result.suggestions.push_back("sinter verify ... --disable-pass fuse-kernels   (one kernel per node: is it the fusion?)");
-    if (request.options.pipeline.precision != DType::Float32)
-      result.suggestions.push_back("sinter verify ... --precision fp32   (is it the 16-bit storage?)");
+    // Two variants a person would try first, tried here: one kernel per node, and fp32 storage.
+    try {
+      CompileOptions unfused = request.options;
+      unfused.pipeline.disabled.insert(std::string(kFuseKernels));
+      bool diverges = bisector.outputDivergesWith(unfused);
+      summary << " With --disable-pass fuse-kernels (one kernel per node) output '" << request.divergingOutput
+              << (diverges ? "' still diverges: the fault is not in how nodes are fused."
+                           : "' agrees: the fault is in how this node is fused.");
+      if (!diverges)
+        result.suggestions.push_back("sinter verify ... --disable-pass fuse-kernels   (agrees: fusion is the cause)");
+      if (request.options.pipeline.precision != DType::Float32) {
+        CompileOptions wide = request.options;
+        wide.pipeline.precision = DType::Float32;
+        wide.pipeline.pinNormalizationInputs = true;
+        bool wideDiverges = bisector.outputDivergesWith(wide);
+        summary << " With --precision fp32 it " << (wideDiverges ? "still diverges." : "agrees: 16-bit storage is the cause.");
+        result.suggestions.push_back(std::string("sinter verify ... --precision fp32   (") +
+                                     (wideDiverges ? "still diverges" : "agrees: the 16-bit storage is the cause") + ")");
+      }
+    } catch (const UserError &error) {
+      summary << " (A compile to try variants failed: " << error.what() << ")";
+    }
+    result.compiles = bisector.compiles();
     result.suggestions.push_back("sinter verify ... --disable-pass PASS   (sinter compile --print-pipeline lists the "
                                  "passes that may have rewritten this " + result.opType + ")");
     result.suggestions.push_back("sinter inspect ARTIFACT.so --plan   (what " +
