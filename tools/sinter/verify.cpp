@@ -443,6 +443,9 @@ void runVerify(const VerifyFlags &flags, const CLI::App &command) {
     request.imported = imported.get();
     request.options = compileOptions;
     request.options.progress = nullptr;
+    // Bisection's compiles write no sources and print no IR: those were for the artifact verified.
+    request.options.target.emitSourceDirectory.clear();
+    request.options.pipeline.dumpAfter.clear();
     request.caseName = cases[caseIndex].name;
     request.divergingOutput = diverging;
     request.opset = summary.opset;
