@@ -151,7 +151,7 @@ def test_bisect_on_a_torch_model(tmp_path):
                          "--target", "cpu", "--dim", "batch=1", "--dim", "seq=8", "--bisect",
                          expect=DIVERGE, timeout=600)
     assert report["bisect"]["found"], report["bisect"]["summary"]
-    assert report["bisect"]["node"] == (culprit.name or report["bisect"]["node"])
+    assert culprit.name and report["bisect"]["node"] == culprit.name
     assert report["bisect"]["op_type"] == "Add"
     assert report["bisect"]["value"] == culprit.output[0]
 
@@ -338,7 +338,6 @@ def test_random_inputs_follow_their_definition(tmp_path):
 def test_onnx_test_data_sets(tmp_path):
     model = st.MODELS_DIR / "tiny_cnn.onnx"
     inputs = st.make_inputs(model)
-    expected = st.run_onnxruntime(model, inputs)
     for number in range(2):
         folder = tmp_path / "data" / f"test_data_set_{number}"
         folder.mkdir(parents=True)
@@ -348,7 +347,7 @@ def test_onnx_test_data_sets(tmp_path):
         onnx.save_tensor(numpy_helper.from_array(outputs["probabilities"]), str(folder / "output_0.pb"))
     report = verify_json(model, "--target", "cpu", "--test-data", tmp_path / "data", "--against", "test-data")
     assert [c["name"] for c in report["cases"]] == ["test_data_set_0", "test_data_set_1"] and report["passed"]
-    assert expected  # onnxruntime ran
+    assert report["truth"] == "test data outputs"
     # A wrong expected output in the data set diverges.
     path = tmp_path / "data" / "test_data_set_1" / "output_0.pb"
     wrong = numpy_helper.to_array(onnx.load_tensor(str(path))) * np.float32(1.01)
