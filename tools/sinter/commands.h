@@ -6,8 +6,18 @@
 #include <CLI/CLI.hpp>
 
 #include <functional>
+#include <stdexcept>
+#include <string>
 
 namespace sinter::cli {
+
+/// Thrown by a command whose checks ran and failed (`sinter verify`: outputs diverge). main.cpp
+/// prints the message and exits with kExitChecksFailed, apart from user (1) and internal (2) errors.
+class ChecksFailed : public std::runtime_error {
+public:
+  explicit ChecksFailed(const std::string &message) : std::runtime_error(message) {}
+};
+inline constexpr int kExitChecksFailed = 3;
 
 struct Command {
   CLI::App *app;             ///< the subcommand, to ask whether it was given
@@ -22,5 +32,7 @@ Command addCompileCommand(CLI::App &parent);
 Command addRunCommand(CLI::App &parent);
 /// `sinter bench MODEL.so [--warmup N] [--iterations N] [--threads N] [--device N] [--json]`
 Command addBenchCommand(CLI::App &parent);
+/// `sinter verify MODEL.onnx [ARTIFACT.so] [--against ..|--golden DIR] [--random N] [--bisect] ...`
+Command addVerifyCommand(CLI::App &parent);
 
 } // namespace sinter::cli

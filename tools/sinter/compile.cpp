@@ -1,6 +1,7 @@
 // `sinter compile MODEL.onnx -o MODEL.so`: import, run the pass pipeline, generate and compile
 // the kernels for a target, and write the artifact.
 #include "commands.h"
+#include "compile_flags.h"
 #include "options.h"
 
 #include "sinter/compiler/compiler.h"
@@ -21,27 +22,12 @@
 namespace sinter::cli {
 namespace {
 
-struct CompileFlags {
+struct CompileCommandFlags {
   std::string model;
   std::string output;
-  std::string target = "cuda";
-  std::string archs = "sm_80,sm_86,sm_89,sm_90";
-  std::string cpu = "x86-64-v2";
-  std::string gpuCodegen = "cuda-c";
-  std::string precision = "fp32";
-  std::string emitSource;
-  std::string fp32Contractions = "tensor-core";
-  std::string tensorCoreTile;
-  std::string wgmma = "on";
-  std::string streamK = "auto";
-  std::string normInputs = "auto";
-  std::string tensorCoreEpilogue = "rows";
-  std::string dumpIrAfter;
-  std::vector<std::string> disabledPasses;
   bool printPipeline = false;
   bool force = false;
-  ShapeFlags shapes;
-  BindFlags bindings;
+  CompileFlags compile;
 };
 
 std::vector<std::string> splitList(const std::string &text) {
@@ -95,23 +81,9 @@ std::array<int, 2> parseTile(const std::string &text) {
   return {rows, columns};
 }
 
-void runCompile(const CompileFlags &flags) {
-  namespace fs = std::filesystem;
-  using Clock = std::chrono::steady_clock;
-  if (flags.printPipeline) {
-    std::cout << describePipeline();
-    if (flags.model.empty())
-      return;
-  }
-  if (flags.model.empty())
-    userError("compile needs a model: sinter compile MODEL.onnx -o MODEL.so");
-  if (flags.output.empty())
-    userError("compile needs an output path: -o MODEL.so");
-  if (fs::exists(flags.output) && !flags.force)
-    userError(flags.output, " exists; pass --force to replace it");
-  if (classifyModelFile(flags.model) != ModelKind::Onnx)
-    userError(flags.model, " is not an ONNX model");
+} // namespace
 
+CompileOptions compileOptionsFrom(const CompileFlags &flags) {
   CompileOptions options;
   options.target.target =
       isFirstChoice("--target", flags.target, "cpu", "cuda") ? package::Target::Cpu : package::Target::Cuda;
@@ -150,19 +122,66 @@ void runCompile(const CompileFlags &flags) {
   options.pipeline.dumpStream = &std::cerr;
   options.progress = [](const std::string &message) { spdlog::info("{}", message); };
 
+  return options;
+}
+
+std::vector<std::pair<std::string, std::string>> describeCompileFlags(const CompileFlags &flags) {
+  std::vector<std::pair<std::string, std::string>> described = {
+      {"--target", flags.target},
+      {"--arch", flags.archs},
+      {"--cpu", flags.cpu},
+      {"--gpu-codegen", flags.gpuCodegen},
+      {"--precision", flags.precision},
+      {"--norm-inputs", flags.normInputs},
+      {"--fp32-contractions", flags.fp32Contractions},
+      {"--tensor-core-tile", flags.tensorCoreTile},
+      {"--wgmma", flags.wgmma},
+      {"--stream-k", flags.streamK},
+      {"--tensor-core-epilogue", flags.tensorCoreEpilogue},
+  };
+  for (const std::string &pass : flags.disabledPasses)
+    described.emplace_back("--disable-pass", pass);
+  for (const std::string &shape : flags.shapes.shapes)
+    described.emplace_back("--shape", shape);
+  for (const std::string &dim : flags.shapes.dims)
+    described.emplace_back("--dim", dim);
+  return described;
+}
+
+namespace {
+
+void runCompile(const CompileCommandFlags &command) {
+  namespace fs = std::filesystem;
+  using Clock = std::chrono::steady_clock;
+  const CompileFlags &flags = command.compile;
+  if (command.printPipeline) {
+    std::cout << describePipeline();
+    if (command.model.empty())
+      return;
+  }
+  if (command.model.empty())
+    userError("compile needs a model: sinter compile MODEL.onnx -o MODEL.so");
+  if (command.output.empty())
+    userError("compile needs an output path: -o MODEL.so");
+  if (fs::exists(command.output) && !command.force)
+    userError(command.output, " exists; pass --force to replace it");
+  if (classifyModelFile(command.model) != ModelKind::Onnx)
+    userError(command.model, " is not an ONNX model");
+  CompileOptions options = compileOptionsFrom(flags);
+
   auto start = Clock::now();
   onnx::ImportOptions importOptions = parseShapeFlags(flags.shapes);
   parseBindFlags(flags.bindings, importOptions);
   for (const auto &[name, bound] : importOptions.boundInputs)
     options.boundInputs.emplace(name, bound.value);
-  std::unique_ptr<Graph> graph = onnx::importModel(flags.model, importOptions);
+  std::unique_ptr<Graph> graph = onnx::importModel(command.model, importOptions);
   double importSeconds = std::chrono::duration<double>(Clock::now() - start).count();
-  spdlog::info("imported {}: {} nodes, {} constants ({:.2f} s)", flags.model, graph->numNodes(),
+  spdlog::info("imported {}: {} nodes, {} constants ({:.2f} s)", command.model, graph->numNodes(),
                graph->constants().size(), importSeconds);
-  CompileStatistics stats = compileGraph(*graph, options, flags.output);
+  CompileStatistics stats = compileGraph(*graph, options, command.output);
   double totalSeconds = std::chrono::duration<double>(Clock::now() - start).count();
   spdlog::info("wrote {}: {} kernels from {} nodes; arena {} (activations {}), weights {}",
-               flags.output, stats.kernelCount, stats.sourceNodeCount, humanBytes(int64_t(stats.arenaBytes)),
+               command.output, stats.kernelCount, stats.sourceNodeCount, humanBytes(int64_t(stats.arenaBytes)),
                humanBytes(int64_t(stats.activationBytes)), humanBytes(int64_t(stats.weightBytes)));
   spdlog::info("time: import {:.2f} s, passes {:.2f} s, codegen {:.2f} s, backend {:.2f} s, write "
                "{:.2f} s, total {:.2f} s",
@@ -172,61 +191,65 @@ void runCompile(const CompileFlags &flags) {
 
 } // namespace
 
-Command addCompileCommand(CLI::App &parent) {
-  auto flags = std::make_shared<CompileFlags>();
-  CLI::App *command = parent.add_subcommand("compile", "Compile an ONNX model into model.so");
-  command->add_option("model", flags->model, "The ONNX model")->type_name("MODEL.onnx");
-  command->add_option("-o,--output", flags->output, "The artifact to write")->type_name("MODEL.so");
-  command->add_option("--target", flags->target, "cuda (default) or cpu")->capture_default_str();
-  command->add_option("--arch", flags->archs, "CUDA architectures, comma-separated; PTX is added for the newest")
+void addCompileFlags(CLI::App &command, CompileFlags &flags) {
+  command.add_option("--target", flags.target, "cuda (default) or cpu")->capture_default_str();
+  command.add_option("--arch", flags.archs, "CUDA architectures, comma-separated; PTX is added for the newest")
       ->capture_default_str();
-  command->add_option("--cpu", flags->cpu, "CPU target: x86-64-v2 (default), x86-64-v3, x86-64-v4, native")
+  command.add_option("--cpu", flags.cpu, "CPU target: x86-64-v2 (default), x86-64-v3, x86-64-v4, native")
       ->capture_default_str();
-  command->add_option("--gpu-codegen", flags->gpuCodegen, "CUDA target: cuda-c (CUDA C through NVRTC, the default) or llvm (LLVM's NVPTX backend; groups it cannot lower yet use cuda-c)")
+  command.add_option("--gpu-codegen", flags.gpuCodegen, "CUDA target: cuda-c (CUDA C through NVRTC, the default) or llvm (LLVM's NVPTX backend; groups it cannot lower yet use cuda-c)")
       ->capture_default_str();
-  command->add_option("--precision", flags->precision,
+  command.add_option("--precision", flags.precision,
                       "Storage of float32 weights and activations: fp32 (default), fp16 or bf16 "
                       "(f32 math; contractions on tensor cores; docs/precision.md); tf32: fp32 "
                       "storage, contraction operands rounded to tf32 (CUDA only)")
       ->capture_default_str();
-  command->add_option("--norm-inputs", flags->normInputs,
+  command.add_option("--norm-inputs", flags.normInputs,
                       "With --precision fp16|bf16: LayerNorm and the other normalisations that "
                       "subtract a mean read inputs computed and stored in f32 (f32: a "
                       "transformer's residual stream stays f32) or in the storage precision "
                       "(stored: the residual stream in 16 bits, as torch's model.half() keeps it); "
                       "auto (the default): stored with fp16, f32 with bf16")
       ->capture_default_str();
-  command->add_option("--fp32-contractions", flags->fp32Contractions,
+  command.add_option("--fp32-contractions", flags.fp32Contractions,
                       "CUDA, sm_80+: f32 contractions on tensor-core (default: operands as tf32 "
                       "pairs, fp32 accuracy) or simt (f32 FMA); docs/precision.md")
       ->capture_default_str();
-  command->add_option("--tensor-core-tile", flags->tensorCoreTile,
+  command.add_option("--tensor-core-tile", flags.tensorCoreTile,
                       "CUDA: every tensor-core contraction uses this block tile (ROWSxCOLUMNS, "
                       "e.g. 96x128) instead of the one sinter chooses; for tuning and ablations")
       ->type_name("ROWSxCOLUMNS");
-  command->add_option("--wgmma", flags->wgmma,
+  command.add_option("--wgmma", flags.wgmma,
                       "CUDA with sm_90 in --arch: 16-bit contractions on warpgroup MMA in the sm_90 "
                       "code, built for sm_90a (on, the default) or on mma.sync only (off)")
       ->capture_default_str();
-  command->add_option("--stream-k", flags->streamK,
+  command.add_option("--stream-k", flags.streamK,
                       "CUDA wgmma contractions with long reductions whose tiles leave part of a round "
                       "of blocks over split the leftover tiles into parts of their reductions, a block "
                       "a part (auto, the default), or keep a block per tile (off)")
       ->capture_default_str();
-  command->add_option("--tensor-core-epilogue", flags->tensorCoreEpilogue,
+  command.add_option("--tensor-core-epilogue", flags.tensorCoreEpilogue,
                       "CUDA: tensor-core epilogues walk the tile by rows through shared memory "
                       "(rows, the default) or each thread its own accumulators (fragments); for "
                       "ablations")
       ->capture_default_str();
-  command->add_option("--emit-source", flags->emitSource, "Write the generated code, kernel by kernel, here")
+  command.add_option("--emit-source", flags.emitSource, "Write the generated code, kernel by kernel, here")
       ->type_name("DIR");
-  command->add_option("--dump-ir-after", flags->dumpIrAfter, "Print the IR after PASS (or all) to stderr")
+  command.add_option("--dump-ir-after", flags.dumpIrAfter, "Print the IR after PASS (or all) to stderr")
       ->type_name("PASS|all");
-  addRepeatableOption(*command, "--disable-pass", flags->disabledPasses, "Skip a pass", "PASS");
+  addRepeatableOption(command, "--disable-pass", flags.disabledPasses, "Skip a pass", "PASS");
+  addShapeFlags(command, flags.shapes);
+  addBindFlags(command, flags.bindings);
+}
+
+Command addCompileCommand(CLI::App &parent) {
+  auto flags = std::make_shared<CompileCommandFlags>();
+  CLI::App *command = parent.add_subcommand("compile", "Compile an ONNX model into model.so");
+  command->add_option("model", flags->model, "The ONNX model")->type_name("MODEL.onnx");
+  command->add_option("-o,--output", flags->output, "The artifact to write")->type_name("MODEL.so");
+  addCompileFlags(*command, flags->compile);
   command->add_flag("--print-pipeline", flags->printPipeline, "Print the pass pipeline and its reasons");
   command->add_flag("--force", flags->force, "Replace an existing output file");
-  addShapeFlags(*command, flags->shapes);
-  addBindFlags(*command, flags->bindings);
   return {command, [flags] { runCompile(*flags); }};
 }
 

@@ -3,6 +3,7 @@
 //   0  success
 //   1  user error: a bad command line (CLI11 parse errors included) or a bad model or input file
 //   2  internal error (a broken invariant) or any other exception
+//   3  checks ran and failed (`sinter verify`: outputs diverge)
 // Every error prints one line "sinter: error: <message>" to stderr; logs go to stderr too, so
 // stdout carries only the command's output (e.g. `inspect --json`).
 #include "commands.h"
@@ -58,6 +59,7 @@ int main(int argc, char **argv) {
       sinter::cli::addRunCommand(app),
       sinter::cli::addCompileCommand(app),
       sinter::cli::addBenchCommand(app),
+      sinter::cli::addVerifyCommand(app),
   };
 
   try {
@@ -82,6 +84,10 @@ int main(int argc, char **argv) {
         command.run();
     std::fflush(stdout);
     return 0;
+  } catch (const sinter::cli::ChecksFailed &error) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "sinter: %s\n", error.what());
+    return sinter::cli::kExitChecksFailed;
   } catch (const sinter::UserError &error) {
     return fail(1, error.what());
   } catch (const sinter::InternalError &error) {

@@ -6,6 +6,7 @@
 // each input's shape fixed (so symbolic dims such as `batch` bind to what was given), evaluate,
 // then write the outputs (.npz, a folder of .npy or .pb files) or print a summary of each. Output
 // paths are checked before anything runs, so an existing file stops the run early.
+#include "artifact_runner.h"
 #include "commands.h"
 #include "options.h"
 
@@ -271,21 +272,6 @@ void runReference(const RunFlags &flags) {
   }
 }
 
-/// The signature of a loaded artifact as the input pairing helpers take it.
-std::vector<onnx::ModelSummary::Port> artifactPorts(const rt::Model &model, bool inputs) {
-  std::vector<onnx::ModelSummary::Port> ports;
-  int32_t count = inputs ? sinter_model_input_count(model.get()) : sinter_model_output_count(model.get());
-  for (int32_t i = 0; i < count; ++i) {
-    sinter_tensor_info info{};
-    rt::check(inputs ? sinter_model_input_info(model.get(), i, &info)
-                     : sinter_model_output_info(model.get(), i, &info));
-    std::vector<int64_t> dims(info.dims, info.dims + info.rank);
-    auto dtype = dtypeFromOnnx(int(info.dtype));
-    ports.push_back({info.name, std::string(dtype ? dtypeName(*dtype) : "?") + shapeStr(shapeOf(dims))});
-  }
-  return ports;
-}
-
 void runArtifact(const RunFlags &flags) {
   if (flags.reference)
     userError("--reference runs ONNX models; '", flags.model, "' is a compiled artifact");
@@ -294,13 +280,7 @@ void runArtifact(const RunFlags &flags) {
   if (!flags.bindings.empty())
     userError("--bind-input binds an input when compiling (sinter compile --bind-input); '",
               flags.model, "' is compiled already: feed its inputs with --input NAME=FILE");
-  rt::Model model = [&] {
-    try {
-      return rt::Model(flags.model);
-    } catch (const rt::Error &error) {
-      userError(error.what());
-    }
-  }();
+  rt::Model model = loadArtifact(flags.model);
   std::vector<onnx::ModelSummary::Port> inputPorts = artifactPorts(model, true);
   std::vector<onnx::ModelSummary::Port> outputPorts = artifactPorts(model, false);
   std::vector<InputFile> files = pairInputFiles(inputPorts, flags.namedInputs, flags.positionalInputs);
@@ -318,40 +298,10 @@ void runArtifact(const RunFlags &flags) {
         checkInputAgainstType(file, tensor, port.type, symbols);
     loaded.emplace(file.name, std::move(tensor));
   }
-  std::vector<sinter_tensor> inputs, outputs;
-  for (int32_t i = 0; i < int32_t(inputPorts.size()); ++i) {
-    sinter_tensor_info info{};
-    rt::check(sinter_model_input_info(model.get(), i, &info));
-    inputs.push_back(rt::makeTensor(info, loaded.at(inputPorts[i].name).data()));
-  }
-  std::vector<Tensor> results;
-  for (int32_t i = 0; i < int32_t(outputPorts.size()); ++i) {
-    sinter_tensor_info info{};
-    rt::check(sinter_model_output_info(model.get(), i, &info));
-    auto dtype = dtypeFromOnnx(int(info.dtype));
-    SINTER_ASSERT(dtype, "artifact output '", info.name, "' has an unknown dtype");
-    results.emplace_back(*dtype, std::vector<int64_t>(info.dims, info.dims + info.rank));
-  }
-  for (int32_t i = 0; i < int32_t(outputPorts.size()); ++i) {
-    sinter_tensor_info info{};
-    rt::check(sinter_model_output_info(model.get(), i, &info));
-    outputs.push_back(rt::makeTensor(info, results[i].data()));
-  }
-  try {
-    sinter_session_options options;
-    sinter_session_options_init(&options);
-    options.threads = flags.threads;
-    rt::Session session(model, &options);
-    auto start = std::chrono::steady_clock::now();
-    rt::check(sinter_session_run_host(session.get(), inputs.data(), int32_t(inputs.size()),
-                                      outputs.data(), int32_t(outputs.size())));
-    spdlog::debug("run took {:.2f} ms (first run: includes warm-up)",
-                  std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
-  } catch (const rt::Error &error) {
-    if (error.status() == SINTER_ERROR_INTERNAL)
-      throw InternalError(error.what());
-    userError(error.what());
-  }
+  std::vector<const Tensor *> inputs;
+  for (const auto &port : inputPorts)
+    inputs.push_back(&loaded.at(port.name));
+  std::vector<Tensor> results = runArtifactOnce(model, inputs, flags.threads);
   if (plan.paths.empty()) {
     for (size_t i = 0; i < results.size(); ++i)
       printSummary(outputNames[i], results[i]);
