@@ -1,7 +1,7 @@
 // sinter_pool on CPU artifacts: runs from 64 threads at once give outputs bit-identical to one
 // thread's runs of one session on the same inputs; sessions are made lazily and never beyond the
 // maximum; a pool that fails when busy says BUSY while its one session is held (by a kernel that
-// waits on a gate the test opens), and one that waits does not return before the session is
+// waits on a FIFO the test writes to), and one that waits does not return before the session is
 // back; bad arguments are refused before a session is taken; the C++ wrapper. Also the CPU side
 // of sinter_model_device_usage (sessions and arenas counted, weights read in place).
 #include "artifact_test_util.h"
@@ -13,8 +13,10 @@
 
 #include <atomic>
 #include <chrono>
-#include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <thread>
+#include <unistd.h>
 
 using namespace sinter;
 using namespace sinter::package;
@@ -22,22 +24,27 @@ using namespace sinter::testing;
 
 namespace {
 
-/// scale_exp (kKernelSource) with a gate: the kernel marks `sinter_test_entered` and waits
-/// until `sinter_test_gate` is set, both globals of the artifact.
+/// scale_exp (kKernelSource) with a gate: given x[0] == 1234, the kernel creates the file named by
+/// $SINTER_TEST_ENTERED and then waits until a byte comes through the FIFO $SINTER_TEST_GATE.
 const char *kGatedSource = R"(
+#include <fcntl.h>
 #include <math.h>
-#include <sched.h>
 #include <stdint.h>
-int sinter_test_gate = 1;
-int sinter_test_entered = 0;
+#include <stdlib.h>
+#include <unistd.h>
 void scale_exp(void *const *args, int64_t begin, int64_t end) {
-  __atomic_store_n(&sinter_test_entered, 1, __ATOMIC_SEQ_CST);
-  while (!__atomic_load_n(&sinter_test_gate, __ATOMIC_SEQ_CST))
-    sched_yield();
   const float *x = (const float *)args[0];
   const float *w = (const float *)args[1];
   float *y = (float *)args[2];
   int32_t *visits = (int32_t *)args[3];
+  if (begin == 0 && x[0] == 1234.0f) {
+    close(open(getenv("SINTER_TEST_ENTERED"), O_CREAT | O_WRONLY, 0600));
+    char byte;
+    int gate = open(getenv("SINTER_TEST_GATE"), O_RDONLY);
+    if (read(gate, &byte, 1) != 1)
+      byte = 0;
+    close(gate);
+  }
   for (int64_t i = begin; i < end; ++i) {
     y[i] = expf(x[i]) * w[i] + (float)(i % 3);
     visits[i] += 1;
@@ -90,15 +97,6 @@ protected:
         << sinter_last_error();
     return pool;
   }
-  /// The artifact's global `name` (the same loaded copy the runtime uses).
-  int *global(const char *name) {
-    void *library = dlopen(model_.c_str(), RTLD_NOW | RTLD_NOLOAD);
-    EXPECT_NE(library, nullptr);
-    int *symbol = static_cast<int *>(dlsym(library, name));
-    dlclose(library);
-    return symbol;
-  }
-
   std::string model_;
   sinter_model *loaded_ = nullptr;
 };
@@ -167,18 +165,23 @@ TEST_F(PoolTest, SixtyFourThreadsGetBitIdenticalOutputs) {
 TEST_F(PoolTest, ABusyPoolFailsOrWaitsAsAsked) {
   if (!load(kGatedSource))
     GTEST_SKIP() << "no C compiler";
-  int *gate = global("sinter_test_gate"), *entered = global("sinter_test_entered");
-  ASSERT_TRUE(gate && entered);
-  std::vector<float> x = inputFor(1);
+  std::string gate = path("gate"), entered = path("entered");
+  setenv("SINTER_TEST_GATE", gate.c_str(), 1);
+  setenv("SINTER_TEST_ENTERED", entered.c_str(), 1);
+  ASSERT_EQ(mkfifo(gate.c_str(), 0600), 0);
+  std::vector<float> x = inputFor(1), held = x;
+  held[0] = 1234.0f; // the holder's run waits at the gate
   for (int32_t whenBusy : {SINTER_POOL_FAIL, SINTER_POOL_WAIT}) {
     sinter_pool *pool = makePool(1, whenBusy);
     ASSERT_NE(pool, nullptr);
-    __atomic_store_n(gate, 0, __ATOMIC_SEQ_CST);
-    __atomic_store_n(entered, 0, __ATOMIC_SEQ_CST);
-    std::vector<float> held;
-    std::thread holder([&] { held = runKernel(poolRun(pool), x); });
-    while (!__atomic_load_n(entered, __ATOMIC_SEQ_CST)) // the one session is now in a run
-      std::this_thread::yield();
+    fs::remove(entered);
+    std::vector<float> heldOutput;
+    std::thread holder([&] { heldOutput = runKernel(poolRun(pool), held); });
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!fs::exists(entered) && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    ASSERT_TRUE(fs::exists(entered)) << "the holder's run never reached its kernel";
+    // The one session is now in a run.
     std::atomic<bool> secondDone{false};
     std::vector<float> second;
     sinter_status secondStatus = SINTER_OK;
@@ -206,14 +209,17 @@ TEST_F(PoolTest, ABusyPoolFailsOrWaitsAsAsked) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
       EXPECT_FALSE(secondDone.load());
     }
-    __atomic_store_n(gate, 1, __ATOMIC_SEQ_CST);
+    int opened = open(gate.c_str(), O_WRONLY); // the holder's kernel has it open to read
+    ASSERT_GE(opened, 0);
+    ASSERT_EQ(write(opened, "g", 1), 1);
+    close(opened);
     holder.join();
     if (other.joinable())
       other.join();
-    EXPECT_EQ(held.size(), size_t(kKernelElements));
+    EXPECT_EQ(heldOutput.size(), size_t(kKernelElements));
     if (whenBusy == SINTER_POOL_WAIT) {
       EXPECT_EQ(secondStatus, SINTER_OK);
-      EXPECT_EQ(second, held);
+      EXPECT_EQ(second, runKernel(poolRun(pool), x)); // the same input, run alone
     }
     EXPECT_EQ(sinter_pool_session_count(pool), 1);
     sinter_pool_free(pool);

@@ -83,7 +83,7 @@ ConcurrentResult measure(const BenchFlags &flags) {
   std::atomic<int> warmedUp{0};
   std::atomic<bool> failed{false};
   std::string failure;
-  std::vector<std::vector<double>> latencies(size_t(workers));
+  std::vector<std::vector<double>> latencies(static_cast<size_t>(workers));
   Clock::time_point timedStart;
   std::vector<std::thread> threads;
   for (int t = 0; t < workers; ++t)
