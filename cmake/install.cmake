@@ -21,7 +21,7 @@ install(EXPORT sinterTargets NAMESPACE sinter:: FILE sinterTargets.cmake
         DESTINATION ${sinter_cmake_dir})
 configure_package_config_file(${CMAKE_CURRENT_LIST_DIR}/sinterConfig.cmake.in
                               ${PROJECT_BINARY_DIR}/sinterConfig.cmake
-                              INSTALL_DESTINATION ${sinter_cmake_dir})
+                              INSTALL_DESTINATION ${sinter_cmake_dir} PATH_VARS CMAKE_INSTALL_BINDIR)
 # The runtime's C ABI is the package's compatibility: a newer sinter of the same major version
 # still runs programs built against an older one (runtime.h: versions).
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/sinterConfigVersion.cmake

@@ -13,7 +13,8 @@
 //
 // A bad request gets a 4xx and {"error": "..."}: 400 for a body that is not JSON or does not fit
 // the model (name, datatype, shape, element count or value), 404 for an unknown model or path,
-// 413 for a body over --max-body-bytes (default: what the model's largest valid request needs).
+// 413 for a body over --max-body-bytes (default: what the model's largest valid request needs;
+// read and refused up to 4 times that plus 1 MiB, refused unread beyond).
 // --port 0 picks a free port; the first line on stdout says which ("listening on HOST:PORT").
 // SIGINT or SIGTERM stops it after the requests in flight.
 #include "inference.h"
@@ -26,6 +27,7 @@
 #include <cstring>
 #include <pthread.h>
 #include <string>
+#include <sys/socket.h>
 #include <thread>
 
 namespace {
@@ -55,6 +57,15 @@ std::string defaultName(const std::string &path) {
   std::string base = path.substr(path.find_last_of('/') + 1);
   size_t dot = base.rfind(".so");
   return dot != std::string::npos && dot + 3 == base.size() ? base.substr(0, dot) : base;
+}
+
+/// The most bytes the server reads of any body: room to answer a moderately oversized body
+/// properly, without reading arbitrary amounts.
+size_t hardBodyLimit(size_t limit) { return limit * 4 + (size_t(1) << 20); }
+
+std::string tooLarge(size_t limit) {
+  return "the request body is larger than this server's limit of " + std::to_string(limit) +
+         " bytes (--max-body-bytes)";
 }
 
 void json(httplib::Response &response, int status, const std::string &body) {
@@ -128,7 +139,10 @@ int main(int argc, char **argv) {
   httplib::Server server;
   int httpThreads = options.httpThreads;
   server.new_task_queue = [httpThreads] { return new httplib::ThreadPool(size_t(httpThreads)); };
-  server.set_payload_max_length(maxBody);
+  // Two limits. A body over maxBody but under the hard limit is read and then refused with a 413
+  // on a connection that stays usable; one over the hard limit is refused from its Content-Length
+  // unread, and the connection is closed (a client still sending may see it reset).
+  server.set_payload_max_length(hardBodyLimit(maxBody));
   server.set_keep_alive_max_count(1000000);
   server.set_read_timeout(30, 0);
   server.set_write_timeout(30, 0);
@@ -163,6 +177,8 @@ int main(int argc, char **argv) {
   server.Post(R"(/v2/models/([^/]+)/infer)", [&](const httplib::Request &request,
                                                  httplib::Response &response) {
     withModel(request, response, [&] {
+      if (request.body.size() > maxBody)
+        return json(response, 413, errorBody(tooLarge(maxBody)));
       sinter::serving::Reply reply = model->infer(request.body);
       json(response, reply.status, reply.body);
     });
@@ -172,9 +188,7 @@ int main(int argc, char **argv) {
     if (!response.body.empty())
       return;
     std::string message =
-        response.status == 413
-            ? "the request body is larger than this server's limit of " + std::to_string(maxBody) +
-                  " bytes (--max-body-bytes)"
+        response.status == 413 ? tooLarge(maxBody)
         : response.status == 404 ? "no such endpoint: " + request.method + " " + request.path
                                  : "the request could not be served (HTTP " +
                                        std::to_string(response.status) + ")";
@@ -192,12 +206,20 @@ int main(int argc, char **argv) {
         json(response, 500, errorBody("internal server error: " + what));
       });
 
+  // The listening socket's backlog: the library's is 5, so a burst of new connections beyond it
+  // could be reset. Keep the socket (default options, plus a note of it) and raise it after bind.
+  int listening = -1;
+  server.set_socket_options([&listening](socket_t socket) {
+    httplib::default_socket_options(socket);
+    listening = socket;
+  });
+
   int port = options.port;
   if (port == 0)
     port = server.bind_to_any_port(options.host.c_str());
   else if (!server.bind_to_port(options.host.c_str(), port))
     port = -1;
-  if (port < 0) {
+  if (port < 0 || listening < 0 || ::listen(listening, SOMAXCONN) != 0) {
     std::fprintf(stderr, "sinter_server: cannot listen on %s:%d\n", options.host.c_str(),
                  options.port);
     return 1;
