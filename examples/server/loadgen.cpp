@@ -219,6 +219,7 @@ int main(int argc, char **argv) {
     clients.emplace_back([&, c] {
       httplib::Client client(options.host, options.port);
       client.set_keep_alive(true);
+      client.set_tcp_nodelay(true);
       client.set_read_timeout(60, 0);
       client.set_write_timeout(60, 0);
       for (int w = 0; w < options.warmup; ++w)

@@ -144,6 +144,7 @@ int main(int argc, char **argv) {
   // unread, and the connection is closed (a client still sending may see it reset).
   server.set_payload_max_length(hardBodyLimit(maxBody));
   server.set_keep_alive_max_count(1000000);
+  server.set_tcp_nodelay(true); // a response's small writes go out at once (no Nagle delay)
   server.set_read_timeout(30, 0);
   server.set_write_timeout(30, 0);
 
