@@ -20,6 +20,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <numeric>
 #include <random>
 #include <string>
@@ -198,10 +199,12 @@ int main(int argc, char **argv) {
   }
 
   std::vector<Case> cases;
+  std::unique_ptr<sinter::rt::Model> model; // outlives `outputs`, whose names point into it
   std::vector<sinter_tensor_info> outputs;
   try {
     cases = makeCases(options);
-    outputs = sinter::rt::Model(options.model).outputs();
+    model = std::make_unique<sinter::rt::Model>(options.model);
+    outputs = model->outputs();
   } catch (const sinter::rt::Error &error) {
     std::fprintf(stderr, "sinter_loadgen: %s\n", error.what());
     return 1;
