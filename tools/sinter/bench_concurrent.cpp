@@ -191,13 +191,13 @@ void runConcurrentBench(const BenchFlags &flags) {
               static_cast<long long>(result.batch), runs, result.wallMs);
   std::printf("session creation: first %.3f ms, later ones %.3f ms each (mean)\n",
               result.firstSessionMs, result.laterSessionMs);
-  std::printf("%s memory: weights %.2f MiB (%s), arenas %.2f MiB (%d sessions)\n",
+  std::printf("%s memory: weights %.2f MiB (%s), arenas %.2f MiB (%d session%s)\n",
               result.cuda ? "device" : "host", double(weightBytes) / 1048576.0,
               result.cuda ? (std::to_string(result.usage.weight_uploads) + " upload" +
                              (result.usage.weight_uploads == 1 ? "" : "s"))
                                 .c_str()
                           : "read in place from the file",
-              double(arenaBytes) / 1048576.0, result.sessions);
+              double(arenaBytes) / 1048576.0, result.sessions, result.sessions == 1 ? "" : "s");
 }
 
 } // namespace sinter::cli
