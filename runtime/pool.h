@@ -23,7 +23,8 @@ public:
   /// Checks the options (INVALID_ARGUMENT); makes no session yet.
   SessionPool(std::shared_ptr<const LoadedArtifact> artifact, const sinter_pool_options &options,
               int32_t maxSessions);
-  /// Waits until every taken session is back, then destroys them all.
+  /// Waits until every taken session is back (a safeguard: the caller frees the pool once its
+  /// calls have returned), then destroys them all.
   ~SessionPool();
   SessionPool(const SessionPool &) = delete;
   SessionPool &operator=(const SessionPool &) = delete;

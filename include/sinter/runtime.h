@@ -199,8 +199,9 @@ void sinter_pool_options_init(sinter_pool_options *options);
  * options may be null for the defaults. The pool keeps the model's artifact alive, like a session. */
 sinter_status sinter_pool_create(const sinter_model *model, const sinter_pool_options *options,
                                  int32_t max_sessions, sinter_pool **pool);
-/* Waits for the runs in flight to return their sessions, then frees them and the pool. No call may
- * start on the pool once this has been called. */
+/* Frees the pool and its sessions. Call it once every other call on the pool has returned (like
+ * freeing any handle, it must not race with a use of it); as a safeguard it first waits for any
+ * session still taken to come back. */
 void sinter_pool_free(sinter_pool *pool);
 /* sinter_session_run and sinter_session_run_host on a free session of the pool; safe from any
  * thread at the same time. Arguments are validated before a session is taken. A session's

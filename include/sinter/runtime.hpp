@@ -186,7 +186,7 @@ public:
   Pool(const Model &model, int32_t maxSessions, const sinter_pool_options *options = nullptr) {
     check(sinter_pool_create(model.get(), options, maxSessions, &pool_));
   }
-  /// Waits for the runs in flight; no call may start once it has begun.
+  /// Frees the pool: only once every call on it has returned (sinter_pool_free).
   ~Pool() { sinter_pool_free(pool_); }
   Pool(Pool &&other) noexcept : pool_(std::exchange(other.pool_, nullptr)) {}
   Pool &operator=(Pool &&other) noexcept {
