@@ -23,30 +23,15 @@ from pathlib import Path
 
 import numpy as np
 
-MAX_RANK = 8
 NUMPY = {1: np.float32, 6: np.int32, 7: np.int64, 10: np.float16, 11: np.float64, 9: np.bool_}
 
-
-class Info(ctypes.Structure):
-    _fields_ = [("name", ctypes.c_char_p), ("dtype", ctypes.c_int), ("rank", ctypes.c_int32),
-                ("dims", ctypes.c_int64 * MAX_RANK)]
-
-
-class Tensor(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("byte_size", ctypes.c_size_t), ("dtype", ctypes.c_int),
-                ("rank", ctypes.c_int32), ("dims", ctypes.c_int64 * MAX_RANK)]
-
-
-class Usage(ctypes.Structure):
-    _fields_ = [("sessions", ctypes.c_int32), ("weight_uploads", ctypes.c_int32),
-                ("weight_bytes", ctypes.c_uint64), ("arena_bytes", ctypes.c_uint64)]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
+from sinter_ctypes import DeviceUsage, Tensor, TensorInfo, load_runtime, tensor  # noqa: E402
 
 
 class Runtime:
     def __init__(self, library):
-        self.rt = ctypes.CDLL(str(library))
-        self.rt.sinter_last_error.restype = ctypes.c_char_p
-        self.rt.sinter_pool_session_count.restype = ctypes.c_int32
+        self.rt = load_runtime(library)
 
     def check(self, status, what):
         if status != 0:
@@ -55,22 +40,15 @@ class Runtime:
     def infos(self, model, count_function, info_function):
         out = []
         for i in range(count_function(model)):
-            info = Info()
+            info = TensorInfo()
             self.check(info_function(model, i, ctypes.byref(info)), "info")
             out.append((info.name.decode(), info.dtype, tuple(info.dims[:info.rank])))
         return out
 
     def usage(self, model):
-        usage = Usage()
+        usage = DeviceUsage()
         self.check(self.rt.sinter_model_device_usage(model, 0, ctypes.byref(usage)), "usage")
         return usage
-
-
-def tensor(array, dtype):
-    t = Tensor(array.ctypes.data, array.nbytes, dtype, array.ndim)
-    for i, d in enumerate(array.shape):
-        t.dims[i] = d
-    return t
 
 
 class Device:

@@ -8,35 +8,16 @@ import threading
 
 import numpy as np
 
+import sinter_ctypes
 import sinter_testing as st
+from sinter_ctypes import DeviceUsage, Tensor
 
 MODEL = st.MODELS_DIR / "tiny_cnn.onnx"  # input f32[1,3,32,32] -> probabilities f32[1,10]
-MAX_RANK = 8
 FLOAT32 = 1
 
 
-class Tensor(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("byte_size", ctypes.c_size_t), ("dtype", ctypes.c_int),
-                ("rank", ctypes.c_int32), ("dims", ctypes.c_int64 * MAX_RANK)]
-
-
-class Usage(ctypes.Structure):
-    _fields_ = [("sessions", ctypes.c_int32), ("weight_uploads", ctypes.c_int32),
-                ("weight_bytes", ctypes.c_uint64), ("arena_bytes", ctypes.c_uint64)]
-
-
-def tensor(array):
-    t = Tensor(array.ctypes.data, array.nbytes, FLOAT32, array.ndim)
-    for i, d in enumerate(array.shape):
-        t.dims[i] = d
-    return t
-
-
 def load_runtime():
-    rt = ctypes.CDLL(str(st.BUILD / "lib" / "libsinter_rt.so"))
-    rt.sinter_last_error.restype = ctypes.c_char_p
-    rt.sinter_pool_session_count.restype = ctypes.c_int32
-    return rt
+    return sinter_ctypes.load_runtime(st.BUILD / "lib" / "libsinter_rt.so")
 
 
 def check(rt, status, what):
@@ -45,7 +26,8 @@ def check(rt, status, what):
 
 def run_with(rt, function, handle, x):
     y = np.full((1, 10), np.nan, np.float32)
-    inputs, outputs = (Tensor * 1)(tensor(x)), (Tensor * 1)(tensor(y))
+    inputs = (Tensor * 1)(sinter_ctypes.tensor(x, FLOAT32))
+    outputs = (Tensor * 1)(sinter_ctypes.tensor(y, FLOAT32))
     check(rt, function(handle, inputs, 1, outputs, 1), "run")
     return y
 
@@ -91,7 +73,7 @@ def test_pool_from_64_threads_is_bit_identical_to_one_session(tmp_path):
 
     made = rt.sinter_pool_session_count(pool)
     assert 1 <= made <= 8
-    usage = Usage()
+    usage = DeviceUsage()
     check(rt, rt.sinter_model_device_usage(model, 0, ctypes.byref(usage)), "usage")
     assert usage.sessions == made and usage.weight_uploads == 0 and usage.weight_bytes == 0
     rt.sinter_pool_free(pool)

@@ -134,6 +134,17 @@ std::vector<uint8_t> makeInput(const sinter_tensor_info &info, size_t index, int
   return bytes;
 }
 
+std::vector<sinter_tensor> makeInputs(const std::vector<sinter_tensor_info> &infos, int64_t intHigh,
+                                      std::vector<std::vector<uint8_t>> &storage) {
+  storage.clear();
+  for (size_t i = 0; i < infos.size(); ++i)
+    storage.push_back(makeInput(infos[i], i, intHigh));
+  std::vector<sinter_tensor> tensors;
+  for (size_t i = 0; i < infos.size(); ++i)
+    tensors.push_back(rt::makeTensor(infos[i], storage[i].data()));
+  return tensors;
+}
+
 /// The p-th percentile of sorted values, interpolating linearly between the closest ranks (as
 /// numpy.percentile does by default).
 double percentile(const std::vector<double> &sorted, double p) {
@@ -222,11 +233,7 @@ void runBench(const BenchFlags &flags) {
     target = model.target();
     infos = model.inputs();
     std::vector<std::vector<uint8_t>> buffers;
-    std::vector<sinter_tensor> inputs;
-    for (size_t i = 0; i < infos.size(); ++i)
-      buffers.push_back(makeInput(infos[i], i, flags.intHigh));
-    for (size_t i = 0; i < infos.size(); ++i)
-      inputs.push_back(rt::makeTensor(infos[i], buffers[i].data()));
+    std::vector<sinter_tensor> inputs = makeInputs(infos, flags.intHigh, buffers);
     sinter_session_options options;
     sinter_session_options_init(&options);
     options.threads = flags.threads;

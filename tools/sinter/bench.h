@@ -30,6 +30,9 @@ struct LatencyStats {
 
 /// Deterministic random bytes for input `index` of this signature (bench.cpp says how).
 std::vector<uint8_t> makeInput(const sinter_tensor_info &info, size_t index, int64_t intHigh);
+/// The model's inputs: their bytes (makeInput, kept in `storage`) and tensors over them.
+std::vector<sinter_tensor> makeInputs(const std::vector<sinter_tensor_info> &infos, int64_t intHigh,
+                                      std::vector<std::vector<uint8_t>> &storage);
 /// Percentiles (numpy's linear interpolation), mean, min, max and stddev of the latencies.
 LatencyStats summarize(std::vector<double> latencies);
 /// Throws a runtime failure as InternalError (SINTER_ERROR_INTERNAL) or UserError (the rest).

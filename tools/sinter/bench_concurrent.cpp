@@ -52,11 +52,7 @@ ConcurrentResult measure(const BenchFlags &flags) {
   if (!inputInfos.empty() && inputInfos[0].rank > 0)
     result.batch = inputInfos[0].dims[0];
   std::vector<std::vector<uint8_t>> inputBytes;
-  std::vector<sinter_tensor> inputs;
-  for (size_t i = 0; i < inputInfos.size(); ++i)
-    inputBytes.push_back(makeInput(inputInfos[i], i, flags.intHigh));
-  for (size_t i = 0; i < inputInfos.size(); ++i)
-    inputs.push_back(rt::makeTensor(inputInfos[i], inputBytes[i].data()));
+  std::vector<sinter_tensor> inputs = makeInputs(inputInfos, flags.intHigh, inputBytes);
 
   sinter_pool_options options;
   sinter_pool_options_init(&options);
