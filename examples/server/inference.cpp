@@ -60,6 +60,20 @@ InferenceModel::InferenceModel(const std::string &artifact, std::string name, in
         throw sinter::rt::Error(SINTER_ERROR_UNSUPPORTED,
                                 std::string("tensor '") + info.name +
                                     "' has a datatype the v2 JSON protocol cannot carry");
+  // One run on zeros before the server says it is ready: it makes the pool's first session (on
+  // CUDA: loads the kernels and uploads the weights) and fails here, not at the first request,
+  // when the device cannot run the model.
+  std::vector<std::vector<uint8_t>> inputBytes, outputBytes;
+  std::vector<sinter_tensor> inputTensors, outputTensors;
+  for (const sinter_tensor_info &info : inputs_) {
+    inputBytes.emplace_back(sinter::rt::elementCount(info) * sinter::rt::dtypeSize(info.dtype));
+    inputTensors.push_back(sinter::rt::makeTensor(info, inputBytes.back().data()));
+  }
+  for (const sinter_tensor_info &info : outputs_) {
+    outputBytes.emplace_back(sinter::rt::elementCount(info) * sinter::rt::dtypeSize(info.dtype));
+    outputTensors.push_back(sinter::rt::makeTensor(info, outputBytes.back().data()));
+  }
+  pool_.runHost(inputTensors, outputTensors);
 }
 
 size_t InferenceModel::largestRequestBytes() const {

@@ -23,8 +23,9 @@ std::string errorBody(std::string_view message);
 
 class InferenceModel {
 public:
-  /// Loads the artifact and makes a pool of at most `maxSessions` sessions (`threadsPerSession`
-  /// CPU threads each); throws sinter::rt::Error.
+  /// Loads the artifact, makes a pool of at most `maxSessions` sessions (`threadsPerSession` CPU
+  /// threads each) and runs it once on zeros, so a model the device cannot run fails here;
+  /// throws sinter::rt::Error.
   InferenceModel(const std::string &artifact, std::string name, int maxSessions,
                  int threadsPerSession);
 

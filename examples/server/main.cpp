@@ -16,7 +16,9 @@
 // 413 for a body over --max-body-bytes (default: what the model's largest valid request needs;
 // read and refused up to 4 times that plus 1 MiB, refused unread beyond).
 // --port 0 picks a free port; the first line on stdout says which ("listening on HOST:PORT").
-// SIGINT or SIGTERM stops it after the requests in flight.
+// It runs the model once on zeros before it listens, so a model the device cannot run is an error
+// at start (exit 1), not at the first request. SIGINT or SIGTERM stops it after the requests in
+// flight.
 #include "inference.h"
 
 #include <httplib.h>
