@@ -76,7 +76,9 @@ void SessionPool::release(sinter_session &session) {
     free_.push_back(&session);
     --taken_;
   }
-  changed_.notify_all();
+  // One session came back: one waiter can use it (waking all would send the rest back to sleep).
+  // A waiter that loses it to a newcomer is woken again by that newcomer's release.
+  changed_.notify_one();
 }
 
 void SessionPool::run(const sinter_tensor *inputs, int32_t inputCount, sinter_tensor *outputs,
