@@ -37,18 +37,23 @@ SessionPool::~SessionPool() {
 
 sinter_session &SessionPool::acquire() {
   std::unique_lock<std::mutex> lock(mutex_);
-  for (;;) {
-    if (!free_.empty()) {
-      sinter_session *session = free_.back();
-      free_.pop_back();
-      ++taken_;
-      return *session;
-    }
-    if (int32_t(sessions_.size()) + creating_ < maxSessions_)
-      break;
+  if (!free_.empty() && waiters_.empty()) {
+    sinter_session *session = free_.back();
+    free_.pop_back();
+    ++taken_;
+    return *session;
+  }
+  if (int32_t(sessions_.size()) + creating_ >= maxSessions_) {
     if (failWhenBusy_)
       fail(SINTER_ERROR_BUSY, "all ", maxSessions_, " sessions of the pool are in use");
-    changed_.wait(lock);
+    // Wait in line: a returned session goes to the longest waiter, so no caller starves (a
+    // condition variable alone wakes an arbitrary one, which left some callers waiting for tens
+    // of others' runs).
+    Waiter me;
+    waiters_.push_back(&me);
+    me.ready.wait(lock, [&] { return me.session || me.mayCreate; });
+    if (me.session)
+      return *me.session; // handed over still counted in taken_
   }
   // Make a session outside the lock: it may take long (a CUDA device's first session loads
   // kernels and uploads weights), and other calls may go on with the sessions that exist.
@@ -60,7 +65,13 @@ sinter_session &SessionPool::acquire() {
   } catch (...) {
     lock.lock();
     --creating_;
-    changed_.notify_all(); // a waiter may make one in its place
+    if (!waiters_.empty()) { // the longest waiter may make one in its place
+      Waiter *next = waiters_.front();
+      waiters_.pop_front();
+      next->mayCreate = true;
+      next->ready.notify_one();
+    }
+    changed_.notify_all();
     throw;
   }
   lock.lock();
@@ -71,14 +82,17 @@ sinter_session &SessionPool::acquire() {
 }
 
 void SessionPool::release(sinter_session &session) {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    free_.push_back(&session);
-    --taken_;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!waiters_.empty()) { // straight to the longest waiter; it stays taken
+    Waiter *next = waiters_.front();
+    waiters_.pop_front();
+    next->session = &session;
+    next->ready.notify_one(); // under the lock: `next` lives until it has seen this
+    return;
   }
-  // One session came back: one waiter can use it (waking all would send the rest back to sleep).
-  // A waiter that loses it to a newcomer is woken again by that newcomer's release.
-  changed_.notify_one();
+  free_.push_back(&session);
+  --taken_;
+  changed_.notify_all(); // the destructor's safeguard waits on it
 }
 
 void SessionPool::run(const sinter_tensor *inputs, int32_t inputCount, sinter_tensor *outputs,

@@ -1,14 +1,16 @@
 // sinter_pool: sessions of one model handed to callers on any thread. A call takes a free session
 // (making one when none is free and fewer than the maximum exist; else waiting for one, or failing
 // with SINTER_ERROR_BUSY, as the options say), runs on it and puts it back, so a server's threads
-// share the sessions without locking of their own. The lock guards only the list of free
-// sessions: a session is made, and runs, outside it, so runs on different sessions overlap.
+// share the sessions without locking of their own. Waiters are served first come, first served: a
+// returned session goes straight to the longest waiter. The lock guards only these lists: a
+// session is made, and runs, outside it, so runs on different sessions overlap.
 #pragma once
 
 #include "model.h"
 #include "session.h"
 
 #include <condition_variable>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -48,8 +50,17 @@ private:
   bool failWhenBusy_;
   int32_t maxSessions_;
 
+  /// A caller waiting for a session, in line: release() hands it a session, or a failed creation
+  /// the right to make one.
+  struct Waiter {
+    std::condition_variable ready;
+    sinter_session *session = nullptr;
+    bool mayCreate = false;
+  };
+
   mutable std::mutex mutex_;
-  std::condition_variable changed_; ///< a session came back, or a creation ended
+  std::condition_variable changed_; ///< a session came back free, or a creation ended
+  std::deque<Waiter *> waiters_;    ///< oldest first
   std::vector<std::unique_ptr<sinter_session>> sessions_; ///< every session made
   std::vector<sinter_session *> free_;
   int32_t creating_ = 0; ///< sessions being made outside the lock
