@@ -5,7 +5,8 @@ input, a wrong datatype, shape or element count, a value that is not a number or
 oversized body, an unknown model or path) gets a 4xx with a message that names the problem; bad
 requests sent while good ones run from many threads disturb none of them (every good response is
 bit-identical to the same request's answer on an idle server); and the load generator's own
-check of every response passes at 8 clients. The server runs on 127.0.0.1 on a port it picks
+check of every response passes at 8 clients (and fails against another model's weights); a model
+the machine cannot run stops the server at start. The server runs on 127.0.0.1 on a port it picks
 (it prints it), each test bounded in time, and is killed by its PID at the end."""
 import concurrent.futures
 import http.client
@@ -246,3 +247,25 @@ def test_load_generator_notices_a_wrong_model(server, tmp_path):
     assert result.returncode == 1
     assert json.loads(result.stdout)["wrong"] > 0
     assert "differs from the local run" in result.stderr
+
+
+def test_a_model_the_machine_cannot_run_fails_at_start(tmp_path):
+    """The server runs the model once before it listens: without a CUDA driver a CUDA artifact
+    is an error at start (exit 1 with the runtime's message), not a 500 on every request; with
+    one, the server starts."""
+    library = tmp_path / f"{NAME}.so"
+    st.run_cli(["compile", MODEL, "--target", "cuda", "-o", library])
+    try:
+        import ctypes
+        ctypes.CDLL("libcuda.so.1")
+        has_driver = True
+    except OSError:
+        has_driver = False
+    if has_driver:
+        Server(library).stop()
+        return
+    result = subprocess.run([str(server_bin("sinter_server")), str(library), "--port", "0"],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1
+    assert "no CUDA driver" in result.stderr
+    assert "listening" not in result.stdout
