@@ -1,7 +1,7 @@
 """The example server (examples/server: sinter_server and sinter_loadgen) over the KServe v2
 protocol, on a CPU artifact of models/tiny_mlp.onnx: health and metadata; an inference checked
 against onnxruntime; every class of bad request (malformed JSON, a missing, unknown or repeated
-input, a wrong datatype, shape or element count, a value that is not a number or out of range, an
+input, a wrong datatype, shape or element count, a value that is not a number, an
 oversized body, an unknown model or path) gets a 4xx with a message that names the problem; bad
 requests sent while good ones run from many threads disturb none of them (every good response is
 bit-identical to the same request's answer on an idle server); and the load generator's own
