@@ -41,7 +41,8 @@ def printed_scores(output):
 def prefix(tmp_path_factory):
     prefix = tmp_path_factory.mktemp("prefix")
     run(["cmake", "--install", st.BUILD, "--prefix", prefix])
-    return prefix
+    yield prefix
+    shutil.rmtree(prefix, ignore_errors=True)  # the CLI alone is some 160 MB in a debug build
 
 
 def test_install_lays_out_the_package(prefix):
