@@ -9,6 +9,7 @@
 #pragma GCC visibility pop
 
 #include "model.h"
+#include "pool.h"
 #include "session.h"
 #include "status.h"
 
@@ -54,6 +55,8 @@ extern "C" {
 const char *sinter_last_error(void) { return lastError(); }
 
 int sinter_runtime_abi_version(void) { return SINTER_ABI_VERSION; }
+
+int sinter_runtime_abi_revision(void) { return SINTER_ABI_REVISION; }
 
 sinter_status sinter_model_load(const char *path, sinter_model **model) {
   if (model) // never leave the caller's pointer undefined
@@ -141,18 +144,14 @@ sinter_status sinter_session_create(const sinter_model *model,
   if (session)
     *session = nullptr;
   return guardCall([&] {
-    const LoadedArtifact &artifact = checkedModel(model);
+    checkedModel(model);
     if (!session)
       fail(SINTER_ERROR_INVALID_ARGUMENT, "the session output pointer is null");
     sinter_session_options chosen;
     sinter_session_options_init(&chosen);
     if (options)
       chosen = *options;
-    std::unique_ptr<sinter_session> created =
-        artifact.manifest().target == package::Target::Cuda
-            ? createCudaSession(model->artifact, chosen)
-            : createCpuSession(model->artifact, chosen);
-    *session = created.release();
+    *session = createSession(model->artifact, chosen).release();
   });
 }
 
@@ -183,6 +182,87 @@ sinter_status sinter_session_run_host(sinter_session *session, const sinter_tens
                          output_count);
     checked.runHost(inputs, outputs);
   });
+}
+
+// Revision 1: pools of sessions and device usage (the pool itself is pool.cpp).
+
+namespace {
+
+SessionPool &checkedPool(sinter_pool *pool) {
+  if (!pool)
+    fail(SINTER_ERROR_INVALID_ARGUMENT, "the pool handle is null");
+  if (pool->magic != sinter_pool::kMagic || !pool->pool)
+    fail(SINTER_ERROR_INVALID_ARGUMENT, "the pool handle is not a live sinter_pool");
+  return *pool->pool;
+}
+
+} // namespace
+
+sinter_status sinter_model_device_usage(const sinter_model *model, int32_t device,
+                                        sinter_device_usage *usage) {
+  return guardCall([&] {
+    const LoadedArtifact &artifact = checkedModel(model);
+    if (!usage)
+      fail(SINTER_ERROR_INVALID_ARGUMENT, "usage is null");
+    bool cuda = artifact.manifest().target == package::Target::Cuda;
+    if (device < 0 || (!cuda && device != 0))
+      fail(SINTER_ERROR_INVALID_ARGUMENT, "device ", device, " is not one of a ",
+           cuda ? "CUDA artifact (use a CUDA ordinal, 0 or more)"
+                : "CPU artifact (its sessions are on device 0, the host)");
+    *usage = artifact.devices.usage(device);
+  });
+}
+
+void sinter_pool_options_init(sinter_pool_options *options) {
+  if (!options)
+    return;
+  sinter_session_options_init(&options->session);
+  options->session.threads = 1;
+  options->when_busy = SINTER_POOL_WAIT;
+}
+
+sinter_status sinter_pool_create(const sinter_model *model, const sinter_pool_options *options,
+                                 int32_t max_sessions, sinter_pool **pool) {
+  if (pool)
+    *pool = nullptr;
+  return guardCall([&] {
+    checkedModel(model);
+    if (!pool)
+      fail(SINTER_ERROR_INVALID_ARGUMENT, "the pool output pointer is null");
+    sinter_pool_options chosen;
+    sinter_pool_options_init(&chosen);
+    if (options)
+      chosen = *options;
+    auto handle = std::make_unique<sinter_pool>();
+    handle->pool = std::make_unique<SessionPool>(model->artifact, chosen, max_sessions);
+    *pool = handle.release();
+  });
+}
+
+void sinter_pool_free(sinter_pool *pool) {
+  if (!pool || pool->magic != sinter_pool::kMagic)
+    return;
+  pool->magic = 0;
+  delete pool;
+}
+
+sinter_status sinter_pool_run(sinter_pool *pool, const sinter_tensor *inputs, int32_t input_count,
+                              sinter_tensor *outputs, int32_t output_count, void *stream) {
+  return guardCall(
+      [&] { checkedPool(pool).run(inputs, input_count, outputs, output_count, stream); });
+}
+
+sinter_status sinter_pool_run_host(sinter_pool *pool, const sinter_tensor *inputs,
+                                   int32_t input_count, sinter_tensor *outputs,
+                                   int32_t output_count) {
+  return guardCall(
+      [&] { checkedPool(pool).runHost(inputs, input_count, outputs, output_count); });
+}
+
+int32_t sinter_pool_session_count(const sinter_pool *pool) {
+  int32_t count = -1;
+  guardCall([&] { count = checkedPool(const_cast<sinter_pool *>(pool)).sessionCount(); });
+  return count;
 }
 
 } // extern "C"

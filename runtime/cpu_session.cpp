@@ -29,6 +29,7 @@ public:
   Arena(const Arena &) = delete;
   Arena &operator=(const Arena &) = delete;
   uint8_t *base() const { return base_; }
+  uint64_t bytes() const { return bytes_; }
 
 private:
   uint64_t bytes_;
@@ -85,7 +86,9 @@ public:
       }
       steps_.push_back(std::move(prepared));
     }
+    artifact_->devices.sessionStarted(0, arena_.bytes());
   }
+  ~CpuSession() override { artifact_->devices.sessionEnded(0, arena_.bytes()); }
 
   void run(const sinter_tensor *inputs, sinter_tensor *outputs, void *stream) override {
     if (stream)

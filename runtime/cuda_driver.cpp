@@ -5,6 +5,7 @@
 
 #include "status.h"
 
+#include <atomic>
 #include <dlfcn.h>
 #include <mutex>
 
@@ -105,9 +106,15 @@ LoadState &loadState() {
   return state;
 }
 
+std::atomic<const Driver *> replacementDriver{nullptr};
+
 } // namespace
 
+void replaceDriverForTesting(const Driver *replacement) { replacementDriver = replacement; }
+
 const Driver &driver() {
+  if (const Driver *replacement = replacementDriver.load())
+    return *replacement;
   LoadState &state = loadState();
   if (state.status != SINTER_OK)
     throw RuntimeError(state.status, state.message);
@@ -115,6 +122,8 @@ const Driver &driver() {
 }
 
 std::string describeError(const char *call, CUresult result) {
+  if (const Driver *replacement = replacementDriver.load())
+    return describeWith(*replacement, call, result);
   return describeWith(loadState().driver, call, result);
 }
 

@@ -88,6 +88,10 @@ struct Driver {
 /// NO_DEVICE when libcuda.so.1 is missing or sees no GPU, DEVICE when it is unusable.
 const Driver &driver();
 
+/// For tests of the CUDA session logic on machines without a GPU: driver() returns `replacement`
+/// from now on (null puts the real driver back). Call it only while no CUDA session exists.
+void replaceDriverForTesting(const Driver *replacement);
+
 /// "cuMemAlloc failed: CUDA_ERROR_OUT_OF_MEMORY (2): out of memory".
 std::string describeError(const char *call, CUresult result);
 

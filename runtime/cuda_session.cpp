@@ -1,7 +1,6 @@
-// The CUDA session. At creation: retain the device's primary context, load each CUDA module of
-// the manifest (the cubin for this GPU's architecture, else JIT-compiled PTX), find each kernel in
-// its module, allocate the arena, upload the weights, resolve every launch argument to a device
-// address, make a private stream and events.
+// The CUDA session. At creation: take the model's share of the device (its context, kernels and
+// one copy of the weights, made by the device's first session: cuda_device.h), allocate the
+// arena, resolve every launch argument to a device address, make a private stream and events.
 //
 // A run, on the caller's stream S and the session's stream P:
 //   S: wait for the previous run's end; copy the inputs into the arena; record `inputsReady`
@@ -12,7 +11,7 @@
 // legacy default stream, which cannot be captured); the events order it against the caller's
 // work without blocking the host. The first run executes the plan directly, so a faulty kernel
 // reports its error outside capture; the second captures and replays.
-#include "cuda_driver.h"
+#include "cuda_device.h"
 #include "session.h"
 #include "status.h"
 
@@ -22,47 +21,6 @@ namespace sinter::rt {
 namespace {
 
 using namespace cuda;
-
-/// Dynamic shared memory a kernel may use without opting in.
-constexpr uint32_t kDefaultSharedBytes = 48 * 1024;
-
-struct Arch {
-  int major = 0;
-  int minor = 0;
-  bool specific = false; ///< "sm_90a": runs on exactly that architecture
-};
-
-/// Parses "sm_90", "sm_90a", "compute_120" (validated at load).
-Arch parseArch(const std::string &text) {
-  size_t digits = text.find('_') + 1;
-  std::string number = text.substr(digits);
-  Arch arch;
-  if (!number.empty() && (number.back() == 'a' || number.back() == 'f')) {
-    arch.specific = number.back() == 'a';
-    number.pop_back();
-  }
-  int value = std::stoi(number);
-  arch.major = value / 10;
-  arch.minor = value % 10;
-  return arch;
-}
-
-/// Makes the session's context current for the scope of one call.
-class ContextScope {
-public:
-  ContextScope(const Driver &driver, CUcontext context) : driver_(driver) {
-    check(driver_.cuCtxPushCurrent(context), "cuCtxPushCurrent");
-  }
-  ~ContextScope() {
-    CUcontext popped;
-    driver_.cuCtxPopCurrent(&popped);
-  }
-  ContextScope(const ContextScope &) = delete;
-  ContextScope &operator=(const ContextScope &) = delete;
-
-private:
-  const Driver &driver_;
-};
 
 struct PreparedStep {
   // Launch
@@ -92,9 +50,6 @@ public:
   void timeSteps(double *stepMs) override;
 
 private:
-  void openDevice(int ordinal);
-  void loadKernels();
-  const package::CudaBinary &chooseBinary(size_t moduleIndex) const;
   void prepareSteps();
   void enqueuePlan(CUstream stream);
   void enqueueStep(PreparedStep &step, CUstream stream);
@@ -105,14 +60,11 @@ private:
 
   std::shared_ptr<const LoadedArtifact> artifact_;
   const Driver &d_;
-  CUdevice device_ = 0;
-  CUcontext context_ = nullptr;
-  Arch deviceArch_;
-  std::string deviceName_;
-  std::vector<CUmodule> modules_;
-  std::vector<CUfunction> functions_; ///< by kernel index
+  int ordinal_ = 0;
+  std::shared_ptr<const CudaDeviceCode> code_; ///< the model's context, kernels and weights there
+  CUcontext context_ = nullptr;                ///< code_'s
   CUdeviceptr arena_ = 0;
-  CUdeviceptr weights_ = 0;
+  uint64_t arenaBytes_ = 0;
   std::vector<PreparedStep> steps_;
   CUstream stream_ = nullptr;
   CUevent inputsReady_ = nullptr, planDone_ = nullptr, runDone_ = nullptr;
@@ -148,145 +100,25 @@ CudaSession::~CudaSession() {
     d_.cuStreamDestroy(stream_);
   if (arena_)
     d_.cuMemFree(arena_);
-  if (weights_)
-    d_.cuMemFree(weights_);
   if (stagedInputs_)
     d_.cuMemFree(stagedInputs_);
-  for (CUmodule module : modules_)
-    d_.cuModuleUnload(module);
   d_.cuCtxPopCurrent(&popped);
-  d_.cuDevicePrimaryCtxRelease(device_);
-}
-
-void CudaSession::openDevice(int ordinal) {
-  int count = 0;
-  check(d_.cuDeviceGetCount(&count), "cuDeviceGetCount");
-  if (ordinal < 0 || ordinal >= count)
-    fail(SINTER_ERROR_NO_DEVICE, "CUDA device ", ordinal, " was requested but ", count,
-         count == 1 ? " is" : " are", " visible");
-  check(d_.cuDeviceGet(&device_, ordinal), "cuDeviceGet");
-  check(d_.cuDeviceGetAttribute(&deviceArch_.major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
-                                device_),
-        "cuDeviceGetAttribute");
-  check(d_.cuDeviceGetAttribute(&deviceArch_.minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
-                                device_),
-        "cuDeviceGetAttribute");
-  char name[256] = {};
-  check(d_.cuDeviceGetName(name, sizeof(name) - 1, device_), "cuDeviceGetName");
-  deviceName_ = name;
-  check(d_.cuDevicePrimaryCtxRetain(&context_, device_), "cuDevicePrimaryCtxRetain");
-}
-
-const package::CudaBinary &CudaSession::chooseBinary(size_t moduleIndex) const {
-  const package::Manifest &manifest = artifact_->manifest();
-  const std::vector<package::CudaBinary> &binaries = manifest.cudaModules[moduleIndex].binaries;
-  const package::CudaBinary *best = nullptr;
-  Arch bestArch;
-  // A cubin runs on its major architecture at an equal or higher minor; "a" cubins on exactly
-  // their architecture. Prefer the highest minor, and the specific one on a tie.
-  for (const package::CudaBinary &binary : binaries) {
-    if (binary.isPtx)
-      continue;
-    Arch arch = parseArch(binary.arch);
-    if (arch.major != deviceArch_.major || arch.minor > deviceArch_.minor ||
-        (arch.specific && arch.minor != deviceArch_.minor))
-      continue;
-    if (!best || arch.minor > bestArch.minor ||
-        (arch.minor == bestArch.minor && arch.specific && !bestArch.specific)) {
-      best = &binary;
-      bestArch = arch;
-    }
-  }
-  if (best)
-    return *best;
-  // Else the newest PTX this GPU can JIT: any version up to its own.
-  int deviceVersion = deviceArch_.major * 10 + deviceArch_.minor;
-  int bestVersion = -1;
-  for (const package::CudaBinary &binary : binaries) {
-    if (!binary.isPtx)
-      continue;
-    Arch arch = parseArch(binary.arch);
-    int version = arch.major * 10 + arch.minor;
-    if (version > deviceVersion || (arch.specific && version != deviceVersion))
-      continue;
-    if (version > bestVersion) {
-      best = &binary;
-      bestVersion = version;
-    }
-  }
-  if (best)
-    return *best;
-  std::string available;
-  for (const package::CudaBinary &binary : binaries)
-    available += (available.empty() ? "" : ", ") + binary.arch;
-  std::string kernels;
-  for (const package::Kernel &kernel : manifest.kernels)
-    if (kernel.cudaModule == moduleIndex)
-      kernels += (kernels.empty() ? "" : ", ") + kernel.name;
-  fail(SINTER_ERROR_UNSUPPORTED, "CUDA module ", moduleIndex, " (kernels ", kernels, ") has code for ", available,
-       " but none runs on ", deviceName_, " (sm_", deviceArch_.major, deviceArch_.minor,
-       "); compile for this GPU's architecture or include PTX");
-}
-
-void CudaSession::loadKernels() {
-  const package::Manifest &manifest = artifact_->manifest();
-  int sharedLimit = 0;
-  check(d_.cuDeviceGetAttribute(&sharedLimit, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
-                                device_),
-        "cuDeviceGetAttribute");
-  std::vector<uint32_t> sharedNeeded(manifest.kernels.size(), 0);
-  for (const package::Step &step : manifest.steps)
-    if (const auto *launch = std::get_if<package::Launch>(&step))
-      sharedNeeded[launch->kernel] = std::max(sharedNeeded[launch->kernel], launch->sharedBytes);
-
-  std::vector<std::string> moduleArch;
-  for (size_t index = 0; index < manifest.cudaModules.size(); ++index) {
-    const package::CudaBinary &binary = chooseBinary(index);
-    std::string image(binary.bytes.begin(), binary.bytes.end()); // PTX must end with a NUL
-    char log[4096] = {};
-    int options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
-    void *values[] = {log, reinterpret_cast<void *>(uintptr_t(sizeof(log) - 1))};
-    CUmodule module = nullptr;
-    CUresult result = d_.cuModuleLoadDataEx(&module, image.c_str(), 2, options, values);
-    if (result != CUDA_SUCCESS)
-      fail(SINTER_ERROR_DEVICE, "loading CUDA module ", index, " (", binary.arch, ") failed: ",
-           describeError("cuModuleLoadDataEx", result), log[0] ? "\n" : "", log);
-    modules_.push_back(module);
-    moduleArch.push_back(binary.arch);
-  }
-
-  for (size_t index = 0; index < manifest.kernels.size(); ++index) {
-    const package::Kernel &kernel = manifest.kernels[index];
-    CUmodule module = modules_[kernel.cudaModule];
-    const std::string &arch = moduleArch[kernel.cudaModule];
-    CUfunction function = nullptr;
-    CUresult result = d_.cuModuleGetFunction(&function, module, kernel.name.c_str());
-    if (result != CUDA_SUCCESS)
-      fail(SINTER_ERROR_INVALID_ARTIFACT, "the ", arch, " code of kernel '", kernel.name,
-           "' has no entry point of that name: ", describeError("cuModuleGetFunction", result));
-    if (sharedNeeded[index] > kDefaultSharedBytes) {
-      if (sharedNeeded[index] > static_cast<uint32_t>(sharedLimit))
-        fail(SINTER_ERROR_UNSUPPORTED, "kernel '", kernel.name, "' needs ", sharedNeeded[index],
-             " bytes of shared memory; ", deviceName_, " allows ", sharedLimit);
-      check(d_.cuFuncSetAttribute(function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                  static_cast<int>(sharedNeeded[index])),
-            "cuFuncSetAttribute");
-    }
-    functions_.push_back(function);
-  }
+  if (arena_)
+    artifact_->devices.sessionEnded(ordinal_, arenaBytes_);
+  // code_ goes with the members: the device's last session frees the weights and kernels.
 }
 
 void CudaSession::prepareSteps() {
   const package::Manifest &manifest = artifact_->manifest();
   auto address = [&](const package::BufferRef &ref) {
-    return (ref.region == package::Region::Arena ? arena_ : weights_) + ref.offset;
+    return (ref.region == package::Region::Arena ? arena_ : code_->weights()) + ref.offset;
   };
   steps_.resize(manifest.steps.size());
   for (size_t i = 0; i < manifest.steps.size(); ++i) {
     PreparedStep &prepared = steps_[i];
     if (const auto *launch = std::get_if<package::Launch>(&manifest.steps[i])) {
       prepared.launch = launch;
-      prepared.function = functions_[launch->kernel];
+      prepared.function = code_->function(launch->kernel);
       prepared.kernelName = manifest.kernels[launch->kernel].name;
       for (const package::BufferRef &arg : launch->args)
         prepared.args.push_back(address(arg));
@@ -304,16 +136,13 @@ void CudaSession::prepareSteps() {
 void CudaSession::initialize(const sinter_session_options &options) {
   const package::Manifest &manifest = artifact_->manifest();
   useGraphs_ = options.use_graphs != 0;
-  openDevice(options.device);
+  code_ = CudaDeviceCode::share(*artifact_, d_, options.device);
+  ordinal_ = options.device;
+  context_ = code_->context();
   ContextScope scope(d_, context_);
-  loadKernels();
-  check(d_.cuMemAlloc(&arena_, std::max<uint64_t>(manifest.arenaBytes, package::kArenaAlignment)),
-        "cuMemAlloc (arena)");
-  if (artifact_->weightsBytes() > 0) {
-    check(d_.cuMemAlloc(&weights_, artifact_->weightsBytes()), "cuMemAlloc (weights)");
-    check(d_.cuMemcpyHtoD(weights_, artifact_->weights, artifact_->weightsBytes()),
-          "cuMemcpyHtoD (weights)");
-  }
+  arenaBytes_ = std::max<uint64_t>(manifest.arenaBytes, package::kArenaAlignment);
+  check(d_.cuMemAlloc(&arena_, arenaBytes_), "cuMemAlloc (arena)");
+  artifact_->devices.sessionStarted(ordinal_, arenaBytes_);
   prepareSteps();
   check(d_.cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
   for (CUevent *event : {&inputsReady_, &planDone_, &runDone_})

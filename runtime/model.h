@@ -1,9 +1,10 @@
 // A loaded artifact: the dlopen'ed model.so, its parsed manifest, the weights (in place in the
-// mapped file) and, for the CPU target, the kernel entry points. Immutable after loading and
-// shared (by reference count) between the sinter_model handle and its sessions, so freeing the
-// model before its sessions is safe.
+// mapped file) and, for the CPU target, the kernel entry points. Immutable after loading (but for
+// the device shares its sessions make, device_shares.h) and shared (by reference count) between
+// the sinter_model handle and its sessions, so freeing the model before its sessions is safe.
 #pragma once
 
+#include "device_shares.h"
 #include "sinter/package/format.h"
 #include "sinter/runtime.h"
 
@@ -24,6 +25,9 @@ struct LoadedArtifact {
   const uint8_t *weights = nullptr; ///< aligned to kWeightAlignment; view.weights or alignedCopy
   std::vector<uint8_t> alignedCopy;  ///< only when the mapped weights were misaligned
   std::vector<CpuKernelFunction> cpuKernels; ///< by kernel index (CPU target)
+  /// What its sessions share on each device (the CUDA weights, once per device) and their counts:
+  /// the one part that changes after loading, behind its own lock.
+  mutable DeviceShares devices;
 
   const package::Manifest &manifest() const { return view.manifest; }
   uint64_t weightsBytes() const { return view.weights.size(); }

@@ -56,6 +56,13 @@ void validateList(const std::vector<package::TensorSignature> &signature,
 
 } // namespace
 
+std::unique_ptr<sinter_session> createSession(std::shared_ptr<const LoadedArtifact> artifact,
+                                              const sinter_session_options &options) {
+  if (artifact->manifest().target == package::Target::Cuda)
+    return createCudaSession(std::move(artifact), options);
+  return createCpuSession(std::move(artifact), options);
+}
+
 size_t signatureBytes(const package::TensorSignature &tensor) {
   return static_cast<size_t>(package::tensorByteSize(tensor.dtype, tensor.dims));
 }

@@ -20,6 +20,9 @@ void validateInputArguments(const package::Manifest &manifest, const sinter_tens
 /// Bytes of a signature tensor (validated at load, so it does not overflow).
 size_t signatureBytes(const package::TensorSignature &tensor);
 
+/// Makes a session for the artifact's target (options filled: defaults already applied).
+std::unique_ptr<struct ::sinter_session>
+createSession(std::shared_ptr<const LoadedArtifact> artifact, const sinter_session_options &options);
 /// Makes a CPU session (cpu_session.cpp).
 std::unique_ptr<struct ::sinter_session>
 createCpuSession(std::shared_ptr<const LoadedArtifact> artifact,

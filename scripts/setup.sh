@@ -10,6 +10,7 @@ packages=(
   libonnx-dev libprotobuf-dev protobuf-compiler
   llvm-19-dev liblld-19-dev libpolly-19-dev libzstd-dev zlib1g-dev
   libcli11-dev libspdlog-dev libfmt-dev libgtest-dev
+  libcpp-httplib-dev # HTTP for the example server examples/server (only it links it) and its tests
   python3 python3-venv python3-pip
   qemu-user  # scripts/test-other-cpus.sh: the CPU-sensitive tests as other x86-64 CPUs run them
 )

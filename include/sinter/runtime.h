@@ -3,11 +3,21 @@
  * Lifecycle:  sinter_model_load -> sinter_session_create -> sinter_session_run ... ->
  *             sinter_session_destroy -> sinter_model_free
  *
- * Thread safety: a loaded model is immutable and may be shared by any number of threads. A
- * session owns its working memory (the activation arena; on the GPU also the uploaded weights and
- * a captured CUDA graph) and must be used by one thread at a time; create one session per thread
- * (or per stream) to run concurrently. Errors: every call returns a status; SINTER_OK is 0. The
+ * Thread safety: a loaded model is immutable and may be shared by any number of threads; its
+ * weights go to a device once, with the first session there, and every session on that device
+ * reads that one copy. A session owns its working memory (the activation arena; on the GPU also
+ * its stream, events and captured CUDA graph) and must be used by one thread at a time; create one
+ * session per thread (or per stream) to run concurrently, or let a pool (sinter_pool_*) hand a free
+ * session to each call from any thread. Errors: every call returns a status; SINTER_OK is 0. The
  * message of the calling thread's last failure is sinter_last_error().
+ *
+ * Versions: SINTER_ABI_VERSION changes when something existing changes incompatibly (a function's
+ * signature or meaning, a struct's layout, an enum value, the artifact format); a runtime refuses
+ * artifacts of another version. SINTER_ABI_REVISION counts additive changes within one version
+ * (new functions, structs, status or enum values) and restarts at 0 with a new version. A program
+ * built against revision R runs on a library of the same version and a revision >= R
+ * (sinter_runtime_abi_revision() says which one is loaded).
+ *   revision 1: pools (sinter_pool_*), SINTER_ERROR_BUSY, sinter_model_device_usage.
  *
  * The runtime depends on libc only. It reaches the GPU through dlopen("libcuda.so.1") and the CUDA
  * driver API; a machine without the driver gets SINTER_ERROR_NO_DEVICE, not a crash.
@@ -23,6 +33,7 @@ extern "C" {
 #endif
 
 #define SINTER_ABI_VERSION 1
+#define SINTER_ABI_REVISION 1
 
 typedef enum sinter_status {
   SINTER_OK = 0,
@@ -33,7 +44,8 @@ typedef enum sinter_status {
   SINTER_ERROR_DEVICE = 5,           /* a CUDA driver call failed */
   SINTER_ERROR_OUT_OF_MEMORY = 6,
   SINTER_ERROR_IO = 7,               /* the file could not be opened or loaded */
-  SINTER_ERROR_INTERNAL = 8
+  SINTER_ERROR_INTERNAL = 8,
+  SINTER_ERROR_BUSY = 9              /* a pool that fails when busy had every session in use (rev. 1) */
 } sinter_status;
 
 /* Element types; values match ONNX TensorProto.DataType. The low-precision types (17 and up)
@@ -79,6 +91,8 @@ typedef struct sinter_session sinter_session;
 const char *sinter_last_error(void);
 /* Runtime ABI version (SINTER_ABI_VERSION of the library actually loaded). */
 int sinter_runtime_abi_version(void);
+/* Its additive revision (SINTER_ABI_REVISION of the library actually loaded). Revision 1. */
+int sinter_runtime_abi_revision(void);
 
 /* Loads an artifact (model.so). Checks its ABI version, its target, and for CPU artifacts that
  * the host has the instruction set it was compiled for. */
@@ -99,8 +113,10 @@ typedef struct sinter_session_options {
 
 /* Fills options with the defaults. */
 void sinter_session_options_init(sinter_session_options *options);
-/* Creates a session: allocates the arena, uploads weights and loads kernels (CUDA). options may
- * be null for the defaults. */
+/* Creates a session: allocates the arena; CUDA: makes its stream and events, and the first
+ * session of the model on a device also loads the kernels and uploads the weights there, which
+ * later sessions on that device share (they are freed with the last of them). options may be null
+ * for the defaults. */
 sinter_status sinter_session_create(const sinter_model *model, const sinter_session_options *options,
                                     sinter_session **session);
 void sinter_session_destroy(sinter_session *session);
@@ -145,6 +161,58 @@ const char *sinter_model_step_name(const sinter_model *model, int32_t index);
 sinter_status sinter_session_profile(sinter_session *session, const sinter_tensor *host_inputs,
                                      int32_t input_count, int32_t warmup, int32_t iterations,
                                      double *step_ms, int32_t step_capacity);
+
+/* What a model holds on one device (revision 1). */
+typedef struct sinter_device_usage {
+  int32_t sessions;       /* live sessions of the model there (a pool's included) */
+  int32_t weight_uploads; /* times its weights were copied there since the model was loaded */
+  uint64_t weight_bytes;  /* device memory its weights hold there now: one copy for all sessions;
+                             0 on the CPU, where every session reads them in place in the file */
+  uint64_t arena_bytes;   /* the activation arenas of those sessions, together */
+} sinter_device_usage;
+
+/* Fills usage for a CUDA ordinal (CUDA artifacts; all zero where no session is) or for device 0,
+ * the host (CPU artifacts; another device is an invalid argument). It counts the sessions made
+ * from this handle, pools' included; another sinter_model_load of the same file is another model
+ * with its own weights. */
+sinter_status sinter_model_device_usage(const sinter_model *model, int32_t device,
+                                        sinter_device_usage *usage);
+
+/* A pool of sessions on one model that any number of threads may run through at once, with no
+ * locking of their own (revision 1). Each call takes a free session, runs on it and puts it back;
+ * the pool creates sessions lazily, up to max_sessions, and when all are taken the call waits for
+ * one (SINTER_POOL_WAIT) or returns SINTER_ERROR_BUSY at once (SINTER_POOL_FAIL). Sessions are
+ * kept until sinter_pool_free. */
+typedef struct sinter_pool sinter_pool;
+
+typedef enum sinter_pool_when_busy { SINTER_POOL_WAIT = 0, SINTER_POOL_FAIL = 1 } sinter_pool_when_busy;
+
+typedef struct sinter_pool_options {
+  sinter_session_options session; /* for every session the pool makes */
+  int32_t when_busy;              /* a sinter_pool_when_busy */
+} sinter_pool_options;
+
+/* Defaults: the session defaults except threads 1 (a pool runs in parallel across its callers,
+ * one core each; set session.threads to give each run more), and SINTER_POOL_WAIT. */
+void sinter_pool_options_init(sinter_pool_options *options);
+/* Makes a pool of at most max_sessions (1 to 4096) sessions; none exists until a call needs one.
+ * options may be null for the defaults. The pool keeps the model's artifact alive, like a session. */
+sinter_status sinter_pool_create(const sinter_model *model, const sinter_pool_options *options,
+                                 int32_t max_sessions, sinter_pool **pool);
+/* Frees the pool and its sessions. Call it once every other call on the pool has returned (like
+ * freeing any handle, it must not race with a use of it); as a safeguard it first waits for any
+ * session still taken to come back. */
+void sinter_pool_free(sinter_pool *pool);
+/* sinter_session_run and sinter_session_run_host on a free session of the pool; safe from any
+ * thread at the same time. Arguments are validated before a session is taken. A session's
+ * failure is reported to the caller, and the session goes back to the pool. */
+sinter_status sinter_pool_run(sinter_pool *pool, const sinter_tensor *inputs, int32_t input_count,
+                              sinter_tensor *outputs, int32_t output_count, void *stream);
+sinter_status sinter_pool_run_host(sinter_pool *pool, const sinter_tensor *inputs,
+                                   int32_t input_count, sinter_tensor *outputs,
+                                   int32_t output_count);
+/* Sessions the pool has made so far (-1 for a bad handle). */
+int32_t sinter_pool_session_count(const sinter_pool *pool);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -5,8 +5,11 @@
 //   sinter::rt::Session session(model);
 //   session.runHost(inputs, outputs);
 //
+//   sinter::rt::Pool pool(model, /*maxSessions=*/8); // then, from any thread:
+//   pool.runHost(inputs, outputs);
+//
 // The same thread-safety contract as the C ABI: a Model may be shared by threads (const use), a
-// Session is used by one thread at a time.
+// Session is used by one thread at a time, a Pool's runs may be called from any thread at once.
 #pragma once
 
 #include "sinter/runtime.h"
@@ -94,6 +97,12 @@ public:
     return names;
   }
   sinter_target target() const { return sinter_model_target(model_); }
+  /// sinter_model_device_usage: sessions, weight uploads and memory on one device (0: the host).
+  sinter_device_usage deviceUsage(int32_t device = 0) const {
+    sinter_device_usage usage{};
+    check(sinter_model_device_usage(model_, device, &usage));
+    return usage;
+  }
 
   std::vector<sinter_tensor_info> inputs() const {
     return describe(sinter_model_input_count(model_), sinter_model_input_info);
@@ -166,6 +175,45 @@ public:
 
 private:
   sinter_session *session_ = nullptr;
+};
+
+/// A pool of sessions on a model (owns the sinter_pool): run and runHost may be called from any
+/// number of threads at once; each call runs on a free session. The Model may be destroyed first.
+class Pool {
+public:
+  /// At most maxSessions sessions, made as calls need them; options null for the defaults
+  /// (sinter_pool_options_init: CPU sessions of one thread each, calls wait when all are busy).
+  Pool(const Model &model, int32_t maxSessions, const sinter_pool_options *options = nullptr) {
+    check(sinter_pool_create(model.get(), options, maxSessions, &pool_));
+  }
+  /// Frees the pool: only once every call on it has returned (sinter_pool_free).
+  ~Pool() { sinter_pool_free(pool_); }
+  Pool(Pool &&other) noexcept : pool_(std::exchange(other.pool_, nullptr)) {}
+  Pool &operator=(Pool &&other) noexcept {
+    std::swap(pool_, other.pool_);
+    return *this;
+  }
+  Pool(const Pool &) = delete;
+  Pool &operator=(const Pool &) = delete;
+
+  sinter_pool *get() const { return pool_; }
+
+  /// sinter_pool_run: buffers the target addresses (device memory for CUDA), queued on `stream`.
+  void run(const std::vector<sinter_tensor> &inputs, std::vector<sinter_tensor> &outputs,
+           void *stream = nullptr) const {
+    check(sinter_pool_run(pool_, inputs.data(), static_cast<int32_t>(inputs.size()),
+                          outputs.data(), static_cast<int32_t>(outputs.size()), stream));
+  }
+  /// sinter_pool_run_host: host buffers for any target; returns when the outputs are written.
+  void runHost(const std::vector<sinter_tensor> &inputs, std::vector<sinter_tensor> &outputs) const {
+    check(sinter_pool_run_host(pool_, inputs.data(), static_cast<int32_t>(inputs.size()),
+                               outputs.data(), static_cast<int32_t>(outputs.size())));
+  }
+  /// Sessions made so far.
+  int32_t sessionCount() const { return sinter_pool_session_count(pool_); }
+
+private:
+  sinter_pool *pool_ = nullptr;
 };
 
 } // namespace sinter::rt

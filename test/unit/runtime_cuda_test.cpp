@@ -1,7 +1,8 @@
 // CUDA sessions end to end, on a machine with a GPU (every test skips without one): a plan of two
 // kernels in two modules (PTX JIT and, when ptxas is at hand, a cubin for the device), a weights
 // region and a copy; host and device buffers; several streams; CUDA graph replay against plain
-// launches; errors for binaries no GPU can run. Expected values are computed here on the host.
+// launches; errors for binaries no GPU can run; sessions sharing one upload of the weights, and a
+// pool run from 64 threads. Expected values are computed here on the host.
 #include "../../runtime/cuda_driver.h"
 #include "artifact_test_util.h"
 #include "sinter/package/writer.h"
@@ -141,6 +142,23 @@ void expectOutputs(const std::vector<float> &x, const std::vector<float> &y,
     ASSERT_EQ(t[size_t(i)], expectedT) << where << ", t[" << i << "]";
     ASSERT_EQ(y[size_t(i)], expectedT * expectedT) << where << ", y[" << i << "]";
   }
+}
+
+/// One run of inputFor(seed) on host buffers through `run(input, outputs)`; true when it
+/// succeeds with the right y and t (for tests that count failures across threads).
+template <typename Run> bool hostRunIsRight(Run run, int seed) {
+  std::vector<float> x = inputFor(seed), y(kElements), t(kElements);
+  sinter_tensor input = tensorOf(x.data(), x.size() * 4, SINTER_FLOAT32, {kElements});
+  sinter_tensor outputs[2] = {tensorOf(y.data(), y.size() * 4, SINTER_FLOAT32, {kElements}),
+                              tensorOf(t.data(), t.size() * 4, SINTER_FLOAT32, {kElements})};
+  if (run(&input, outputs) != SINTER_OK)
+    return false;
+  for (int i = 0; i < kElements; ++i) {
+    float expectedT = std::fma(x[size_t(i)], weightAt(i), 1.0f);
+    if (t[size_t(i)] != expectedT || y[size_t(i)] != expectedT * expectedT)
+      return false;
+  }
+  return true;
 }
 
 /// The driver, or null when this machine has no usable GPU.
@@ -347,23 +365,12 @@ TEST_F(CudaRuntimeTest, SessionsRunConcurrentlyFromThreads) {
         failures[size_t(index)] = -1;
         return;
       }
-      for (int run = 0; run < 20; ++run) {
-        std::vector<float> x = inputFor(run + 100 * index), y(kElements), t(kElements);
-        sinter_tensor input = tensorOf(x.data(), x.size() * 4, SINTER_FLOAT32, {kElements});
-        sinter_tensor outputs[2] = {tensorOf(y.data(), y.size() * 4, SINTER_FLOAT32, {kElements}),
-                                    tensorOf(t.data(), t.size() * 4, SINTER_FLOAT32, {kElements})};
-        if (sinter_session_run_host(session, &input, 1, outputs, 2) != SINTER_OK) {
-          ++failures[size_t(index)];
-          continue;
-        }
-        for (int i = 0; i < kElements; ++i) {
-          float expectedT = std::fma(x[size_t(i)], weightAt(i), 1.0f);
-          if (t[size_t(i)] != expectedT || y[size_t(i)] != expectedT * expectedT) {
-            ++failures[size_t(index)];
-            break;
-          }
-        }
-      }
+      for (int run = 0; run < 20; ++run)
+        failures[size_t(index)] += !hostRunIsRight(
+            [&](const sinter_tensor *input, sinter_tensor *outputs) {
+              return sinter_session_run_host(session, input, 1, outputs, 2);
+            },
+            run + 100 * index);
       sinter_session_destroy(session);
     });
   }
@@ -371,4 +378,62 @@ TEST_F(CudaRuntimeTest, SessionsRunConcurrentlyFromThreads) {
     thread.join();
   sinter_model_free(loaded);
   EXPECT_EQ(failures, std::vector<int>(4, 0));
+}
+
+TEST_F(CudaRuntimeTest, SessionsOnADeviceShareOneUploadOfTheWeights) {
+  std::string model = path("cuda.so");
+  writeArtifact(cudaManifest({ptx("compute_75", kPtx)}, {ptx("compute_75", kPtx)}), model);
+  sinter_model *loaded = nullptr;
+  ASSERT_EQ(sinter_model_load(model.c_str(), &loaded), SINTER_OK) << sinter_last_error();
+  std::vector<sinter_session *> sessions(4, nullptr);
+  for (sinter_session *&session : sessions)
+    ASSERT_EQ(sinter_session_create(loaded, nullptr, &session), SINTER_OK) << sinter_last_error();
+  sinter_device_usage usage{};
+  ASSERT_EQ(sinter_model_device_usage(loaded, 0, &usage), SINTER_OK) << sinter_last_error();
+  EXPECT_EQ(usage.sessions, 4);
+  EXPECT_EQ(usage.weight_uploads, 1);
+  EXPECT_EQ(usage.weight_bytes, uint64_t(kElements) * 4);
+  EXPECT_EQ(usage.arena_bytes, 4u * 16384u);
+  for (size_t i = 0; i < sessions.size(); ++i)
+    for (int run = 0; run < 3; ++run) { // direct, captured, replayed: all on the shared weights
+      std::vector<float> x = inputFor(run + int(i) * 10);
+      auto [y, t] = runHost(sessions[i], x);
+      expectOutputs(x, y, t, "session " + std::to_string(i) + " run " + std::to_string(run));
+    }
+  for (sinter_session *session : sessions)
+    sinter_session_destroy(session);
+  ASSERT_EQ(sinter_model_device_usage(loaded, 0, &usage), SINTER_OK);
+  EXPECT_EQ(usage.sessions, 0);
+  EXPECT_EQ(usage.weight_bytes, 0u);
+  sinter_model_free(loaded);
+}
+
+TEST_F(CudaRuntimeTest, APoolRunsFromSixtyFourThreads) {
+  std::string model = path("cuda.so");
+  writeArtifact(cudaManifest({ptx("compute_75", kPtx)}, {ptx("compute_75", kPtx)}), model);
+  sinter_model *loaded = nullptr;
+  ASSERT_EQ(sinter_model_load(model.c_str(), &loaded), SINTER_OK) << sinter_last_error();
+  sinter_pool *pool = nullptr;
+  ASSERT_EQ(sinter_pool_create(loaded, nullptr, 8, &pool), SINTER_OK) << sinter_last_error();
+  std::vector<int> failures(64, 0);
+  std::vector<std::thread> threads;
+  for (int index = 0; index < 64; ++index)
+    threads.emplace_back([&, index] {
+      for (int run = 0; run < 10; ++run)
+        failures[size_t(index)] += !hostRunIsRight(
+            [&](const sinter_tensor *input, sinter_tensor *outputs) {
+              return sinter_pool_run_host(pool, input, 1, outputs, 2);
+            },
+            run + 100 * index);
+    });
+  for (std::thread &thread : threads)
+    thread.join();
+  EXPECT_EQ(failures, std::vector<int>(64, 0));
+  sinter_device_usage usage{};
+  ASSERT_EQ(sinter_model_device_usage(loaded, 0, &usage), SINTER_OK);
+  EXPECT_EQ(usage.sessions, sinter_pool_session_count(pool));
+  EXPECT_LE(usage.sessions, 8);
+  EXPECT_EQ(usage.weight_uploads, 1);
+  sinter_pool_free(pool);
+  sinter_model_free(loaded);
 }

@@ -4,6 +4,7 @@
 // (CUDA events on the session's stream around the graph replay; a steady clock on the CPU), so
 // host<->device copies never enter the numbers. It prints p50/p90/p99/mean/min/max latency and
 // throughput (the first input's first dim is the batch), as text or one JSON object.
+#include "bench.h"
 #include "commands.h"
 #include "options.h"
 
@@ -26,18 +27,6 @@
 
 namespace sinter::cli {
 namespace {
-
-struct BenchFlags {
-  std::string model;
-  int warmup = 10;
-  int iterations = 100;
-  int threads = 0;
-  int device = 0;
-  bool noGraphs = false;
-  int64_t intHigh = 2;
-  bool json = false;
-  bool perStep = false;
-};
 
 /// How many of the slowest steps the text report lists.
 constexpr size_t kStepsListed = 25;
@@ -81,6 +70,8 @@ void fillIntegers(std::vector<uint8_t> &bytes, size_t count, std::mt19937_64 &ra
     std::memcpy(bytes.data() + i * sizeof(T), &value, sizeof(T));
   }
 }
+
+} // namespace
 
 /// Non-zero floats (|v| in [0.1, 1], random sign), integers in [0, intHigh) (and within the
 /// dtype), booleans true or false with equal odds.
@@ -143,9 +134,16 @@ std::vector<uint8_t> makeInput(const sinter_tensor_info &info, size_t index, int
   return bytes;
 }
 
-struct LatencyStats {
-  double p50 = 0, p90 = 0, p99 = 0, mean = 0, min = 0, max = 0, stddev = 0;
-};
+std::vector<sinter_tensor> makeInputs(const std::vector<sinter_tensor_info> &infos, int64_t intHigh,
+                                      std::vector<std::vector<uint8_t>> &storage) {
+  storage.clear();
+  for (size_t i = 0; i < infos.size(); ++i)
+    storage.push_back(makeInput(infos[i], i, intHigh));
+  std::vector<sinter_tensor> tensors;
+  for (size_t i = 0; i < infos.size(); ++i)
+    tensors.push_back(rt::makeTensor(infos[i], storage[i].data()));
+  return tensors;
+}
 
 /// The p-th percentile of sorted values, interpolating linearly between the closest ranks (as
 /// numpy.percentile does by default).
@@ -180,6 +178,8 @@ LatencyStats summarize(std::vector<double> latencies) {
   userError(error.what());
 }
 
+namespace {
+
 /// The slowest steps first, with their share of the steps' total.
 void printSteps(const std::vector<std::string> &names, const std::vector<double> &ms, bool cuda) {
   double total = std::accumulate(ms.begin(), ms.end(), 0.0);
@@ -210,6 +210,18 @@ void runBench(const BenchFlags &flags) {
     userError("--threads must be 0 (one per core) or more, not ", flags.threads);
   if (flags.intHigh < 1)
     userError("--int-high must be 1 or more, not ", flags.intHigh);
+  if (flags.batch != 0)
+    userError("--batch picks a shape bucket of a bucketed artifact, and artifacts have one shape "
+              "for now: compile with --shape or --dim for the batch to measure (--batch is "
+              "reserved until artifacts hold several shapes)");
+  if (flags.concurrency < 0)
+    userError("--concurrency must be 1 or more, not ", flags.concurrency);
+  if (flags.concurrency > 0) {
+    if (flags.perStep)
+      userError("--per-step profiles one session's plan; it does not combine with --concurrency");
+    runConcurrentBench(flags);
+    return;
+  }
 
   std::vector<double> latencies;
   std::vector<double> stepMs;
@@ -221,11 +233,7 @@ void runBench(const BenchFlags &flags) {
     target = model.target();
     infos = model.inputs();
     std::vector<std::vector<uint8_t>> buffers;
-    std::vector<sinter_tensor> inputs;
-    for (size_t i = 0; i < infos.size(); ++i)
-      buffers.push_back(makeInput(infos[i], i, flags.intHigh));
-    for (size_t i = 0; i < infos.size(); ++i)
-      inputs.push_back(rt::makeTensor(infos[i], buffers[i].data()));
+    std::vector<sinter_tensor> inputs = makeInputs(infos, flags.intHigh, buffers);
     sinter_session_options options;
     sinter_session_options_init(&options);
     options.threads = flags.threads;
@@ -318,6 +326,13 @@ Command addBenchCommand(CLI::App &parent) {
                    "Integer inputs are drawn from [0, N) (token ids, masks, indices)")
       ->capture_default_str();
   command->add_flag("--json", flags->json, "Print one JSON object (with every latency)");
+  command
+      ->add_option("--concurrency", flags->concurrency,
+                   "Run from N threads at once through a pool of N sessions, end to end with host "
+                   "buffers, and report throughput and per-run latency")
+      ->capture_default_str();
+  command->add_option("--batch", flags->batch,
+                      "Reserved: picks a shape bucket once artifacts hold several shapes");
   command->add_flag("--per-step", flags->perStep,
                     "Also time every step of the plan run alone (sinter_session_profile) and list "
                     "the slowest kernels");

@@ -1,0 +1,37 @@
+# `cmake --install build --prefix P` puts into P what a user of sinter needs, and no more:
+#   bin/sinter                          the CLI (compile, inspect, run, bench)
+#   lib/libsinter_rt.so                 the runtime (needs only glibc)
+#   include/sinter/runtime.h, .hpp      its C ABI and the C++ wrapper
+#   lib/cmake/sinter/                   find_package(sinter): the imported target sinter::runtime
+#   lib/pkgconfig/sinter.pc             pkg-config --cflags --libs sinter
+# The compiler's libraries and headers are not installed: programs link the runtime only.
+include(GNUInstallDirs)
+include(CMakePackageConfigHelpers)
+
+install(TARGETS sinter RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(TARGETS sinter_rt EXPORT sinterTargets
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(FILES ${PROJECT_SOURCE_DIR}/include/sinter/runtime.h
+              ${PROJECT_SOURCE_DIR}/include/sinter/runtime.hpp
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/sinter)
+
+set(sinter_cmake_dir ${CMAKE_INSTALL_LIBDIR}/cmake/sinter)
+install(EXPORT sinterTargets NAMESPACE sinter:: FILE sinterTargets.cmake
+        DESTINATION ${sinter_cmake_dir})
+configure_package_config_file(${CMAKE_CURRENT_LIST_DIR}/sinterConfig.cmake.in
+                              ${PROJECT_BINARY_DIR}/sinterConfig.cmake
+                              INSTALL_DESTINATION ${sinter_cmake_dir} PATH_VARS CMAKE_INSTALL_BINDIR)
+# The runtime's C ABI is the package's compatibility: a newer sinter of the same major version
+# still runs programs built against an older one (runtime.h: versions).
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/sinterConfigVersion.cmake
+                                 VERSION ${PROJECT_VERSION} COMPATIBILITY SameMajorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/sinterConfig.cmake
+              ${PROJECT_BINARY_DIR}/sinterConfigVersion.cmake
+        DESTINATION ${sinter_cmake_dir})
+
+# pkg-config: prefix-relative (from the .pc file's folder up to the prefix), so the installed tree
+# may be moved as a whole.
+string(REGEX REPLACE "[^/]+" ".." sinter_pc_to_prefix "${CMAKE_INSTALL_LIBDIR}/pkgconfig")
+configure_file(${CMAKE_CURRENT_LIST_DIR}/sinter.pc.in ${PROJECT_BINARY_DIR}/sinter.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/sinter.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

@@ -1,0 +1,271 @@
+"""The example server (examples/server: sinter_server and sinter_loadgen) over the KServe v2
+protocol, on a CPU artifact of models/tiny_mlp.onnx: health and metadata; an inference checked
+against onnxruntime; every class of bad request (malformed JSON, a missing, unknown or repeated
+input, a wrong datatype, shape or element count, a value that is not a number, an
+oversized body, an unknown model or path) gets a 4xx with a message that names the problem; bad
+requests sent while good ones run from many threads disturb none of them (every good response is
+bit-identical to the same request's answer on an idle server); and the load generator's own
+check of every response passes at 8 clients (and fails against another model's weights); a model
+the machine cannot run stops the server at start. The server runs on 127.0.0.1 on a port it picks
+(it prints it), each test bounded in time, and is killed by its PID at the end."""
+import concurrent.futures
+import http.client
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import sinter_testing as st
+
+MODEL = st.MODELS_DIR / "tiny_mlp.onnx"  # features f32[1,64] -> scores f32[1,8]
+NAME = "tiny_mlp"
+STARTUP_SECONDS = 30
+
+
+def server_bin(name):
+    path = st.BUILD / "bin" / name
+    if not (path.is_file() and os.access(path, os.X_OK)):
+        pytest.fail(f"{path} not found: the example server is built when libcpp-httplib-dev is "
+                    "installed (scripts/setup.sh installs it)")
+    return path
+
+
+@pytest.fixture(scope="module")
+def artifact(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("server")
+    library = folder / f"{NAME}.so"
+    st.run_cli(["compile", MODEL, "--target", "cpu", "-o", library])
+    return library
+
+
+class Server:
+    def __init__(self, artifact, *flags):
+        self.process = subprocess.Popen(
+            [str(server_bin("sinter_server")), str(artifact), "--port", "0", *flags],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        line = []
+        reader = threading.Thread(target=lambda: line.append(self.process.stdout.readline()))
+        reader.start()
+        reader.join(STARTUP_SECONDS)
+        if not line or not line[0].startswith("listening on "):
+            self.stop()
+            pytest.fail(f"the server did not start: {line!r} {self.process.stderr.read()}")
+        self.port = int(line[0].split()[2].rsplit(":", 1)[1])
+
+    def request(self, method, path, body=None, timeout=30):
+        """(status, parsed JSON body or None, raw body)."""
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        try:
+            payload = body if isinstance(body, (bytes, type(None))) else body.encode()
+            headers = {"Content-Type": "application/json"} if payload is not None else {}
+            connection.request(method, path, body=payload, headers=headers)
+            response = connection.getresponse()
+            raw = response.read()
+            parsed = json.loads(raw) if raw else None
+            return response.status, parsed, raw
+        finally:
+            connection.close()
+
+    def infer(self, body):
+        return self.request("POST", f"/v2/models/{NAME}/infer",
+                            body if isinstance(body, (str, bytes)) else json.dumps(body))
+
+    def stop(self):
+        if self.process.poll() is None:
+            os.kill(self.process.pid, signal.SIGKILL)
+        self.process.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def server(artifact):
+    running = Server(artifact, "--sessions", "4")
+    yield running
+    running.stop()
+
+
+def features(seed):
+    return np.random.default_rng(seed).uniform(-1, 1, size=(1, 64)).astype(np.float32)
+
+
+def request_for(x, **extra):
+    body = {"inputs": [{"name": "features", "datatype": "FP32", "shape": list(x.shape),
+                        "data": [float(v) for v in x.ravel()]}]}
+    body.update(extra)
+    return body
+
+
+def scores(reply):
+    (output,) = reply["outputs"]
+    assert output["name"] == "scores" and output["datatype"] == "FP32" and output["shape"] == [1, 8]
+    return np.array(output["data"], dtype=np.float32).reshape(1, 8)
+
+
+def test_health_and_metadata(server):
+    for path in ("/v2/health/live", "/v2/health/ready", f"/v2/models/{NAME}/ready"):
+        status, _, raw = server.request("GET", path)
+        assert status == 200 and raw == b"", path
+    status, metadata, _ = server.request("GET", f"/v2/models/{NAME}")
+    assert status == 200
+    assert metadata["name"] == NAME and metadata["platform"] == "sinter"
+    assert metadata["inputs"] == [{"name": "features", "datatype": "FP32", "shape": [1, 64]}]
+    assert metadata["outputs"] == [{"name": "scores", "datatype": "FP32", "shape": [1, 8]}]
+
+
+def test_inference_matches_onnxruntime(server):
+    x = features(1)
+    status, reply, raw = server.infer(request_for(x, id="req-1"))
+    assert status == 200, raw
+    assert reply["model_name"] == NAME and reply["id"] == "req-1"
+    expected = st.run_onnxruntime(MODEL, {"features": x})
+    st.assert_outputs_match({"scores": scores(reply)}, expected, "server")
+    # Nested data (row-major) is the same request.
+    nested = request_for(x)
+    nested["inputs"][0]["data"] = x.tolist()
+    status, again, _ = server.infer(nested)
+    assert status == 200 and again["outputs"] == reply["outputs"]
+
+
+def bad_requests():
+    """(what, body, expected status, a part of the expected message)."""
+    x = features(2)
+    good = request_for(x)
+
+    def edited(edit):
+        body = json.loads(json.dumps(good))
+        edit(body["inputs"][0], body)
+        return json.dumps(body)
+
+    return [
+        ("malformed JSON", '{"inputs": [', 400, "malformed JSON"),
+        ("not an object", "[1, 2]", 400, "must be a JSON object"),
+        ("no inputs", "{}", 400, "has no 'inputs'"),
+        ("missing input", json.dumps({"inputs": []}), 400, "input 'features' is missing"),
+        ("unknown input", edited(lambda t, b: t.update(name="pixels")), 400,
+         "input 'pixels': the model has no such input"),
+        ("repeated input", edited(lambda t, b: b["inputs"].append(dict(t))), 400, "given twice"),
+        ("wrong datatype", edited(lambda t, b: t.update(datatype="FP64")), 400,
+         "datatype is FP64 but the model expects FP32"),
+        ("wrong shape", edited(lambda t, b: t.update(shape=[1, 63])), 400,
+         "shape is [1,63] but the model expects [1,64]"),
+        ("wrong rank", edited(lambda t, b: t.update(shape=[64])), 400, "shape is [64]"),
+        ("too few elements", edited(lambda t, b: t.update(data=t["data"][:60])), 400,
+         "'data' has 60 elements but shape [1,64] holds 64"),
+        ("too many elements", edited(lambda t, b: t.update(data=t["data"] + [1.0])), 400,
+         "more elements than the shape holds"),
+        ("not a number", edited(lambda t, b: t["data"].__setitem__(5, "x")), 400,
+         "element 5 is not a number"),
+        ("no data", edited(lambda t, b: t.pop("data")), 400, "has no 'data'"),
+        ("unknown output", edited(lambda t, b: b.update(outputs=[{"name": "logits"}])), 400,
+         "output 'logits': the model has no such output"),
+        ("oversized body", json.dumps({"inputs": [], "pad": "x" * 200_000}), 413,
+         "larger than this server's limit"),
+        ("nested too deep", '{"inputs": ' + "[" * 100 + "]" * 100 + "}", 400, "nested deeper"),
+    ]
+
+
+@pytest.mark.parametrize("what,body,status,message", bad_requests(),
+                         ids=[case[0] for case in bad_requests()])
+def test_bad_request_gets_4xx_with_a_message(server, what, body, status, message):
+    got, reply, raw = server.infer(body)
+    assert got == status, (what, raw[:300])
+    assert message in reply["error"], (what, reply["error"])
+    # The server goes on serving.
+    assert server.infer(request_for(features(3)))[0] == 200
+
+
+def test_unknown_model_and_path_are_404(server):
+    status, reply, _ = server.request("POST", "/v2/models/resnet/infer", "{}")
+    assert status == 404 and "unknown model 'resnet'" in reply["error"]
+    status, reply, _ = server.request("GET", "/v1/models")
+    assert status == 404 and "no such endpoint" in reply["error"]
+
+
+def test_bad_requests_never_disturb_concurrent_good_ones(server):
+    inputs = [features(100 + k) for k in range(16)]
+    # The truth: each request's answer on an otherwise idle server (checked against onnxruntime
+    # for the first), then the same requests from many threads with bad ones in between.
+    truth = []
+    for x in inputs:
+        status, reply, raw = server.infer(request_for(x))
+        assert status == 200, raw
+        truth.append(reply["outputs"])
+    st.assert_outputs_match({"scores": scores({"outputs": truth[0]})},
+                            st.run_onnxruntime(MODEL, {"features": inputs[0]}), "idle server")
+    bad = [(body, status) for _, body, status, _ in bad_requests()]
+
+    def good(k):
+        status, reply, raw = server.infer(request_for(inputs[k % 16]))
+        return status == 200 and reply["outputs"] == truth[k % 16]
+
+    def refused(k):
+        body, status = bad[k % len(bad)]
+        return server.infer(body)[0] == status
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=32) as executor:
+        goods = [executor.submit(good, k) for k in range(400)]
+        bads = [executor.submit(refused, k) for k in range(120)]
+        good_results = [f.result(timeout=120) for f in goods]
+        bad_results = [f.result(timeout=120) for f in bads]
+    assert good_results.count(False) == 0, f"{good_results.count(False)} wrong good responses"
+    assert bad_results.count(False) == 0, f"{bad_results.count(False)} bad requests not refused"
+
+
+def test_load_generator_checks_every_response(server, artifact):
+    result = subprocess.run(
+        [str(server_bin("sinter_loadgen")), str(artifact), "--port", str(server.port),
+         "--concurrency", "8", "--requests", "400", "--inputs", "16", "--warmup", "2", "--json"],
+        capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr + result.stdout
+    report = json.loads(result.stdout)
+    assert report["requests"] == 400 and report["right"] == 400
+    assert report["wrong"] == 0 and report["lost"] == 0
+
+
+def test_load_generator_notices_a_wrong_model(server, tmp_path):
+    """The check can fail: a server of another model answers with other numbers."""
+    import onnx
+    from onnx import numpy_helper
+    model = onnx.load(str(MODEL))
+    weight = next(w for w in model.graph.initializer
+                  if w.data_type == onnx.TensorProto.FLOAT and np.prod(w.dims) > 1)
+    array = numpy_helper.to_array(weight).copy()
+    array.flat[0] += 1.0
+    weight.CopyFrom(numpy_helper.from_array(array, weight.name))
+    changed = tmp_path / "changed.onnx"
+    onnx.save(model, str(changed))
+    other = tmp_path / f"{NAME}.so"  # the same name, so it asks for the server's model
+    st.run_cli(["compile", changed, "--target", "cpu", "-o", other])
+    result = subprocess.run(
+        [str(server_bin("sinter_loadgen")), str(other), "--port", str(server.port),
+         "--concurrency", "2", "--requests", "8", "--inputs", "4", "--warmup", "0", "--json"],
+        capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1
+    assert json.loads(result.stdout)["wrong"] > 0
+    assert "differs from the local run" in result.stderr
+
+
+def test_a_model_the_machine_cannot_run_fails_at_start(tmp_path):
+    """The server runs the model once before it listens: without a CUDA driver a CUDA artifact
+    is an error at start (exit 1 with the runtime's message), not a 500 on every request; with
+    one, the server starts."""
+    library = tmp_path / f"{NAME}.so"
+    st.run_cli(["compile", MODEL, "--target", "cuda", "-o", library])
+    try:
+        import ctypes
+        ctypes.CDLL("libcuda.so.1")
+        has_driver = True
+    except OSError:
+        has_driver = False
+    if has_driver:
+        Server(library).stop()
+        return
+    result = subprocess.run([str(server_bin("sinter_server")), str(library), "--port", "0"],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1
+    assert "no CUDA driver" in result.stderr
+    assert "listening" not in result.stdout

@@ -1,0 +1,238 @@
+// Weights once per device, on the CUDA session logic run over a fake driver of host memory
+// (fake_cuda_driver.h), so it is checked on machines without a GPU: the first session of a model
+// on a device uploads the weights, later ones share them (no second upload, no second copy in
+// "device" memory, one context retain and one module load per device), the last session frees
+// them, a second device gets its own copy, concurrent first sessions upload once, and every
+// session (and a pool's) still computes the right outputs, graphs replayed. The counts come from
+// the fake (independent of the runtime) and are checked against sinter_model_device_usage.
+// runtime_cuda_test.cpp checks the same on a real GPU.
+#include "artifact_test_util.h"
+#include "fake_cuda_driver.h"
+#include "sinter/package/writer.h"
+#include "sinter/runtime.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+using namespace sinter;
+using namespace sinter::package;
+using namespace sinter::testing;
+
+namespace {
+
+/// identityManifest() for the CUDA target (copies only, so the fake can run its plan).
+Manifest cudaIdentityManifest() {
+  Manifest manifest = identityManifest();
+  manifest.target = Target::Cuda;
+  manifest.cpuLevel.clear();
+  // A module to load, so the test sees it loaded once per device; no launch uses it.
+  manifest.cudaModules = {CudaModule{{CudaBinary{"compute_75", true, {'.', 'v', 0}}}}};
+  return manifest;
+}
+
+/// Runs the identity model on host buffers; true when every output is what the model copies.
+bool identityRunIsRight(sinter_status (*run)(void *, const sinter_tensor *, int32_t,
+                                             sinter_tensor *, int32_t),
+                        void *handle, int seed) {
+  float x[6], xOut[6] = {}, bias[3] = {};
+  int64_t ids[4], idsOut[4] = {};
+  for (int i = 0; i < 6; ++i)
+    x[i] = float(seed * 10 + i) * 0.5f;
+  for (int i = 0; i < 4; ++i)
+    ids[i] = int64_t(seed) * 1000 + i;
+  sinter_tensor inputs[2] = {tensorOf(x, sizeof(x), SINTER_FLOAT32, {2, 3}),
+                             tensorOf(ids, sizeof(ids), SINTER_INT64, {4})};
+  sinter_tensor outputs[3] = {tensorOf(xOut, sizeof(xOut), SINTER_FLOAT32, {2, 3}),
+                              tensorOf(idsOut, sizeof(idsOut), SINTER_INT64, {4}),
+                              tensorOf(bias, sizeof(bias), SINTER_FLOAT32, {3})};
+  if (run(handle, inputs, 2, outputs, 3) != SINTER_OK)
+    return false;
+  return std::memcmp(x, xOut, sizeof(x)) == 0 && std::memcmp(ids, idsOut, sizeof(ids)) == 0 &&
+         bias[0] == 0.5f && bias[1] == -1.25f && bias[2] == 3.0f;
+}
+
+sinter_status runSession(void *session, const sinter_tensor *inputs, int32_t inputCount,
+                         sinter_tensor *outputs, int32_t outputCount) {
+  return sinter_session_run_host(static_cast<sinter_session *>(session), inputs, inputCount,
+                                 outputs, outputCount);
+}
+
+sinter_status runPool(void *pool, const sinter_tensor *inputs, int32_t inputCount,
+                      sinter_tensor *outputs, int32_t outputCount) {
+  return sinter_pool_run_host(static_cast<sinter_pool *>(pool), inputs, inputCount, outputs,
+                              outputCount);
+}
+
+/// sinter_pool_run with "device" buffers: the fake's device memory is host memory, so host
+/// buffers stand in for device pointers, on the default stream.
+sinter_status runPoolOnDevice(void *pool, const sinter_tensor *inputs, int32_t inputCount,
+                              sinter_tensor *outputs, int32_t outputCount) {
+  return sinter_pool_run(static_cast<sinter_pool *>(pool), inputs, inputCount, outputs,
+                         outputCount, nullptr);
+}
+
+class DeviceShareTest : public ArtifactTest {
+protected:
+  void SetUp() override {
+    ArtifactTest::SetUp();
+    cuda::replaceDriverForTesting(&FakeCuda::driver());
+    model_ = path("cuda_identity.so");
+    manifest_ = cudaIdentityManifest();
+    writeArtifact(manifest_, model_);
+    ASSERT_EQ(sinter_model_load(model_.c_str(), &loaded_), SINTER_OK) << sinter_last_error();
+    uploadsBefore_ = fake().hostToDeviceSyncCopies.load();
+  }
+  void TearDown() override {
+    sinter_model_free(loaded_);
+    cuda::replaceDriverForTesting(nullptr);
+    ArtifactTest::TearDown();
+  }
+  static FakeCuda &fake() { return FakeCuda::instance(); }
+  int uploads() const { return fake().hostToDeviceSyncCopies.load() - uploadsBefore_; }
+  sinter_device_usage usage(int device) const {
+    sinter_device_usage usage{};
+    EXPECT_EQ(sinter_model_device_usage(loaded_, device, &usage), SINTER_OK) << sinter_last_error();
+    return usage;
+  }
+  sinter_session *session(int device) {
+    sinter_session_options options;
+    sinter_session_options_init(&options);
+    options.device = device;
+    sinter_session *made = nullptr;
+    EXPECT_EQ(sinter_session_create(loaded_, &options, &made), SINTER_OK) << sinter_last_error();
+    return made;
+  }
+
+  std::string model_;
+  Manifest manifest_;
+  sinter_model *loaded_ = nullptr;
+  int uploadsBefore_ = 0;
+};
+
+} // namespace
+
+TEST_F(DeviceShareTest, SessionsOnADeviceShareOneUploadOfTheWeights) {
+  const size_t weights = manifest_.weights.size(), arena = manifest_.arenaBytes;
+  ASSERT_EQ(fake().liveBytes(), 0u);
+  EXPECT_EQ(usage(0).sessions, 0);
+  EXPECT_EQ(usage(0).weight_bytes, 0u);
+
+  std::vector<sinter_session *> sessions;
+  for (int i = 0; i < 4; ++i) {
+    sessions.push_back(session(0));
+    ASSERT_NE(sessions.back(), nullptr);
+    // One upload, one copy of the weights in device memory, one arena per session.
+    EXPECT_EQ(uploads(), 1) << "after session " << i;
+    EXPECT_EQ(fake().liveBytes(), weights + (i + 1) * arena) << "after session " << i;
+    EXPECT_EQ(fake().contextRetains.load(), 1);
+    EXPECT_EQ(fake().modulesLoaded.load(), 1);
+  }
+  sinter_device_usage four = usage(0);
+  EXPECT_EQ(four.sessions, 4);
+  EXPECT_EQ(four.weight_uploads, 1);
+  EXPECT_EQ(four.weight_bytes, weights);
+  EXPECT_EQ(four.arena_bytes, 4 * arena);
+
+  // Every session reads the shared weights (the `bias` output is copied from them), first by
+  // plain launches, then by its own captured graph.
+  int launchesBefore = fake().graphLaunches.load();
+  for (int run = 0; run < 3; ++run)
+    for (size_t i = 0; i < sessions.size(); ++i)
+      EXPECT_TRUE(identityRunIsRight(runSession, sessions[i], run * 7 + int(i)))
+          << "session " << i << " run " << run;
+  EXPECT_EQ(fake().graphLaunches.load() - launchesBefore, 2 * 4);
+
+  // The weights stay while a session is left, and go with the last one.
+  for (size_t i = 0; i + 1 < sessions.size(); ++i)
+    sinter_session_destroy(sessions[i]);
+  EXPECT_EQ(fake().liveBytes(), weights + arena);
+  EXPECT_TRUE(identityRunIsRight(runSession, sessions.back(), 99));
+  sinter_session_destroy(sessions.back());
+  EXPECT_EQ(fake().liveAllocations(), 0u);
+  EXPECT_EQ(fake().contextRetains.load(), 0);
+  EXPECT_EQ(fake().modulesLoaded.load(), 0);
+  EXPECT_EQ(usage(0).sessions, 0);
+  EXPECT_EQ(usage(0).weight_bytes, 0u);
+  EXPECT_EQ(usage(0).arena_bytes, 0u);
+
+  // A new first session uploads again.
+  sinter_session *again = session(0);
+  EXPECT_EQ(uploads(), 2);
+  EXPECT_EQ(usage(0).weight_uploads, 2);
+  EXPECT_TRUE(identityRunIsRight(runSession, again, 5));
+  sinter_session_destroy(again);
+}
+
+TEST_F(DeviceShareTest, EachDeviceHasItsOwnCopy) {
+  sinter_session *first = session(0), *second = session(1), *third = session(1);
+  EXPECT_EQ(uploads(), 2);
+  EXPECT_EQ(fake().contextRetains.load(), 2);
+  EXPECT_EQ(usage(0).sessions, 1);
+  EXPECT_EQ(usage(1).sessions, 2);
+  EXPECT_EQ(usage(1).weight_uploads, 1);
+  for (sinter_session *each : {first, second, third})
+    EXPECT_TRUE(identityRunIsRight(runSession, each, 3));
+  sinter_session_destroy(first);
+  EXPECT_EQ(usage(0).weight_bytes, 0u);
+  EXPECT_EQ(usage(1).weight_bytes, manifest_.weights.size());
+  sinter_session_destroy(second);
+  sinter_session_destroy(third);
+  EXPECT_EQ(fake().liveAllocations(), 0u);
+
+  // A device that does not exist is named, and leaves nothing behind.
+  sinter_session_options options;
+  sinter_session_options_init(&options);
+  options.device = 5;
+  sinter_session *none = nullptr;
+  EXPECT_EQ(sinter_session_create(loaded_, &options, &none), SINTER_ERROR_NO_DEVICE);
+  EXPECT_TRUE(contains(sinter_last_error(), "device 5")) << sinter_last_error();
+  EXPECT_EQ(usage(5).weight_uploads, 0);
+  EXPECT_EQ(fake().contextRetains.load(), 0);
+  sinter_device_usage negative{};
+  EXPECT_EQ(sinter_model_device_usage(loaded_, -1, &negative), SINTER_ERROR_INVALID_ARGUMENT);
+}
+
+TEST_F(DeviceShareTest, ConcurrentFirstSessionsUploadOnce) {
+  constexpr int kThreads = 64;
+  std::vector<sinter_session *> sessions(kThreads, nullptr);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i)
+    threads.emplace_back([&, i] { sinter_session_create(loaded_, nullptr, &sessions[size_t(i)]); });
+  for (std::thread &thread : threads)
+    thread.join();
+  for (sinter_session *each : sessions)
+    ASSERT_NE(each, nullptr);
+  EXPECT_EQ(uploads(), 1);
+  EXPECT_EQ(usage(0).sessions, kThreads);
+  EXPECT_EQ(fake().liveBytes(), manifest_.weights.size() + kThreads * manifest_.arenaBytes);
+  for (sinter_session *each : sessions)
+    sinter_session_destroy(each);
+  EXPECT_EQ(fake().liveAllocations(), 0u);
+}
+
+TEST_F(DeviceShareTest, APoolsSessionsShareTheWeights) {
+  sinter_pool_options options;
+  sinter_pool_options_init(&options);
+  sinter_pool *pool = nullptr;
+  ASSERT_EQ(sinter_pool_create(loaded_, &options, 8, &pool), SINTER_OK) << sinter_last_error();
+  std::vector<int> wrong(16, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 16; ++t)
+    threads.emplace_back([&, t] {
+      for (int run = 0; run < 20; ++run)
+        wrong[size_t(t)] += !identityRunIsRight(run % 2 ? runPoolOnDevice : runPool, pool,
+                                                t * 100 + run);
+    });
+  for (std::thread &thread : threads)
+    thread.join();
+  EXPECT_EQ(wrong, std::vector<int>(16, 0));
+  int32_t made = sinter_pool_session_count(pool);
+  EXPECT_GE(made, 1);
+  EXPECT_LE(made, 8);
+  EXPECT_EQ(usage(0).sessions, made);
+  EXPECT_EQ(uploads(), 1);
+  sinter_pool_free(pool);
+  EXPECT_EQ(usage(0).sessions, 0);
+  EXPECT_EQ(fake().liveAllocations(), 0u);
+}
