@@ -4,6 +4,8 @@
 #   include/sinter/runtime.h, .hpp      its C ABI and the C++ wrapper
 #   lib/cmake/sinter/                   find_package(sinter): the imported target sinter::runtime
 #   lib/pkgconfig/sinter.pc             pkg-config --cflags --libs sinter
+#   lib/cmake/sinter/SinterVerify.cmake sinter_add_verify_test() for CI
+#   lib/sinter/triton/sinter/           the Triton backend folder (libtriton_sinter.so)
 # The compiler's libraries and headers are not installed: programs link the runtime only.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
@@ -35,3 +37,16 @@ install(FILES ${PROJECT_BINARY_DIR}/sinterConfig.cmake
 string(REGEX REPLACE "[^/]+" ".." sinter_pc_to_prefix "${CMAKE_INSTALL_LIBDIR}/pkgconfig")
 configure_file(${CMAKE_CURRENT_LIST_DIR}/sinter.pc.in ${PROJECT_BINARY_DIR}/sinter.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/sinter.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+
+# sinter_add_verify_test() for CI pipelines (docs/ci.md): include(SinterVerify) after
+# find_package(sinter), which puts this folder on the module path.
+install(FILES ${PROJECT_SOURCE_DIR}/cmake/SinterVerify.cmake DESTINATION ${sinter_cmake_dir})
+
+# The Triton backend as the folder tritonserver --backend-directory expects
+# (lib/sinter/triton/sinter/libtriton_sinter.so; docs/serving.md). Its RUNPATH is $ORIGIN, so the
+# runtime goes beside it.
+if(TARGET triton_sinter)
+  set(sinter_triton_dir ${CMAKE_INSTALL_LIBDIR}/sinter/triton/sinter)
+  install(TARGETS triton_sinter LIBRARY DESTINATION ${sinter_triton_dir})
+  install(FILES $<TARGET_FILE:sinter_rt> DESTINATION ${sinter_triton_dir})
+endif()
