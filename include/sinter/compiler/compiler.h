@@ -1,9 +1,19 @@
-// The compile driver: from an imported graph to model.so.
+// The compile driver: from an imported graph to model.so, in stages that run in this order
+// (lib/compiler/compiler.cpp's buildManifest lists them, with the reason for each place):
 //
-//   passes (pipeline.h) -> kernel groups -> memory plan -> lowering + backend per group
-//   -> backend finish (NVRTC/ptxas or LLVM object) -> artifact writer
+//   passes (passes/pipeline.h: graph to graph)
+//   -> schedule: kernel groups (codegen/fusion.h), view aliases and lifetimes
+//      (codegen/buffer_assignment.h)
+//   -> lowering: each group to kernel IR (codegen/lowering.h)
+//   -> weights: the constants into the weights blob
+//   -> backend code generation: each kernel's source and launch shape (codegen/backend.h)
+//   -> memory plan: values, scratch and workspace in one arena (codegen/memory_plan.h)
+//   -> the plan: every launch's arguments, the signature's slots
+//   -> packaging: the backend compiles (NVRTC/ptxas or LLVM), the writer links model.so
+//      (package/writer.h)
 //
-// Nothing flows backwards: codegen never edits the graph.
+// Nothing flows backwards: codegen never edits the graph, and each stage reads only what the
+// stages before it made.
 #pragma once
 
 #include "sinter/codegen/backend.h"
