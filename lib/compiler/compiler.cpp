@@ -3,10 +3,11 @@
 // order is written where it is called.
 #include "sinter/compiler/compiler.h"
 
-#include "sinter/codegen/buffer_assignment.h"
-#include "sinter/codegen/fusion.h"
-#include "sinter/codegen/lowering.h"
-#include "sinter/codegen/memory_plan.h"
+#include "sinter/codegen/schedule/buffer_assignment.h"
+#include "sinter/codegen/schedule/fusion.h"
+#include "sinter/codegen/lowering/lowering.h"
+#include "sinter/codegen/schedule/memory_plan.h"
+#include "sinter/codegen/targets/targets.h"
 #include "sinter/ir/data_dependence.h"
 #include "sinter/ir/graph.h"
 #include "sinter/ir/infer.h"

@@ -2,8 +2,8 @@
 // source, which value owns each alias's bytes, and the lifetimes handed to the arena planner.
 // The expected steps are worked out by hand from the header's rules: step i is group i, graph
 // inputs start at -1, graph outputs end at the number of groups, aliases extend their owner.
-#include "sinter/codegen/buffer_assignment.h"
-#include "sinter/codegen/fusion.h"
+#include "sinter/codegen/schedule/buffer_assignment.h"
+#include "sinter/codegen/schedule/fusion.h"
 #include "sinter/ir/parser.h"
 
 #include <gtest/gtest.h>

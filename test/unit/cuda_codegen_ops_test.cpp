@@ -4,8 +4,8 @@
 // generated, compiled by NVRTC and assembled by ptxas, and the PTX has an entry for each. Their
 // numerical results are checked against the ONNX node tests by the conformance runner.
 #include "codegen_test_util.h"
-#include "sinter/codegen/backend.h"
-#include "sinter/codegen/lowering.h"
+#include "sinter/codegen/targets/targets.h"
+#include "sinter/codegen/lowering/lowering.h"
 #include "sinter/ir/graph.h"
 #include "sinter/ir/infer.h"
 

@@ -3,8 +3,8 @@
 // requested architecture; groups the route does not lower go to the CUDA C backend, as a second
 // module, and each kernel entry says which generator built it.
 #include "codegen_test_util.h"
-#include "sinter/codegen/backend.h"
-#include "sinter/codegen/lowering.h"
+#include "sinter/codegen/targets/targets.h"
+#include "sinter/codegen/lowering/lowering.h"
 #include "sinter/ir/graph.h"
 #include "sinter/ir/infer.h"
 #include "sinter/support/error.h"

@@ -16,7 +16,7 @@
 // stages before it made.
 #pragma once
 
-#include "sinter/codegen/backend.h"
+#include "sinter/codegen/backend/backend.h"
 #include "sinter/package/manifest.h"
 #include "sinter/passes/pipeline.h"
 

@@ -3,11 +3,11 @@
 // architecture by NVRTC to PTX and by ptxas to SASS, all on a pool of the host's cores. Each
 // module gets one cubin per requested architecture plus the PTX of the newest, so it runs on each
 // listed GPU generation and JIT-compiles on newer ones.
-#include "../backends.h"
+#include "sinter/codegen/cuda/cuda_backend.h"
 #include "cuda_attention.h"
 #include "cuda_contraction.h"
 #include "cuda_source.h"
-#include "toolchain.h"
+#include "sinter/codegen/cuda/toolchain.h"
 
 #include "sinter/support/error.h"
 

@@ -9,9 +9,9 @@
 // (cuda_tile_schedule.h).
 #pragma once
 
-#include "sinter/codegen/backend.h"
-#include "sinter/codegen/contraction.h"
-#include "sinter/codegen/index_ranges.h"
+#include "sinter/codegen/backend/backend.h"
+#include "sinter/codegen/lowering/contraction.h"
+#include "sinter/codegen/kernel/index_ranges.h"
 
 #include <optional>
 #include <string>
