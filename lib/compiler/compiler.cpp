@@ -124,22 +124,23 @@ package::Manifest startManifest(const Graph &graph, const CompileOptions &option
     manifest.boundInputs.push_back(std::move(bound));
   }
   if (manifest.target == package::Target::Cpu)
-    manifest.cpuLevel = options.target.cpuLevel;
+    manifest.cpuLevel = options.target.cpu.level;
   else
-    manifest.cudaArchs = options.target.cudaArchs;
+    manifest.cudaArchs = options.target.cuda.archs;
   return manifest;
 }
 
 /// The pass pipeline (passes/pipeline.h). Returns whether kernels are to be fused: fusion is
 /// planned in scheduling, not a graph pass, but --disable-pass fuse-kernels turns it off the
 /// same way.
-bool runPasses(Graph &graph, const CompileOptions &options) {
+bool runPasses(Graph &graph, const CompileOptions &options,
+               const codegen::BackendCapabilities &capabilities) {
   requireStaticShapes(graph);
   PipelineOptions pipeline = options.pipeline;
   bool fuseKernels = pipeline.disabled.erase(std::string(kFuseKernels)) == 0;
-  // The fused attention kernel multiplies 16-bit operands; float32 attention keeps its products
-  // on the tf32 tensor-core kernels, and the CPU its blocked ones (docs/attention.md).
-  pipeline.fusedAttention = options.target.target != package::Target::Cpu &&
+  // Attention is fused when the backend has a kernel for it at this storage precision (the
+  // CUDA C one multiplies 16-bit operands; docs/attention.md).
+  pipeline.fusedAttention = capabilities.fusedAttention16Bit &&
                             (pipeline.precision == DType::Float16 || pipeline.precision == DType::BFloat16);
   runPipeline(graph, pipeline);
   return fuseKernels;
@@ -154,19 +155,21 @@ Schedule scheduleGraph(const Graph &graph, bool fuseKernels) {
   return schedule;
 }
 
-/// Every group but views to kernel IR (lowering.h); a view group's kernel stays empty.
-std::vector<codegen::Kernel> lowerGroups(const Schedule &schedule,
-                                         const std::function<void(const std::string &)> &report) {
+/// Every group but views, once, into the forms the backend consumes (backend.h's LoweredGroup:
+/// kernel IR, and the contraction or attention descriptions); a view group's stays empty.
+std::vector<codegen::LoweredGroup> lowerGroups(const Schedule &schedule,
+                                               const codegen::BackendCapabilities &capabilities,
+                                               const std::function<void(const std::string &)> &report) {
   const std::vector<codegen::KernelGroup> &groups = schedule.groups;
-  std::vector<codegen::Kernel> kernels(groups.size());
+  std::vector<codegen::LoweredGroup> lowered(groups.size());
   for (size_t i = 0; i < groups.size(); ++i) {
     if (schedule.buffers.viewGroup[i])
       continue; // no kernel: its output is its source's bytes
     if (i % 50 == 0)
       report("generating kernel " + std::to_string(i + 1) + "/" + std::to_string(groups.size()));
-    kernels[i] = codegen::lowerGroup(groups[i]);
+    lowered[i] = codegen::lowerForBackend(groups[i], capabilities);
   }
-  return kernels;
+  return lowered;
 }
 
 /// Constants that something reads go to the weights blob, in the graph's constant order.
@@ -185,20 +188,20 @@ std::map<const Value *, package::BufferRef> placeConstants(const Graph &graph,
 
 /// Each kernel's source (kept by the backend until finish) and launch shape.
 GeneratedKernels generateKernels(codegen::Backend &backend, const Schedule &schedule,
-                                 const std::vector<codegen::Kernel> &kernels) {
+                                 const std::vector<codegen::LoweredGroup> &lowered) {
   const size_t count = schedule.groups.size();
   GeneratedKernels generated{std::vector<package::Kernel>(count),
                              std::vector<codegen::LaunchShape>(count)};
   for (size_t i = 0; i < count; ++i)
     if (!schedule.buffers.viewGroup[i]) // a view has no kernel: its output is its source's bytes
-      generated.entries[i] = backend.addKernel(schedule.groups[i], kernels[i], generated.shapes[i]);
+      generated.entries[i] = backend.addKernel(lowered[i], generated.shapes[i]);
   return generated;
 }
 
 /// The arena: the values' lifetimes, then each kernel's scratch buffers (in kernel then buffer
 /// order), then each kernel's workspace, every one of those live for its kernel's step alone.
 /// Fills `location` for arena values and their aliases.
-MemoryLayout planMemory(const Schedule &schedule, const std::vector<codegen::Kernel> &kernels,
+MemoryLayout planMemory(const Schedule &schedule, const std::vector<codegen::LoweredGroup> &lowered,
                         const GeneratedKernels &generated,
                         std::map<const Value *, package::BufferRef> location) {
   const codegen::BufferAssignment &buffers = schedule.buffers;
@@ -208,7 +211,7 @@ MemoryLayout planMemory(const Schedule &schedule, const std::vector<codegen::Ker
   layout.scratchSlots.resize(count);
   layout.workspaceSlot.resize(count);
   for (size_t i = 0; i < count; ++i)
-    for (const codegen::BufferParam &buffer : kernels[i].buffers)
+    for (const codegen::BufferParam &buffer : lowered[i].kernel.buffers)
       if (buffer.scratch) {
         layout.scratchSlots[i].push_back(lifetimes.size());
         lifetimes.push_back({uint64_t(buffer.elements) * dtypeSize(buffer.dtype), int64_t(i), int64_t(i)});
@@ -231,7 +234,7 @@ MemoryLayout planMemory(const Schedule &schedule, const std::vector<codegen::Ker
 /// One launch per kernel, with every argument's place: the group's inputs, its outputs, its
 /// scratch buffers, the constants the backend derived (appended to the weights blob here) and
 /// its workspace, in that order (backend.h's LaunchShape).
-void recordLaunches(const Schedule &schedule, const std::vector<codegen::Kernel> &kernels,
+void recordLaunches(const Schedule &schedule, const std::vector<codegen::LoweredGroup> &lowered,
                     GeneratedKernels &generated, const MemoryLayout &layout,
                     package::Manifest &manifest) {
   for (size_t i = 0; i < schedule.groups.size(); ++i) {
@@ -253,7 +256,7 @@ void recordLaunches(const Schedule &schedule, const std::vector<codegen::Kernel>
       launch.args.push_back({package::Region::Arena, layout.arena.offsets[slot]});
     for (const std::vector<uint8_t> &data : shape.derivedConstants)
       launch.args.push_back({package::Region::Weights, appendWeights(manifest, data.data(), data.size(),
-                                                                     kernels[i].name + ".derived")});
+                                                                     lowered[i].kernel.name + ".derived")});
     if (layout.workspaceSlot[i])
       launch.args.push_back({package::Region::Arena, layout.arena.offsets[*layout.workspaceSlot[i]]});
     manifest.kernels.push_back(std::move(generated.entries[i]));
@@ -303,18 +306,24 @@ package::Manifest buildManifest(Graph &graph, const CompileOptions &options,
   for (Value *input : graph.inputs())
     declared[input->name()] = input->shape();
 
+  // 0. The target's backend, first: its capabilities decide what the passes form (fused
+  //    attention) and what lowering describes for it.
+  std::unique_ptr<codegen::Backend> backend = codegen::createBackend(options.target);
+  const codegen::BackendCapabilities capabilities = backend->capabilities();
+
   // 1. Passes: graph to graph, before anything is scheduled (they change which nodes exist).
   auto start = Clock::now();
-  const bool fuseKernels = runPasses(graph, options);
+  const bool fuseKernels = runPasses(graph, options, capabilities);
   stats.passSeconds = secondsSince(start);
 
   // 2. Schedule: kernel groups, then view aliases and lifetimes over the groups' order.
   Schedule schedule = scheduleGraph(graph, fuseKernels);
 
-  // 3. Lowering, once per group. Before memory planning: a kernel may declare scratch buffers
-  //    (KernelBuilder::addScratch), which the arena holds for its step only.
+  // 3. Lowering, once per group, into what the backend consumes; backends never read the graph.
+  //    Before memory planning: a kernel may declare scratch buffers (KernelBuilder::addScratch),
+  //    which the arena holds for its step only.
   start = Clock::now();
-  std::vector<codegen::Kernel> kernels = lowerGroups(schedule, report);
+  std::vector<codegen::LoweredGroup> lowered = lowerGroups(schedule, capabilities, report);
   double codegenSeconds = secondsSince(start);
 
   // 4. Weights: the graph's constants, in graph order (the derived constants follow in step 7).
@@ -323,12 +332,11 @@ package::Manifest buildManifest(Graph &graph, const CompileOptions &options,
   // 5. Backend code generation. Before memory planning: a backend may declare workspace of its
   //    own for a kernel (LaunchShape::workspaceBytes: a stream-K GEMM's partial sums).
   start = Clock::now();
-  std::unique_ptr<codegen::Backend> backend = codegen::createBackend(options.target);
-  GeneratedKernels generated = generateKernels(*backend, schedule, kernels);
+  GeneratedKernels generated = generateKernels(*backend, schedule, lowered);
   codegenSeconds += secondsSince(start);
 
   // 6. Memory plan: values, then scratch, then workspace, all in one arena.
-  MemoryLayout layout = planMemory(schedule, kernels, generated, std::move(location));
+  MemoryLayout layout = planMemory(schedule, lowered, generated, std::move(location));
   manifest.arenaBytes = layout.arena.arenaBytes;
   manifest.activationBytes = layout.arena.totalBytes;
   stats.arenaBytes = layout.arena.arenaBytes;
@@ -337,7 +345,7 @@ package::Manifest buildManifest(Graph &graph, const CompileOptions &options,
   // 7. The plan: inputs' slots, one launch per kernel with every argument's place, then the
   //    outputs' slots (and the copies of constant outputs, which run after every launch).
   recordInputs(graph, declared, layout, manifest);
-  recordLaunches(schedule, kernels, generated, layout, manifest);
+  recordLaunches(schedule, lowered, generated, layout, manifest);
   stats.codegenSeconds = codegenSeconds;
   stats.weightBytes = manifest.weights.size(); // with the constants backends derived
   stats.kernelCount = int(manifest.kernels.size());

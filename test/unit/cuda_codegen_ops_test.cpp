@@ -26,14 +26,14 @@ namespace {
 std::string compileEachNode(const Graph &graph, std::vector<Kernel> *kernels = nullptr) {
   TargetOptions options;
   options.target = package::Target::Cuda;
-  options.cudaArchs = {"sm_80"};
+  options.cuda.archs = {"sm_80"};
   std::unique_ptr<Backend> backend = createBackend(options);
   package::Manifest manifest;
   for (const auto &node : graph.nodes()) {
     KernelGroup group = singleNodeGroup(*node, int(manifest.kernels.size()));
     Kernel kernel = lowerGroup(group);
     LaunchShape launch;
-    manifest.kernels.push_back(backend->addKernel(group, kernel, launch));
+    manifest.kernels.push_back(backend->addKernel(lowerForBackend(group, backend->capabilities()), launch));
     if (kernels)
       kernels->push_back(std::move(kernel));
   }

@@ -31,7 +31,7 @@ namespace fs = std::filesystem;
 class CpuBackend final : public Backend {
 public:
   explicit CpuBackend(const TargetOptions &options)
-      : options_(resolved(options)), machine_(llvmgen::createX86TargetMachine(options_.cpuLevel)),
+      : options_(resolved(options)), machine_(llvmgen::createX86TargetMachine(options_.cpu.level)),
         module_(std::make_unique<llvm::Module>("sinter_kernels", context_)) {
     module_->setDataLayout(machine_->createDataLayout());
     module_->setTargetTriple(machine_->getTargetTriple().str());
@@ -39,17 +39,17 @@ public:
     hasF16c_ = machine_->getMCSubtargetInfo()->checkFeatures("+f16c");
   }
 
-  std::string name() const override { return "LLVM x86-64 (" + options_.cpuLevel + ")"; }
+  std::string name() const override { return "LLVM x86-64 (" + options_.cpu.level + ")"; }
 
   /// --cpu native compiles for the host's highest x86-64 level, which the manifest then names.
   static TargetOptions resolved(TargetOptions options) {
-    options.cpuLevel = llvmgen::resolveCpuLevel(options.cpuLevel);
+    options.cpu.level = llvmgen::resolveCpuLevel(options.cpu.level);
     return options;
   }
 
-  package::Kernel addKernel(const KernelGroup &group, const Kernel &kernel,
-                            LaunchShape &launch) override {
-    if (std::optional<Kernel> blocked = llvmgen::addBlockedContraction(group, options_.cpuLevel, *module_, launch,
+  package::Kernel addKernel(const LoweredGroup &group, LaunchShape &launch) override {
+    const Kernel &kernel = group.kernel;
+    if (std::optional<Kernel> blocked = llvmgen::addBlockedContraction(group, options_.cpu.level, *module_, launch,
                                                                              hasF16c_)) {
       emitKernelSource(kernel);
       return describeKernel(group, *blocked, "llvm-x86-blocked");
@@ -73,7 +73,7 @@ public:
     std::string problems;
     llvm::raw_string_ostream stream(problems);
     SINTER_ASSERT(!llvm::verifyModule(*module_, &stream), "generated LLVM IR is invalid:\n", problems);
-    manifest.cpuLevel = options_.cpuLevel;
+    manifest.cpuLevel = options_.cpu.level;
     bool emit = !options_.emitSourceDirectory.empty();
     if (emit)
       writeModule(fs::path(options_.emitSourceDirectory) / "module.unoptimized.ll");

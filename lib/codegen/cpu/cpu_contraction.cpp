@@ -112,9 +112,9 @@ void emitLoop(llvm::IRBuilder<> &b, llvm::Value *start, llvm::Value *end, int64_
 }
 
 /// Whether every load of `expr` reads a constant input of the group (its data known now).
-bool readsOnlyConstants(const ExprRef &expr, const KernelGroup &group) {
+bool readsOnlyConstants(const ExprRef &expr, const LoweredGroup &group) {
   if (expr->kind == ExprKind::Load &&
-      (size_t(expr->id) >= group.inputs.size() || !group.inputs[size_t(expr->id)]->isConstant()))
+      (size_t(expr->id) >= group.constantInputs.size() || !group.constantInputs[size_t(expr->id)]))
     return false;
   for (const ExprRef &operand : expr->operands)
     if (!readsOnlyConstants(operand, group))
@@ -132,7 +132,7 @@ struct PackedOperand {
 /// panel `p` holding rows (or columns) p * width ... + width - 1 interleaved per r, zero beyond
 /// `extent`. `lhs` selects which operand: lhs(b, i, r) with i across the panel, else rhs(b, r, j).
 /// An operand that does not depend on b is packed once.
-std::optional<PackedOperand> packConstantOperand(const KernelGroup &group, const Contraction &contraction,
+std::optional<PackedOperand> packConstantOperand(const LoweredGroup &group, const Contraction &contraction,
                                                  bool lhs, int64_t width) {
   const ContractionSpec &spec = contraction.spec;
   const ExprRef &operand = lhs ? spec.lhs : spec.rhs;
@@ -141,9 +141,9 @@ std::optional<PackedOperand> packConstantOperand(const KernelGroup &group, const
   PackedOperand result;
   result.perBatch = spec.batch > 1 && usesVariable(operand, spec.b);
   ExprEvaluator evaluator(contraction.kernel);
-  for (size_t i = 0; i < group.inputs.size(); ++i)
-    if (group.inputs[i]->isConstant())
-      evaluator.setBuffer(int(i), group.inputs[i]->constant().data());
+  for (size_t i = 0; i < group.constantInputs.size(); ++i)
+    if (group.constantInputs[i])
+      evaluator.setBuffer(int(i), group.constantInputs[i]->data());
   if (!evaluator.canEvaluate(operand))
     return std::nullopt;
   int64_t extent = lhs ? spec.m : spec.n, panels = ceilDiv(extent, width);
@@ -465,9 +465,9 @@ MicroKernelShape fitMicroKernel(const ContractionSpec &spec, MicroKernelShape mi
 
 } // namespace
 
-std::optional<Kernel> addBlockedContraction(const KernelGroup &group, const std::string &cpuLevel,
+std::optional<Kernel> addBlockedContraction(const LoweredGroup &group, const std::string &cpuLevel,
                                             llvm::Module &module, LaunchShape &launch, bool hasF16c) {
-  std::optional<Contraction> contraction = lowerContraction(group);
+  const std::optional<Contraction> &contraction = group.contraction;
   if (!contraction || contraction->spec.type != DType::Float32)
     return std::nullopt;
   const ContractionSpec &spec = contraction->spec;

@@ -49,12 +49,12 @@ struct ContractionBlocking {
 
 ContractionBlocking chooseBlocking(const ContractionSpec &spec, const MicroKernelShape &micro);
 
-/// When `group` is an f32 contraction worth tiling, adds its blocked kernel to `module` (entry
+/// When `group`'s contraction is f32 and worth tiling, adds its blocked kernel to `module` (entry
 /// point `void NAME(void *const *args, int64_t begin, int64_t end)` over tiles), fills `launch`
 /// (parallel extent, derived constants) and returns the described kernel (buffers, flops) for
 /// the manifest. nullopt otherwise: the caller builds the naive kernel. `hasF16c`: the target
 /// converts f16 <-> f32 in hardware (packing 16-bit operands then costs one instruction each).
-std::optional<Kernel> addBlockedContraction(const KernelGroup &group, const std::string &cpuLevel,
+std::optional<Kernel> addBlockedContraction(const LoweredGroup &group, const std::string &cpuLevel,
                                             llvm::Module &module, LaunchShape &launch,
                                             bool hasF16c = false);
 

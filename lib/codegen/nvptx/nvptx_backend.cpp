@@ -64,25 +64,26 @@ class NvptxRoute {
 public:
   explicit NvptxRoute(const TargetOptions &options)
       : options_(options), libdevice_(llvmgen::findLibdevice()) {
-    std::sort(options_.cudaArchs.begin(), options_.cudaArchs.end(),
+    std::sort(options_.cuda.archs.begin(), options_.cuda.archs.end(),
               [](const std::string &a, const std::string &b) {
                 return archNumber(a) != archNumber(b) ? archNumber(a) < archNumber(b) : a < b;
               });
-    options_.cudaArchs.erase(std::unique(options_.cudaArchs.begin(), options_.cudaArchs.end()),
-                             options_.cudaArchs.end());
-    for (const std::string &arch : options_.cudaArchs)
+    options_.cuda.archs.erase(std::unique(options_.cuda.archs.begin(), options_.cuda.archs.end()),
+                              options_.cuda.archs.end());
+    for (const std::string &arch : options_.cuda.archs)
       llvmgen::createNvptxTargetMachine(arch); // UserError now for an arch LLVM does not know
   }
 
   /// Why this group goes to CUDA C instead; empty when the NVPTX route lowers it.
-  std::string fallbackReason(const KernelGroup &group, const Kernel &kernel) const {
-    for (const Node *node : group.nodes) {
-      FusionClass fusion = node->info().fusion;
-      bool convolution = node->kind() == OpKind::Conv || node->kind() == OpKind::ConvTranspose;
+  std::string fallbackReason(const LoweredGroup &group) const {
+    for (OpKind op : group.ops) {
+      FusionClass fusion = opInfo(op).fusion;
+      bool convolution = op == OpKind::Conv || op == OpKind::ConvTranspose;
       if (fusion == FusionClass::Gemm || convolution || fusion == FusionClass::Opaque)
-        return std::string(node->opName()) + " (" + std::string(fusionClassName(fusion)) +
+        return std::string(opName(op)) + " (" + std::string(fusionClassName(fusion)) +
                "): not lowered by the NVPTX route yet";
     }
+    const Kernel &kernel = group.kernel;
     if (libdevice_.empty() && llvmgen::needsLibdevice(kernel))
       return "needs math functions from libdevice, which was not found (set SINTER_LIBDEVICE)";
     return "";
@@ -95,7 +96,7 @@ public:
     std::vector<const Kernel *> kernels;
     for (const Kernel &kernel : kernels_)
       kernels.push_back(&kernel);
-    const std::string &newest = options_.cudaArchs.back();
+    const std::string &newest = options_.cuda.archs.back();
     bool emit = !options_.emitSourceDirectory.empty();
     struct Result {
       llvmgen::NvptxModule module;
@@ -103,7 +104,7 @@ public:
     };
     // One LLVM context, O3 and ptxas run per architecture, in parallel.
     std::vector<std::future<Result>> jobs;
-    for (const std::string &arch : options_.cudaArchs) {
+    for (const std::string &arch : options_.cuda.archs) {
       jobs.push_back(std::async(std::launch::async, [&, arch] {
         llvmgen::NvptxModuleOptions moduleOptions{arch, kBlockSize, libdevice_,
                                                   emit && arch == newest};
@@ -119,7 +120,7 @@ public:
       results.push_back(job.get());
     package::CudaModule module;
     for (size_t i = 0; i < results.size(); ++i)
-      module.binaries.push_back({options_.cudaArchs[i], false, results[i].cubin});
+      module.binaries.push_back({options_.cuda.archs[i], false, results[i].cubin});
     const std::string &ptx = results.back().module.ptx;
     module.binaries.push_back({"compute_" + newest.substr(3), true,
                                std::vector<uint8_t>(ptx.begin(), ptx.end())});
@@ -127,7 +128,7 @@ public:
       writeSources(results.back().module, [&] {
         std::vector<std::pair<std::string, std::string>> modules;
         for (size_t i = 0; i < results.size(); ++i)
-          modules.emplace_back(options_.cudaArchs[i], results[i].module.ptx);
+          modules.emplace_back(options_.cuda.archs[i], results[i].module.ptx);
         return modules;
       }());
     return module;
@@ -168,15 +169,18 @@ public:
            std::to_string(cudaCKernels_) + " kernels)";
   }
 
-  package::Kernel addKernel(const KernelGroup &group, const Kernel &kernel,
-                            LaunchShape &launch) override {
-    std::string reason = nvptx_.fallbackReason(group, kernel);
+  /// Groups it does not lower go to CUDA C, so it can do what the CUDA C backend can.
+  BackendCapabilities capabilities() const override { return cudaC_->capabilities(); }
+
+  package::Kernel addKernel(const LoweredGroup &group, LaunchShape &launch) override {
+    const Kernel &kernel = group.kernel;
+    std::string reason = nvptx_.fallbackReason(group);
     viaNvptx_.push_back(reason.empty());
     if (!options_.emitSourceDirectory.empty())
       routes_ += kernel.name + ": " + (reason.empty() ? "llvm-nvptx" : "cuda-c, " + reason) + "\n";
     if (!reason.empty()) {
       ++cudaCKernels_;
-      return cudaC_->addKernel(group, kernel, launch);
+      return cudaC_->addKernel(group, launch);
     }
     nvptx_.add(kernel);
     int64_t blocks = std::clamp<int64_t>((kernel.parallelExtent + kBlockSize - 1) / kBlockSize,

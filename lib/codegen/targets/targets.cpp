@@ -21,9 +21,9 @@ std::unique_ptr<Backend> createBackend(const TargetOptions &options) {
 #endif
   case package::Target::Cuda:
 #ifdef SINTER_HAVE_CUDA_BACKEND
-    if (options.gpuCodegen == "cuda-c")
+    if (options.cuda.gpuCodegen == "cuda-c")
       return createCudaBackend(options);
-    if (options.gpuCodegen == "llvm") {
+    if (options.cuda.gpuCodegen == "llvm") {
 #ifdef SINTER_HAVE_LLVM_BACKEND
       return createNvptxBackend(options);
 #else
@@ -31,7 +31,7 @@ std::unique_ptr<Backend> createBackend(const TargetOptions &options) {
                 "unavailable");
 #endif
     }
-    userError("unknown GPU code generator '", options.gpuCodegen, "'; use cuda-c or llvm");
+    userError("unknown GPU code generator '", options.cuda.gpuCodegen, "'; use cuda-c or llvm");
 #else
     userError("this sinter was built without the CUDA backend, so --target cuda is unavailable");
 #endif

@@ -2,13 +2,21 @@
 // interface and the factory of targets/targets.h; a backend left out of the build is a user
 // error at run time, not a link error.
 //
-// The compile driver (compiler.h) hands a backend each kernel group, in plan order, and finally
-// asks it to finish: a backend may compile kernels one by one or all at once (the CUDA C backend
-// compiles every kernel of a model as one NVRTC program and one ptxas run per architecture).
+// The compile driver (compiler.h) first asks a backend what it can do (capabilities: whether the
+// passes should form fused attention, whether lowering should describe it), then hands it each
+// kernel group lowered once (LoweredGroup), in plan order, and finally asks it to finish: a
+// backend may compile kernels one by one or all at once (the CUDA C backend compiles every kernel
+// of a model as one NVRTC program and one ptxas run per architecture). A backend never reads
+// graph nodes: what it needs of the group, the LoweredGroup carries.
 #pragma once
 
+#include "sinter/codegen/cpu/cpu_options.h"
+#include "sinter/codegen/cuda/cuda_options.h"
 #include "sinter/codegen/kernel/kernel_ir.h"
+#include "sinter/codegen/lowering/attention.h"
+#include "sinter/codegen/lowering/contraction.h"
 #include "sinter/codegen/lowering/lowering.h"
+#include "sinter/ir/tensor.h"
 #include "sinter/package/manifest.h"
 
 #include <array>
@@ -19,40 +27,11 @@
 
 namespace sinter::codegen {
 
+/// Which target to build for, with each backend's own options (declared beside it).
 struct TargetOptions {
   package::Target target = package::Target::Cpu;
-  /// CUDA: SASS for each of these; PTX is added for the newest, for JIT on newer GPUs.
-  std::vector<std::string> cudaArchs = {"sm_80", "sm_86", "sm_89", "sm_90"};
-  /// CUDA: "cuda-c" (CUDA C, NVRTC, ptxas) or "llvm" (LLVM NVPTX, ptxas), with fallback to cuda-c
-  /// for groups the NVPTX route cannot lower.
-  std::string gpuCodegen = "cuda-c";
-  /// CPU: "x86-64-v2" (default, portable), "x86-64-v3", "x86-64-v4" or "native".
-  std::string cpuLevel = "x86-64-v2";
-  /// CUDA on sm_80 and newer: how float32 contractions whose operands are not exact 16-bit
-  /// values run. Tf32x3 (the default) splits each operand into a tf32 value and a tf32
-  /// remainder and sums three tensor-core products, which keeps fp32's accuracy; Tf32
-  /// (--precision tf32) rounds the operands to tf32 for one product; Simt keeps the f32 FMA
-  /// kernel (--fp32-contractions simt). docs/precision.md has the measurements.
-  enum class Fp32Contractions { Tf32x3, Tf32, Simt };
-  Fp32Contractions fp32Contractions = Fp32Contractions::Tf32x3;
-  /// CUDA tensor-core contractions: when set, every one of them uses this block tile (rows,
-  /// columns; one of the generator's tiles) instead of the one it would choose
-  /// (--tensor-core-tile, for tuning and ablations); with a wgmma tile (128x128, 128x64) and
-  /// warpgroupMma, their wgmma body.
-  std::optional<std::array<int, 2>> tensorCoreTile;
-  /// CUDA with sm_90 among the architectures: 16-bit contractions with a 128x128 tile get a
-  /// warpgroup-MMA (wgmma) body in their sm_90 code, which is then built for sm_90a
-  /// (--wgmma on|off; docs/performance.md).
-  bool warpgroupMma = true;
-  /// CUDA tensor-core contractions: the epilogue walks the tile by rows through shared memory
-  /// (coalesced stores and reads; the default), or each thread evaluates its own accumulator
-  /// fragments (--tensor-core-epilogue rows|fragments, for ablations; docs/performance.md).
-  bool rowWalkEpilogue = true;
-  /// CUDA wgmma contractions with a reduction of more than 16 slices whose tiles leave at most
-  /// half a round of blocks over take whole rounds of tiles, then split the leftover tiles into
-  /// parts of their reductions, a block a part (stream-K; --stream-k auto|off;
-  /// cuda_mma_choice.cpp decides; docs/performance.md).
-  bool streamK = true;
+  CpuOptions cpu;
+  CudaOptions cuda;
   /// When set, every generated source (CUDA C, PTX, SASS listing, LLVM IR, assembly) is written
   /// here, kernel by kernel.
   std::string emitSourceDirectory;
@@ -74,17 +53,46 @@ struct LaunchShape {
   uint64_t workspaceBytes = 0;
 };
 
+/// What a backend can do, which the driver asks before the passes run and before lowering.
+struct BackendCapabilities {
+  /// The backend has a fused-attention kernel for values stored in 16 bits (f16, bf16), so the
+  /// pass pipeline's fuse-attention forms Attention nodes at those precisions.
+  bool fusedAttention16Bit = false;
+  /// Lowering should describe fused-attention groups (attention.h) for the backend to print.
+  bool describesFusedAttention = false;
+};
+
+/// A kernel group lowered once, by the driver, into every form a backend consumes. The buffers of
+/// each kernel are the group's inputs, then its outputs, in that order.
+struct LoweredGroup {
+  /// The group as kernel IR, which every backend can build (lowering.h).
+  Kernel kernel;
+  /// The batched-GEMM description when the group is one contraction (contraction.h), for a
+  /// backend's tiled or packed kernel.
+  std::optional<Contraction> contraction;
+  /// The fused-attention description when the capabilities ask for it and the group is one
+  /// (attention.h).
+  std::optional<FusedAttention> attention;
+  /// Per group input (kernel buffer), its value when it is a constant, else null: a backend may
+  /// pack constant operands at compile time.
+  std::vector<const Tensor *> constantInputs;
+  /// The group's ops, in order, and the bytes its inputs and outputs occupy (for the manifest).
+  std::vector<OpKind> ops;
+  double bytesMoved = 0;
+};
+
 class Backend {
 public:
   virtual ~Backend() = default;
   virtual std::string name() const = 0;
 
-  /// Adds one kernel to the artifact. `kernel` is the group lowered to kernel IR; a backend may
-  /// instead generate a specialised kernel from `group` (tiled GEMM and convolution). Returns the
-  /// manifest's kernel entry (without binaries yet) and the launch shape; the kernel's buffers
-  /// are the group's inputs then outputs, in that order, and so are the launch's arguments.
-  virtual package::Kernel addKernel(const KernelGroup &group, const Kernel &kernel,
-                                    LaunchShape &launch) = 0;
+  virtual BackendCapabilities capabilities() const { return {}; }
+
+  /// Adds one kernel to the artifact: the group's kernel IR, or a specialised kernel the
+  /// backend generates from its contraction or attention description. Returns the manifest's
+  /// kernel entry (without binaries yet) and the launch shape; the launch's arguments are the
+  /// kernel's buffers (inputs, then outputs), then what LaunchShape adds.
+  virtual package::Kernel addKernel(const LoweredGroup &group, LaunchShape &launch) = 0;
 
   /// Compiles everything added and stores the results in the manifest (CUDA modules), or in
   /// object files for the artifact writer (CPU). Returns the object files to link into model.so.
@@ -92,9 +100,14 @@ public:
                                           const std::string &workDirectory) = 0;
 };
 
+/// Lowers a group once into what `capabilities` say the backend consumes: its kernel IR, its
+/// contraction description, its fused-attention description when asked for, its constants.
+/// Throws UserError naming the node when an op or a form of it cannot be lowered.
+LoweredGroup lowerForBackend(const KernelGroup &group, const BackendCapabilities &capabilities);
+
 /// The manifest entry every backend reports for a kernel: its name, the generator that built it,
 /// the ops it computes, its flops and the bytes its group reads and writes.
-package::Kernel describeKernel(const KernelGroup &group, const Kernel &kernel,
+package::Kernel describeKernel(const LoweredGroup &group, const Kernel &kernel,
                                const std::string &generator);
 
 } // namespace sinter::codegen
