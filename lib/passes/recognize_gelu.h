@@ -1,4 +1,4 @@
-// recognise-gelu: the exported forms of GELU become one Gelu node (ops.def: Gelu, opset 20,
+// recognize-gelu: the exported forms of GELU become one Gelu node (ops.def: Gelu, opset 20,
 // attribute approximate = "none" | "tanh").
 //
 //   erf form:   0.5 * x * (1 + erf(x / sqrt(2)))
@@ -17,9 +17,9 @@
 
 namespace sinter {
 
-class RecogniseGelu : public Pass {
+class RecognizeGelu : public Pass {
 public:
-  std::string_view name() const override { return "recognise-gelu"; }
+  std::string_view name() const override { return "recognize-gelu"; }
   bool run(Graph &graph) override;
 };
 

@@ -1,4 +1,4 @@
-// recognise-gelu (lib/passes/recognise_gelu.h): the forms torch exports, other groupings of the
+// recognize-gelu (lib/passes/recognize_gelu.h): the forms torch exports, other groupings of the
 // same products, and near misses. Constants are float32 roundings of sqrt(2) = 1.4142135,
 // 1/sqrt(2) = 0.70710677, sqrt(2/pi) = 0.7978846 and 0.044715.
 #include "pass_test_util.h"
@@ -7,8 +7,8 @@ using namespace sinter;
 using sinter::testing::expectUnchanged;
 using sinter::testing::rewrite;
 
-TEST(RecogniseGelu, ErfFormAsTorchExportsIt) {
-  EXPECT_EQ(rewrite("recognise-gelu", R"(graph @main(%x: f32[2,8]) -> (%y) {
+TEST(RecognizeGelu, ErfFormAsTorchExportsIt) {
+  EXPECT_EQ(rewrite("recognize-gelu", R"(graph @main(%x: f32[2,8]) -> (%y) {
   %sqrt2 = constant f32[] [1.4142135]
   %one = constant f32[] [1.0]
   %half = constant f32[] [0.5]
@@ -29,9 +29,9 @@ TEST(RecogniseGelu, ErfFormAsTorchExportsIt) {
 )");
 }
 
-TEST(RecogniseGelu, ErfFormWithOtherGroupings) {
+TEST(RecognizeGelu, ErfFormWithOtherGroupings) {
   // (0.5 * x) * (1 + erf(x * 0.70710677)), inside a larger graph: the Gelu feeds a MatMul.
-  EXPECT_EQ(rewrite("recognise-gelu", R"(graph @main(%x: f32[2,8], %w: f32[8,3]) -> (%y) {
+  EXPECT_EQ(rewrite("recognize-gelu", R"(graph @main(%x: f32[2,8], %w: f32[8,3]) -> (%y) {
   %r = constant f32[1] [0.70710677]
   %one = constant f32[1] [1.0]
   %half = constant f32[] [0.5]
@@ -54,9 +54,9 @@ TEST(RecogniseGelu, ErfFormWithOtherGroupings) {
 )");
 }
 
-TEST(RecogniseGelu, TanhFormWithCubeAsProducts) {
+TEST(RecognizeGelu, TanhFormWithCubeAsProducts) {
   // GPT-2's export: x * x * x, constants on either side.
-  EXPECT_EQ(rewrite("recognise-gelu", R"(graph @main(%x: f32[4,8]) -> (%y) {
+  EXPECT_EQ(rewrite("recognize-gelu", R"(graph @main(%x: f32[4,8]) -> (%y) {
   %k = constant f32[] [0.044715]
   %c = constant f32[] [0.7978846]
   %one = constant f32[] [1.0]
@@ -83,9 +83,9 @@ TEST(RecogniseGelu, TanhFormWithCubeAsProducts) {
 )");
 }
 
-TEST(RecogniseGelu, TanhFormWithPow) {
+TEST(RecognizeGelu, TanhFormWithPow) {
   bool changed = false;
-  std::string result = rewrite("recognise-gelu", R"(graph @main(%x: f32[4,8]) -> (%y) {
+  std::string result = rewrite("recognize-gelu", R"(graph @main(%x: f32[4,8]) -> (%y) {
   %three = constant f32[] [3.0]
   %k = constant f32[] [0.044715]
   %c = constant f32[] [0.7978846]
@@ -106,9 +106,9 @@ TEST(RecogniseGelu, TanhFormWithPow) {
   EXPECT_EQ(result.find("Tanh"), std::string::npos) << result;
 }
 
-TEST(RecogniseGelu, LeavesNearMissesAlone) {
+TEST(RecognizeGelu, LeavesNearMissesAlone) {
   // 0.6 instead of 0.5.
-  expectUnchanged("recognise-gelu", R"(graph @main(%x: f32[2,8]) -> (%y) {
+  expectUnchanged("recognize-gelu", R"(graph @main(%x: f32[2,8]) -> (%y) {
   %sqrt2 = constant f32[] [1.4142135]
   %one = constant f32[] [1.0]
   %scale = constant f32[] [0.6]
@@ -120,7 +120,7 @@ TEST(RecogniseGelu, LeavesNearMissesAlone) {
   return
 })");
   // sqrt(2) written to five digits is not sqrt(2) to float precision.
-  expectUnchanged("recognise-gelu", R"(graph @main(%x: f32[2,8]) -> (%y) {
+  expectUnchanged("recognize-gelu", R"(graph @main(%x: f32[2,8]) -> (%y) {
   %sqrt2 = constant f32[] [1.41421]
   %one = constant f32[] [1.0]
   %half = constant f32[] [0.5]
@@ -132,7 +132,7 @@ TEST(RecogniseGelu, LeavesNearMissesAlone) {
   return
 })");
   // erf's value is also an output, so it must stay computed.
-  expectUnchanged("recognise-gelu", R"(graph @main(%x: f32[2,8]) -> (%y, %e) {
+  expectUnchanged("recognize-gelu", R"(graph @main(%x: f32[2,8]) -> (%y, %e) {
   %sqrt2 = constant f32[] [1.4142135]
   %one = constant f32[] [1.0]
   %half = constant f32[] [0.5]
@@ -144,7 +144,7 @@ TEST(RecogniseGelu, LeavesNearMissesAlone) {
   return
 })");
   // The product's x is not erf's x.
-  expectUnchanged("recognise-gelu", R"(graph @main(%x: f32[2,8], %z: f32[2,8]) -> (%y) {
+  expectUnchanged("recognize-gelu", R"(graph @main(%x: f32[2,8], %z: f32[2,8]) -> (%y) {
   %sqrt2 = constant f32[] [1.4142135]
   %one = constant f32[] [1.0]
   %half = constant f32[] [0.5]
@@ -156,7 +156,7 @@ TEST(RecogniseGelu, LeavesNearMissesAlone) {
   return
 })");
   // Tanh form with x^2 instead of x^3, and 1 - tanh instead of 1 + tanh.
-  expectUnchanged("recognise-gelu", R"(graph @main(%x: f32[4,8]) -> (%y, %y2) {
+  expectUnchanged("recognize-gelu", R"(graph @main(%x: f32[4,8]) -> (%y, %y2) {
   %k = constant f32[] [0.044715]
   %c = constant f32[] [0.7978846]
   %one = constant f32[] [1.0]
@@ -181,7 +181,7 @@ TEST(RecogniseGelu, LeavesNearMissesAlone) {
   return
 })");
   // A broadcasting "constant" 0.5 that makes the result larger than x.
-  expectUnchanged("recognise-gelu", R"(graph @main(%x: f32[8]) -> (%y) {
+  expectUnchanged("recognize-gelu", R"(graph @main(%x: f32[8]) -> (%y) {
   %sqrt2 = constant f32[] [1.4142135]
   %one = constant f32[] [1.0]
   %half = constant f32[2,1] [0.5, 0.5]

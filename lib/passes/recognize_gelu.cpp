@@ -1,4 +1,4 @@
-#include "recognise_gelu.h"
+#include "recognize_gelu.h"
 
 #include "rewrite.h"
 
@@ -93,7 +93,7 @@ bool recognise(Graph &graph, Node &root) {
 
 } // namespace
 
-bool RecogniseGelu::run(Graph &graph) {
+bool RecognizeGelu::run(Graph &graph) {
   bool changed = false;
   std::vector<Node *> nodes;
   for (const auto &node : graph.nodes())

@@ -1,4 +1,4 @@
-// recognise-layer-normalization: the decomposed layer norm exporters and hand-written models
+// recognize-layer-normalization: the decomposed layer norm exporters and hand-written models
 // leave becomes one LayerNormalization node (a single two-pass reduction kernel instead of two
 // reductions and a chain of elementwise kernels).
 //
@@ -24,9 +24,9 @@
 
 namespace sinter {
 
-class RecogniseLayerNormalization : public Pass {
+class RecognizeLayerNormalization : public Pass {
 public:
-  std::string_view name() const override { return "recognise-layer-normalization"; }
+  std::string_view name() const override { return "recognize-layer-normalization"; }
   bool run(Graph &graph) override;
 };
 

@@ -1,4 +1,4 @@
-#include "recognise_layer_normalization.h"
+#include "recognize_layer_normalization.h"
 
 #include "rewrite.h"
 
@@ -177,7 +177,7 @@ bool recognise(Graph &graph, Node &sub) {
 
 } // namespace
 
-bool RecogniseLayerNormalization::run(Graph &graph) {
+bool RecognizeLayerNormalization::run(Graph &graph) {
   bool changed = false;
   std::vector<Node *> nodes;
   for (const auto &node : graph.nodes())
