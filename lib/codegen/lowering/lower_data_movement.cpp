@@ -4,6 +4,7 @@
 // and clamped into range, so a bad index can never read out of bounds.
 #include "lowering_rules.h"
 
+#include "sinter/ir/op_attributes.h"
 #include "sinter/ir/data_dependence.h"
 #include "sinter/support/error.h"
 
@@ -368,7 +369,7 @@ ExprRef batchNormRule(const RuleContext &ctx, int output, const std::vector<Expr
   ExprRef x = ctx.input(0)(index);
   ExprRef scale = ctx.input(1)({channel}), bias = ctx.input(2)({channel});
   ExprRef mean = ctx.input(3)({channel}), variance = ctx.input(4)({channel});
-  ExprRef epsilon = typedConstant(x->type, ctx.node().attrFloat("epsilon", 1e-5f));
+  ExprRef epsilon = typedConstant(x->type, normalizationEpsilon(ctx.node()));
   ExprRef normalized = binary(BinaryOp::Div, binary(BinaryOp::Sub, x, mean),
                               unary(UnaryOp::Sqrt, binary(BinaryOp::Add, variance, epsilon)));
   return binary(BinaryOp::Add, binary(BinaryOp::Mul, normalized, scale), bias);

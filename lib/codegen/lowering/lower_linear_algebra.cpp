@@ -10,6 +10,7 @@
 // once per row swap, and 0 as soon as a column has no nonzero pivot.
 #include "lowering_rules.h"
 
+#include "sinter/ir/einsum.h"
 #include "sinter/support/error.h"
 
 #include <algorithm>
@@ -21,106 +22,12 @@ namespace {
 
 // ---- Einsum ---------------------------------------------------------------------------------
 
-// A letter is its character code; dim j of the broadcast ellipsis is kEllipsisLabel + j.
-constexpr int kEllipsisLabel = 256;
-constexpr int kEllipsisToken = -1;
-
-std::vector<int> parseTerm(const Node &node, const std::string &term) {
-  std::vector<int> tokens;
-  for (size_t i = 0; i < term.size(); ++i) {
-    char ch = term[i];
-    if (std::isalpha(static_cast<unsigned char>(ch))) {
-      tokens.push_back(static_cast<unsigned char>(ch));
-    } else if (term.compare(i, 3, "...") == 0 && !std::count(tokens.begin(), tokens.end(), kEllipsisToken)) {
-      tokens.push_back(kEllipsisToken);
-      i += 2;
-    } else {
-      userError(node.describe(), ": cannot read equation term '", term, "'");
-    }
-  }
-  return tokens;
-}
-
-struct EinsumPlan {
-  std::vector<std::vector<int>> inputLabels; ///< one label per input dim
-  std::vector<int> outputLabels;
-  std::map<int, int64_t> sizes;
-};
-
+/// The equation over the inputs' dims (ir/einsum.h).
 EinsumPlan planEinsum(const RuleContext &ctx) {
-  const Node &node = ctx.node();
-  std::string equation;
-  for (char ch : node.attrString("equation", ""))
-    if (!std::isspace(static_cast<unsigned char>(ch)))
-      equation += ch;
-  size_t arrow = equation.find("->");
-  std::string left = equation.substr(0, arrow);
-  std::vector<std::vector<int>> terms;
-  for (size_t start = 0;;) {
-    size_t comma = left.find(',', start);
-    terms.push_back(parseTerm(node, left.substr(start, comma - start)));
-    if (comma == std::string::npos)
-      break;
-    start = comma + 1;
-  }
-  if (int(terms.size()) != node.numInputs())
-    userError(node.describe(), ": equation '", equation, "' has ", terms.size(), " input terms for ",
-              node.numInputs(), " inputs");
-  std::vector<int64_t> ellipsisRanks(terms.size(), 0);
-  int64_t ellipsisRank = 0;
-  for (size_t i = 0; i < terms.size(); ++i) {
-    int64_t rank = int64_t(ctx.inputDims(int(i)).size());
-    bool hasEllipsis = std::count(terms[i].begin(), terms[i].end(), kEllipsisToken) != 0;
-    int64_t letters = int64_t(terms[i].size()) - (hasEllipsis ? 1 : 0);
-    if (hasEllipsis ? letters > rank : letters != rank)
-      userError(node.describe(), ": equation term ", i, " names ", letters, " dims but input ", i, " has rank ", rank);
-    ellipsisRanks[i] = hasEllipsis ? rank - letters : 0;
-    ellipsisRank = std::max(ellipsisRank, ellipsisRanks[i]);
-  }
-  EinsumPlan plan;
-  std::map<int, int> letterCounts;
-  for (size_t i = 0; i < terms.size(); ++i) {
-    std::vector<int64_t> dims = ctx.inputDims(int(i));
-    std::vector<int> labels;
-    for (int token : terms[i]) {
-      if (token == kEllipsisToken) {
-        for (int64_t j = 0; j < ellipsisRanks[i]; ++j)
-          labels.push_back(kEllipsisLabel + int(ellipsisRank - ellipsisRanks[i] + j));
-      } else {
-        labels.push_back(token);
-        ++letterCounts[token];
-      }
-    }
-    for (size_t d = 0; d < labels.size(); ++d) {
-      auto [entry, inserted] = plan.sizes.emplace(labels[d], dims[d]);
-      if (inserted || entry->second == dims[d] || dims[d] == 1)
-        continue;
-      if (entry->second != 1)
-        userError(node.describe(), ": an equation label has extents ", entry->second, " and ", dims[d]);
-      entry->second = dims[d];
-    }
-    plan.inputLabels.push_back(std::move(labels));
-  }
-  if (arrow != std::string::npos) {
-    for (int token : parseTerm(node, equation.substr(arrow + 2))) {
-      if (token == kEllipsisToken) {
-        for (int64_t j = 0; j < ellipsisRank; ++j)
-          plan.outputLabels.push_back(kEllipsisLabel + int(j));
-      } else if (!letterCounts.count(token) ||
-                 std::count(plan.outputLabels.begin(), plan.outputLabels.end(), token)) {
-        userError(node.describe(), ": output label '", char(token), "' is not in any input or appears twice");
-      } else {
-        plan.outputLabels.push_back(token);
-      }
-    }
-  } else {
-    for (int64_t j = 0; j < ellipsisRank; ++j)
-      plan.outputLabels.push_back(kEllipsisLabel + int(j));
-    for (auto [letter, count] : letterCounts)
-      if (count == 1)
-        plan.outputLabels.push_back(letter);
-  }
-  return plan;
+  std::vector<std::vector<int64_t>> dims;
+  for (int i = 0; i < ctx.node().numInputs(); ++i)
+    dims.push_back(ctx.inputDims(i));
+  return sinter::planEinsum(ctx.node(), dims);
 }
 
 void einsumRule(const RuleContext &ctx) {

@@ -3,6 +3,7 @@
 // computes the statistics in sequential loops and then writes the group.
 #include "lowering_rules.h"
 
+#include "sinter/ir/op_attributes.h"
 #include "sinter/support/error.h"
 
 #include <numeric>
@@ -63,7 +64,7 @@ void layerNormRule(const RuleContext &ctx) {
     return index;
   };
   auto element = [&](ExprRef r) { return cast(ctx.input(0)(full(r)), DType::Float32); };
-  Statistics stats = emitStatistics(b, count, node.attrFloat("epsilon", 1e-5f), !rms, element);
+  Statistics stats = emitStatistics(b, count, normalizationEpsilon(node), !rms, element);
   int r = b.addVariable("r", DType::Int64);
   ExprRef rv = var(r, DType::Int64);
   std::vector<ExprRef> innerIndex = unravelIndex(rv, inner);
@@ -96,7 +97,7 @@ void channelGroupNormRule(const RuleContext &ctx) {
   auto element = [&](ExprRef r) {
     return cast(ctx.input(0)(unravelIndex(add(base, r), dims)), DType::Float32);
   };
-  Statistics stats = emitStatistics(b, count, node.attrFloat("epsilon", 1e-5f), true, element);
+  Statistics stats = emitStatistics(b, count, normalizationEpsilon(node), true, element);
   int r = b.addVariable("r", DType::Int64);
   ExprRef rv = var(r, DType::Int64);
   ExprRef channel = add(mul(rem(b.gid(), groups), perGroup), div(rv, spatial));

@@ -12,27 +12,13 @@
 // element, so a bad index can never write out of bounds (the reference rejects it).
 #include "lowering_rules.h"
 
+#include "sinter/ir/op_attributes.h"
 #include "sinter/support/error.h"
 
 namespace sinter::codegen {
 namespace {
 
-enum class Reduction { None, Add, Mul, Max, Min };
-
-Reduction reductionOf(const Node &node) {
-  std::string name = node.attrString("reduction", "none");
-  if (name == "none")
-    return Reduction::None;
-  if (name == "add")
-    return Reduction::Add;
-  if (name == "mul")
-    return Reduction::Mul;
-  if (name == "max")
-    return Reduction::Max;
-  if (name == "min")
-    return Reduction::Min;
-  userError(node.describe(), ": unknown reduction '", name, "'");
-}
+using Reduction = ScatterReduction;
 
 /// `current` combined with `update` by the reduction (bool: add and max are or, mul and min and).
 ExprRef reduce(Reduction reduction, ExprRef current, ExprRef update) {
@@ -78,7 +64,7 @@ void scatterElementsRule(const RuleContext &ctx) {
   for (int64_t d = 0; d < rank; ++d)
     if (d != axis && indexDims[d] > dataDims[d])
       userError(node.describe(), ": indices exceed the data along axis ", d);
-  Reduction reduction = reductionOf(node);
+  Reduction reduction = scatterReduction(node);
   DType type = ctx.outputType(0);
 
   int64_t count = productOf(dataDims);
@@ -118,7 +104,7 @@ void scatterNDRule(const RuleContext &ctx) {
   expected.insert(expected.end(), dataDims.begin() + depth, dataDims.end());
   if (updateDims != expected)
     userError(node.describe(), ": updates do not have the shape indices[:-1] + data[", depth, ":]");
-  Reduction reduction = reductionOf(node);
+  Reduction reduction = scatterReduction(node);
   DType type = ctx.outputType(0);
   int64_t slice = productOf(dataDims, size_t(depth)), tuples = productOf(tupleDims);
 
