@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import cpu_vs_onnxruntime as common  # noqa: E402  (shape flags and inputs, as the CPU bench does)
 
 DEFAULT_DISABLED = ["canonicalize", "eliminate-common-subexpressions", "fold-batch-norm",
-                    "recognise-layer-normalization", "recognise-gelu"]
+                    "recognize-layer-normalization", "recognize-gelu"]
 
 
 def known_passes(sinter):

@@ -1,8 +1,13 @@
+// The compile driver. buildManifest, at the end of this file, lists the stages in the order they
+// run, one line each; each stage is a function above it, and the reason for its place in the
+// order is written where it is called.
 #include "sinter/compiler/compiler.h"
 
-#include "sinter/codegen/fusion.h"
-#include "sinter/codegen/lowering.h"
-#include "sinter/codegen/memory_plan.h"
+#include "sinter/codegen/schedule/buffer_assignment.h"
+#include "sinter/codegen/schedule/fusion.h"
+#include "sinter/codegen/lowering/lowering.h"
+#include "sinter/codegen/schedule/memory_plan.h"
+#include "sinter/codegen/targets/targets.h"
 #include "sinter/ir/data_dependence.h"
 #include "sinter/ir/graph.h"
 #include "sinter/ir/infer.h"
@@ -14,6 +19,7 @@
 #include <chrono>
 #include <filesystem>
 #include <map>
+#include <optional>
 
 #include <unistd.h>
 
@@ -25,6 +31,32 @@ using Clock = std::chrono::steady_clock;
 double secondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
+
+/// The graph's nodes as kernels, and where their values live (codegen/fusion.h,
+/// codegen/buffer_assignment.h).
+struct Schedule {
+  std::vector<codegen::KernelGroup> groups;
+  codegen::BufferAssignment buffers;
+};
+
+/// What the backend made of each group: the manifest's kernel entry and the launch shape, with
+/// the derived constants and workspace the kernel asks for. Empty for a view group.
+struct GeneratedKernels {
+  std::vector<package::Kernel> entries;
+  std::vector<codegen::LaunchShape> shapes;
+};
+
+/// Where every value, scratch buffer and workspace lives.
+struct MemoryLayout {
+  std::map<const Value *, package::BufferRef> location;
+  codegen::ArenaPlan arena;
+  /// Per group: the arena slots (indices into arena.offsets) of its scratch buffers, and of its
+  /// workspace when it has one.
+  std::vector<std::vector<size_t>> scratchSlots;
+  std::vector<std::optional<size_t>> workspaceSlot;
+};
+
+// ---- import checks -----------------------------------------------------------------------
 
 /// Every dim of every value must be static to compile: the artifact is specialised to shapes.
 void requireStaticShapes(const Graph &graph) {
@@ -51,38 +83,6 @@ void requireStaticShapes(const Graph &graph) {
       }
 }
 
-uint64_t byteSizeOf(const Value *value) {
-  return uint64_t(*elementCount(value->shape())) * dtypeSize(value->dtype());
-}
-
-bool isView(OpKind kind) {
-  return kind == OpKind::Reshape || kind == OpKind::Flatten || kind == OpKind::Squeeze ||
-         kind == OpKind::Unsqueeze || kind == OpKind::Identity;
-}
-
-/// The value a group of views only reinterprets (the same bytes under another shape), or null
-/// when the group computes something. Such a group needs no kernel: its output shares the
-/// source's arena slot (DESIGN.md: views never copy).
-const Value *viewSource(const codegen::KernelGroup &group) {
-  if (group.outputs.size() != 1)
-    return nullptr;
-  for (const Node *node : group.nodes)
-    if (!isView(node->kind()))
-      return nullptr;
-  const Value *source = nullptr;
-  for (const Value *input : group.inputs) {
-    if (input->isConstant())
-      continue; // a Reshape's shape
-    if (source)
-      return nullptr;
-    source = input;
-  }
-  const Value *output = group.outputs[0];
-  if (!source || source->dtype() != output->dtype() || byteSizeOf(source) != byteSizeOf(output))
-    return nullptr;
-  return source;
-}
-
 package::TensorSignature signatureOf(const Value *value, const Shape &declared) {
   package::TensorSignature signature;
   signature.name = value->name();
@@ -105,21 +105,16 @@ uint64_t appendWeights(package::Manifest &manifest, const void *data, uint64_t b
   return offset;
 }
 
-} // namespace
+// ---- the stages, in order -----------------------------------------------------------------
 
-package::Manifest buildManifest(Graph &graph, const CompileOptions &options,
-                                const std::string &workDirectory,
-                                std::vector<std::string> &objectFiles, CompileStatistics &stats) {
-  auto report = [&](const std::string &message) {
-    if (options.progress)
-      options.progress(message);
-  };
+/// The manifest's header: target, producer, storage precision, what the graph was specialised
+/// to (--bind-input), the CPU level or the CUDA architectures.
+package::Manifest startManifest(const Graph &graph, const CompileOptions &options) {
   package::Manifest manifest;
   manifest.target = options.target.target;
   manifest.producer = "sinter 0.1.0";
   manifest.storagePrecision = options.pipeline.precision;
   manifest.sourceNodeCount = graph.numNodes();
-  stats.sourceNodeCount = graph.numNodes();
   for (const auto &[name, value] : options.boundInputs) {
     package::BoundInput bound{name, value.dtype(), value.dims(), 0, {}};
     std::span<const uint8_t> bytes(reinterpret_cast<const uint8_t *>(value.data()), value.byteSize());
@@ -129,59 +124,57 @@ package::Manifest buildManifest(Graph &graph, const CompileOptions &options,
     manifest.boundInputs.push_back(std::move(bound));
   }
   if (manifest.target == package::Target::Cpu)
-    manifest.cpuLevel = options.target.cpuLevel;
+    manifest.cpuLevel = options.target.cpu.level;
   else
-    manifest.cudaArchs = options.target.cudaArchs;
+    manifest.cudaArchs = options.target.cuda.archs;
+  return manifest;
+}
 
-  // The declared input shapes (with their symbols) before passes, for the signature.
-  std::map<std::string, Shape> declared;
-  for (Value *input : graph.inputs())
-    declared[input->name()] = input->shape();
-
-  auto passStart = Clock::now();
+/// The pass pipeline (passes/pipeline.h). Returns whether kernels are to be fused: fusion is
+/// planned in scheduling, not a graph pass, but --disable-pass fuse-kernels turns it off the
+/// same way.
+bool runPasses(Graph &graph, const CompileOptions &options,
+               const codegen::BackendCapabilities &capabilities) {
   requireStaticShapes(graph);
-  // Kernel fusion is planned in code generation, not a graph pass, but is disabled the same way.
   PipelineOptions pipeline = options.pipeline;
   bool fuseKernels = pipeline.disabled.erase(std::string(kFuseKernels)) == 0;
-  // The fused attention kernel multiplies 16-bit operands; float32 attention keeps its products
-  // on the tf32 tensor-core kernels, and the CPU its blocked ones (docs/attention.md).
-  pipeline.fusedAttention = manifest.target != package::Target::Cpu &&
+  // Attention is fused when the backend has a kernel for it at this storage precision (the
+  // CUDA C one multiplies 16-bit operands; docs/attention.md).
+  pipeline.fusedAttention = capabilities.fusedAttention16Bit &&
                             (pipeline.precision == DType::Float16 || pipeline.precision == DType::BFloat16);
   runPipeline(graph, pipeline);
-  stats.passSeconds = secondsSince(passStart);
+  return fuseKernels;
+}
 
-  // Kernel groups (fusion.h), unless --disable-pass fuse-kernels asks for one kernel per node.
-  std::vector<codegen::KernelGroup> groups = codegen::formKernelGroups(graph, fuseKernels);
+/// Kernel groups (one per node with fusion off), then which bytes each value lives in: a group of
+/// views is no kernel and its output aliases its source.
+Schedule scheduleGraph(const Graph &graph, bool fuseKernels) {
+  Schedule schedule;
+  schedule.groups = codegen::formKernelGroups(graph, fuseKernels);
+  schedule.buffers = codegen::assignBuffers(graph, schedule.groups);
+  return schedule;
+}
 
-  // Views share their source's slot: `storage` maps each aliasing value to the value that owns
-  // the bytes, whose lifetime then covers every alias's.
-  std::map<const Value *, const Value *> storage;
-  std::vector<bool> viewGroup(groups.size(), false);
-  auto storageOf = [&](const Value *value) {
-    auto it = storage.find(value);
-    return it == storage.end() ? value : it->second;
-  };
+/// Every group but views, once, into the forms the backend consumes (backend.h's LoweredGroup:
+/// kernel IR, and the contraction or attention descriptions); a view group's stays empty.
+std::vector<codegen::LoweredGroup> lowerGroups(const Schedule &schedule,
+                                               const codegen::BackendCapabilities &capabilities,
+                                               const std::function<void(const std::string &)> &report) {
+  const std::vector<codegen::KernelGroup> &groups = schedule.groups;
+  std::vector<codegen::LoweredGroup> lowered(groups.size());
   for (size_t i = 0; i < groups.size(); ++i) {
-    if (const Value *source = viewSource(groups[i])) {
-      storage[groups[i].outputs[0]] = storageOf(source);
-      viewGroup[i] = true;
-    }
-  }
-
-  // Lowering comes before memory planning: a kernel may ask for scratch buffers, which live in
-  // the arena for its own step only.
-  auto codegenStart = Clock::now();
-  std::vector<codegen::Kernel> kernels(groups.size());
-  for (size_t i = 0; i < groups.size(); ++i) {
-    if (viewGroup[i])
+    if (schedule.buffers.viewGroup[i])
       continue; // no kernel: its output is its source's bytes
     if (i % 50 == 0)
       report("generating kernel " + std::to_string(i + 1) + "/" + std::to_string(groups.size()));
-    kernels[i] = codegen::lowerGroup(groups[i]);
+    lowered[i] = codegen::lowerForBackend(groups[i], capabilities);
   }
-  double loweringSeconds = secondsSince(codegenStart);
+  return lowered;
+}
 
-  // Memory: constants go to the weights blob; everything else lives in the arena.
+/// Constants that something reads go to the weights blob, in the graph's constant order.
+std::map<const Value *, package::BufferRef> placeConstants(const Graph &graph,
+                                                           package::Manifest &manifest) {
   std::map<const Value *, package::BufferRef> location;
   for (Value *constant : graph.constants()) {
     if (!constant->hasUses() && !graph.isOutput(constant))
@@ -190,83 +183,65 @@ package::Manifest buildManifest(Graph &graph, const CompileOptions &options,
     uint64_t offset = appendWeights(manifest, tensor.data(), tensor.byteSize(), constant->name());
     location[constant] = {package::Region::Weights, offset};
   }
+  return location;
+}
 
-  std::vector<const Value *> arenaValues;
-  std::map<const Value *, size_t> arenaIndex;
-  std::vector<codegen::BufferLifetime> lifetimes;
-  auto touch = [&](const Value *aliasOrOwner, int64_t step) {
-    const Value *value = storageOf(aliasOrOwner);
-    auto [it, inserted] = arenaIndex.try_emplace(value, arenaValues.size());
-    if (inserted) {
-      arenaValues.push_back(value);
-      lifetimes.push_back({byteSizeOf(value), step, step});
-    }
-    codegen::BufferLifetime &lifetime = lifetimes[it->second];
-    lifetime.firstStep = std::min(lifetime.firstStep, step);
-    lifetime.lastStep = std::max(lifetime.lastStep, step);
-  };
-  const int64_t endStep = int64_t(groups.size());
-  for (Value *input : graph.inputs())
-    touch(input, -1);
-  for (size_t i = 0; i < groups.size(); ++i) {
-    for (const Value *input : groups[i].inputs)
-      if (!input->isConstant())
-        touch(input, int64_t(i));
-    for (const Value *output : groups[i].outputs)
-      touch(output, int64_t(i));
-  }
-  for (Value *output : graph.outputs())
-    touch(output, endStep); // constant outputs get an arena slot too: copied there at the end
-  // Code generation: each kernel's source and launch shape, before the arena is planned, as a
-  // backend may ask for workspace (LaunchShape::workspaceBytes).
-  codegenStart = Clock::now();
-  std::unique_ptr<codegen::Backend> backend = codegen::createBackend(options.target);
-  std::vector<codegen::LaunchShape> shapes(groups.size());
-  std::vector<package::Kernel> entries(groups.size());
-  for (size_t i = 0; i < groups.size(); ++i)
-    if (!viewGroup[i]) // a view has no kernel: its output is its source's bytes
-      entries[i] = backend->addKernel(groups[i], kernels[i], shapes[i]);
-  const double kernelSeconds = secondsSince(codegenStart);
+/// Each kernel's source (kept by the backend until finish) and launch shape.
+GeneratedKernels generateKernels(codegen::Backend &backend, const Schedule &schedule,
+                                 const std::vector<codegen::LoweredGroup> &lowered) {
+  const size_t count = schedule.groups.size();
+  GeneratedKernels generated{std::vector<package::Kernel>(count),
+                             std::vector<codegen::LaunchShape>(count)};
+  for (size_t i = 0; i < count; ++i)
+    if (!schedule.buffers.viewGroup[i]) // a view has no kernel: its output is its source's bytes
+      generated.entries[i] = backend.addKernel(lowered[i], generated.shapes[i]);
+  return generated;
+}
 
-  // Scratch buffers and workspace: slots after the values', in kernel then buffer order, each
-  // live for its kernel's step alone.
-  std::vector<std::vector<size_t>> scratchSlots(groups.size());
-  for (size_t i = 0; i < kernels.size(); ++i)
-    for (const codegen::BufferParam &buffer : kernels[i].buffers)
+/// The arena: the values' lifetimes, then each kernel's scratch buffers (in kernel then buffer
+/// order), then each kernel's workspace, every one of those live for its kernel's step alone.
+/// Fills `location` for arena values and their aliases.
+MemoryLayout planMemory(const Schedule &schedule, const std::vector<codegen::LoweredGroup> &lowered,
+                        const GeneratedKernels &generated,
+                        std::map<const Value *, package::BufferRef> location) {
+  const codegen::BufferAssignment &buffers = schedule.buffers;
+  const size_t count = schedule.groups.size();
+  std::vector<codegen::BufferLifetime> lifetimes = buffers.lifetimes;
+  MemoryLayout layout;
+  layout.scratchSlots.resize(count);
+  layout.workspaceSlot.resize(count);
+  for (size_t i = 0; i < count; ++i)
+    for (const codegen::BufferParam &buffer : lowered[i].kernel.buffers)
       if (buffer.scratch) {
-        scratchSlots[i].push_back(lifetimes.size());
+        layout.scratchSlots[i].push_back(lifetimes.size());
         lifetimes.push_back({uint64_t(buffer.elements) * dtypeSize(buffer.dtype), int64_t(i), int64_t(i)});
       }
-  std::vector<std::optional<size_t>> workspaceSlot(groups.size());
-  for (size_t i = 0; i < groups.size(); ++i)
-    if (shapes[i].workspaceBytes > 0) {
-      workspaceSlot[i] = lifetimes.size();
-      lifetimes.push_back({shapes[i].workspaceBytes, int64_t(i), int64_t(i)});
+  for (size_t i = 0; i < count; ++i)
+    if (generated.shapes[i].workspaceBytes > 0) {
+      layout.workspaceSlot[i] = lifetimes.size();
+      lifetimes.push_back({generated.shapes[i].workspaceBytes, int64_t(i), int64_t(i)});
     }
-  codegen::ArenaPlan arena = codegen::planArena(lifetimes, package::kArenaAlignment);
-  for (size_t i = 0; i < arenaValues.size(); ++i)
-    if (!arenaValues[i]->isConstant())
-      location[arenaValues[i]] = {package::Region::Arena, arena.offsets[i]};
-  for (const auto &[alias, owner] : storage)
+  layout.arena = codegen::planArena(lifetimes, package::kArenaAlignment);
+  for (size_t i = 0; i < buffers.arenaValues.size(); ++i)
+    if (!buffers.arenaValues[i]->isConstant())
+      location[buffers.arenaValues[i]] = {package::Region::Arena, layout.arena.offsets[i]};
+  for (const auto &[alias, owner] : buffers.storage)
     location[alias] = location.at(owner);
-  manifest.arenaBytes = arena.arenaBytes;
-  manifest.activationBytes = arena.totalBytes;
-  stats.arenaBytes = arena.arenaBytes;
-  stats.activationBytes = arena.totalBytes;
+  layout.location = std::move(location);
+  return layout;
+}
 
-  for (Value *input : graph.inputs()) {
-    package::TensorSignature signature = signatureOf(input, declared[input->name()]);
-    signature.arenaOffset = location.at(input).offset;
-    manifest.inputs.push_back(std::move(signature));
-  }
-
-  // The launches, with every argument's place.
-  for (size_t i = 0; i < groups.size(); ++i) {
-    const codegen::KernelGroup &group = groups[i];
-    if (viewGroup[i])
+/// One launch per kernel, with every argument's place: the group's inputs, its outputs, its
+/// scratch buffers, the constants the backend derived (appended to the weights blob here) and
+/// its workspace, in that order (backend.h's LaunchShape).
+void recordLaunches(const Schedule &schedule, const std::vector<codegen::LoweredGroup> &lowered,
+                    GeneratedKernels &generated, const MemoryLayout &layout,
+                    package::Manifest &manifest) {
+  for (size_t i = 0; i < schedule.groups.size(); ++i) {
+    const codegen::KernelGroup &group = schedule.groups[i];
+    if (schedule.buffers.viewGroup[i])
       continue;
-    const codegen::Kernel &kernel = kernels[i];
-    const codegen::LaunchShape &shape = shapes[i];
+    const codegen::LaunchShape &shape = generated.shapes[i];
     package::Launch launch;
     launch.kernel = uint32_t(manifest.kernels.size());
     std::copy(shape.grid, shape.grid + 3, launch.grid);
@@ -274,40 +249,115 @@ package::Manifest buildManifest(Graph &graph, const CompileOptions &options,
     launch.sharedBytes = shape.sharedBytes;
     launch.parallelExtent = shape.parallelExtent;
     for (const Value *input : group.inputs)
-      launch.args.push_back(location.at(input));
+      launch.args.push_back(layout.location.at(input));
     for (const Value *output : group.outputs)
-      launch.args.push_back(location.at(output));
-    for (size_t slot : scratchSlots[i])
-      launch.args.push_back({package::Region::Arena, arena.offsets[slot]});
+      launch.args.push_back(layout.location.at(output));
+    for (size_t slot : layout.scratchSlots[i])
+      launch.args.push_back({package::Region::Arena, layout.arena.offsets[slot]});
     for (const std::vector<uint8_t> &data : shape.derivedConstants)
       launch.args.push_back({package::Region::Weights, appendWeights(manifest, data.data(), data.size(),
-                                                                     kernel.name + ".derived")});
-    if (workspaceSlot[i])
-      launch.args.push_back({package::Region::Arena, arena.offsets[*workspaceSlot[i]]});
-    manifest.kernels.push_back(std::move(entries[i]));
+                                                                     lowered[i].kernel.name + ".derived")});
+    if (layout.workspaceSlot[i])
+      launch.args.push_back({package::Region::Arena, layout.arena.offsets[*layout.workspaceSlot[i]]});
+    manifest.kernels.push_back(std::move(generated.entries[i]));
     manifest.steps.push_back(std::move(launch));
   }
-  stats.codegenSeconds = loweringSeconds + kernelSeconds;
-  stats.weightBytes = manifest.weights.size(); // with the constants backends derived
-  stats.kernelCount = int(manifest.kernels.size());
+}
 
-  // Graph outputs: a constant output is copied into its arena slot after the plan.
+/// The signature's inputs, with the symbols they were declared with and their arena slots.
+void recordInputs(const Graph &graph, const std::map<std::string, Shape> &declared,
+                  const MemoryLayout &layout, package::Manifest &manifest) {
+  for (Value *input : graph.inputs()) {
+    package::TensorSignature signature = signatureOf(input, declared.at(input->name()));
+    signature.arenaOffset = layout.location.at(input).offset;
+    manifest.inputs.push_back(std::move(signature));
+  }
+}
+
+/// The signature's outputs with their arena slots; a constant output is copied into its slot
+/// after the last launch.
+void recordOutputs(const Graph &graph, const Schedule &schedule, const MemoryLayout &layout,
+                   package::Manifest &manifest) {
   for (Value *output : graph.outputs()) {
     package::TensorSignature signature = signatureOf(output, output->shape());
-    uint64_t slot = arena.offsets[arenaIndex.at(storageOf(output))];
-    signature.arenaOffset = output->isConstant() ? slot : location.at(output).offset;
+    uint64_t slot = layout.arena.offsets[schedule.buffers.arenaIndex.at(schedule.buffers.storageOf(output))];
+    signature.arenaOffset = output->isConstant() ? slot : layout.location.at(output).offset;
     if (output->isConstant())
-      manifest.steps.push_back(package::Copy{location.at(output),
+      manifest.steps.push_back(package::Copy{layout.location.at(output),
                                              {package::Region::Arena, slot},
                                              output->constant().byteSize()});
     manifest.outputs.push_back(std::move(signature));
   }
+}
 
-  auto finishStart = Clock::now();
+} // namespace
+
+package::Manifest buildManifest(Graph &graph, const CompileOptions &options,
+                                const std::string &workDirectory,
+                                std::vector<std::string> &objectFiles, CompileStatistics &stats) {
+  auto report = [&](const std::string &message) {
+    if (options.progress)
+      options.progress(message);
+  };
+  stats.sourceNodeCount = graph.numNodes();
+  package::Manifest manifest = startManifest(graph, options);
+  // The signature keeps the shapes as declared, with their symbols; passes may rewrite inputs.
+  std::map<std::string, Shape> declared;
+  for (Value *input : graph.inputs())
+    declared[input->name()] = input->shape();
+
+  // 0. The target's backend, first: its capabilities decide what the passes form (fused
+  //    attention) and what lowering describes for it.
+  std::unique_ptr<codegen::Backend> backend = codegen::createBackend(options.target);
+  const codegen::BackendCapabilities capabilities = backend->capabilities();
+
+  // 1. Passes: graph to graph, before anything is scheduled (they change which nodes exist).
+  auto start = Clock::now();
+  const bool fuseKernels = runPasses(graph, options, capabilities);
+  stats.passSeconds = secondsSince(start);
+
+  // 2. Schedule: kernel groups, then view aliases and lifetimes over the groups' order.
+  Schedule schedule = scheduleGraph(graph, fuseKernels);
+
+  // 3. Lowering, once per group, into what the backend consumes; backends never read the graph.
+  //    Before memory planning: a kernel may declare scratch buffers (KernelBuilder::addScratch),
+  //    which the arena holds for its step only.
+  start = Clock::now();
+  std::vector<codegen::LoweredGroup> lowered = lowerGroups(schedule, capabilities, report);
+  double codegenSeconds = secondsSince(start);
+
+  // 4. Weights: the graph's constants, in graph order (the derived constants follow in step 7).
+  std::map<const Value *, package::BufferRef> location = placeConstants(graph, manifest);
+
+  // 5. Backend code generation. Before memory planning: a backend may declare workspace of its
+  //    own for a kernel (LaunchShape::workspaceBytes: a stream-K GEMM's partial sums).
+  start = Clock::now();
+  GeneratedKernels generated = generateKernels(*backend, schedule, lowered);
+  codegenSeconds += secondsSince(start);
+
+  // 6. Memory plan: values, then scratch, then workspace, all in one arena.
+  MemoryLayout layout = planMemory(schedule, lowered, generated, std::move(location));
+  manifest.arenaBytes = layout.arena.arenaBytes;
+  manifest.activationBytes = layout.arena.totalBytes;
+  stats.arenaBytes = layout.arena.arenaBytes;
+  stats.activationBytes = layout.arena.totalBytes;
+
+  // 7. The plan: inputs' slots, one launch per kernel with every argument's place, then the
+  //    outputs' slots (and the copies of constant outputs, which run after every launch).
+  recordInputs(graph, declared, layout, manifest);
+  recordLaunches(schedule, lowered, generated, layout, manifest);
+  stats.codegenSeconds = codegenSeconds;
+  stats.weightBytes = manifest.weights.size(); // with the constants backends derived
+  stats.kernelCount = int(manifest.kernels.size());
+  recordOutputs(graph, schedule, layout, manifest);
+
+  // 8. Packaging: the backend compiles what it kept (NVRTC and ptxas, or LLVM to an object);
+  //    compileGraph's writer then links model.so.
+  start = Clock::now();
   report("compiling " + std::to_string(manifest.kernels.size()) + " kernels with " +
          backend->name());
   objectFiles = backend->finish(manifest, workDirectory);
-  stats.finishSeconds = secondsSince(finishStart);
+  stats.finishSeconds = secondsSince(start);
   return manifest;
 }
 

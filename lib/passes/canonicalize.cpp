@@ -29,7 +29,8 @@ bool isIdentityPermutation(const std::vector<int64_t> &perm) {
   return true;
 }
 
-bool isView(OpKind kind) {
+/// Reshape, Flatten, Squeeze, Unsqueeze: the input's elements, in order, under another shape.
+bool reshapesOnly(OpKind kind) {
   return kind == OpKind::Reshape || kind == OpKind::Flatten || kind == OpKind::Squeeze ||
          kind == OpKind::Unsqueeze;
 }
@@ -89,7 +90,7 @@ bool composeTransposes(Graph &graph, Node &outer) {
 /// view(view(x)) -> Reshape(x, static dims of the outer view).
 bool collapseViews(Graph &graph, Node &outer) {
   Node *inner = outer.input(0)->producer();
-  if (!inner || !isView(inner->kind()) || !isStatic(outer.output(0)->shape()) ||
+  if (!inner || !reshapesOnly(inner->kind()) || !isStatic(outer.output(0)->shape()) ||
       !isStatic(inner->input(0)->shape()))
     return false;
   std::vector<int64_t> dims = staticDims(outer.output(0)->shape());

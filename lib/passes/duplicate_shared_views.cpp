@@ -8,7 +8,9 @@
 namespace sinter {
 namespace {
 
-bool isView(const Node &node) {
+/// A data-movement node of one output (Reshape, Transpose, Slice, ...): an index remapping that
+/// fuses into its reader as a prologue.
+bool isIndexRemapping(const Node &node) {
   return node.info().fusion == FusionClass::DataMovement && node.numOutputs() == 1 && node.output(0);
 }
 
@@ -32,7 +34,7 @@ public:
     // looked at, so a chain of views (Reshape -> Transpose -> Squeeze) splits from its end up.
     for (auto it = order.rbegin(); it != order.rend(); ++it) {
       Node *node = *it;
-      if (!isView(*node) || node->output(0)->uses().size() < 2 || !readByContractionsOnly(node->output(0)))
+      if (!isIndexRemapping(*node) || node->output(0)->uses().size() < 2 || !readByContractionsOnly(node->output(0)))
         continue;
       std::vector<Use> uses = node->output(0)->uses();
       for (size_t u = 1; u < uses.size(); ++u) {
@@ -58,7 +60,7 @@ private:
       const Node &user = *use.user;
       if (readsThroughViews(user))
         continue;
-      bool passes = (isView(user) || (user.kind() == OpKind::Cast && user.numOutputs() == 1)) &&
+      bool passes = (isIndexRemapping(user) || (user.kind() == OpKind::Cast && user.numOutputs() == 1)) &&
                     readByContractionsOnly(user.output(0));
       if (!passes)
         return false;

@@ -2,6 +2,7 @@
 
 #include "rewrite.h"
 
+#include "sinter/ir/op_attributes.h"
 #include "sinter/support/error.h"
 
 #include <cmath>
@@ -99,7 +100,7 @@ std::optional<ChannelAffine> affineOf(const Node &node, const Value *x, int axis
         return std::nullopt;
       parameters.push_back(*values);
     }
-    double epsilon = node.attrFloat("epsilon", 1e-5f);
+    double epsilon = normalizationEpsilon(node);
     ChannelAffine affine{zeros, zeros};
     for (size_t c = 0; c < size_t(channels); ++c) {
       double k = parameters[0][c] / std::sqrt(parameters[3][c] + epsilon);

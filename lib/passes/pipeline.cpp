@@ -11,8 +11,8 @@
 #include "move_row_views_before_products.h"
 #include "move_scales_after_matmuls.h"
 #include "permute_conv_weights.h"
-#include "recognise_gelu.h"
-#include "recognise_layer_normalization.h"
+#include "recognize_gelu.h"
+#include "recognize_layer_normalization.h"
 #include "reduce_precision.h"
 #include "sinter/ir/graph.h"
 #include "sinter/ir/printer.h"
@@ -21,6 +21,7 @@
 
 #include <ostream>
 #include <sstream>
+#include <utility>
 
 namespace sinter {
 
@@ -51,14 +52,14 @@ const std::vector<PipelineEntry> &defaultPipeline() {
        "CSE, which makes the siblings' inputs one value, and after fold-batch-norm, which needs "
        "each product's own weights",
        make<MergeSiblingMatMuls>(), /*untilFixedPoint=*/true},
-      {"recognise-layer-normalization",
+      {"recognize-layer-normalization",
        "a decomposed layer norm is two reductions and five elementwise kernels; as one op it is "
        "one kernel. After canonicalisation and CSE, so Identity hops and duplicated means are gone",
-       make<RecogniseLayerNormalization>()},
-      {"recognise-gelu",
+       make<RecognizeLayerNormalization>()},
+      {"recognize-gelu",
        "an exported GELU is up to eight elementwise nodes that fusion would split where x is read "
        "twice; as one op it is one accessor and fuses as an epilogue",
-       make<RecogniseGelu>()},
+       make<RecognizeGelu>()},
       {"move-scales-after-matmuls",
        "attention's query and key scalings are kernels that copy whole operands; after the "
        "product they are its epilogue. After merge-sibling-matmuls and the recognisers (which "
@@ -106,9 +107,23 @@ const std::vector<PipelineEntry> &defaultPipeline() {
   return kPipeline;
 }
 
+std::string canonicalPassName(std::string_view name) {
+  // Pass names are spelled as the code is (canonicalize, normalization); these two were
+  // spelled "recognise-" once, and scripts may still say so.
+  static const std::pair<std::string_view, std::string_view> kOlderSpellings[] = {
+      {"recognise-layer-normalization", "recognize-layer-normalization"},
+      {"recognise-gelu", "recognize-gelu"},
+  };
+  for (const auto &[older, current] : kOlderSpellings)
+    if (name == older)
+      return std::string(current);
+  return std::string(name);
+}
+
 std::unique_ptr<Pass> createPass(std::string_view name, const PipelineOptions &options) {
+  const std::string canonical = canonicalPassName(name);
   for (const PipelineEntry &entry : defaultPipeline())
-    if (entry.name == name)
+    if (entry.name == canonical)
       return entry.create(options);
   return nullptr;
 }
@@ -127,7 +142,7 @@ std::string describePipeline() {
 static void checkPassNames(const PipelineOptions &options) {
   auto known = [](const std::string &name) {
     for (const PipelineEntry &entry : defaultPipeline())
-      if (entry.name == name)
+      if (entry.name == canonicalPassName(name))
         return true;
     return false;
   };
@@ -146,8 +161,12 @@ static void checkPassNames(const PipelineOptions &options) {
 
 void runPipeline(Graph &graph, const PipelineOptions &options) {
   checkPassNames(options);
+  std::set<std::string> disabled;
+  for (const std::string &name : options.disabled)
+    disabled.insert(canonicalPassName(name));
+  const std::string dumpAfter = canonicalPassName(options.dumpAfter);
   for (const PipelineEntry &entry : defaultPipeline()) {
-    if (options.disabled.count(entry.name))
+    if (disabled.count(entry.name))
       continue;
     std::unique_ptr<Pass> pass = entry.create(options);
     constexpr int kMaxIterations = 32;
@@ -158,7 +177,7 @@ void runPipeline(Graph &graph, const PipelineOptions &options) {
       if (!changed || !entry.untilFixedPoint)
         break;
     }
-    if (options.dumpStream && (options.dumpAfter == "all" || options.dumpAfter == entry.name)) {
+    if (options.dumpStream && (dumpAfter == "all" || dumpAfter == entry.name)) {
       *options.dumpStream << "// IR after " << entry.name << "\n"
                           << printGraph(graph, PrintOptions{.elideConstantsAbove = 64}) << "\n";
     }

@@ -9,6 +9,8 @@
 #include "registry.h"
 #include "tensor_helpers.h"
 
+#include "sinter/ir/op_attributes.h"
+
 #include <cmath>
 #include <utility>
 
@@ -157,22 +159,7 @@ Outputs evalGatherND(const Node &node, const Inputs &inputs) {
 
 // ---- Scatter --------------------------------------------------------------------------------
 
-enum class Reduction { None, Add, Mul, Max, Min };
-
-Reduction reductionOf(const Node &node) {
-  std::string name = node.attrString("reduction", "none");
-  if (name == "none")
-    return Reduction::None;
-  if (name == "add")
-    return Reduction::Add;
-  if (name == "mul")
-    return Reduction::Mul;
-  if (name == "max")
-    return Reduction::Max;
-  if (name == "min")
-    return Reduction::Min;
-  userError(node.describe(), ": unknown reduction '", name, "'");
-}
+using Reduction = ScatterReduction;
 
 template <DType D> ComputeType<D> reduce(Reduction reduction, ComputeType<D> a, ComputeType<D> b) {
   using T = ComputeType<D>;
@@ -214,7 +201,7 @@ Tensor scatter(const Node &node, const Tensor &data, const Tensor &updates,
               dtypeName(data.dtype()));
   Tensor out(data.dtype(), data.dims());
   copyElements(data, 0, out, 0, data.elementCount());
-  Reduction reduction = reductionOf(node);
+  Reduction reduction = scatterReduction(node);
   if (reduction == Reduction::None) {
     for (auto [target, update] : writes)
       copyElements(updates, update, out, target);

@@ -11,6 +11,8 @@
 #include "reduction.h"
 #include "registry.h"
 
+#include "sinter/ir/op_attributes.h"
+
 #include <cmath>
 
 namespace sinter::reference {
@@ -81,7 +83,7 @@ Outputs batchNormalization(const Node &node, const Inputs &inputs) {
   bool training = node.attrInt("training_mode", 0) != 0;
   if (!training && node.numOutputs() > 1)
     userError(node.describe(), ": running_mean and running_var outputs need training_mode=1");
-  double epsilon = node.attrFloat("epsilon", 1e-5f);
+  double epsilon = normalizationEpsilon(node);
   double momentum = node.attrFloat("momentum", 0.9f);
 
   const Tensor &runningMean = *inputs[3];
@@ -140,7 +142,7 @@ Outputs layerNormalization(const Node &node, const Inputs &inputs) {
   if (x.rank() == 0)
     userError(node.describe(), ": the input must have rank 1 or more");
   int64_t axis = normalizeAxis(node, node.attrInt("axis", -1), x.rank());
-  double epsilon = node.attrFloat("epsilon", 1e-5f);
+  double epsilon = normalizationEpsilon(node);
   DType stashType = stashTypeOf(node);
   const Tensor &scale = *inputs[1];
   const Tensor *bias = inputs.size() > 2 ? inputs[2] : nullptr;
@@ -186,7 +188,7 @@ Tensor rmsNormalization(const Node &node, const Inputs &inputs) {
   if (x.rank() == 0)
     userError(node.describe(), ": the input must have rank 1 or more");
   int64_t axis = normalizeAxis(node, node.attrInt("axis", -1), x.rank());
-  double epsilon = node.attrFloat("epsilon", 1e-5f);
+  double epsilon = normalizationEpsilon(node);
   stashTypeOf(node); // validated; the computation is in double regardless
   const Tensor &scale = *inputs[1];
   requireBroadcastsTo(node, scale, 1, x);
@@ -226,7 +228,7 @@ Tensor groupNormalization(const Node &node, const Inputs &inputs, int64_t groups
     requireFloat(node, *inputs[i], i);
     requireChannelVector(node, *inputs[i], i, channels);
   }
-  double epsilon = node.attrFloat("epsilon", 1e-5f);
+  double epsilon = normalizationEpsilon(node);
   int64_t channelsPerGroup = channels / groups;
   int64_t groupSize = channelsPerGroup * split.inner; // a group's elements are consecutive
   Tensor y(x.dtype(), x.dims());

@@ -2,7 +2,7 @@
 // made of one node.
 #pragma once
 
-#include "sinter/codegen/lowering.h"
+#include "sinter/codegen/lowering/lowering.h"
 #include "sinter/ir/graph.h"
 
 #include <cstdint>

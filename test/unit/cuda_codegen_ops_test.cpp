@@ -4,8 +4,8 @@
 // generated, compiled by NVRTC and assembled by ptxas, and the PTX has an entry for each. Their
 // numerical results are checked against the ONNX node tests by the conformance runner.
 #include "codegen_test_util.h"
-#include "sinter/codegen/backend.h"
-#include "sinter/codegen/lowering.h"
+#include "sinter/codegen/targets/targets.h"
+#include "sinter/codegen/lowering/lowering.h"
 #include "sinter/ir/graph.h"
 #include "sinter/ir/infer.h"
 
@@ -26,14 +26,14 @@ namespace {
 std::string compileEachNode(const Graph &graph, std::vector<Kernel> *kernels = nullptr) {
   TargetOptions options;
   options.target = package::Target::Cuda;
-  options.cudaArchs = {"sm_80"};
+  options.cuda.archs = {"sm_80"};
   std::unique_ptr<Backend> backend = createBackend(options);
   package::Manifest manifest;
   for (const auto &node : graph.nodes()) {
     KernelGroup group = singleNodeGroup(*node, int(manifest.kernels.size()));
     Kernel kernel = lowerGroup(group);
     LaunchShape launch;
-    manifest.kernels.push_back(backend->addKernel(group, kernel, launch));
+    manifest.kernels.push_back(backend->addKernel(lowerForBackend(group, backend->capabilities()), launch));
     if (kernels)
       kernels->push_back(std::move(kernel));
   }

@@ -1,13 +1,13 @@
 // The CUDA C backend without a GPU: kernels are generated, compiled by NVRTC and assembled by
 // ptxas into cubins whose ELF headers say CUDA and the requested architecture.
 #include "codegen_test_util.h"
-#include "sinter/codegen/attention.h"
-#include "sinter/codegen/backend.h"
-#include "sinter/codegen/contraction.h"
-#include "sinter/codegen/expr_evaluator.h"
-#include "sinter/codegen/index_ranges.h"
-#include "sinter/codegen/fusion.h"
-#include "sinter/codegen/lowering.h"
+#include "sinter/codegen/lowering/attention.h"
+#include "sinter/codegen/targets/targets.h"
+#include "sinter/codegen/lowering/contraction.h"
+#include "sinter/codegen/kernel/expr_evaluator.h"
+#include "sinter/codegen/kernel/index_ranges.h"
+#include "sinter/codegen/schedule/fusion.h"
+#include "sinter/codegen/lowering/lowering.h"
 #include "sinter/compiler/compiler.h"
 #include "sinter/ir/graph.h"
 #include "sinter/ir/infer.h"
@@ -34,7 +34,7 @@ namespace {
 TargetOptions cudaTarget(std::vector<std::string> archs) {
   TargetOptions options;
   options.target = package::Target::Cuda;
-  options.cudaArchs = std::move(archs);
+  options.cuda.archs = std::move(archs);
   return options;
 }
 
@@ -47,7 +47,7 @@ package::Manifest compileEachNode(const Graph &graph, std::vector<std::string> a
   for (const auto &node : graph.nodes()) {
     KernelGroup group = singleNodeGroup(*node, int(manifest.kernels.size()));
     LaunchShape launch;
-    manifest.kernels.push_back(backend->addKernel(group, lowerGroup(group), launch));
+    manifest.kernels.push_back(backend->addKernel(lowerForBackend(group, backend->capabilities()), launch));
     if (launches)
       launches->push_back(launch);
   }
@@ -162,7 +162,7 @@ TEST(CudaCodegen, LargeContractionsGetTiledKernels) {
   EXPECT_EQ(described->spec.n, 130);
   EXPECT_EQ(described->spec.k, 70);
   LaunchShape launch;
-  manifest.kernels.push_back(backend->addKernel(matmulGroup, lowerGroup(matmulGroup), launch));
+  manifest.kernels.push_back(backend->addKernel(lowerForBackend(matmulGroup, backend->capabilities()), launch));
   EXPECT_EQ(manifest.kernels.back().generator, "cuda-c tiled");
   EXPECT_EQ(launch.grid[2], 1u);
   EXPECT_GE(uint64_t(launch.grid[0]) * launch.block[0], 130u / 4);
@@ -175,7 +175,7 @@ TEST(CudaCodegen, LargeContractionsGetTiledKernels) {
   EXPECT_EQ(described->spec.batch, 3);
   EXPECT_EQ(described->spec.m, 100);
   LaunchShape batchedLaunch;
-  manifest.kernels.push_back(backend->addKernel(batchedGroup, lowerGroup(batchedGroup), batchedLaunch));
+  manifest.kernels.push_back(backend->addKernel(lowerForBackend(batchedGroup, backend->capabilities()), batchedLaunch));
   EXPECT_EQ(manifest.kernels.back().generator, "cuda-c tiled");
   EXPECT_EQ(batchedLaunch.grid[2], 3u);
 
@@ -188,7 +188,7 @@ TEST(CudaCodegen, LargeContractionsGetTiledKernels) {
   EXPECT_EQ(described->spec.n, 2 * 20 * 20);
   EXPECT_EQ(described->spec.k, 4 * 3 * 3);
   LaunchShape convLaunch;
-  manifest.kernels.push_back(backend->addKernel(convGroup, lowerGroup(convGroup), convLaunch));
+  manifest.kernels.push_back(backend->addKernel(lowerForBackend(convGroup, backend->capabilities()), convLaunch));
   EXPECT_EQ(manifest.kernels.back().generator, "cuda-c tiled");
   EXPECT_EQ(convLaunch.grid[2], 2u);
 
@@ -196,7 +196,7 @@ TEST(CudaCodegen, LargeContractionsGetTiledKernels) {
   KernelGroup gemvGroup = singleNodeGroup(*gemv, 2);
   LaunchShape gemvLaunch;
   Kernel gemvKernel = lowerGroup(gemvGroup);
-  manifest.kernels.push_back(backend->addKernel(gemvGroup, gemvKernel, gemvLaunch));
+  manifest.kernels.push_back(backend->addKernel(lowerForBackend(gemvGroup, backend->capabilities()), gemvLaunch));
   EXPECT_EQ(manifest.kernels.back().generator, "cuda-c");
   EXPECT_EQ(gemvLaunch.grid[1], 1u);
   EXPECT_TRUE(cuda::warpPerPoint(gemvKernel));
@@ -249,7 +249,7 @@ TEST(CudaCodegen, ContractionsGetTensorCoreKernels) {
   groups.pop_back();
   EXPECT_FALSE(worthTiling(lowerContraction(gemv)->spec));
   EXPECT_TRUE(cuda::warpPerPoint(lowerGroup(gemv))) << printKernel(lowerGroup(gemv));
-  using Fp32 = TargetOptions::Fp32Contractions;
+  using Fp32 = CudaOptions::Fp32Contractions;
   std::vector<std::optional<cuda::MmaOperands>> operands, simt;
   for (const KernelGroup &group : groups) {
     operands.push_back(cuda::mmaOperands(lowerContraction(group)->spec, Fp32::Tf32x3));
@@ -271,7 +271,7 @@ TEST(CudaCodegen, ContractionsGetTensorCoreKernels) {
                               mma ? "cuda-c tensor-core tf32x3" : "cuda-c tiled", "cuda-c tiled"};
     for (size_t i = 0; i < groups.size(); ++i) {
       LaunchShape launch;
-      manifest.kernels.push_back(backend->addKernel(groups[i], lowerGroup(groups[i]), launch));
+      manifest.kernels.push_back(backend->addKernel(lowerForBackend(groups[i], backend->capabilities()), launch));
       EXPECT_EQ(manifest.kernels.back().generator, expected[i]) << arch << " " << groups[i].name;
     }
     auto work = std::filesystem::temp_directory_path() / (std::string("sinter-cuda-mma-test-") + arch);
@@ -524,11 +524,11 @@ TEST(CudaCodegen, SixteenBitGemmsGetAWgmmaBodyForSm90a) {
                         Case{{"sm_80", "sm_90"}, false, "cuda-c tensor-core f16"},
                         Case{{"sm_80", "sm_89"}, true, "cuda-c tensor-core f16"}}) {
     TargetOptions options = cudaTarget(c.archs);
-    options.warpgroupMma = c.warpgroupMma;
+    options.cuda.warpgroupMma = c.warpgroupMma;
     std::unique_ptr<Backend> backend = createBackend(options);
     package::Manifest manifest;
     LaunchShape launch;
-    manifest.kernels.push_back(backend->addKernel(*gemm, lowerGroup(*gemm), launch));
+    manifest.kernels.push_back(backend->addKernel(lowerForBackend(*gemm, backend->capabilities()), launch));
     EXPECT_EQ(manifest.kernels.back().generator, c.generator) << c.archs.back();
     auto work = std::filesystem::temp_directory_path() / ("sinter-cuda-wgmma-test-" + c.archs.back());
     std::filesystem::create_directories(work);
@@ -590,7 +590,7 @@ TEST(CudaCodegen, NarrowWgmmaTileTakesTheGridsTheWideOneLeavesShort) {
   std::unique_ptr<Backend> backend = createBackend(cudaTarget({"sm_90"}));
   package::Manifest manifest;
   LaunchShape launch;
-  manifest.kernels.push_back(backend->addKernel(groups[0], lowerGroup(groups[0]), launch));
+  manifest.kernels.push_back(backend->addKernel(lowerForBackend(groups[0], backend->capabilities()), launch));
   // Its 104 tiles are fewer than half the 396 places, and 72 slices a long reduction: stream-K
   // deals each tile's slices to three blocks.
   EXPECT_EQ(manifest.kernels.back().generator, "cuda-c tensor-core f16 wgmma stream-k");
@@ -653,8 +653,8 @@ TEST(CudaCodegen, StreamKGemmsShareTilesAndGetAWorkspaceInTheArena) {
     mlpOut(graph);
     CompileOptions options;
     options.target.target = package::Target::Cuda;
-    options.target.cudaArchs = {"sm_80", "sm_90"};
-    options.target.streamK = streamK;
+    options.target.cuda.archs = {"sm_80", "sm_90"};
+    options.target.cuda.streamK = streamK;
     auto work = std::filesystem::temp_directory_path() / "sinter-cuda-stream-k-test";
     std::filesystem::create_directories(work);
     std::vector<std::string> objects;
@@ -782,7 +782,7 @@ TEST(CudaCodegen, LongRowReductionsGetAWarpPerRow) {
     KernelGroup group = singleNodeGroup(*node, int(manifest.kernels.size()));
     Kernel kernel = lowerGroup(group);
     LaunchShape launch;
-    manifest.kernels.push_back(backend->addKernel(group, kernel, launch));
+    manifest.kernels.push_back(backend->addKernel(lowerForBackend(group, backend->capabilities()), launch));
     return std::make_pair(kernel, launch);
   };
   auto [normKernel, normLaunch] = add(norm);
@@ -840,7 +840,7 @@ TEST(CudaCodegen, WarpRowsAreLoadedOnceInSixteenByteRuns) {
     EXPECT_NE(group, groups.end());
     Kernel kernel = lowerGroup(*group);
     LaunchShape launch;
-    manifest.kernels.push_back(backend->addKernel(*group, kernel, launch));
+    manifest.kernels.push_back(backend->addKernel(lowerForBackend(*group, backend->capabilities()), launch));
     return cuda::printCudaKernel(kernel, 256);
   };
   // f32 rows of 768: a lane holds 24 elements in six runs of four, one 16-byte load each, and

@@ -1,7 +1,7 @@
 // The host evaluator of kernel-IR expressions (expr_evaluator.h), against values worked out by
 // hand from kernel_ir.h's semantics.
-#include "sinter/codegen/expr_evaluator.h"
-#include "../../lib/codegen/lowering_rules.h"
+#include "sinter/codegen/kernel/expr_evaluator.h"
+#include "../../lib/codegen/lowering/lowering_rules.h"
 #include "sinter/support/error.h"
 
 #include <gtest/gtest.h>

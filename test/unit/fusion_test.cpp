@@ -1,7 +1,7 @@
 // Kernel fusion (codegen/fusion.h) on text IR: which nodes share a kernel, in what order, and
 // what each group reads and writes. End-to-end correctness of fused kernels is checked against
 // onnxruntime by the model tests on the CPU target and by the GPU suite.
-#include "sinter/codegen/fusion.h"
+#include "sinter/codegen/schedule/fusion.h"
 #include "sinter/ir/parser.h"
 
 #include <gtest/gtest.h>

@@ -1,6 +1,6 @@
 // findHalfArithmetic (kernel_ir.h): f16/bf16 are storage types; a kernel that does arithmetic,
 // selects or keeps variables in them is named, one that loads, converts and stores them is not.
-#include "sinter/codegen/kernel_ir.h"
+#include "sinter/codegen/kernel/kernel_ir.h"
 
 #include <gtest/gtest.h>
 

@@ -1,9 +1,9 @@
 // Interval analysis of kernel-IR indices (codegen/index_ranges.h): the ranges it derives must
 // contain every value the expression can take, and fits32 must refuse anything that could
 // overflow 32 bits.
-#include "sinter/codegen/index_ranges.h"
+#include "sinter/codegen/kernel/index_ranges.h"
 
-#include "sinter/codegen/expr_evaluator.h"
+#include "sinter/codegen/kernel/expr_evaluator.h"
 
 #include <gtest/gtest.h>
 

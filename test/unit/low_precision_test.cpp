@@ -3,8 +3,8 @@
 // kernel-IR expansion of the conversions (low_precision_cast.h) against the scalar conversions,
 // exhaustively over codes and over a dense set of floats. Whole-range agreement of the scalar
 // conversions with ml_dtypes and ONNX's reference is test/python/test_low_precision.py's.
-#include "../../lib/codegen/low_precision_cast.h"
-#include "sinter/codegen/expr_evaluator.h"
+#include "sinter/codegen/kernel/low_precision_cast.h"
+#include "sinter/codegen/kernel/expr_evaluator.h"
 #include "sinter/ir/low_precision.h"
 
 #include <gtest/gtest.h>

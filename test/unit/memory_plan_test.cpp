@@ -1,7 +1,7 @@
 // The arena planner (codegen/memory_plan.h): reuse across disjoint lifetimes, best fit among
 // gaps, alignment, and the invariant that buffers alive at the same step never share bytes.
 // Expected offsets are worked out by hand from the rule (largest first, smallest gap that fits).
-#include "sinter/codegen/memory_plan.h"
+#include "sinter/codegen/schedule/memory_plan.h"
 
 #include <gtest/gtest.h>
 

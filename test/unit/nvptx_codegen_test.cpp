@@ -3,8 +3,8 @@
 // requested architecture; groups the route does not lower go to the CUDA C backend, as a second
 // module, and each kernel entry says which generator built it.
 #include "codegen_test_util.h"
-#include "sinter/codegen/backend.h"
-#include "sinter/codegen/lowering.h"
+#include "sinter/codegen/targets/targets.h"
+#include "sinter/codegen/lowering/lowering.h"
 #include "sinter/ir/graph.h"
 #include "sinter/ir/infer.h"
 #include "sinter/support/error.h"
@@ -73,12 +73,12 @@ Compiled compileSmallGraph(const TargetOptions &options, const fs::path &work) {
 
   Compiled compiled;
   compiled.manifest.target = package::Target::Cuda;
-  compiled.manifest.cudaArchs = options.cudaArchs;
+  compiled.manifest.cudaArchs = options.cuda.archs;
   std::unique_ptr<Backend> backend = createBackend(options);
   for (const auto &node : graph.nodes()) {
     KernelGroup group = singleNodeGroup(*node, int(compiled.manifest.kernels.size()));
     LaunchShape launch;
-    compiled.manifest.kernels.push_back(backend->addKernel(group, lowerGroup(group), launch));
+    compiled.manifest.kernels.push_back(backend->addKernel(lowerForBackend(group, backend->capabilities()), launch));
     compiled.launches.push_back(launch);
   }
   fs::create_directories(work);
@@ -89,8 +89,8 @@ Compiled compileSmallGraph(const TargetOptions &options, const fs::path &work) {
 TargetOptions nvptxOptions() {
   TargetOptions options;
   options.target = package::Target::Cuda;
-  options.gpuCodegen = "llvm";
-  options.cudaArchs = {"sm_90", "sm_80"};
+  options.cuda.gpuCodegen = "llvm";
+  options.cuda.archs = {"sm_90", "sm_80"};
   return options;
 }
 
@@ -189,9 +189,9 @@ TEST(NvptxCodegen, MathFallsBackToCudaCWithoutLibdevice) {
 
 TEST(NvptxCodegen, UnknownGpuCodegenIsAUserError) {
   TargetOptions options = nvptxOptions();
-  options.gpuCodegen = "spirv";
+  options.cuda.gpuCodegen = "spirv";
   EXPECT_THROW(createBackend(options), UserError);
-  options.gpuCodegen = "llvm";
-  options.cudaArchs = {"sm_9x"};
+  options.cuda.gpuCodegen = "llvm";
+  options.cuda.archs = {"sm_9x"};
   EXPECT_THROW(createBackend(options), UserError);
 }

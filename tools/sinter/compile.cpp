@@ -43,7 +43,7 @@ std::vector<std::string> splitList(const std::string &text) {
 /// --precision: the storage type of float32 weights and activations (kernels compute in f32),
 /// and for tf32 how f32 contractions use the tensor cores.
 DType parsePrecision(const std::string &precision, package::Target target,
-                     codegen::TargetOptions::Fp32Contractions &fp32) {
+                     codegen::CudaOptions::Fp32Contractions &fp32) {
   if (precision == "fp32")
     return DType::Float32;
   if (precision == "fp16")
@@ -54,10 +54,10 @@ DType parsePrecision(const std::string &precision, package::Target target,
     if (target != package::Target::Cuda)
       userError("--precision tf32 is a CUDA tensor-core mode; with --target cpu use fp32, fp16 "
                 "or bf16");
-    if (fp32 == codegen::TargetOptions::Fp32Contractions::Simt)
+    if (fp32 == codegen::CudaOptions::Fp32Contractions::Simt)
       userError("--precision tf32 rounds the operands of f32 contractions for the tensor cores; "
                 "it cannot go with --fp32-contractions simt");
-    fp32 = codegen::TargetOptions::Fp32Contractions::Tf32;
+    fp32 = codegen::CudaOptions::Fp32Contractions::Tf32;
     return DType::Float32;
   }
   userError("unknown --precision '", precision, "'; use fp32, tf32, fp16 or bf16");
@@ -87,24 +87,24 @@ CompileOptions compileOptionsFrom(const CompileFlags &flags) {
   CompileOptions options;
   options.target.target =
       isFirstChoice("--target", flags.target, "cpu", "cuda") ? package::Target::Cpu : package::Target::Cuda;
-  options.target.cudaArchs = splitList(flags.archs);
-  options.target.cpuLevel = flags.cpu;
+  options.target.cuda.archs = splitList(flags.archs);
+  options.target.cpu.level = flags.cpu;
   isFirstChoice("--gpu-codegen", flags.gpuCodegen, "cuda-c", "llvm");
-  options.target.gpuCodegen = flags.gpuCodegen;
+  options.target.cuda.gpuCodegen = flags.gpuCodegen;
   options.target.emitSourceDirectory = flags.emitSource;
-  options.target.fp32Contractions = isFirstChoice("--fp32-contractions", flags.fp32Contractions, "tensor-core", "simt")
-                                        ? codegen::TargetOptions::Fp32Contractions::Tf32x3
-                                        : codegen::TargetOptions::Fp32Contractions::Simt;
-  options.target.warpgroupMma = isFirstChoice("--wgmma", flags.wgmma, "on", "off");
-  options.target.streamK = isFirstChoice("--stream-k", flags.streamK, "auto", "off");
-  options.target.rowWalkEpilogue = isFirstChoice("--tensor-core-epilogue", flags.tensorCoreEpilogue, "rows", "fragments");
+  options.target.cuda.fp32Contractions = isFirstChoice("--fp32-contractions", flags.fp32Contractions, "tensor-core", "simt")
+                                             ? codegen::CudaOptions::Fp32Contractions::Tf32x3
+                                             : codegen::CudaOptions::Fp32Contractions::Simt;
+  options.target.cuda.warpgroupMma = isFirstChoice("--wgmma", flags.wgmma, "on", "off");
+  options.target.cuda.streamK = isFirstChoice("--stream-k", flags.streamK, "auto", "off");
+  options.target.cuda.rowWalkEpilogue = isFirstChoice("--tensor-core-epilogue", flags.tensorCoreEpilogue, "rows", "fragments");
   if (!flags.tensorCoreTile.empty()) {
     if (options.target.target != package::Target::Cuda)
       userError("--tensor-core-tile chooses the CUDA tensor-core tile; it has no meaning with --target cpu");
-    options.target.tensorCoreTile = parseTile(flags.tensorCoreTile);
+    options.target.cuda.tensorCoreTile = parseTile(flags.tensorCoreTile);
   }
   options.pipeline.precision = parsePrecision(flags.precision, options.target.target,
-                                              options.target.fp32Contractions);
+                                              options.target.cuda.fp32Contractions);
   // auto: stored with fp16 (torch's model.half() keeps the residual stream in f16, and f16's
   // 11 bits hold it to about 1e-3), f32 with bf16 (8 bits would not).
   if (flags.normInputs != "auto" && flags.normInputs != "f32" && flags.normInputs != "stored")

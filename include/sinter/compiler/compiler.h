@@ -1,12 +1,24 @@
-// The compile driver: from an imported graph to model.so.
+// The compile driver: from an imported graph to model.so, in stages that run in this order
+// (lib/compiler/compiler.cpp's buildManifest lists them, with the reason for each place):
 //
-//   passes (pipeline.h) -> kernel groups -> memory plan -> lowering + backend per group
-//   -> backend finish (NVRTC/ptxas or LLVM object) -> artifact writer
+//   the target's backend (codegen/targets/targets.h), asked for its capabilities
+//   -> passes (passes/pipeline.h: graph to graph)
+//   -> schedule: kernel groups (codegen/schedule/fusion.h), view aliases and
+//      lifetimes (codegen/schedule/buffer_assignment.h)
+//   -> lowering: each group once, into what the backend consumes (codegen/backend/backend.h's
+//      LoweredGroup: kernel IR, contraction and attention descriptions)
+//   -> weights: the constants into the weights blob
+//   -> backend code generation: each kernel's source and launch shape (backend.h)
+//   -> memory plan: values, scratch and workspace in one arena (codegen/schedule/memory_plan.h)
+//   -> the plan: every launch's arguments, the signature's slots
+//   -> packaging: the backend compiles (NVRTC/ptxas or LLVM), the writer links model.so
+//      (package/writer.h)
 //
-// Nothing flows backwards: codegen never edits the graph.
+// Nothing flows backwards: codegen never edits the graph, backends never read it, and each stage
+// reads only what the stages before it made.
 #pragma once
 
-#include "sinter/codegen/backend.h"
+#include "sinter/codegen/backend/backend.h"
 #include "sinter/package/manifest.h"
 #include "sinter/passes/pipeline.h"
 

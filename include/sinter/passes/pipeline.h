@@ -46,7 +46,12 @@ struct PipelineOptions {
   bool fusedAttention = true;
 };
 
-/// Runs the pipeline. Unknown names in disabled/dumpAfter are UserErrors listing the passes.
+/// The pipeline's name for a pass name or an older spelling of one that the CLI still accepts
+/// ("recognise-gelu" -> "recognize-gelu"); any other name as it is.
+std::string canonicalPassName(std::string_view name);
+
+/// Runs the pipeline. Names in disabled/dumpAfter may be older spellings (canonicalPassName);
+/// unknown ones are UserErrors listing the passes.
 void runPipeline(Graph &graph, const PipelineOptions &options = {});
 
 /// A new instance of the pipeline's pass of that name, configured by `options` (for tests and

@@ -21,12 +21,12 @@
 // element and rounded (exactly: fusedAttentionOperands checks they are 16-bit values).
 #include "cuda_attention.h"
 
-#include "../lowering_rules.h"
+#include "../lowering/lowering_rules.h"
 
 #include "cuda_contraction.h"
 #include "cuda_source.h"
 
-#include "sinter/codegen/index_ranges.h"
+#include "sinter/codegen/kernel/index_ranges.h"
 #include "sinter/support/error.h"
 
 #include <sstream>

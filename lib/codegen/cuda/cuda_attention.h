@@ -1,8 +1,8 @@
 // The fused attention kernel (attention.h) in CUDA C: flash-style, on warp-level mma.sync.
 #pragma once
 
-#include "sinter/codegen/attention.h"
-#include "sinter/codegen/backend.h"
+#include "sinter/codegen/lowering/attention.h"
+#include "sinter/codegen/backend/backend.h"
 
 #include <optional>
 #include <string>

@@ -3,11 +3,12 @@
 // architecture by NVRTC to PTX and by ptxas to SASS, all on a pool of the host's cores. Each
 // module gets one cubin per requested architecture plus the PTX of the newest, so it runs on each
 // listed GPU generation and JIT-compiles on newer ones.
-#include "../backends.h"
+#include "sinter/codegen/cuda/cuda_backend.h"
 #include "cuda_attention.h"
 #include "cuda_contraction.h"
+#include "cuda_kernel_choice.h"
 #include "cuda_source.h"
-#include "toolchain.h"
+#include "sinter/codegen/cuda/toolchain.h"
 
 #include "sinter/support/error.h"
 
@@ -48,71 +49,60 @@ void writeText(const fs::path &path, const std::string &text) {
 class CudaCBackend final : public Backend {
 public:
   explicit CudaCBackend(const TargetOptions &options) : options_(options) {
-    if (options_.cudaArchs.empty())
+    if (options_.cuda.archs.empty())
       userError("--arch lists no CUDA architecture");
-    for (const std::string &arch : options_.cudaArchs)
+    for (const std::string &arch : options_.cuda.archs)
       archNumber(arch);
-    std::sort(options_.cudaArchs.begin(), options_.cudaArchs.end(),
+    std::sort(options_.cuda.archs.begin(), options_.cuda.archs.end(),
               [](const std::string &a, const std::string &b) { return archNumber(a) < archNumber(b); });
-    options_.cudaArchs.erase(std::unique(options_.cudaArchs.begin(), options_.cudaArchs.end()),
-                             options_.cudaArchs.end());
+    options_.cuda.archs.erase(std::unique(options_.cuda.archs.begin(), options_.cuda.archs.end()),
+                              options_.cuda.archs.end());
+    for (const std::string &arch : options_.cuda.archs)
+      archNumbers_.push_back(archNumber(arch));
   }
 
   std::string name() const override { return "CUDA C (NVRTC, ptxas)"; }
 
-  package::Kernel addKernel(const KernelGroup &group, const Kernel &kernel,
-                            LaunchShape &launch) override {
+  /// The fused attention kernel multiplies 16-bit operands with mma.sync (sm_80 and newer);
+  /// float32 attention keeps its products on the tf32 tensor-core kernels (docs/attention.md).
+  BackendCapabilities capabilities() const override {
+    BackendCapabilities capabilities;
+    capabilities.fusedAttention16Bit = true;
+    capabilities.describesFusedAttention = archNumber(options_.cuda.archs.front()) >= 80;
+    return capabilities;
+  }
+
+  package::Kernel addKernel(const LoweredGroup &group, LaunchShape &launch) override {
+    const Kernel &kernel = group.kernel;
+    // Which kernel is cuda_kernel_choice.cpp's; each form has its printer.
+    const cuda::KernelChoice choice = cuda::chooseKernel(group, options_.cuda, archNumbers_);
     std::string source;
-    std::string generator = "cuda-c";
-    // Attention as one kernel (mma.sync: sm_80 and newer).
-    if (archNumber(options_.cudaArchs.front()) >= 80)
-      if (std::optional<FusedAttention> attention = lowerFusedAttention(group))
-        if (std::optional<DType> operands = cuda::fusedAttentionOperands(attention->spec)) {
-          source = cuda::printFusedAttention(*attention, *operands, launch);
-          generator = std::string("cuda-c fused-attention ") + (*operands == DType::BFloat16 ? "bf16" : "f16");
-          return finishKernel(group, kernel, std::move(source), generator);
-        }
-    std::optional<Contraction> contraction = lowerContraction(group);
-    std::optional<cuda::TileShape> tile;
-    std::optional<cuda::MmaOperands> operands;
-    if (contraction && worthTiling(contraction->spec)) {
-      tile = cuda::chooseTile(contraction->spec);
-      // mma.sync with f16/bf16/tf32 operands needs sm_80; the list is sorted, oldest first.
-      if (archNumber(options_.cudaArchs.front()) >= 80)
-        operands = cuda::mmaOperands(contraction->spec, options_.fp32Contractions);
-    }
-    std::optional<cuda::MmaTile> mmaTile;
-    bool wgmma = false;
-    if (operands && hasSm90() && options_.warpgroupMma)
-      if ((mmaTile = cuda::wgmmaBlockTile(contraction->spec, *operands, options_.tensorCoreTile)))
-        wgmma = true;
-    if (operands && !mmaTile)
-      mmaTile = cuda::chooseMmaTile(contraction->spec, *operands, options_.tensorCoreTile);
-    if (mmaTile && cuda::fitsGrid(contraction->spec, mmaTile->bm, mmaTile->bn)) {
-      cuda::MmaKernelOptions kernelOptions;
-      kernelOptions.warpgroupMma = wgmma;
-      kernelOptions.rowWalkEpilogue = options_.rowWalkEpilogue;
-      if (wgmma && options_.streamK)
-        kernelOptions.streamKBlocks = cuda::streamKBlocks(contraction->spec, *mmaTile).value_or(0);
-      source = cuda::printMmaContraction(*contraction, *mmaTile, *operands, launch, kernelOptions);
-      generator = std::string("cuda-c tensor-core ") + cuda::mmaOperandsName(*operands) + (wgmma ? " wgmma" : "") +
-                  (kernelOptions.streamKBlocks ? " stream-k" : "");
-    } else if (tile && cuda::fitsGrid(contraction->spec, tile->bm, tile->bn)) {
-      source = cuda::printTiledContraction(*contraction, *tile, launch);
-      generator = "cuda-c tiled";
-    } else {
+    switch (choice.form) {
+    case cuda::KernelForm::FusedAttention:
+      source = cuda::printFusedAttention(*group.attention, choice.attentionOperands, launch);
+      break;
+    case cuda::KernelForm::TensorCore:
+      source = cuda::printMmaContraction(*group.contraction, choice.mmaTile, choice.operands, launch,
+                                         choice.mmaOptions);
+      break;
+    case cuda::KernelForm::Tiled:
+      source = cuda::printTiledContraction(*group.contraction, choice.tile, launch);
+      break;
+    case cuda::KernelForm::Generic: {
       source = cuda::printCudaKernel(kernel, kBlockSize);
       int64_t blocks = std::clamp<int64_t>((cuda::threadsNeeded(kernel) + kBlockSize - 1) / kBlockSize,
                                            1, kMaxBlocks);
       launch.grid[0] = uint32_t(blocks);
       launch.block[0] = kBlockSize;
       launch.parallelExtent = kernel.parallelExtent;
+      break;
     }
-    return finishKernel(group, kernel, std::move(source), generator);
+    }
+    return finishKernel(group, kernel, std::move(source), cuda::generatorName(choice));
   }
 
   /// Keeps the kernel's source for its module (and writes it with --emit-source).
-  package::Kernel finishKernel(const KernelGroup &group, const Kernel &kernel, std::string source,
+  package::Kernel finishKernel(const LoweredGroup &group, const Kernel &kernel, std::string source,
                                const std::string &generator) {
     if (!options_.emitSourceDirectory.empty()) {
       fs::create_directories(options_.emitSourceDirectory);
@@ -132,7 +122,7 @@ public:
     // architecture kept four cores busy while ResNet-50 took 27-48 s on a 16-core host. The
     // split depends on the sources alone, so the artifact does not depend on the host.
     std::vector<std::vector<size_t>> modules = splitIntoModules();
-    const size_t archCount = options_.cudaArchs.size();
+    const size_t archCount = options_.cuda.archs.size();
     struct Result {
       std::string ptx;
       std::vector<uint8_t> cubin;
@@ -150,7 +140,7 @@ public:
     }
     auto compile = [&](size_t job) {
       const size_t m = job / archCount;
-      const std::string &arch = options_.cudaArchs[job % archCount];
+      const std::string &arch = options_.cuda.archs[job % archCount];
       Result &result = results[job];
       // wgmma exists on sm_90a only: that build takes the kernels' wgmma bodies. The PTX kept
       // for newer GPUs stays compute_90, with the mma.sync bodies.
@@ -161,7 +151,7 @@ public:
       fs::path folder = fs::path(workDirectory) / ("module" + std::to_string(m)) / arch;
       fs::create_directories(folder);
       result.cubin = cuda::assemblePtx(result.ptx, arch + feature, folder.string());
-      if (!feature.empty() && arch == options_.cudaArchs.back())
+      if (!feature.empty() && arch == options_.cuda.archs.back())
         result.ptx = cuda::compileToPtx(units[m], virtualArch, program);
     };
     runJobs(results.size(), compile);
@@ -170,8 +160,8 @@ public:
     for (size_t m = 0; m < modules.size(); ++m) {
       package::CudaModule module;
       for (size_t a = 0; a < archCount; ++a)
-        module.binaries.push_back({options_.cudaArchs[a], false, results[m * archCount + a].cubin});
-      const std::string &newest = options_.cudaArchs.back();
+        module.binaries.push_back({options_.cuda.archs[a], false, results[m * archCount + a].cubin});
+      const std::string &newest = options_.cuda.archs.back();
       const std::string &ptx = results[m * archCount + archCount - 1].ptx;
       module.binaries.push_back({"compute_" + newest.substr(3), true, std::vector<uint8_t>(ptx.begin(), ptx.end())});
       manifest.cudaModules.push_back(std::move(module));
@@ -182,7 +172,7 @@ public:
         writeText(fs::path(options_.emitSourceDirectory) / (stem + ".cu"), units[m]);
         for (size_t a = 0; a < archCount; ++a) {
           const Result &result = results[m * archCount + a];
-          const std::string &arch = options_.cudaArchs[a];
+          const std::string &arch = options_.cuda.archs[a];
           writeText(fs::path(options_.emitSourceDirectory) / (stem + "." + arch + ".ptx"), result.ptx);
           writeText(fs::path(options_.emitSourceDirectory) / (stem + "." + arch + ".cubin"),
                     std::string(result.cubin.begin(), result.cubin.end()));
@@ -193,11 +183,6 @@ public:
   }
 
 private:
-  bool hasSm90() const {
-    return std::any_of(options_.cudaArchs.begin(), options_.cudaArchs.end(),
-                       [](const std::string &arch) { return archNumber(arch) == 90; });
-  }
-
   /// The kernels (indices into sources_) of each module: one module per kKernelsPerModule
   /// kernels (at most kMaxModules), dealt largest source first to the module with the least
   /// source so far, and each module's kernels in their original order.
@@ -249,6 +234,7 @@ private:
   static constexpr size_t kKernelsPerModule = 16, kMaxModules = 8;
 
   TargetOptions options_;
+  std::vector<int> archNumbers_; ///< options_.cuda.archs as numbers, oldest first
   std::vector<std::string> sources_;
 };
 

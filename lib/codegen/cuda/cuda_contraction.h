@@ -9,9 +9,9 @@
 // (cuda_tile_schedule.h).
 #pragma once
 
-#include "sinter/codegen/backend.h"
-#include "sinter/codegen/contraction.h"
-#include "sinter/codegen/index_ranges.h"
+#include "sinter/codegen/backend/backend.h"
+#include "sinter/codegen/lowering/contraction.h"
+#include "sinter/codegen/kernel/index_ranges.h"
 
 #include <optional>
 #include <string>
@@ -91,7 +91,7 @@ struct MmaTile {
 /// How an f32 contraction's operands go to the tensor cores: as 16-bit values when both are
 /// exact in f16 or bf16, else as tf32 (split or rounded, as `fp32` says); nullopt for the f32
 /// SIMT kernel (fp32 is Simt, or the reduction is shorter than one mma step).
-std::optional<MmaOperands> mmaOperands(const ContractionSpec &spec, TargetOptions::Fp32Contractions fp32);
+std::optional<MmaOperands> mmaOperands(const ContractionSpec &spec, CudaOptions::Fp32Contractions fp32);
 
 /// The tile the model of cuda_mma_choice.cpp expects to finish first (rounds of blocks on the
 /// SMs at each tile's measured rate), among those that give every SM a block; for 16-bit

@@ -155,7 +155,7 @@ std::optional<int64_t> streamKBlocks(const ContractionSpec &spec, const MmaTile 
   return tiles < places ? std::min(places, leftover * partsOf(ceilDiv(spec.k, 64))) : places;
 }
 
-std::optional<MmaOperands> mmaOperands(const ContractionSpec &spec, TargetOptions::Fp32Contractions fp32) {
+std::optional<MmaOperands> mmaOperands(const ContractionSpec &spec, CudaOptions::Fp32Contractions fp32) {
   if (spec.type != DType::Float32)
     return std::nullopt;
   if (spec.k >= 16) {
@@ -167,9 +167,9 @@ std::optional<MmaOperands> mmaOperands(const ContractionSpec &spec, TargetOption
   if (spec.k < 8)
     return std::nullopt;
   switch (fp32) {
-  case TargetOptions::Fp32Contractions::Tf32x3: return MmaOperands::Tf32x3;
-  case TargetOptions::Fp32Contractions::Tf32: return MmaOperands::Tf32;
-  case TargetOptions::Fp32Contractions::Simt: break;
+  case CudaOptions::Fp32Contractions::Tf32x3: return MmaOperands::Tf32x3;
+  case CudaOptions::Fp32Contractions::Tf32: return MmaOperands::Tf32;
+  case CudaOptions::Fp32Contractions::Simt: break;
   }
   return std::nullopt;
 }

@@ -34,9 +34,9 @@
 
 #include "cuda_source.h"
 #include "cuda_tile_schedule.h"
-#include "index_runs.h"
+#include "sinter/codegen/kernel/index_runs.h"
 
-#include "sinter/codegen/expr_evaluator.h"
+#include "sinter/codegen/kernel/expr_evaluator.h"
 
 #include "sinter/support/error.h"
 
@@ -50,71 +50,6 @@
 namespace sinter::codegen::cuda {
 
 namespace {
-
-/// The step of a sum, difference or product by a constant whose operands step by `left` and
-/// `right`; nullopt for any other operation (a product of two varying terms among them).
-std::optional<int64_t> combinedStride(const Expr &e, int64_t left, int64_t right) {
-  const ExprRef &a = e.operands[0], &b = e.operands[1];
-  switch (e.binary) {
-  case BinaryOp::Add: return left + right;
-  case BinaryOp::Sub: return left - right;
-  case BinaryOp::Mul:
-    if (a->kind == ExprKind::Constant)
-      return a->intValue * right;
-    if (b->kind == ExprKind::Constant)
-      return left * b->intValue;
-    return std::nullopt;
-  default: return std::nullopt;
-  }
-}
-
-/// The constant by which an integer expression grows per step of `variable`, when it is linear in
-/// it (sums, differences and products by constants of the variable and of terms without it);
-/// nullopt otherwise (a remainder, a division, a product of two variables).
-std::optional<int64_t> linearStride(const ExprRef &e, int variable) {
-  if (!usesVariable(e, variable))
-    return 0;
-  if (e->kind == ExprKind::Var)
-    return 1; // it is the variable
-  if (e->kind == ExprKind::Cast && isInteger(e->type) && isInteger(e->operands[0]->type))
-    return linearStride(e->operands[0], variable);
-  if (e->kind != ExprKind::Binary)
-    return std::nullopt;
-  std::optional<int64_t> left = linearStride(e->operands[0], variable), right = linearStride(e->operands[1], variable);
-  if (!left || !right)
-    return std::nullopt;
-  return combinedStride(*e, *left, *right);
-}
-
-/// The constant by which an expression moves per step of `variable` over a run of `run` steps
-/// that starts at a multiple of the run (0: fixed over the run); nullopt when it is not affine
-/// over such runs as far as these rules can tell. Beyond linearStride, a division or remainder
-/// is what runForm says of it (fixed, or unit), and any other operation of fixed operands is
-/// fixed: a convolution's window position (r / C) % 3 and its padding test are fixed over a run
-/// of channels when C is a multiple of the run, and the input's index moves by H * W a step.
-std::optional<int64_t> runStride(const ExprRef &e, int variable, int run) {
-  if (!usesVariable(e, variable))
-    return 0;
-  if (e->kind == ExprKind::Var)
-    return 1; // it is the variable
-  if (e->kind == ExprKind::Cast && isInteger(e->type) && isInteger(e->operands[0]->type))
-    return runStride(e->operands[0], variable, run);
-  if (e->kind == ExprKind::Binary && (e->binary == BinaryOp::Div || e->binary == BinaryOp::Rem)) {
-    switch (runForm(e, variable, run)) {
-    case RunForm::Fixed: return 0;
-    case RunForm::Unit: return 1;
-    case RunForm::Unknown: return std::nullopt;
-    }
-  }
-  std::vector<std::optional<int64_t>> strides;
-  for (const ExprRef &operand : e->operands)
-    strides.push_back(runStride(operand, variable, run));
-  if (std::all_of(strides.begin(), strides.end(), [](const std::optional<int64_t> &s) { return s == 0; }))
-    return 0;
-  if (e->kind != ExprKind::Binary || !strides[0] || !strides[1])
-    return std::nullopt;
-  return combinedStride(*e, *strides[0], *strides[1]);
-}
 
 /// Whether the epilogue's first store writes runs along the columns, so that a warp's lanes
 /// taking consecutive columns of one row store contiguous bytes: its index steps by one along j
@@ -185,43 +120,6 @@ const Expr *narrowedLoad(const ExprRef &value, DType half, int variable, int64_t
   if (rounded->kind != ExprKind::Cast || rounded->type != half)
     return nullptr;
   return vectorLoad(rounded->operands[0], DType::Float32, 8, variable, extent);
-}
-
-/// A scalar operand that reads one element per step, `select(test, value, 0)` or `value` where
-/// value is a load or its widening to f32, whose index moves by a constant stride over each run
-/// of `run` reduction steps and whose test is fixed over the run: a convolution's window
-/// gather, where a run is `run` input channels at one window position (H * W elements apart in
-/// NCHW). The run's test and address are evaluated once, and its elements are loads at fixed
-/// offsets from that address, instead of the whole expression per element.
-struct StridedGather {
-  ExprRef test;          ///< zero the run where false; null when the load is unconditional
-  const Expr *load;      ///< the load
-  int64_t stride;        ///< elements between consecutive steps' elements
-};
-
-std::optional<StridedGather> stridedGather(const ExprRef &value, DType stored, int variable, int run) {
-  StridedGather gather;
-  const Expr *read = value.get();
-  if (read->kind == ExprKind::Select) {
-    const ExprRef &zero = read->operands[2];
-    if (zero->kind != ExprKind::Constant || zero->floatValue != 0 || zero->intValue != 0 ||
-        runStride(read->operands[0], variable, run) != 0)
-      return std::nullopt;
-    gather.test = read->operands[0];
-    read = read->operands[1].get();
-  }
-  const Expr *load = read->kind == ExprKind::Cast ? read->operands[0].get() : read;
-  if (load->kind != ExprKind::Load || (load != read && read->type != DType::Float32))
-    return std::nullopt;
-  // The element as stored in the slice (16-bit patterns, or f32), or an f32 rounded when stored.
-  if (load->type != stored && load->type != DType::Float32)
-    return std::nullopt;
-  std::optional<int64_t> stride = runStride(load->operands[0], variable, run);
-  if (!stride)
-    return std::nullopt;
-  gather.load = load;
-  gather.stride = *stride;
-  return gather;
 }
 
 /// Slices in the ring: three in flight while the warps multiply the fourth.

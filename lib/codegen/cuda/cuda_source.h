@@ -3,8 +3,8 @@
 // math whose semantics must match the reference (NaN-propagating min/max, round-half-even, ...).
 #pragma once
 
-#include "sinter/codegen/index_ranges.h"
-#include "sinter/codegen/kernel_ir.h"
+#include "sinter/codegen/kernel/index_ranges.h"
+#include "sinter/codegen/kernel/kernel_ir.h"
 
 #include <map>
 #include <sstream>

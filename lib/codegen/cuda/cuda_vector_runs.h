@@ -3,7 +3,7 @@
 // stores, for the warp-per-row kernels' rows held in registers (cuda_warp_kernel.cpp).
 #pragma once
 
-#include "sinter/codegen/kernel_ir.h"
+#include "sinter/codegen/kernel/kernel_ir.h"
 
 #include <functional>
 #include <string>

@@ -16,7 +16,7 @@
 // with this on the H200 (docs/performance.md).
 #include "cuda_source.h"
 #include "cuda_vector_runs.h"
-#include "index_runs.h"
+#include "sinter/codegen/kernel/index_runs.h"
 
 #include "sinter/support/error.h"
 

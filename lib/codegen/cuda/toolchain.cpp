@@ -1,4 +1,4 @@
-#include "toolchain.h"
+#include "sinter/codegen/cuda/toolchain.h"
 
 #include "sinter/support/error.h"
 

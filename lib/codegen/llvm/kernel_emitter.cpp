@@ -1,4 +1,4 @@
-#include "kernel_emitter.h"
+#include "sinter/codegen/llvm/kernel_emitter.h"
 
 #include "sinter/support/error.h"
 

@@ -1,4 +1,4 @@
-#include "target_machine.h"
+#include "sinter/codegen/llvm/target_machine.h"
 
 #include "sinter/support/error.h"
 

@@ -1,0 +1,113 @@
+// Code generation backends. Each backend is a class private to its own .cpp, behind this
+// interface and the factory of targets/targets.h; a backend left out of the build is a user
+// error at run time, not a link error.
+//
+// The compile driver (compiler.h) first asks a backend what it can do (capabilities: whether the
+// passes should form fused attention, whether lowering should describe it), then hands it each
+// kernel group lowered once (LoweredGroup), in plan order, and finally asks it to finish: a
+// backend may compile kernels one by one or all at once (the CUDA C backend compiles every kernel
+// of a model as one NVRTC program and one ptxas run per architecture). A backend never reads
+// graph nodes: what it needs of the group, the LoweredGroup carries.
+#pragma once
+
+#include "sinter/codegen/cpu/cpu_options.h"
+#include "sinter/codegen/cuda/cuda_options.h"
+#include "sinter/codegen/kernel/kernel_ir.h"
+#include "sinter/codegen/lowering/attention.h"
+#include "sinter/codegen/lowering/contraction.h"
+#include "sinter/codegen/lowering/lowering.h"
+#include "sinter/ir/tensor.h"
+#include "sinter/package/manifest.h"
+
+#include <array>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace sinter::codegen {
+
+/// Which target to build for, with each backend's own options (declared beside it).
+struct TargetOptions {
+  package::Target target = package::Target::Cpu;
+  CpuOptions cpu;
+  CudaOptions cuda;
+  /// When set, every generated source (CUDA C, PTX, SASS listing, LLVM IR, assembly) is written
+  /// here, kernel by kernel.
+  std::string emitSourceDirectory;
+};
+
+/// How a kernel is launched, as the backend decided.
+struct LaunchShape {
+  uint32_t grid[3] = {1, 1, 1};
+  uint32_t block[3] = {1, 1, 1};
+  uint32_t sharedBytes = 0;
+  int64_t parallelExtent = 1;
+  /// Data the backend derived at compile time for this kernel (weights packed into the layout its
+  /// loops read, ...): the compiler appends each to the weights blob and passes it to the launch
+  /// as an extra argument after the group's outputs, in this order.
+  std::vector<std::vector<uint8_t>> derivedConstants;
+  /// Bytes of arena the kernel needs for its own step (a stream-K GEMM's partial sums): the
+  /// compiler plans them with the activations and passes their address as the launch's last
+  /// argument, after the derived constants. Their contents are undefined when the kernel starts.
+  uint64_t workspaceBytes = 0;
+};
+
+/// What a backend can do, which the driver asks before the passes run and before lowering.
+struct BackendCapabilities {
+  /// The backend has a fused-attention kernel for values stored in 16 bits (f16, bf16), so the
+  /// pass pipeline's fuse-attention forms Attention nodes at those precisions.
+  bool fusedAttention16Bit = false;
+  /// Lowering should describe fused-attention groups (attention.h) for the backend to print.
+  bool describesFusedAttention = false;
+};
+
+/// A kernel group lowered once, by the driver, into every form a backend consumes. The buffers of
+/// each kernel are the group's inputs, then its outputs, in that order.
+struct LoweredGroup {
+  /// The group as kernel IR, which every backend can build (lowering.h).
+  Kernel kernel;
+  /// The batched-GEMM description when the group is one contraction (contraction.h), for a
+  /// backend's tiled or packed kernel.
+  std::optional<Contraction> contraction;
+  /// The fused-attention description when the capabilities ask for it and the group is one
+  /// (attention.h).
+  std::optional<FusedAttention> attention;
+  /// Per group input (kernel buffer), its value when it is a constant, else null: a backend may
+  /// pack constant operands at compile time.
+  std::vector<const Tensor *> constantInputs;
+  /// The group's ops, in order, and the bytes its inputs and outputs occupy (for the manifest).
+  std::vector<OpKind> ops;
+  double bytesMoved = 0;
+};
+
+class Backend {
+public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;
+
+  virtual BackendCapabilities capabilities() const { return {}; }
+
+  /// Adds one kernel to the artifact: the group's kernel IR, or a specialised kernel the
+  /// backend generates from its contraction or attention description. Returns the manifest's
+  /// kernel entry (without binaries yet) and the launch shape; the launch's arguments are the
+  /// kernel's buffers (inputs, then outputs), then what LaunchShape adds.
+  virtual package::Kernel addKernel(const LoweredGroup &group, LaunchShape &launch) = 0;
+
+  /// Compiles everything added and stores the results in the manifest (CUDA modules), or in
+  /// object files for the artifact writer (CPU). Returns the object files to link into model.so.
+  virtual std::vector<std::string> finish(package::Manifest &manifest,
+                                          const std::string &workDirectory) = 0;
+};
+
+/// Lowers a group once into what `capabilities` say the backend consumes: its kernel IR, its
+/// contraction description, its fused-attention description when asked for, its constants.
+/// Throws UserError naming the node when an op or a form of it cannot be lowered.
+LoweredGroup lowerForBackend(const KernelGroup &group, const BackendCapabilities &capabilities);
+
+/// The manifest entry every backend reports for a kernel: its name, the generator that built it,
+/// the ops it computes, its flops and the bytes its group reads and writes.
+package::Kernel describeKernel(const LoweredGroup &group, const Kernel &kernel,
+                               const std::string &generator);
+
+} // namespace sinter::codegen

@@ -1,0 +1,626 @@
+// Design note. The kernel is three layers:
+//
+//   NAME(args, begin, end)               entry point: unpacks args, calls NAME.body
+//   NAME.body(buffers..., packed..., begin, end)
+//     for tile in [begin, end):          tile = (batch, m block, n block), n block fastest
+//       for each KC block of r:
+//         pack the run-time operand(s)   kernel IR (packRhs/packLhs below), via KernelEmitter
+//         for each NR panel q, MR panel p: call the micro-kernel on (lhs panel, rhs panel)
+//       epilogue over the tile           kernel IR: acc from the tile buffer, then spec.epilogue
+//   sinter.microkernel.MRxNR(a, b, kLen, c, ldc, accumulate)   hand-written vector LLVM IR
+//
+// Packing and the epilogue are kernel IR, so the spec's expressions (im2col gathers, broadcast
+// batch indices, bias, alpha/beta) go through the one emitter every kernel uses. They read their
+// block's coordinates from a small i64 `params` buffer (an alloca SROA turns back into values).
+// A run-time rhs whose gather is index arithmetic over the loop variables (a convolution window)
+// reads a compile-time table of offsets instead (rhsGatherTable), so packing is a table load and
+// an indexed load per element.
+// Panels are zero-padded to MR rows / NR columns, so the micro-kernel never tests bounds; the
+// epilogue stores only the tile's real elements.
+#include "cpu_contraction.h"
+
+#include "sinter/codegen/llvm/kernel_emitter.h"
+
+#include "sinter/codegen/kernel/expr_evaluator.h"
+#include "sinter/support/error.h"
+
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/TargetParser/Host.h>
+
+#include <cstring>
+#include <functional>
+#include <limits>
+
+namespace sinter::codegen::llvmgen {
+
+MicroKernelShape microKernelShapeFor(const std::string &cpuLevel) {
+  std::string level = cpuLevel;
+  if (cpuLevel == "native") {
+    llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
+    level = features.lookup("avx512f")                           ? "x86-64-v4"
+            : features.lookup("avx2") && features.lookup("fma") ? "x86-64-v3"
+                                                                : "x86-64-v2";
+  }
+  MicroKernelShape shape;
+  if (level == "x86-64-v4") {
+    shape.width = 16, shape.rows = 8, shape.vectors = 2; // 16 of 32 zmm accumulate
+  } else if (level == "x86-64-v3") {
+    shape.width = 8, shape.rows = 6, shape.vectors = 2; // 12 of 16 ymm accumulate
+  } else {
+    shape.width = 4, shape.rows = 6, shape.vectors = 2; // 12 of 16 xmm accumulate
+  }
+  return shape;
+}
+
+namespace {
+
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t roundUp(int64_t a, int64_t b) { return ceilDiv(a, b) * b; }
+
+} // namespace
+
+ContractionBlocking chooseBlocking(const ContractionSpec &spec, const MicroKernelShape &micro) {
+  ContractionBlocking blocking;
+  blocking.micro = micro;
+  int64_t mr = micro.rows, nr = micro.columns();
+  // KC: a KC x NR rhs panel stays in L1 across the lhs panels; a short reduction is one block.
+  blocking.kc = spec.k <= 384 ? spec.k : 256;
+  blocking.mc = std::min(roundUp(spec.m, mr), roundUp(96, mr));
+  blocking.nc = std::min(roundUp(spec.n, nr), roundUp(256, nr));
+  auto count = [&] {
+    blocking.mBlocks = ceilDiv(spec.m, blocking.mc);
+    blocking.nBlocks = ceilDiv(spec.n, blocking.nc);
+    blocking.tiles = spec.batch * blocking.mBlocks * blocking.nBlocks;
+  };
+  count();
+  // Enough tiles to keep a few threads busy, while tiles stay large enough to amortise packing.
+  while (blocking.tiles < 8 && blocking.nc >= 4 * nr && spec.flops() / blocking.tiles > 200000) {
+    blocking.nc = roundUp(blocking.nc / 2, nr);
+    count();
+  }
+  while (blocking.tiles < 8 && blocking.mc >= 4 * mr && spec.flops() / blocking.tiles > 200000) {
+    blocking.mc = roundUp(blocking.mc / 2, mr);
+    count();
+  }
+  return blocking;
+}
+
+namespace {
+
+using Loop = std::function<void(llvm::Value *)>;
+
+/// for (iv = start; iv < end; iv += step) body(iv), at the builder's position.
+void emitLoop(llvm::IRBuilder<> &b, llvm::Value *start, llvm::Value *end, int64_t step,
+              const Loop &body, const char *name) {
+  llvm::Function *function = b.GetInsertBlock()->getParent();
+  llvm::LLVMContext &context = function->getContext();
+  llvm::BasicBlock *preheader = b.GetInsertBlock();
+  auto *header = llvm::BasicBlock::Create(context, std::string(name) + ".loop", function);
+  auto *inside = llvm::BasicBlock::Create(context, std::string(name) + ".body", function);
+  auto *exit = llvm::BasicBlock::Create(context, std::string(name) + ".exit", function);
+  b.CreateBr(header);
+  b.SetInsertPoint(header);
+  llvm::PHINode *iv = b.CreatePHI(b.getInt64Ty(), 2, name);
+  iv->addIncoming(start, preheader);
+  b.CreateCondBr(b.CreateICmpSLT(iv, end), inside, exit);
+  b.SetInsertPoint(inside);
+  body(iv);
+  iv->addIncoming(b.CreateAdd(iv, b.getInt64(step), "", true, true), b.GetInsertBlock());
+  b.CreateBr(header);
+  b.SetInsertPoint(exit);
+}
+
+/// Whether every load of `expr` reads a constant input of the group (its data known now).
+bool readsOnlyConstants(const ExprRef &expr, const LoweredGroup &group) {
+  if (expr->kind == ExprKind::Load &&
+      (size_t(expr->id) >= group.constantInputs.size() || !group.constantInputs[size_t(expr->id)]))
+    return false;
+  for (const ExprRef &operand : expr->operands)
+    if (!readsOnlyConstants(operand, group))
+      return false;
+  return true;
+}
+
+/// An operand packed at compile time.
+struct PackedOperand {
+  std::vector<uint8_t> bytes;
+  bool perBatch = true; ///< false: one copy serves every batch (weights broadcast over b)
+};
+
+/// The operand packed for the whole matrix at compile time: batch x panels x k x width floats,
+/// panel `p` holding rows (or columns) p * width ... + width - 1 interleaved per r, zero beyond
+/// `extent`. `lhs` selects which operand: lhs(b, i, r) with i across the panel, else rhs(b, r, j).
+/// An operand that does not depend on b is packed once.
+std::optional<PackedOperand> packConstantOperand(const LoweredGroup &group, const Contraction &contraction,
+                                                 bool lhs, int64_t width) {
+  const ContractionSpec &spec = contraction.spec;
+  const ExprRef &operand = lhs ? spec.lhs : spec.rhs;
+  if (!readsOnlyConstants(operand, group))
+    return std::nullopt;
+  PackedOperand result;
+  result.perBatch = spec.batch > 1 && usesVariable(operand, spec.b);
+  ExprEvaluator evaluator(contraction.kernel);
+  for (size_t i = 0; i < group.constantInputs.size(); ++i)
+    if (group.constantInputs[i])
+      evaluator.setBuffer(int(i), group.constantInputs[i]->data());
+  if (!evaluator.canEvaluate(operand))
+    return std::nullopt;
+  int64_t extent = lhs ? spec.m : spec.n, panels = ceilDiv(extent, width);
+  int across = lhs ? spec.i : spec.j;
+  int64_t batches = result.perBatch ? spec.batch : 1;
+  std::vector<float> packed(size_t(batches * panels * spec.k * width), 0.0f);
+  size_t at = 0;
+  for (int64_t b = 0; b < batches; ++b) {
+    evaluator.setVariable(spec.b, b);
+    for (int64_t panel = 0; panel < panels; ++panel)
+      for (int64_t r = 0; r < spec.k; ++r) {
+        evaluator.setVariable(spec.r, r);
+        for (int64_t lane = 0; lane < width; ++lane, ++at) {
+          int64_t index = panel * width + lane;
+          if (index >= extent)
+            continue;
+          evaluator.setVariable(across, index);
+          packed[at] = float(evaluator.evaluate(operand).floatValue);
+        }
+      }
+  }
+  result.bytes.resize(packed.size() * sizeof(float));
+  std::memcpy(result.bytes.data(), packed.data(), result.bytes.size());
+  return result;
+}
+
+/// A run-time operand whose element is `load(X, index(b, r, j))`, or that under `select(inside,
+/// ..., 0)` (a padded convolution window): index and condition depend on the loop variables
+/// only, so they are evaluated at compile time into a table of i32 offsets into X (-1 where the
+/// condition is false), laid out [batch][k][n]. Packing then reads the table and X, with none of
+/// the gather's divisions, clamps and bounds tests. Worth it only where that arithmetic exists,
+/// and only while the table stays small.
+struct GatherTable {
+  std::vector<uint8_t> bytes;
+  int source = -1;                  ///< the buffer X
+  DType sourceType = DType::Float32; ///< X's element type: f32, or f16/bf16 read into f32
+};
+
+bool readsNoBuffer(const ExprRef &expr) {
+  if (expr->kind == ExprKind::Load)
+    return false;
+  for (const ExprRef &operand : expr->operands)
+    if (!readsNoBuffer(operand))
+      return false;
+  return true;
+}
+
+bool hasIndexArithmetic(const ExprRef &expr) {
+  if (expr->kind == ExprKind::Binary && (expr->binary == BinaryOp::Div || expr->binary == BinaryOp::Rem ||
+                                         expr->binary == BinaryOp::Min || expr->binary == BinaryOp::Max))
+    return true;
+  for (const ExprRef &operand : expr->operands)
+    if (hasIndexArithmetic(operand))
+      return true;
+  return false;
+}
+
+constexpr int64_t kMaxGatherTableEntries = int64_t(1) << 22; // 16 MiB of offsets
+
+std::optional<GatherTable> rhsGatherTable(const Contraction &contraction) {
+  const ContractionSpec &spec = contraction.spec;
+  ExprRef value = spec.rhs, inside;
+  if (value->kind == ExprKind::Select) {
+    const ExprRef &otherwise = value->operands[2];
+    if (otherwise->kind != ExprKind::Constant || otherwise->floatValue != 0.0)
+      return std::nullopt;
+    inside = value->operands[0];
+    value = value->operands[1];
+  }
+  // X may store 16-bit floats (--precision fp16|bf16): its load is then under a Cast to f32.
+  DType sourceType = DType::Float32;
+  if (value->kind == ExprKind::Cast && value->type == DType::Float32 &&
+      (value->operands[0]->type == DType::Float16 || value->operands[0]->type == DType::BFloat16)) {
+    sourceType = value->operands[0]->type;
+    value = value->operands[0];
+  }
+  if (value->kind != ExprKind::Load || value->type != sourceType)
+    return std::nullopt;
+  const ExprRef &index = value->operands[0];
+  if (!readsNoBuffer(index) || (inside && !readsNoBuffer(inside)) || !(inside || hasIndexArithmetic(index)))
+    return std::nullopt;
+  const BufferParam &source = contraction.kernel.buffers.at(size_t(value->id));
+  int64_t entries = spec.batch * spec.k * spec.n;
+  if (entries > kMaxGatherTableEntries || source.elements > std::numeric_limits<int32_t>::max())
+    return std::nullopt;
+  ExprEvaluator evaluator(contraction.kernel);
+  if (!evaluator.canEvaluate(index) || (inside && !evaluator.canEvaluate(inside)))
+    return std::nullopt;
+  std::vector<int32_t> offsets(static_cast<size_t>(entries));
+  size_t at = 0;
+  for (int64_t b = 0; b < spec.batch; ++b) {
+    evaluator.setVariable(spec.b, b);
+    for (int64_t r = 0; r < spec.k; ++r) {
+      evaluator.setVariable(spec.r, r);
+      for (int64_t j = 0; j < spec.n; ++j, ++at) {
+        evaluator.setVariable(spec.j, j);
+        offsets[at] = inside && !evaluator.evaluate(inside).intValue ? -1 : int32_t(evaluator.evaluate(index).intValue);
+      }
+    }
+  }
+  GatherTable table;
+  table.source = value->id;
+  table.sourceType = sourceType;
+  table.bytes.resize(offsets.size() * sizeof(int32_t));
+  std::memcpy(table.bytes.data(), offsets.data(), table.bytes.size());
+  return table;
+}
+
+/// sinter.microkernel.MRxNR: c[0..MR)[0..NR) (row stride ldc) = (accumulate ? c : 0) +
+/// sum over r < kLen of a[r * MR + row] * b[r * NR + column]. Built once per module and shape.
+llvm::Function *microKernel(llvm::Module &module, const MicroKernelShape &shape) {
+  std::string name = "sinter.microkernel." + std::to_string(shape.rows) + "x" + std::to_string(shape.columns());
+  if (llvm::Function *existing = module.getFunction(name))
+    return existing;
+  llvm::LLVMContext &context = module.getContext();
+  llvm::IRBuilder<> b(context);
+  llvm::Type *ptr = llvm::PointerType::getUnqual(context);
+  llvm::Type *i64 = b.getInt64Ty(), *f32 = b.getFloatTy();
+  auto *vector = llvm::FixedVectorType::get(f32, unsigned(shape.width));
+  auto *function = llvm::Function::Create(
+      llvm::FunctionType::get(b.getVoidTy(), {ptr, ptr, i64, ptr, i64, b.getInt1Ty()}, false),
+      llvm::Function::InternalLinkage, name, module);
+  function->addFnAttr(llvm::Attribute::NoUnwind);
+  function->addFnAttr(llvm::Attribute::NoInline);
+  // Use full-width registers even where the CPU's tuning prefers 256-bit vectors.
+  function->addFnAttr("min-legal-vector-width", std::to_string(shape.width * 32));
+  function->addFnAttr("prefer-vector-width", std::to_string(shape.width * 32));
+  for (unsigned arg : {0u, 1u, 3u})
+    function->addParamAttr(arg, llvm::Attribute::NoAlias);
+  function->addParamAttr(0, llvm::Attribute::ReadOnly);
+  function->addParamAttr(1, llvm::Attribute::ReadOnly);
+  llvm::Value *a = function->getArg(0), *bPanel = function->getArg(1), *kLen = function->getArg(2);
+  llvm::Value *c = function->getArg(3), *ldc = function->getArg(4), *accumulate = function->getArg(5);
+
+  auto *entry = llvm::BasicBlock::Create(context, "entry", function);
+  auto *loop = llvm::BasicBlock::Create(context, "r.loop", function);
+  auto *exit = llvm::BasicBlock::Create(context, "exit", function);
+  b.SetInsertPoint(entry);
+  int64_t rows = shape.rows, vectors = shape.vectors, columns = shape.columns();
+  std::vector<llvm::Value *> cAddress(size_t(rows * vectors)), initial(size_t(rows * vectors));
+  llvm::Value *zero = llvm::ConstantAggregateZero::get(vector);
+  for (int64_t row = 0; row < rows; ++row)
+    for (int64_t v = 0; v < vectors; ++v) {
+      llvm::Value *offset = b.CreateAdd(b.CreateMul(ldc, b.getInt64(row)), b.getInt64(v * shape.width));
+      llvm::Value *address = b.CreateInBoundsGEP(f32, c, offset);
+      cAddress[size_t(row * vectors + v)] = address;
+      initial[size_t(row * vectors + v)] = zero;
+    }
+  // Load the previous partial sums only when accumulating (the tile buffer starts uninitialised).
+  auto *load = llvm::BasicBlock::Create(context, "load", function, loop);
+  b.CreateCondBr(accumulate, load, loop);
+  b.SetInsertPoint(load);
+  std::vector<llvm::Value *> loaded(initial.size());
+  for (size_t x = 0; x < initial.size(); ++x)
+    loaded[x] = b.CreateAlignedLoad(vector, cAddress[x], llvm::Align(4));
+  b.CreateBr(loop);
+
+  b.SetInsertPoint(loop);
+  llvm::PHINode *r = b.CreatePHI(i64, 3, "r");
+  r->addIncoming(b.getInt64(0), entry);
+  r->addIncoming(b.getInt64(0), load);
+  std::vector<llvm::PHINode *> sums(initial.size());
+  for (size_t x = 0; x < initial.size(); ++x) {
+    sums[x] = b.CreatePHI(vector, 3, "acc");
+    sums[x]->addIncoming(initial[x], entry);
+    sums[x]->addIncoming(loaded[x], load);
+  }
+  llvm::Function *fmuladd = llvm::Intrinsic::getDeclaration(&module, llvm::Intrinsic::fmuladd, {vector});
+  std::vector<llvm::Value *> columnsAt(static_cast<size_t>(vectors));
+  llvm::Value *bRow = b.CreateInBoundsGEP(f32, bPanel, b.CreateMul(r, b.getInt64(columns)));
+  for (int64_t v = 0; v < vectors; ++v)
+    columnsAt[size_t(v)] = b.CreateAlignedLoad(
+        vector, b.CreateConstInBoundsGEP1_64(f32, bRow, uint64_t(v * shape.width)), llvm::Align(4));
+  llvm::Value *aRow = b.CreateInBoundsGEP(f32, a, b.CreateMul(r, b.getInt64(rows)));
+  std::vector<llvm::Value *> next(sums.size());
+  for (int64_t row = 0; row < rows; ++row) {
+    llvm::Value *scalar =
+        b.CreateAlignedLoad(f32, b.CreateConstInBoundsGEP1_64(f32, aRow, uint64_t(row)), llvm::Align(4));
+    llvm::Value *broadcast = b.CreateVectorSplat(unsigned(shape.width), scalar);
+    for (int64_t v = 0; v < vectors; ++v) {
+      size_t x = size_t(row * vectors + v);
+      next[x] = b.CreateCall(fmuladd, {broadcast, columnsAt[size_t(v)], sums[x]});
+    }
+  }
+  llvm::Value *rNext = b.CreateAdd(r, b.getInt64(1), "r.next", true, true);
+  r->addIncoming(rNext, loop);
+  for (size_t x = 0; x < sums.size(); ++x)
+    sums[x]->addIncoming(next[x], loop);
+  b.CreateCondBr(b.CreateICmpSLT(rNext, kLen), loop, exit);
+
+  b.SetInsertPoint(exit);
+  for (size_t x = 0; x < sums.size(); ++x)
+    b.CreateAlignedStore(next[x], cAddress[x], llvm::Align(4));
+  b.CreateRetVoid();
+  return function;
+}
+
+/// Kernel-IR programs around the micro-kernel: the contraction's kernel plus scratch buffers and
+/// loop variables; each program is one body emitted where the tile loop needs it.
+struct TileProgram {
+  Kernel kernel;
+  int params = 0, lhsPack = 0, rhsPack = 0, tile = 0, gather = 0; ///< buffer indices
+  int outer = 0, middle = 0, inner = 0;               ///< loop variables
+};
+
+/// The `params` buffer: the block's batch, first row and column, first r and its length, and the
+/// rows and columns of the tile that exist.
+enum Param : int64_t {
+  ParamBatch, ParamRow, ParamColumn, ParamReduction, ParamReductionLength, ParamRows, ParamColumns,
+  ParamCount
+};
+
+TileProgram tileProgram(const Contraction &contraction, const ContractionBlocking &blocking) {
+  TileProgram program{contraction.kernel};
+  Kernel &kernel = program.kernel;
+  kernel.body.clear();
+  auto addBuffer = [&](const std::string &name, DType dtype, int64_t elements, bool written) {
+    kernel.buffers.push_back({name, dtype, elements, written});
+    return int(kernel.buffers.size() - 1);
+  };
+  auto addVariable = [&](const std::string &name) {
+    kernel.variables.push_back({name, DType::Int64});
+    return int(kernel.variables.size() - 1);
+  };
+  program.params = addBuffer("params", DType::Int64, ParamCount, false);
+  program.lhsPack = addBuffer("lhs_pack", DType::Float32, blocking.mc * blocking.kc, true);
+  program.rhsPack = addBuffer("rhs_pack", DType::Float32, blocking.kc * blocking.nc, true);
+  program.tile = addBuffer("tile", DType::Float32, blocking.mc * blocking.nc, true);
+  const ContractionSpec &spec = contraction.spec;
+  program.gather = addBuffer("rhs_gather", DType::Int32, spec.batch * spec.k * spec.n, false);
+  program.outer = addVariable("panel");
+  program.middle = addVariable("rr");
+  program.inner = addVariable("lane");
+  return program;
+}
+
+ExprRef param(const TileProgram &program, Param which) {
+  return load(program.params, DType::Int64, intConstant(which));
+}
+
+/// Packs one KC block of an operand for the tile: panels of `width` lanes (rows i for the lhs,
+/// columns j for the rhs), interleaved per r; lanes past the tile's edge are zero. Full panels
+/// carry no bounds test.
+std::vector<StmtRef> packOperand(const TileProgram &program, const ContractionSpec &spec, bool lhs, int64_t width,
+                                 int gatherSource = -1, DType gatherType = DType::Float32) {
+  ExprRef kLen = param(program, ParamReductionLength);
+  ExprRef extent = param(program, lhs ? ParamRows : ParamColumns);
+  ExprRef origin = param(program, lhs ? ParamRow : ParamColumn);
+  int across = lhs ? spec.i : spec.j, target = lhs ? program.lhsPack : program.rhsPack;
+  ExprRef value = lhs ? spec.lhs : spec.rhs;
+  if (gatherSource >= 0) {
+    // rhs through the compile-time offset table: X[offset], or 0 where the offset is -1.
+    ExprRef entry = add(mul(add(mul(var(spec.b, DType::Int64), spec.k), var(spec.r, DType::Int64)), spec.n),
+                        var(spec.j, DType::Int64));
+    ExprRef offset = cast(load(program.gather, DType::Int32, entry), DType::Int64);
+    value = select(binary(BinaryOp::Ge, offset, intConstant(0)),
+                   cast(load(gatherSource, gatherType, binary(BinaryOp::Max, offset, intConstant(0))),
+                        DType::Float32),
+                   constant(DType::Float32, 0));
+  }
+  ExprRef panel = var(program.outer, DType::Int64), rr = var(program.middle, DType::Int64),
+          lane = var(program.inner, DType::Int64);
+  auto panelLoops = [&](bool guarded) {
+    ExprRef within = add(mul(panel, width), lane);
+    ExprRef at = add(mul(add(mul(panel, kLen), rr), width), lane);
+    std::vector<StmtRef> element = {assign(across, add(origin, within))};
+    StmtRef write = store(target, at, value);
+    if (guarded)
+      element.push_back(ifThen(binary(BinaryOp::Lt, within, extent), {write},
+                               {store(target, at, constant(DType::Float32, 0))}));
+    else
+      element.push_back(write);
+    return forLoop(program.middle, kLen,
+                   {assign(spec.r, add(param(program, ParamReduction), rr)),
+                    forLoop(program.inner, intConstant(width), element)});
+  };
+  ExprRef fullPanels = div(extent, width);
+  std::vector<StmtRef> body = {assign(spec.b, param(program, ParamBatch))};
+  body.push_back(forLoop(program.outer, fullPanels, {panelLoops(false)}));
+  body.push_back(ifThen(binary(BinaryOp::Ne, rem(extent, width), intConstant(0)),
+                        {assign(program.outer, fullPanels), panelLoops(true)}));
+  return body;
+}
+
+/// The epilogue over the tile's real elements: acc from the tile buffer, then spec.epilogue.
+std::vector<StmtRef> tileEpilogue(const TileProgram &program, const ContractionSpec &spec, int64_t tileColumns) {
+  ExprRef row = var(program.outer, DType::Int64), column = var(program.inner, DType::Int64);
+  std::vector<StmtRef> element = {
+      assign(spec.j, add(param(program, ParamColumn), column)),
+      assign(spec.acc, load(program.tile, DType::Float32, add(mul(row, tileColumns), column)))};
+  element.insert(element.end(), spec.epilogue.begin(), spec.epilogue.end());
+  return {assign(spec.b, param(program, ParamBatch)),
+          forLoop(program.outer, param(program, ParamRows),
+                  {assign(spec.i, add(param(program, ParamRow), row)),
+                   forLoop(program.inner, param(program, ParamColumns), element)})};
+}
+
+/// Narrower products than worthTiling accepts still gain from the micro-kernel on the CPU, as
+/// long as a tile row fills an SSE vector: the naive loop is one scalar dependency chain with
+/// the gather's index arithmetic in it. That includes depthwise convolutions (m = 1 per group:
+/// a one-row micro-kernel over packed windows); matrix-vector products (n = 1) stay naive.
+bool worthBlockingOnCpu(const ContractionSpec &spec) {
+  return spec.n >= 4 && spec.k >= 8 && spec.flops() >= 32768;
+}
+
+MicroKernelShape fitMicroKernel(const ContractionSpec &spec, MicroKernelShape micro) {
+  while (micro.width > 4 && spec.n < micro.width * micro.vectors)
+    micro.width /= 2;
+  if (spec.n <= micro.width) {
+    micro.vectors = 1;
+    micro.rows *= 2;
+  }
+  if (spec.m % micro.rows != 0 && spec.m % 4 == 0 && spec.m <= 32)
+    micro.rows = 4;
+  if (spec.m < 4)
+    micro.rows = spec.m;
+  return micro;
+}
+
+} // namespace
+
+std::optional<Kernel> addBlockedContraction(const LoweredGroup &group, const std::string &cpuLevel,
+                                            llvm::Module &module, LaunchShape &launch, bool hasF16c) {
+  const std::optional<Contraction> &contraction = group.contraction;
+  if (!contraction || contraction->spec.type != DType::Float32)
+    return std::nullopt;
+  const ContractionSpec &spec = contraction->spec;
+  const Kernel &kernel = contraction->kernel;
+  MicroKernelShape micro = microKernelShapeFor(cpuLevel);
+  if (!worthTiling(spec) && !worthBlockingOnCpu(spec))
+    return std::nullopt;
+  micro = fitMicroKernel(spec, micro);
+  ContractionBlocking blocking = chooseBlocking(spec, micro);
+  int64_t mr = micro.rows, nr = micro.columns();
+
+  std::optional<PackedOperand> lhsPacked = packConstantOperand(group, *contraction, true, mr);
+  std::optional<PackedOperand> rhsPacked = packConstantOperand(group, *contraction, false, nr);
+  bool lhsAtRunTime = !lhsPacked, rhsAtRunTime = !rhsPacked;
+  std::optional<GatherTable> rhsGather = rhsAtRunTime ? rhsGatherTable(*contraction) : std::nullopt;
+
+  llvm::LLVMContext &context = module.getContext();
+  llvm::IRBuilder<> b(context);
+  llvm::Type *ptr = llvm::PointerType::getUnqual(context);
+  llvm::Type *i64 = b.getInt64Ty(), *f32 = b.getFloatTy();
+  size_t derivedCount = size_t(lhsPacked.has_value()) + size_t(rhsPacked.has_value()) + size_t(rhsGather.has_value());
+  size_t bufferCount = kernel.buffers.size();
+
+  // NAME.body(buffers..., packed lhs?, packed rhs?, rhs gather table?, begin, end)
+  std::vector<llvm::Type *> params(bufferCount + derivedCount, ptr);
+  params.push_back(i64);
+  params.push_back(i64);
+  auto *body = llvm::Function::Create(llvm::FunctionType::get(b.getVoidTy(), params, false),
+                                      llvm::Function::InternalLinkage, kernel.name + ".body", module);
+  body->addFnAttr(llvm::Attribute::NoUnwind);
+  body->addFnAttr(llvm::Attribute::AlwaysInline);
+  std::vector<llvm::Value *> buffers;
+  for (size_t i = 0; i < bufferCount + derivedCount; ++i) {
+    body->addParamAttr(unsigned(i), llvm::Attribute::NoAlias);
+    if (i >= bufferCount || !kernel.buffers[i].written)
+      body->addParamAttr(unsigned(i), llvm::Attribute::ReadOnly);
+    buffers.push_back(body->getArg(unsigned(i)));
+  }
+  llvm::Value *lhsConstant = lhsPacked ? body->getArg(unsigned(bufferCount)) : nullptr;
+  llvm::Value *rhsConstant = rhsPacked ? body->getArg(unsigned(bufferCount + (lhsPacked ? 1 : 0))) : nullptr;
+  llvm::Value *gatherTable = rhsGather ? body->getArg(unsigned(bufferCount + derivedCount - 1)) : nullptr;
+  llvm::Value *begin = body->getArg(unsigned(bufferCount + derivedCount));
+  llvm::Value *end = body->getArg(unsigned(bufferCount + derivedCount + 1));
+
+  auto *entry = llvm::BasicBlock::Create(context, "entry", body);
+  b.SetInsertPoint(entry);
+  // Per-call scratch on this thread's stack: block coordinates, packed blocks, the tile.
+  auto scratch = [&](llvm::Type *type, int64_t count, const char *name) {
+    llvm::AllocaInst *alloca = b.CreateAlloca(type, b.getInt64(uint64_t(count)), name);
+    alloca->setAlignment(llvm::Align(64));
+    return alloca;
+  };
+  llvm::Value *paramBuffer = scratch(i64, ParamCount, "params");
+  llvm::Value *tile = scratch(f32, blocking.mc * blocking.nc, "tile");
+  llvm::Value *lhsPack = lhsAtRunTime ? scratch(f32, blocking.mc * blocking.kc, "lhs.pack") : tile;
+  llvm::Value *rhsPack = rhsAtRunTime ? scratch(f32, blocking.kc * blocking.nc, "rhs.pack") : tile;
+
+  TileProgram packLhs = tileProgram(*contraction, blocking), packRhs = packLhs, epilogue = packLhs;
+  packLhs.kernel.body = packOperand(packLhs, spec, true, mr);
+  packRhs.kernel.body = packOperand(packRhs, spec, false, nr, rhsGather ? rhsGather->source : -1,
+                                 rhsGather ? rhsGather->sourceType : DType::Float32);
+  epilogue.kernel.body = tileEpilogue(epilogue, spec, blocking.nc);
+  std::vector<llvm::Value *> programBuffers(buffers.begin(), buffers.begin() + long(bufferCount));
+  programBuffers.insert(programBuffers.end(), {paramBuffer, lhsPack, rhsPack, tile, gatherTable ? gatherTable : tile});
+  KernelEmitter lhsEmitter(packLhs.kernel, b, module, programBuffers, hostMathLibrary(), hasF16c);
+  KernelEmitter rhsEmitter(packRhs.kernel, b, module, programBuffers, hostMathLibrary(), hasF16c);
+  KernelEmitter epilogueEmitter(epilogue.kernel, b, module, programBuffers, hostMathLibrary(), hasF16c);
+  llvm::Function *microKernelFunction = microKernel(module, micro);
+
+  auto setParam = [&](Param which, llvm::Value *value) {
+    b.CreateStore(value, b.CreateConstInBoundsGEP1_64(i64, paramBuffer, uint64_t(which)));
+  };
+  auto constant = [&](int64_t value) { return b.getInt64(uint64_t(value)); };
+  auto minimum = [&](llvm::Value *x, llvm::Value *y) { return b.CreateSelect(b.CreateICmpSLT(x, y), x, y); };
+
+  emitLoop(b, begin, end, 1, [&](llvm::Value *t) {
+    llvm::Value *nBlock = b.CreateURem(t, constant(blocking.nBlocks));
+    llvm::Value *rest = b.CreateUDiv(t, constant(blocking.nBlocks));
+    llvm::Value *mBlock = b.CreateURem(rest, constant(blocking.mBlocks));
+    llvm::Value *batch = b.CreateUDiv(rest, constant(blocking.mBlocks));
+    llvm::Value *row0 = b.CreateMul(mBlock, constant(blocking.mc));
+    llvm::Value *column0 = b.CreateMul(nBlock, constant(blocking.nc));
+    llvm::Value *rows = minimum(constant(blocking.mc), b.CreateSub(constant(spec.m), row0));
+    llvm::Value *columns = minimum(constant(blocking.nc), b.CreateSub(constant(spec.n), column0));
+    llvm::Value *rowPanels = b.CreateUDiv(b.CreateAdd(rows, constant(mr - 1)), constant(mr));
+    llvm::Value *columnPanels = b.CreateUDiv(b.CreateAdd(columns, constant(nr - 1)), constant(nr));
+    setParam(ParamBatch, batch);
+    setParam(ParamRow, row0);
+    setParam(ParamColumn, column0);
+    setParam(ParamRows, rows);
+    setParam(ParamColumns, columns);
+    emitLoop(b, constant(0), constant(spec.k), blocking.kc, [&](llvm::Value *kc) {
+      llvm::Value *kLen = minimum(constant(blocking.kc), b.CreateSub(constant(spec.k), kc));
+      setParam(ParamReduction, kc);
+      setParam(ParamReductionLength, kLen);
+      if (rhsAtRunTime)
+        rhsEmitter.emitBody(t);
+      if (lhsAtRunTime)
+        lhsEmitter.emitBody(t);
+      llvm::Value *accumulate = b.CreateICmpNE(kc, constant(0));
+      // A panel's first element: in the run-time pack (panel `index` of this block), or in the
+      // compile-time pack (panel `block * blockPanels + index` of the batch's matrix, at kc).
+      auto panelAddress = [&](bool atRunTime, llvm::Value *pack, llvm::Value *packed, bool perBatch,
+                              int64_t width, int64_t totalPanels, llvm::Value *block, int64_t blockPanels,
+                              llvm::Value *index) -> llvm::Value * {
+        if (atRunTime)
+          return b.CreateInBoundsGEP(f32, pack, b.CreateMul(b.CreateMul(index, kLen), constant(width)));
+        llvm::Value *panel = b.CreateAdd(b.CreateMul(block, constant(blockPanels)), index);
+        if (perBatch)
+          panel = b.CreateAdd(panel, b.CreateMul(batch, constant(totalPanels)));
+        llvm::Value *first = b.CreateAdd(b.CreateMul(panel, constant(spec.k)), kc);
+        return b.CreateInBoundsGEP(f32, packed, b.CreateMul(first, constant(width)));
+      };
+      emitLoop(b, constant(0), columnPanels, 1, [&](llvm::Value *q) {
+        llvm::Value *rhsPanel = panelAddress(rhsAtRunTime, rhsPack, rhsConstant, rhsPacked && rhsPacked->perBatch,
+                                             nr, ceilDiv(spec.n, nr), nBlock, blocking.nc / nr, q);
+        emitLoop(b, constant(0), rowPanels, 1, [&](llvm::Value *p) {
+          llvm::Value *lhsPanel = panelAddress(lhsAtRunTime, lhsPack, lhsConstant, lhsPacked && lhsPacked->perBatch,
+                                               mr, ceilDiv(spec.m, mr), mBlock, blocking.mc / mr, p);
+          llvm::Value *tileOffset =
+              b.CreateAdd(b.CreateMul(p, constant(mr * blocking.nc)), b.CreateMul(q, constant(nr)));
+          b.CreateCall(microKernelFunction, {lhsPanel, rhsPanel, kLen, b.CreateInBoundsGEP(f32, tile, tileOffset),
+                                constant(blocking.nc), accumulate});
+        }, "p");
+      }, "q");
+    }, "kc");
+    epilogueEmitter.emitBody(t);
+  }, "tile");
+  b.CreateRetVoid();
+
+  // The entry point the runtime calls: unpack args (buffers, then derived constants).
+  auto *wrapper = llvm::Function::Create(llvm::FunctionType::get(b.getVoidTy(), {ptr, i64, i64}, false),
+                                         llvm::Function::ExternalLinkage, kernel.name, module);
+  wrapper->addFnAttr(llvm::Attribute::NoUnwind);
+  b.SetInsertPoint(llvm::BasicBlock::Create(context, "entry", wrapper));
+  std::vector<llvm::Value *> arguments;
+  for (size_t i = 0; i < bufferCount + derivedCount; ++i)
+    arguments.push_back(b.CreateLoad(ptr, b.CreateConstInBoundsGEP1_64(ptr, wrapper->getArg(0), i)));
+  arguments.push_back(wrapper->getArg(1));
+  arguments.push_back(wrapper->getArg(2));
+  b.CreateCall(body, arguments);
+  b.CreateRetVoid();
+
+  launch.parallelExtent = blocking.tiles;
+  if (lhsPacked)
+    launch.derivedConstants.push_back(std::move(lhsPacked->bytes));
+  if (rhsPacked)
+    launch.derivedConstants.push_back(std::move(rhsPacked->bytes));
+  if (rhsGather)
+    launch.derivedConstants.push_back(std::move(rhsGather->bytes));
+  Kernel described = kernel;
+  described.parallelExtent = blocking.tiles;
+  return described;
+}
+
+} // namespace sinter::codegen::llvmgen
