@@ -1,6 +1,7 @@
 // The C entry points of runtime.h. Each checks its handles and pointers, then runs under
-// guardCall so no exception crosses the ABI. Handles carry a magic number, so a null, freed or
-// foreign pointer of the wrong kind is reported instead of used (where it can be read at all).
+// guardCall so no exception crosses the ABI. Handles are slots of a table with generations
+// (handles.h), so a null, freed, stale or foreign handle is reported without reading the memory
+// it names, and a session serves one call at a time (SINTER_ERROR_BUSY otherwise).
 
 // The runtime is compiled with hidden visibility; the C ABI alone is exported. Declaring it here
 // first, under default visibility, gives the definitions below that visibility.
@@ -8,6 +9,7 @@
 #include "sinter/runtime.h"
 #pragma GCC visibility pop
 
+#include "handles.h"
 #include "model.h"
 #include "session.h"
 #include "status.h"
@@ -17,26 +19,11 @@ using namespace sinter::rt;
 
 namespace {
 
-const LoadedArtifact &checkedModel(const sinter_model *model) {
-  if (!model)
-    fail(SINTER_ERROR_INVALID_ARGUMENT, "the model handle is null");
-  if (model->magic != sinter_model::kMagic || !model->artifact)
-    fail(SINTER_ERROR_INVALID_ARGUMENT, "the model handle is not a live sinter_model");
-  return *model->artifact;
-}
-
-sinter_session &checkedSession(sinter_session *session) {
-  if (!session)
-    fail(SINTER_ERROR_INVALID_ARGUMENT, "the session handle is null");
-  if (session->magic != sinter_session::kMagic)
-    fail(SINTER_ERROR_INVALID_ARGUMENT, "the session handle is not a live sinter_session");
-  return *session;
-}
-
 sinter_status tensorInfo(const sinter_model *model, int32_t index, sinter_tensor_info *info,
                          bool input) {
   return guardCall([&] {
-    const package::Manifest &manifest = checkedModel(model).manifest();
+    std::shared_ptr<const LoadedArtifact> artifact = findModel(model);
+    const package::Manifest &manifest = artifact->manifest();
     const auto &list = input ? manifest.inputs : manifest.outputs;
     if (!info)
       fail(SINTER_ERROR_INVALID_ARGUMENT, "info is null");
@@ -55,6 +42,8 @@ const char *sinter_last_error(void) { return lastError(); }
 
 int sinter_runtime_abi_version(void) { return SINTER_ABI_VERSION; }
 
+int sinter_runtime_abi_minor_version(void) { return SINTER_ABI_MINOR_VERSION; }
+
 sinter_status sinter_model_load(const char *path, sinter_model **model) {
   if (model) // never leave the caller's pointer undefined
     *model = nullptr;
@@ -63,36 +52,31 @@ sinter_status sinter_model_load(const char *path, sinter_model **model) {
       fail(SINTER_ERROR_INVALID_ARGUMENT, "the model path is null or empty");
     if (!model)
       fail(SINTER_ERROR_INVALID_ARGUMENT, "the model output pointer is null");
-    auto handle = std::make_unique<sinter_model>();
-    handle->artifact = loadArtifact(path);
-    *model = handle.release();
+    *model = issueModelHandle(loadArtifact(path));
   });
 }
 
 void sinter_model_free(sinter_model *model) {
-  if (!model || model->magic != sinter_model::kMagic)
-    return;
-  model->magic = 0;
-  delete model;
+  guardCall([&] { releaseModelHandle(model); });
 }
 
 sinter_target sinter_model_target(const sinter_model *model) {
   sinter_target target = static_cast<sinter_target>(0);
   guardCall([&] {
-    target = static_cast<sinter_target>(checkedModel(model).manifest().target);
+    target = static_cast<sinter_target>(findModel(model)->manifest().target);
   });
   return target;
 }
 
 int32_t sinter_model_input_count(const sinter_model *model) {
   int32_t count = -1;
-  guardCall([&] { count = static_cast<int32_t>(checkedModel(model).manifest().inputs.size()); });
+  guardCall([&] { count = static_cast<int32_t>(findModel(model)->manifest().inputs.size()); });
   return count;
 }
 
 int32_t sinter_model_output_count(const sinter_model *model) {
   int32_t count = -1;
-  guardCall([&] { count = static_cast<int32_t>(checkedModel(model).manifest().outputs.size()); });
+  guardCall([&] { count = static_cast<int32_t>(findModel(model)->manifest().outputs.size()); });
   return count;
 }
 
@@ -108,14 +92,15 @@ sinter_status sinter_model_output_info(const sinter_model *model, int32_t index,
 
 int32_t sinter_model_step_count(const sinter_model *model) {
   int32_t count = -1;
-  guardCall([&] { count = static_cast<int32_t>(checkedModel(model).manifest().steps.size()); });
+  guardCall([&] { count = static_cast<int32_t>(findModel(model)->manifest().steps.size()); });
   return count;
 }
 
 const char *sinter_model_step_name(const sinter_model *model, int32_t index) {
   const char *name = nullptr;
   guardCall([&] {
-    const package::Manifest &manifest = checkedModel(model).manifest();
+    std::shared_ptr<const LoadedArtifact> artifact = findModel(model);
+    const package::Manifest &manifest = artifact->manifest();
     if (index < 0 || size_t(index) >= manifest.steps.size())
       fail(SINTER_ERROR_INVALID_ARGUMENT, "step ", index, " is out of range: the plan has ",
            manifest.steps.size(), " steps");
@@ -141,36 +126,33 @@ sinter_status sinter_session_create(const sinter_model *model,
   if (session)
     *session = nullptr;
   return guardCall([&] {
-    const LoadedArtifact &artifact = checkedModel(model);
+    std::shared_ptr<const LoadedArtifact> artifact = findModel(model);
     if (!session)
       fail(SINTER_ERROR_INVALID_ARGUMENT, "the session output pointer is null");
     sinter_session_options chosen;
     sinter_session_options_init(&chosen);
     if (options)
       chosen = *options;
-    std::unique_ptr<sinter_session> created =
-        artifact.manifest().target == package::Target::Cuda
-            ? createCudaSession(model->artifact, chosen)
-            : createCpuSession(model->artifact, chosen);
-    *session = created.release();
+    std::shared_ptr<sinter_session> created =
+        artifact->manifest().target == package::Target::Cuda
+            ? createCudaSession(artifact, chosen)
+            : createCpuSession(artifact, chosen);
+    *session = issueSessionHandle(std::move(created));
   });
 }
 
 void sinter_session_destroy(sinter_session *session) {
-  if (!session || session->magic != sinter_session::kMagic)
-    return;
-  session->magic = 0;
-  delete session;
+  guardCall([&] { releaseSessionHandle(session); });
 }
 
 sinter_status sinter_session_run(sinter_session *session, const sinter_tensor *inputs,
                                  int32_t input_count, sinter_tensor *outputs, int32_t output_count,
                                  void *stream) {
   return guardCall([&] {
-    sinter_session &checked = checkedSession(session);
-    validateRunArguments(checked.artifact().manifest(), inputs, input_count, outputs,
+    SessionUse checked(session);
+    validateRunArguments(checked->artifact().manifest(), inputs, input_count, outputs,
                          output_count);
-    checked.run(inputs, outputs, stream);
+    checked->run(inputs, outputs, stream);
   });
 }
 
@@ -178,10 +160,10 @@ sinter_status sinter_session_run_host(sinter_session *session, const sinter_tens
                                       int32_t input_count, sinter_tensor *outputs,
                                       int32_t output_count) {
   return guardCall([&] {
-    sinter_session &checked = checkedSession(session);
-    validateRunArguments(checked.artifact().manifest(), inputs, input_count, outputs,
+    SessionUse checked(session);
+    validateRunArguments(checked->artifact().manifest(), inputs, input_count, outputs,
                          output_count);
-    checked.runHost(inputs, outputs);
+    checked->runHost(inputs, outputs);
   });
 }
 

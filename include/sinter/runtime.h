@@ -6,8 +6,11 @@
  * Thread safety: a loaded model is immutable and may be shared by any number of threads. A
  * session owns its working memory (the activation arena; on the GPU also the uploaded weights and
  * a captured CUDA graph) and must be used by one thread at a time; create one session per thread
- * (or per stream) to run concurrently. Errors: every call returns a status; SINTER_OK is 0. The
- * message of the calling thread's last failure is sinter_last_error().
+ * (or per stream) to run concurrently; a call on a session that another thread is in fails with
+ * SINTER_ERROR_BUSY. Handles are checked without being dereferenced: a null, freed or stale
+ * handle is SINTER_ERROR_INVALID_ARGUMENT (freeing one twice does nothing). Errors: every call
+ * returns a status; SINTER_OK is 0. The message of the calling thread's last failure is
+ * sinter_last_error().
  *
  * The runtime depends on libc only. It reaches the GPU through dlopen("libcuda.so.1") and the CUDA
  * driver API; a machine without the driver gets SINTER_ERROR_NO_DEVICE, not a crash.
@@ -22,7 +25,14 @@
 extern "C" {
 #endif
 
+/* Versioning. SINTER_ABI_VERSION is the artifact format and binary interface: a runtime loads
+ * only artifacts of its own version, and a program built against one version needs a runtime of
+ * that version. SINTER_ABI_MINOR_VERSION counts additive changes within it (a new status code, a
+ * new function): a program built against minor N runs on a runtime of minor N or later, and may
+ * see the statuses that minor added. Minor 1 added SINTER_ERROR_BUSY and
+ * sinter_runtime_abi_minor_version. */
 #define SINTER_ABI_VERSION 1
+#define SINTER_ABI_MINOR_VERSION 1
 
 typedef enum sinter_status {
   SINTER_OK = 0,
@@ -33,7 +43,8 @@ typedef enum sinter_status {
   SINTER_ERROR_DEVICE = 5,           /* a CUDA driver call failed */
   SINTER_ERROR_OUT_OF_MEMORY = 6,
   SINTER_ERROR_IO = 7,               /* the file could not be opened or loaded */
-  SINTER_ERROR_INTERNAL = 8
+  SINTER_ERROR_INTERNAL = 8,
+  SINTER_ERROR_BUSY = 9              /* the session is in a call from another thread (minor 1) */
 } sinter_status;
 
 /* Element types; values match ONNX TensorProto.DataType. The low-precision types (17 and up)
@@ -79,6 +90,8 @@ typedef struct sinter_session sinter_session;
 const char *sinter_last_error(void);
 /* Runtime ABI version (SINTER_ABI_VERSION of the library actually loaded). */
 int sinter_runtime_abi_version(void);
+/* SINTER_ABI_MINOR_VERSION of the library actually loaded (1 and up; absent from minor 0). */
+int sinter_runtime_abi_minor_version(void);
 
 /* Loads an artifact (model.so). Checks its ABI version, its target, and for CPU artifacts that
  * the host has the instruction set it was compiled for. */
