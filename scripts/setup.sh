@@ -10,6 +10,7 @@ packages=(
   libonnx-dev libprotobuf-dev protobuf-compiler
   llvm-19-dev liblld-19-dev libpolly-19-dev libzstd-dev zlib1g-dev
   libcli11-dev libspdlog-dev libfmt-dev libgtest-dev
+  clang-19 libclang-rt-19-dev
   python3 python3-venv python3-pip
 )
 [[ "${1:-}" == "--torch" ]] && packages+=(python3-torch python3-torchvision)
