@@ -94,6 +94,20 @@ const char *segmentTypeName(uint32_t type) {
   }
 }
 
+/// Reads a header table of `count` entries at `offset` into `entries`; "" or why it cannot.
+template <typename Entry>
+std::string readTable(int descriptor, uint64_t offset, uint64_t count, uint64_t elfBytes,
+                      const char *kind, std::vector<Entry> &entries) {
+  uint64_t bytes = count * sizeof(Entry);
+  if (!inside(offset, bytes, elfBytes))
+    return detail::concat("its ", kind, " header table [", offset, ", +", bytes,
+                          ") ends past the file's ", elfBytes, " bytes (truncated?)");
+  entries.resize(count);
+  if (!readAt(descriptor, offset, entries.data(), bytes))
+    return detail::concat("its ", kind, " header table cannot be read");
+  return "";
+}
+
 /// The ELF header, program headers and section headers against the `elfBytes` the digest covers.
 std::string findElfProblem(int descriptor, uint64_t elfBytes) {
   Elf64_Ehdr header;
@@ -113,13 +127,11 @@ std::string findElfProblem(int descriptor, uint64_t elfBytes) {
     return "its ELF header gives header sizes other than ELF64's";
   if (header.e_phnum == 0 || header.e_phnum == PN_XNUM)
     return detail::concat("its ELF header gives ", header.e_phnum, " program headers");
-  uint64_t programBytes = uint64_t(header.e_phnum) * sizeof(Elf64_Phdr);
-  if (!inside(header.e_phoff, programBytes, elfBytes))
-    return detail::concat("its program header table [", header.e_phoff, ", +", programBytes,
-                          ") ends past the file's ", elfBytes, " bytes");
-  std::vector<Elf64_Phdr> segments(header.e_phnum);
-  if (!readAt(descriptor, header.e_phoff, segments.data(), programBytes))
-    return "its program header table cannot be read";
+  std::vector<Elf64_Phdr> segments;
+  std::string problem =
+      readTable(descriptor, header.e_phoff, header.e_phnum, elfBytes, "program", segments);
+  if (!problem.empty())
+    return problem;
   bool loads = false, dynamic = false;
   for (size_t i = 0; i < segments.size(); ++i) {
     const Elf64_Phdr &segment = segments[i];
@@ -142,13 +154,10 @@ std::string findElfProblem(int descriptor, uint64_t elfBytes) {
   if (!loads || !dynamic)
     return "it has no loadable segment or no dynamic section";
   if (header.e_shnum > 0) {
-    uint64_t sectionBytes = uint64_t(header.e_shnum) * sizeof(Elf64_Shdr);
-    if (!inside(header.e_shoff, sectionBytes, elfBytes))
-      return detail::concat("its section header table [", header.e_shoff, ", +", sectionBytes,
-                            ") ends past the file's ", elfBytes, " bytes (truncated?)");
-    std::vector<Elf64_Shdr> sections(header.e_shnum);
-    if (!readAt(descriptor, header.e_shoff, sections.data(), sectionBytes))
-      return "its section header table cannot be read";
+    std::vector<Elf64_Shdr> sections;
+    problem = readTable(descriptor, header.e_shoff, header.e_shnum, elfBytes, "section", sections);
+    if (!problem.empty())
+      return problem;
     for (size_t i = 0; i < sections.size(); ++i)
       if (sections[i].sh_type != SHT_NOBITS &&
           !inside(sections[i].sh_offset, sections[i].sh_size, elfBytes))
