@@ -1,8 +1,8 @@
 // XXH64 from its specification (Yann Collet's xxHash, doc/xxhash_spec.md), the digest trailer,
 // and the file checks sinter_model_load makes before dlopen. Why XXH64: it is a published,
-// widely implemented algorithm (any xxHash library can check an artifact), it hashes several
-// GB/s in portable C++ (a SHA-256 without its instructions is about ten times slower, a cost
-// paid on every load of a large model), and 64 bits make an undetected random corruption
+// widely implemented algorithm (any xxHash library can check an artifact), it is as fast as the
+// manifest's hash64 in portable C++ (a SHA-256 without its instructions is several times slower,
+// a cost paid on every load of a large model), and 64 bits make an undetected random corruption
 // vanishingly rare. Integrity is the goal, not authenticity (docs/runtime.md).
 #include "sinter/package/file_digest.h"
 
@@ -177,6 +177,8 @@ Xxh64::Xxh64(uint64_t seed)
 void Xxh64::update(std::span<const uint8_t> bytes) {
   const uint8_t *data = bytes.data();
   size_t size = bytes.size();
+  if (size == 0) // an empty span may have a null data(), which memcpy must not see
+    return;
   totalBytes_ += size;
   if (pendingBytes_ > 0) {
     size_t take = std::min<size_t>(size, 32 - pendingBytes_);
