@@ -35,7 +35,8 @@ if [[ ! -x "$sinter" ]]; then
   echo "fuzz: $sinter is missing: build sinter first (scripts/build.sh), or set SINTER_BIN" >&2
   exit 1
 fi
-"$sinter" compile "$root/models/tiny_mlp.onnx" -o "$artifact" --target cpu >/dev/null
+"$sinter" compile "$root/models/tiny_mlp.onnx" -o "$artifact" --target cpu --force \
+  >"$build/seed-compile.log" 2>&1 || { cat "$build/seed-compile.log" >&2; exit 1; }
 # Two seeds: mode 0 (the whole file) and mode 1 (the manifest metadata, spliced back and resealed).
 python3 - "$artifact" "$seeds/artifact_loader" <<'PY'
 import struct, sys
