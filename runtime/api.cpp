@@ -1,6 +1,7 @@
 // The C entry points of runtime.h. Each checks its handles and pointers, then runs under
-// guardCall so no exception crosses the ABI. Handles carry a magic number, so a null, freed or
-// foreign pointer of the wrong kind is reported instead of used (where it can be read at all).
+// guardCall so no exception crosses the ABI. Handles are slots of a table with generations
+// (handles.h), so a null, freed, stale or foreign handle is reported without reading the memory
+// it names, and a session serves one call at a time (SINTER_ERROR_BUSY otherwise).
 
 // The runtime is compiled with hidden visibility; the C ABI alone is exported. Declaring it here
 // first, under default visibility, gives the definitions below that visibility.
@@ -8,6 +9,7 @@
 #include "sinter/runtime.h"
 #pragma GCC visibility pop
 
+#include "handles.h"
 #include "model.h"
 #include "pool.h"
 #include "session.h"
@@ -18,26 +20,11 @@ using namespace sinter::rt;
 
 namespace {
 
-const LoadedArtifact &checkedModel(const sinter_model *model) {
-  if (!model)
-    fail(SINTER_ERROR_INVALID_ARGUMENT, "the model handle is null");
-  if (model->magic != sinter_model::kMagic || !model->artifact)
-    fail(SINTER_ERROR_INVALID_ARGUMENT, "the model handle is not a live sinter_model");
-  return *model->artifact;
-}
-
-sinter_session &checkedSession(sinter_session *session) {
-  if (!session)
-    fail(SINTER_ERROR_INVALID_ARGUMENT, "the session handle is null");
-  if (session->magic != sinter_session::kMagic)
-    fail(SINTER_ERROR_INVALID_ARGUMENT, "the session handle is not a live sinter_session");
-  return *session;
-}
-
 sinter_status tensorInfo(const sinter_model *model, int32_t index, sinter_tensor_info *info,
                          bool input) {
   return guardCall([&] {
-    const package::Manifest &manifest = checkedModel(model).manifest();
+    std::shared_ptr<const LoadedArtifact> artifact = findModel(model);
+    const package::Manifest &manifest = artifact->manifest();
     const auto &list = input ? manifest.inputs : manifest.outputs;
     if (!info)
       fail(SINTER_ERROR_INVALID_ARGUMENT, "info is null");
@@ -66,36 +53,31 @@ sinter_status sinter_model_load(const char *path, sinter_model **model) {
       fail(SINTER_ERROR_INVALID_ARGUMENT, "the model path is null or empty");
     if (!model)
       fail(SINTER_ERROR_INVALID_ARGUMENT, "the model output pointer is null");
-    auto handle = std::make_unique<sinter_model>();
-    handle->artifact = loadArtifact(path);
-    *model = handle.release();
+    *model = issueModelHandle(loadArtifact(path));
   });
 }
 
 void sinter_model_free(sinter_model *model) {
-  if (!model || model->magic != sinter_model::kMagic)
-    return;
-  model->magic = 0;
-  delete model;
+  guardCall([&] { releaseModelHandle(model); });
 }
 
 sinter_target sinter_model_target(const sinter_model *model) {
   sinter_target target = static_cast<sinter_target>(0);
   guardCall([&] {
-    target = static_cast<sinter_target>(checkedModel(model).manifest().target);
+    target = static_cast<sinter_target>(findModel(model)->manifest().target);
   });
   return target;
 }
 
 int32_t sinter_model_input_count(const sinter_model *model) {
   int32_t count = -1;
-  guardCall([&] { count = static_cast<int32_t>(checkedModel(model).manifest().inputs.size()); });
+  guardCall([&] { count = static_cast<int32_t>(findModel(model)->manifest().inputs.size()); });
   return count;
 }
 
 int32_t sinter_model_output_count(const sinter_model *model) {
   int32_t count = -1;
-  guardCall([&] { count = static_cast<int32_t>(checkedModel(model).manifest().outputs.size()); });
+  guardCall([&] { count = static_cast<int32_t>(findModel(model)->manifest().outputs.size()); });
   return count;
 }
 
@@ -111,14 +93,15 @@ sinter_status sinter_model_output_info(const sinter_model *model, int32_t index,
 
 int32_t sinter_model_step_count(const sinter_model *model) {
   int32_t count = -1;
-  guardCall([&] { count = static_cast<int32_t>(checkedModel(model).manifest().steps.size()); });
+  guardCall([&] { count = static_cast<int32_t>(findModel(model)->manifest().steps.size()); });
   return count;
 }
 
 const char *sinter_model_step_name(const sinter_model *model, int32_t index) {
   const char *name = nullptr;
   guardCall([&] {
-    const package::Manifest &manifest = checkedModel(model).manifest();
+    std::shared_ptr<const LoadedArtifact> artifact = findModel(model);
+    const package::Manifest &manifest = artifact->manifest();
     if (index < 0 || size_t(index) >= manifest.steps.size())
       fail(SINTER_ERROR_INVALID_ARGUMENT, "step ", index, " is out of range: the plan has ",
            manifest.steps.size(), " steps");
@@ -144,32 +127,29 @@ sinter_status sinter_session_create(const sinter_model *model,
   if (session)
     *session = nullptr;
   return guardCall([&] {
-    checkedModel(model);
+    std::shared_ptr<const LoadedArtifact> artifact = findModel(model);
     if (!session)
       fail(SINTER_ERROR_INVALID_ARGUMENT, "the session output pointer is null");
     sinter_session_options chosen;
     sinter_session_options_init(&chosen);
     if (options)
       chosen = *options;
-    *session = createSession(model->artifact, chosen).release();
+    *session = issueSessionHandle(createSession(artifact, chosen));
   });
 }
 
 void sinter_session_destroy(sinter_session *session) {
-  if (!session || session->magic != sinter_session::kMagic)
-    return;
-  session->magic = 0;
-  delete session;
+  guardCall([&] { releaseSessionHandle(session); });
 }
 
 sinter_status sinter_session_run(sinter_session *session, const sinter_tensor *inputs,
                                  int32_t input_count, sinter_tensor *outputs, int32_t output_count,
                                  void *stream) {
   return guardCall([&] {
-    sinter_session &checked = checkedSession(session);
-    validateRunArguments(checked.artifact().manifest(), inputs, input_count, outputs,
+    SessionUse checked(session);
+    validateRunArguments(checked->artifact().manifest(), inputs, input_count, outputs,
                          output_count);
-    checked.run(inputs, outputs, stream);
+    checked->run(inputs, outputs, stream);
   });
 }
 
@@ -177,39 +157,27 @@ sinter_status sinter_session_run_host(sinter_session *session, const sinter_tens
                                       int32_t input_count, sinter_tensor *outputs,
                                       int32_t output_count) {
   return guardCall([&] {
-    sinter_session &checked = checkedSession(session);
-    validateRunArguments(checked.artifact().manifest(), inputs, input_count, outputs,
+    SessionUse checked(session);
+    validateRunArguments(checked->artifact().manifest(), inputs, input_count, outputs,
                          output_count);
-    checked.runHost(inputs, outputs);
+    checked->runHost(inputs, outputs);
   });
 }
 
 // Revision 1: pools of sessions and device usage (the pool itself is pool.cpp).
 
-namespace {
-
-SessionPool &checkedPool(sinter_pool *pool) {
-  if (!pool)
-    fail(SINTER_ERROR_INVALID_ARGUMENT, "the pool handle is null");
-  if (pool->magic != sinter_pool::kMagic || !pool->pool)
-    fail(SINTER_ERROR_INVALID_ARGUMENT, "the pool handle is not a live sinter_pool");
-  return *pool->pool;
-}
-
-} // namespace
-
 sinter_status sinter_model_device_usage(const sinter_model *model, int32_t device,
                                         sinter_device_usage *usage) {
   return guardCall([&] {
-    const LoadedArtifact &artifact = checkedModel(model);
+    std::shared_ptr<const LoadedArtifact> artifact = findModel(model);
     if (!usage)
       fail(SINTER_ERROR_INVALID_ARGUMENT, "usage is null");
-    bool cuda = artifact.manifest().target == package::Target::Cuda;
+    bool cuda = artifact->manifest().target == package::Target::Cuda;
     if (device < 0 || (!cuda && device != 0))
       fail(SINTER_ERROR_INVALID_ARGUMENT, "device ", device, " is not one of a ",
            cuda ? "CUDA artifact (use a CUDA ordinal, 0 or more)"
                 : "CPU artifact (its sessions are on device 0, the host)");
-    *usage = artifact.devices.usage(device);
+    *usage = artifact->devices.usage(device);
   });
 }
 
@@ -226,42 +194,37 @@ sinter_status sinter_pool_create(const sinter_model *model, const sinter_pool_op
   if (pool)
     *pool = nullptr;
   return guardCall([&] {
-    checkedModel(model);
+    std::shared_ptr<const LoadedArtifact> artifact = findModel(model);
     if (!pool)
       fail(SINTER_ERROR_INVALID_ARGUMENT, "the pool output pointer is null");
     sinter_pool_options chosen;
     sinter_pool_options_init(&chosen);
     if (options)
       chosen = *options;
-    auto handle = std::make_unique<sinter_pool>();
-    handle->pool = std::make_unique<SessionPool>(model->artifact, chosen, max_sessions);
-    *pool = handle.release();
+    *pool = issuePoolHandle(std::make_shared<SessionPool>(artifact, chosen, max_sessions));
   });
 }
 
 void sinter_pool_free(sinter_pool *pool) {
-  if (!pool || pool->magic != sinter_pool::kMagic)
-    return;
-  pool->magic = 0;
-  delete pool;
+  guardCall([&] { releasePoolHandle(pool); });
 }
 
 sinter_status sinter_pool_run(sinter_pool *pool, const sinter_tensor *inputs, int32_t input_count,
                               sinter_tensor *outputs, int32_t output_count, void *stream) {
   return guardCall(
-      [&] { checkedPool(pool).run(inputs, input_count, outputs, output_count, stream); });
+      [&] { findPool(pool)->run(inputs, input_count, outputs, output_count, stream); });
 }
 
 sinter_status sinter_pool_run_host(sinter_pool *pool, const sinter_tensor *inputs,
                                    int32_t input_count, sinter_tensor *outputs,
                                    int32_t output_count) {
   return guardCall(
-      [&] { checkedPool(pool).runHost(inputs, input_count, outputs, output_count); });
+      [&] { findPool(pool)->runHost(inputs, input_count, outputs, output_count); });
 }
 
 int32_t sinter_pool_session_count(const sinter_pool *pool) {
   int32_t count = -1;
-  guardCall([&] { count = checkedPool(const_cast<sinter_pool *>(pool)).sessionCount(); });
+  guardCall([&] { count = findPool(pool)->sessionCount(); });
   return count;
 }
 

@@ -11,6 +11,7 @@
 #include "sinter/runtime.h"
 #pragma GCC visibility pop
 
+#include "handles.h"
 #include "session.h"
 #include "status.h"
 
@@ -32,12 +33,8 @@ constexpr int32_t kMaxProfileIterations = 100000;
 namespace {
 
 /// The checks sinter_session_benchmark and sinter_session_profile share.
-void checkTimingArguments(sinter_session *session, const sinter_tensor *hostInputs,
+void checkTimingArguments(const SessionUse &session, const sinter_tensor *hostInputs,
                           int32_t inputCount, int32_t warmup, int32_t iterations) {
-  if (!session)
-    fail(SINTER_ERROR_INVALID_ARGUMENT, "the session handle is null");
-  if (session->magic != sinter_session::kMagic)
-    fail(SINTER_ERROR_INVALID_ARGUMENT, "the session handle is not a live sinter_session");
   if (warmup < 0)
     fail(SINTER_ERROR_INVALID_ARGUMENT, "warmup is ", warmup, "; it must be 0 or more");
   if (iterations < 1 || iterations > kMaxIterations)
@@ -48,12 +45,13 @@ void checkTimingArguments(sinter_session *session, const sinter_tensor *hostInpu
 
 } // namespace
 
-extern "C" sinter_status sinter_session_profile(sinter_session *session,
+extern "C" sinter_status sinter_session_profile(sinter_session *handle,
                                                 const sinter_tensor *host_inputs,
                                                 int32_t input_count, int32_t warmup,
                                                 int32_t iterations, double *step_ms,
                                                 int32_t step_capacity) {
   return guardCall([&] {
+    SessionUse session(handle);
     checkTimingArguments(session, host_inputs, input_count, warmup, iterations);
     if (iterations > kMaxProfileIterations)
       fail(SINTER_ERROR_INVALID_ARGUMENT, "iterations is ", iterations,
@@ -84,11 +82,12 @@ extern "C" sinter_status sinter_session_profile(sinter_session *session,
   });
 }
 
-extern "C" sinter_status sinter_session_benchmark(sinter_session *session,
+extern "C" sinter_status sinter_session_benchmark(sinter_session *handle,
                                                   const sinter_tensor *host_inputs,
                                                   int32_t input_count, int32_t warmup,
                                                   int32_t iterations, double *latencies_ms) {
   return guardCall([&] {
+    SessionUse session(handle);
     checkTimingArguments(session, host_inputs, input_count, warmup, iterations);
     if (!latencies_ms)
       fail(SINTER_ERROR_INVALID_ARGUMENT, "latencies_ms is null; it must hold ", iterations,

@@ -1,9 +1,11 @@
-// sinter_model_load's work: open model.so with dlopen (RTLD_LOCAL, so two models never see each
-// other's kernels), fetch the manifest through `sinter_artifact`, parse and validate it, check
-// the host can run it, and resolve the CPU kernels once.
+// sinter_model_load's work: check the file before anything maps it (a regular file, its ELF
+// layout against its size, its whole-file digest), then open model.so with dlopen (RTLD_LOCAL,
+// so two models never see each other's kernels), fetch the manifest through `sinter_artifact`,
+// parse and validate it, check the host can run it, and resolve the CPU kernels once.
 #include "model.h"
 
 #include "cpu_features.h"
+#include "sinter/package/file_digest.h"
 #include "status.h"
 
 #include <algorithm>
@@ -27,16 +29,53 @@ std::string joinNames(const std::vector<std::string> &names) {
   return text;
 }
 
-/// Fails with IO when the file is missing, a folder or unreadable, before dlopen sees it.
-void checkReadable(const std::string &path) {
-  int descriptor = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (descriptor < 0)
-    fail(SINTER_ERROR_IO, "cannot open '", path, "': ", std::strerror(errno));
+/// An open file descriptor, closed on destruction.
+class Descriptor {
+public:
+  explicit Descriptor(int value) : value_(value) {}
+  ~Descriptor() {
+    if (value_ >= 0)
+      close(value_);
+  }
+  Descriptor(const Descriptor &) = delete;
+  Descriptor &operator=(const Descriptor &) = delete;
+  int get() const { return value_; }
+
+private:
+  int value_;
+};
+
+const char *fileKind(mode_t mode) {
+  if (S_ISDIR(mode))
+    return "a folder";
+  if (S_ISFIFO(mode))
+    return "a FIFO";
+  if (S_ISCHR(mode) || S_ISBLK(mode))
+    return "a device";
+  if (S_ISSOCK(mode))
+    return "a socket";
+  return "not a regular file";
+}
+
+/// Everything before dlopen: the path names a regular file (checked with stat before opening, so
+/// a FIFO or a device is never opened; and again with fstat on the descriptor, which never
+/// blocks: O_NONBLOCK), whose ELF layout fits its size and whose whole-file digest matches
+/// (file_digest.h). Fails with IO when it cannot be opened, INVALID_ARTIFACT naming the problem.
+void verifyFile(const std::string &path) {
   struct stat status {};
-  bool regular = fstat(descriptor, &status) == 0 && S_ISREG(status.st_mode);
-  close(descriptor);
-  if (!regular)
-    fail(SINTER_ERROR_IO, "cannot load '", path, "': not a regular file");
+  if (stat(path.c_str(), &status) != 0)
+    fail(SINTER_ERROR_IO, "cannot open '", path, "': ", std::strerror(errno));
+  if (!S_ISREG(status.st_mode))
+    fail(SINTER_ERROR_IO, "cannot load '", path, "': it is ", fileKind(status.st_mode));
+  Descriptor descriptor(open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  if (descriptor.get() < 0)
+    fail(SINTER_ERROR_IO, "cannot open '", path, "': ", std::strerror(errno));
+  if (fstat(descriptor.get(), &status) != 0 || !S_ISREG(status.st_mode))
+    fail(SINTER_ERROR_IO, "cannot load '", path, "': it is ", fileKind(status.st_mode));
+  std::string problem =
+      package::findArtifactFileProblem(descriptor.get(), static_cast<uint64_t>(status.st_size));
+  if (!problem.empty())
+    fail(SINTER_ERROR_INVALID_ARTIFACT, "'", path, "' is not a valid sinter artifact: ", problem);
 }
 
 void resolveCpuKernels(LoadedArtifact &artifact) {
@@ -62,7 +101,7 @@ LoadedArtifact::~LoadedArtifact() {
 }
 
 std::shared_ptr<const LoadedArtifact> loadArtifact(const std::string &path) {
-  checkReadable(path);
+  verifyFile(path);
   auto artifact = std::make_shared<LoadedArtifact>();
   artifact->path = path;
   // A name without a slash would make dlopen search the library path instead of opening it.
@@ -83,8 +122,10 @@ std::shared_ptr<const LoadedArtifact> loadArtifact(const std::string &path) {
     fail(SINTER_ERROR_INVALID_ARTIFACT, "'", path, "' returned an empty manifest");
 
   try {
+    // The whole-file digest covered the weights already; the metadata hash is still checked.
     artifact->view = package::parseArtifactView(
-        std::span<const uint8_t>(static_cast<const uint8_t *>(bytes), size));
+        std::span<const uint8_t>(static_cast<const uint8_t *>(bytes), size),
+        /*verifyWeights=*/false);
   } catch (const UserError &error) {
     fail(SINTER_ERROR_INVALID_ARTIFACT, "'", path, "': ", error.what());
   }

@@ -1,7 +1,8 @@
 // A loaded artifact: the dlopen'ed model.so, its parsed manifest, the weights (in place in the
 // mapped file) and, for the CPU target, the kernel entry points. Immutable after loading (but for
 // the device shares its sessions make, device_shares.h) and shared (by reference count) between
-// the sinter_model handle and its sessions, so freeing the model before its sessions is safe.
+// the sinter_model handle (handles.h) and its sessions, so freeing the model before its sessions
+// is safe.
 #pragma once
 
 #include "device_shares.h"
@@ -46,9 +47,3 @@ void describeTensor(const package::TensorSignature &tensor, sinter_tensor_info *
 
 } // namespace sinter::rt
 
-/// The opaque handle behind sinter_model *.
-struct sinter_model {
-  static constexpr uint64_t kMagic = 0x4C45444F4D544E53ull; // "SNTMODEL"
-  uint64_t magic = kMagic;
-  std::shared_ptr<const sinter::rt::LoadedArtifact> artifact;
-};

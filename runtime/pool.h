@@ -68,10 +68,3 @@ private:
 };
 
 } // namespace sinter::rt
-
-/// The opaque handle behind sinter_pool *.
-struct sinter_pool {
-  static constexpr uint64_t kMagic = 0x4C4F4F50524E5453ull; // "STNRPOOL"
-  uint64_t magic = kMagic;
-  std::unique_ptr<sinter::rt::SessionPool> pool;
-};

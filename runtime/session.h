@@ -5,6 +5,7 @@
 #include "model.h"
 #include "sinter/runtime.h"
 
+#include <atomic>
 #include <memory>
 
 namespace sinter::rt {
@@ -34,10 +35,10 @@ createCudaSession(std::shared_ptr<const LoadedArtifact> artifact,
 
 } // namespace sinter::rt
 
-/// The opaque handle behind sinter_session *: one per target.
+/// The object behind a sinter_session * handle (handles.h): one class per target.
 struct sinter_session {
-  static constexpr uint64_t kMagic = 0x4E4F495353455353ull; // "SSESSION"
-  uint64_t magic = kMagic;
+  /// Set while a call runs on the session (handles.h, SessionUse): a second call is BUSY.
+  std::atomic<bool> inUse{false};
 
   virtual ~sinter_session() = default;
   /// Runs with caller buffers that the target can address (device memory for CUDA). Arguments

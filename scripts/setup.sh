@@ -11,6 +11,7 @@ packages=(
   llvm-19-dev liblld-19-dev libpolly-19-dev libzstd-dev zlib1g-dev
   libcli11-dev libspdlog-dev libfmt-dev libgtest-dev
   libcpp-httplib-dev # HTTP for the example server examples/server (only it links it) and its tests
+  clang-19 libclang-rt-19-dev # libFuzzer and sanitizers: scripts/fuzz.sh, scripts/sanitize.sh
   python3 python3-venv python3-pip
   qemu-user  # scripts/test-other-cpus.sh: the CPU-sensitive tests as other x86-64 CPUs run them
 )

@@ -8,8 +8,11 @@
  * reads that one copy. A session owns its working memory (the activation arena; on the GPU also
  * its stream, events and captured CUDA graph) and must be used by one thread at a time; create one
  * session per thread (or per stream) to run concurrently, or let a pool (sinter_pool_*) hand a free
- * session to each call from any thread. Errors: every call returns a status; SINTER_OK is 0. The
- * message of the calling thread's last failure is sinter_last_error().
+ * session to each call from any thread. A call on a session that another thread is in fails with
+ * SINTER_ERROR_BUSY. Handles are checked without being dereferenced: a null, freed or stale
+ * handle is SINTER_ERROR_INVALID_ARGUMENT (freeing one twice does nothing). Errors: every call
+ * returns a status; SINTER_OK is 0. The message of the calling thread's last failure is
+ * sinter_last_error().
  *
  * Versions: SINTER_ABI_VERSION changes when something existing changes incompatibly (a function's
  * signature or meaning, a struct's layout, an enum value, the artifact format); a runtime refuses
@@ -17,7 +20,8 @@
  * (new functions, structs, status or enum values) and restarts at 0 with a new version. A program
  * built against revision R runs on a library of the same version and a revision >= R
  * (sinter_runtime_abi_revision() says which one is loaded).
- *   revision 1: pools (sinter_pool_*), SINTER_ERROR_BUSY, sinter_model_device_usage.
+ *   revision 1: pools (sinter_pool_*), SINTER_ERROR_BUSY (a session already in a call, a busy
+ *   pool), sinter_model_device_usage; artifacts end in a digest trailer (docs/artifact-format.md).
  *
  * The runtime depends on libc only. It reaches the GPU through dlopen("libcuda.so.1") and the CUDA
  * driver API; a machine without the driver gets SINTER_ERROR_NO_DEVICE, not a crash.
@@ -45,7 +49,8 @@ typedef enum sinter_status {
   SINTER_ERROR_OUT_OF_MEMORY = 6,
   SINTER_ERROR_IO = 7,               /* the file could not be opened or loaded */
   SINTER_ERROR_INTERNAL = 8,
-  SINTER_ERROR_BUSY = 9              /* a pool that fails when busy had every session in use (rev. 1) */
+  SINTER_ERROR_BUSY = 9              /* the session is in a call from another thread, or a pool
+                                        that fails when busy had every session in use (rev. 1) */
 } sinter_status;
 
 /* Element types; values match ONNX TensorProto.DataType. The low-precision types (17 and up)
@@ -199,9 +204,9 @@ void sinter_pool_options_init(sinter_pool_options *options);
  * options may be null for the defaults. The pool keeps the model's artifact alive, like a session. */
 sinter_status sinter_pool_create(const sinter_model *model, const sinter_pool_options *options,
                                  int32_t max_sessions, sinter_pool **pool);
-/* Frees the pool and its sessions. Call it once every other call on the pool has returned (like
- * freeing any handle, it must not race with a use of it); as a safeguard it first waits for any
- * session still taken to come back. */
+/* Frees the pool's handle: later calls with it (or a copy) fail with INVALID_ARGUMENT, and freeing
+ * it twice does nothing. Calls already running finish; the pool and its sessions go when the last
+ * of them returns. */
 void sinter_pool_free(sinter_pool *pool);
 /* sinter_session_run and sinter_session_run_host on a free session of the pool; safe from any
  * thread at the same time. Arguments are validated before a session is taken. A session's

@@ -10,6 +10,7 @@
 #include "sinter/runtime.h"
 #include "sinter/support/error.h"
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
 #include <limits>
@@ -166,16 +167,28 @@ void encodeMetadata(Encoder &encoder, const Manifest &manifest) {
   for (const Step &step : manifest.steps)
     encodeStep(encoder, step);
   // Optional trailing fields, each absent when it says nothing (no bound input, float32
-  // storage), so such artifacts are unchanged. A storage precision after them needs the bound
-  // inputs' count before it, written as 0 when there are none.
+  // storage, no argument sizes), so such artifacts are unchanged. A later field needs the earlier
+  // ones before it: the bound inputs' count (0 when there are none) and the storage precision
+  // (float32 when it is not reduced).
   bool reducedStorage = manifest.storagePrecision != DType::Float32;
-  if (!manifest.boundInputs.empty() || reducedStorage) {
+  bool argBytes = std::any_of(manifest.steps.begin(), manifest.steps.end(), [](const Step &step) {
+    const auto *launch = std::get_if<Launch>(&step);
+    return launch && !launch->argBytes.empty();
+  });
+  if (!manifest.boundInputs.empty() || reducedStorage || argBytes) {
     encoder.count(manifest.boundInputs.size());
     for (const BoundInput &bound : manifest.boundInputs)
       encodeBoundInput(encoder, bound);
   }
-  if (reducedStorage)
+  if (reducedStorage || argBytes)
     encoder.u32(static_cast<uint32_t>(dtypeToOnnx(manifest.storagePrecision)));
+  if (argBytes) // one list per launch, in step order
+    for (const Step &step : manifest.steps)
+      if (const auto *launch = std::get_if<Launch>(&step)) {
+        encoder.count(launch->argBytes.size());
+        for (uint64_t bytes : launch->argBytes)
+          encoder.u64(bytes);
+      }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -389,9 +402,23 @@ Manifest decodeMetadata(Decoder &decoder, Target target) {
   }
   if (decoder.remaining() != 0) {
     std::optional<DType> storage = dtypeFromOnnx(int(decoder.u32("storage precision")));
-    if (!storage || (*storage != DType::Float16 && *storage != DType::BFloat16))
+    bool more = decoder.remaining() != 0; // argument sizes follow: f32 is written out then
+    if (!storage || (*storage != DType::Float16 && *storage != DType::BFloat16 &&
+                     !(more && *storage == DType::Float32)))
       userError("corrupt artifact: the storage precision is not f16 or bf16 (f32 is left out)");
     manifest.storagePrecision = *storage;
+  }
+  if (decoder.remaining() != 0) {
+    bool any = false;
+    for (Step &step : manifest.steps)
+      if (auto *launch = std::get_if<Launch>(&step)) {
+        uint32_t count = decoder.count(8, "argument sizes");
+        for (uint32_t i = 0; i < count; ++i)
+          launch->argBytes.push_back(decoder.u64("argument bytes"));
+        any = any || count > 0;
+      }
+    if (!any)
+      userError("corrupt artifact: argument sizes recorded for no launch (they are left out)");
   }
   if (decoder.remaining() != 0)
     userError("corrupt artifact: ", decoder.remaining(),

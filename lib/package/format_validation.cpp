@@ -7,6 +7,8 @@
 #include "sinter/runtime.h"
 #include "sinter/support/error.h"
 
+#include <algorithm>
+
 namespace sinter::package {
 namespace {
 
@@ -42,6 +44,50 @@ bool fits(uint64_t offset, uint64_t bytes, uint64_t regionBytes) {
 
 const char *regionName(Region region) { return region == Region::Arena ? "arena" : "weights"; }
 
+// CUDA's limits on a launch (every architecture the compiler targets, sm_70 and up).
+constexpr uint64_t kCudaMaxGridX = (uint64_t(1) << 31) - 1;
+constexpr uint64_t kCudaMaxGridYZ = 65535;
+constexpr uint64_t kCudaMaxBlockThreads = 1024;
+constexpr uint64_t kCudaMaxBlockZ = 64;
+constexpr uint64_t kCudaMaxSharedBytes = 227 * 1024; // the largest opt-in of any architecture
+/// More arguments than any kernel the compiler emits (a fused group's inputs, outputs, scratch,
+/// derived constants and workspace); the runtime builds an argument array of this length.
+constexpr size_t kMaxLaunchArguments = 4096;
+
+/// The grid, block, shared memory and parallel extent of a launch against what the target can
+/// run and what the plan can mean, or "". Every point of a launch's parallel extent writes at
+/// least one byte of the arena (its outputs live there; elements take one byte or more), so an
+/// extent beyond the arena's bytes is corrupt: it would make a CPU kernel run past its buffers.
+std::string findLaunchShapeProblem(const Manifest &manifest, const Launch &launch) {
+  if (launch.parallelExtent < 0)
+    return "has a negative parallel extent";
+  if (uint64_t(launch.parallelExtent) > std::max<uint64_t>(manifest.arenaBytes, 1))
+    return detail::concat("has a parallel extent of ", launch.parallelExtent,
+                          ", more than the arena's ", manifest.arenaBytes,
+                          " bytes (each point writes at least one)");
+  if (manifest.target == Target::Cpu) {
+    for (int axis = 0; axis < 3; ++axis)
+      if (launch.grid[axis] != 1 || launch.block[axis] != 1)
+        return "is a CPU launch with a CUDA grid or block";
+    if (launch.sharedBytes != 0)
+      return "is a CPU launch with shared memory";
+    return "";
+  }
+  if (launch.grid[0] > kCudaMaxGridX || launch.grid[1] > kCudaMaxGridYZ ||
+      launch.grid[2] > kCudaMaxGridYZ)
+    return detail::concat("has a grid of ", launch.grid[0], "x", launch.grid[1], "x",
+                          launch.grid[2], ", beyond CUDA's limits");
+  uint64_t threads = uint64_t(launch.block[0]) * launch.block[1] * launch.block[2];
+  if (threads > kCudaMaxBlockThreads || launch.block[2] > kCudaMaxBlockZ)
+    return detail::concat("has a block of ", launch.block[0], "x", launch.block[1], "x",
+                          launch.block[2], ", beyond CUDA's ", kCudaMaxBlockThreads,
+                          " threads");
+  if (launch.sharedBytes > kCudaMaxSharedBytes)
+    return detail::concat("asks for ", launch.sharedBytes,
+                          " bytes of shared memory, beyond any GPU's ", kCudaMaxSharedBytes);
+  return "";
+}
+
 std::string findStepProblem(const Manifest &manifest, size_t index, uint64_t weightsBytes) {
   auto regionBytes = [&](Region region) {
     return region == Region::Arena ? manifest.arenaBytes : weightsBytes;
@@ -55,13 +101,25 @@ std::string findStepProblem(const Manifest &manifest, size_t index, uint64_t wei
     for (int axis = 0; axis < 3; ++axis)
       if (launch->grid[axis] == 0 || launch->block[axis] == 0)
         return detail::concat(where, " has an empty grid or block");
-    if (launch->parallelExtent < 0)
-      return detail::concat(where, " has a negative parallel extent");
+    std::string launchProblem = findLaunchShapeProblem(manifest, *launch);
+    if (!launchProblem.empty())
+      return detail::concat(where, " ", launchProblem);
+    if (launch->args.size() > kMaxLaunchArguments)
+      return detail::concat(where, " has ", launch->args.size(), " arguments (at most ",
+                            kMaxLaunchArguments, ")");
+    if (!launch->argBytes.empty() && launch->argBytes.size() != launch->args.size())
+      return detail::concat(where, " records the sizes of ", launch->argBytes.size(), " of its ",
+                            launch->args.size(), " arguments");
     for (size_t arg = 0; arg < launch->args.size(); ++arg) {
       const BufferRef &ref = launch->args[arg];
       if (!fits(ref.offset, 0, regionBytes(ref.region)))
         return detail::concat(where, " argument ", arg, " is past the end of the ",
                               regionName(ref.region));
+      if (!launch->argBytes.empty() &&
+          !fits(ref.offset, launch->argBytes[arg], regionBytes(ref.region)))
+        return detail::concat(where, " argument ", arg, " (", launch->argBytes[arg],
+                              " bytes at ", ref.offset, ") runs past the end of the ",
+                              regionBytes(ref.region), "-byte ", regionName(ref.region));
     }
     return "";
   }
@@ -166,10 +224,23 @@ std::string findManifestProblem(const Manifest &manifest, uint64_t weightsBytes)
         return detail::concat("CUDA module ", i, " has an empty binary for ", binary.arch);
     }
   }
+  // Kernels are first launched in the order they are declared (the compiler adds each kernel
+  // with its launch), so a step that names another existing kernel is caught too. A kernel may
+  // be launched by no step (an artifact can export a function its plan does not call).
+  size_t nextKernel = 0;
   for (size_t i = 0; i < manifest.steps.size(); ++i) {
     std::string problem = findStepProblem(manifest, i, weightsBytes);
     if (!problem.empty())
       return problem;
+    if (const auto *launch = std::get_if<Launch>(&manifest.steps[i])) {
+      if (launch->kernel > nextKernel)
+        return detail::concat("step ", i, " launches kernel ", launch->kernel, " ('",
+                              manifest.kernels[launch->kernel].name, "') before kernel ",
+                              nextKernel, " ('", manifest.kernels[nextKernel].name,
+                              "') was launched: kernels are launched in declaration order");
+      if (launch->kernel == nextKernel)
+        ++nextKernel;
+    }
   }
   return "";
 }

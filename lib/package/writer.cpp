@@ -1,4 +1,5 @@
-// writeArtifact: serialize, emit the blob object, link, rename into place. Scratch files (the
+// writeArtifact: serialize, emit the blob object, link, append the whole-file digest
+// (file_digest.h), rename into place. Scratch files (the
 // blob object, the version script) live in a private temporary folder that is removed whatever
 // happens; the output is linked under a temporary name beside the destination and renamed, which
 // is atomic on one file system.
@@ -6,6 +7,7 @@
 
 #include "blob_object.h"
 #include "linker.h"
+#include "sinter/package/file_digest.h"
 #include "sinter/package/format.h"
 #include "sinter/support/error.h"
 
@@ -127,6 +129,7 @@ void writeArtifact(const Manifest &manifest, const std::string &path,
   request.output = output.path().string();
   try {
     linkSharedObject(request);
+    appendFileDigest(request.output);
   } catch (const UserError &error) {
     userError("cannot write the artifact '", path, "': ", error.what());
   }

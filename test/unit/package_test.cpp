@@ -65,18 +65,23 @@ Manifest fullManifest(Target target) {
   softmax.ops = {"Softmax"};
   softmax.cudaModule = 0;
   manifest.kernels = {conv, softmax};
+  // Kernels are first launched in declaration order; grids, blocks and shared memory are CUDA's.
   Launch launch;
-  launch.kernel = 1;
-  launch.grid[0] = 4, launch.grid[1] = 5, launch.grid[2] = 6;
-  launch.block[0] = 128, launch.block[1] = 2, launch.block[2] = 1;
-  launch.sharedBytes = 49152;
+  launch.kernel = 0;
+  if (target == Target::Cuda) {
+    launch.grid[0] = 4, launch.grid[1] = 5, launch.grid[2] = 6;
+    launch.block[0] = 128, launch.block[1] = 2, launch.block[2] = 1;
+    launch.sharedBytes = 49152;
+  }
   launch.parallelExtent = 77;
   launch.args = {{Region::Arena, 0}, {Region::Weights, 512}, {Region::Arena, 4096}};
   Copy copy;
   copy.source = {Region::Weights, 256};
   copy.destination = {Region::Arena, 1024};
   copy.bytes = 100;
-  manifest.steps = {launch, copy, Launch{}};
+  Launch softmaxLaunch;
+  softmaxLaunch.kernel = 1;
+  manifest.steps = {launch, copy, softmaxLaunch};
   manifest.sourceNodeCount = 42;
   return manifest;
 }

@@ -4,6 +4,7 @@
 // own ELF needs and exports, and the C++ wrapper.
 #include "artifact_test_util.h"
 #include "elf_reader.h"
+#include "sinter/package/file_digest.h"
 #include "sinter/package/format.h"
 #include "sinter/package/writer.h"
 #include "sinter/runtime.h"
@@ -236,8 +237,13 @@ TEST_F(RuntimeTest, MissingForeignAndCorruptFilesAreRefused) {
   if (!object.empty()) {
     std::string library = path("plain.so");
     ASSERT_EQ(std::system(("cc -shared -o '" + library + "' '" + object + "'").c_str()), 0);
+    // Refused before dlopen (so none of its code runs): it has no digest trailer.
     EXPECT_EQ(sinter_model_load(library.c_str(), &model), SINTER_ERROR_INVALID_ARTIFACT);
-    EXPECT_TRUE(contains(sinter_last_error(), "no sinter_artifact symbol"));
+    EXPECT_TRUE(contains(sinter_last_error(), "no sinter digest trailer")) << sinter_last_error();
+    // With a valid trailer it reaches dlopen, and lacks the accessor.
+    appendFileDigest(library);
+    EXPECT_EQ(sinter_model_load(library.c_str(), &model), SINTER_ERROR_INVALID_ARTIFACT);
+    EXPECT_TRUE(contains(sinter_last_error(), "no sinter_artifact symbol")) << sinter_last_error();
   }
 
   // A model.so whose manifest was damaged after writing: one metadata byte flipped in the file.

@@ -1,5 +1,6 @@
 #include "artifact_file.h"
 
+#include "sinter/package/file_digest.h"
 #include "sinter/support/error.h"
 
 #include <cerrno>
@@ -74,7 +75,7 @@ ArtifactFile::~ArtifactFile() {
 }
 
 std::unique_ptr<ArtifactFile> readArtifactFile(const std::string &path) {
-  int descriptor = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  int descriptor = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (descriptor < 0)
     userError("cannot open '", path, "': ", std::strerror(errno));
   struct stat status {};
@@ -88,15 +89,28 @@ std::unique_ptr<ArtifactFile> readArtifactFile(const std::string &path) {
     close(descriptor);
     userError("'", path, "' is empty, not a sinter artifact");
   }
+
   void *mapping = mmap(nullptr, file->fileBytes_, PROT_READ, MAP_PRIVATE, descriptor, 0);
   int mapError = errno;
-  close(descriptor);
-  if (mapping == MAP_FAILED)
+  if (mapping == MAP_FAILED) {
+    close(descriptor);
     userError("cannot map '", path, "': ", std::strerror(mapError));
+  }
   file->mapping_ = mapping;
   const auto *data = static_cast<const uint8_t *>(mapping);
 
-  std::span<const uint8_t> section = findArtifactSection(path, data, file->fileBytes_);
+  std::span<const uint8_t> section;
+  try {
+    section = findArtifactSection(path, data, file->fileBytes_);
+  } catch (...) {
+    close(descriptor);
+    throw;
+  }
+  // Then the runtime's checks: the ELF layout against the size, and the whole-file digest.
+  std::string problem = package::findArtifactFileProblem(descriptor, file->fileBytes_);
+  close(descriptor);
+  if (!problem.empty())
+    userError("'", path, "' is not a valid sinter artifact: ", problem);
   if (section.size() < package::kArtifactHeaderBytes ||
       std::memcmp(section.data(), package::kArtifactMagic, sizeof(package::kArtifactMagic)) != 0)
     userError("'", path, "': its .sinter_artifact section does not start with a sinter manifest");

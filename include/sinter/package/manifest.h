@@ -69,6 +69,10 @@ struct Launch {
   uint32_t sharedBytes = 0;
   int64_t parallelExtent = 1;
   std::vector<BufferRef> args;
+  /// Bytes each argument spans from its offset (one per argument), when the producer records
+  /// them; empty otherwise. With them the validator checks every argument's whole range (inputs,
+  /// outputs, scratch, derived constants, workspace) against its region, not only its start.
+  std::vector<uint64_t> argBytes;
 };
 
 /// Copies bytes between regions (views that cannot alias, outputs that are constants).
