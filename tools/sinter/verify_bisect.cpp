@@ -2,7 +2,7 @@
 
 #include "artifact_runner.h"
 
-#include "sinter/codegen/fusion.h"
+#include "sinter/codegen/schedule/fusion.h"
 #include "sinter/support/error.h"
 
 #include <spdlog/spdlog.h>
