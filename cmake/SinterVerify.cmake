@@ -9,7 +9,8 @@
 #     [TARGET  cpu]                            # --target (default cpu: CI machines have no GPU)
 #     [ARTIFACT ${CMAKE_BINARY_DIR}/tiny_cnn.so]  # verify this artifact instead of compiling
 #     [SINTER  /opt/sinter/bin/sinter]         # the CLI (default: the `sinter` target of this
-#                                              # build, else find_program(sinter))
+#                                              # build, else find_package(sinter)'s, else
+#                                              # find_program(sinter))
 #     [ARGS    --dim batch=1 --rtol 1e-3]      # anything else verify takes
 #     [LABELS  models])                        # CTest labels besides "sinter-verify"
 #
@@ -27,6 +28,8 @@ function(sinter_add_verify_test)
   if(NOT VERIFY_SINTER)
     if(TARGET sinter)
       set(VERIFY_SINTER $<TARGET_FILE:sinter>)
+    elseif(sinter_EXECUTABLE) # from find_package(sinter)
+      set(VERIFY_SINTER ${sinter_EXECUTABLE})
     else()
       find_program(SINTER_EXECUTABLE sinter REQUIRED)
       set(VERIFY_SINTER ${SINTER_EXECUTABLE})
