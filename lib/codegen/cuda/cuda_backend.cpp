@@ -72,6 +72,15 @@ public:
     return capabilities;
   }
 
+  KernelNeeds needs(const LoweredGroup &group) const override {
+    const cuda::KernelChoice choice = cuda::chooseKernel(group, options_.cuda, archNumbers_);
+    KernelNeeds needs;
+    if (choice.form == cuda::KernelForm::TensorCore)
+      needs.workspaceBytes = cuda::mmaWorkspaceBytes(group.contraction->spec, choice.mmaTile, choice.operands,
+                                                     choice.mmaOptions);
+    return needs;
+  }
+
   package::Kernel addKernel(const LoweredGroup &group, LaunchShape &launch) override {
     const Kernel &kernel = group.kernel;
     // Which kernel is cuda_kernel_choice.cpp's; each form has its printer.
