@@ -155,7 +155,9 @@ public:
       // for newer GPUs stays compute_90, with the mma.sync bodies.
       std::string feature = wgmma[m] && archNumber(arch) == 90 ? "a" : "";
       std::string virtualArch = "compute_" + arch.substr(3);
-      std::string program = "sinter_module_" + std::to_string(m) + ".cu";
+      // An absolute name: NVRTC prefixes a relative one with the working directory in the PTX's
+      // line info (.file), which made the artifact depend on where sinter ran.
+      std::string program = "/sinter/module_" + std::to_string(m) + ".cu";
       result.ptx = cuda::compileToPtx(units[m], virtualArch + feature, program);
       fs::path folder = fs::path(workDirectory) / ("module" + std::to_string(m)) / arch;
       fs::create_directories(folder);
