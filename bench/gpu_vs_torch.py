@@ -2,7 +2,10 @@
 """sinter against torch eager and torch.compile on one GPU, in the same run.
 
     python3 bench/gpu_vs_torch.py --bin DIR --out DIR [--rows MODEL:BATCH:PREC[,PREC] ...]
-        [--batches N ...] [--precisions fp32|fp16 ...] [--budget S] [--list]
+        [--batches N ...] [--precisions fp32|fp16|bf16 ...] [--budget S] [--skip-default] [--list]
+
+MODEL is one of the suite's five (resnet50, mobilenet_v2, vit_b_16, bert, gpt2) or a model of the
+zoo (bench/zoo/README.md: convnext_tiny, efficientnet_b0, swin_t, llama_gqa, ...).
 
 Runs on the GPU machine (scripts/device/bench.sh unpacks the portable binaries and calls this;
 docs/performance.md has the method and the last table). Rows run in the order given (the default
@@ -59,12 +62,31 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "test" / "gpu"))
 import run_gpu_suite as suite  # noqa: E402  (model definitions, output comparison, timing)
+sys.path.insert(0, str(ROOT / "bench" / "zoo"))
+import export as zoo  # noqa: E402  (the model zoo's definitions: bench/zoo/README.md)
 from steps import steps_report  # noqa: E402  (per-step time by kernel family)
 
-PRECISIONS = ("fp32", "fp16")
+PRECISIONS = ("fp32", "fp16", "bf16")
+# 16-bit rows: the torch model converted with .to(dtype), sinter's --precision of the same name.
+HALF_DTYPES = {"fp16": "float16", "bf16": "bfloat16"}
 # The check of sinter's output against torch's fp32 eager output, per row precision.
-MAX_REL_TOLERANCE = {"fp32": suite.FLOAT_TOLERANCE, "fp16": None}  # None: reported, not required
-L2_TOLERANCE = {"fp32": 1e-4, "fp16": suite.PRECISION_L2_TOLERANCE}
+MAX_REL_TOLERANCE = {"fp32": suite.FLOAT_TOLERANCE, "fp16": None, "bf16": None}  # None: reported
+L2_TOLERANCE = {"fp32": 1e-4, "fp16": suite.PRECISION_L2_TOLERANCE, "bf16": suite.PRECISION_L2_TOLERANCE}
+# Models: the suite's five, then the zoo's (bench/zoo/export.py), by zoo name.
+ZOO_MODELS = [name for name in list(zoo.VISION) + list(zoo.SEGMENTATION) + zoo.TEXT
+              if name not in suite.TORCH_MODELS and name != "bert_base"]  # bert_base is "bert"
+ALL_MODELS = list(suite.TORCH_MODELS) + ZOO_MODELS
+
+
+def build_model(name):
+    """(model in eval mode, example input) for a suite or zoo model, at random init."""
+    if name in suite.TORCH_MODELS:
+        return suite.build_torch_model(name)
+    import torch
+
+    torch.manual_seed(suite.SEED)
+    model, args, _, _ = zoo.build(name)
+    return model, args[0]
 # What every artifact here is compiled for: the H200.
 CUDA_TARGET = ("--target", "cuda", "--arch", "sm_90")
 # Seconds past --budget that a wait on sinter (compile, run, bench) may still take.
@@ -97,10 +119,10 @@ def parse_rows(text):
     except ValueError:
         batch, model, precisions = 0, None, ""
     precisions = precisions.split(",")
-    if model not in suite.TORCH_MODELS or batch < 1 or not all(p in PRECISIONS for p in precisions):
+    if model not in ALL_MODELS or batch < 1 or not all(p in PRECISIONS for p in precisions):
         raise argparse.ArgumentTypeError(
             f"bad row {text!r}: MODEL:BATCH:PREC[,PREC] with MODEL one of "
-            f"{', '.join(suite.TORCH_MODELS)}, BATCH >= 1, PREC fp32 or fp16")
+            f"{', '.join(ALL_MODELS)}, BATCH >= 1, PREC one of {', '.join(PRECISIONS)}")
     return [(model, batch, precision) for precision in precisions]
 
 
@@ -154,7 +176,7 @@ def example_input(name, batch):
     import torch
 
     generator = torch.Generator().manual_seed(suite.SEED + 7)
-    if name in ("bert", "gpt2"):
+    if name in ("bert", "gpt2") or name in zoo.TEXT:
         # Token ids from 1: no padding token, every id a real row of the embedding.
         return torch.randint(1, 30000, (batch, suite.SEQUENCE), generator=generator)
     return torch.randn(batch, 3, suite.IMAGE, suite.IMAGE, generator=generator)
@@ -166,7 +188,7 @@ def measure_rates(log):
 
     rates = {}
     n = 8192
-    for precision, dtype in (("fp32", torch.float32), ("fp16", torch.float16)):
+    for precision, dtype in (("fp32", torch.float32), ("fp16", torch.float16), ("bf16", torch.bfloat16)):
         a = torch.randn(n, n, device="cuda", dtype=dtype)
         b = torch.randn(n, n, device="cuda", dtype=dtype)
         milliseconds = suite.time_cuda_calls(lambda _: torch.matmul(a, b), None, 3, 20)
@@ -363,7 +385,7 @@ class Bench(BudgetedRun):
 
         name, batch, precision = row["model"], row["batch"], row["precision"]
         row["status"] = "running"
-        model, _ = suite.build_torch_model(name)
+        model, _ = build_model(name)
         x = example_input(name, batch)
         export = None
         try:
@@ -402,16 +424,17 @@ class Bench(BudgetedRun):
             with counter:
                 reference = model(xd).float().cpu().numpy()
         row["gflop"] = counter.get_total_flops() / 1e9
-        if precision == "fp16":
-            model = model.half()
+        if precision in HALF_DTYPES:
+            dtype = getattr(torch, HALF_DTYPES[precision])
+            model = model.to(dtype)
             if xd.is_floating_point():
-                xd = xd.half()
+                xd = xd.to(dtype)
             with torch.inference_mode():
                 half_output = model(xd).float().cpu().numpy()
             row["torch_max_rel_err"], row["torch_rel_l2_err"] = suite.relative_errors(
                 half_output, reference)
             del half_output
-        element = 2 if precision == "fp16" else 4
+        element = 2 if precision in HALF_DTYPES else 4
         parameters = sum(p.numel() for p in model.parameters())
         row["min_mbytes"] = (parameters * element + xd.numel() * xd.element_size()
                              + reference.size * element) / 1e6
@@ -424,6 +447,8 @@ class Bench(BudgetedRun):
         systems = [("eager", None), ("default", "default"), ("reduce-overhead", "reduce-overhead")]
         if self.args.eager_only:
             systems = systems[:1]
+        elif self.args.skip_default:
+            systems = [systems[0], systems[2]]
         for system, mode in systems:
             if self.remaining() < (TORCH_COMPILE_MIN_S if mode else 0):
                 self.fail(row, f"{system}_error", "not run: the time budget is spent")
@@ -645,6 +670,9 @@ def main():
     parser.add_argument("--eager-only", action="store_true",
                         help="time torch eager only, not torch.compile (a quicker check of "
                              "sinter's side; the table's torch.compile columns stay empty)")
+    parser.add_argument("--skip-default", action="store_true",
+                        help="time torch eager and reduce-overhead only, not torch.compile's "
+                             "default mode (the zoo's rows: more of them fit one call)")
     parser.add_argument("--list", action="store_true", help="print the rows in order and stop")
     parser.add_argument("--markdown", metavar="BENCH_JSON",
                         help="print the table of an earlier run's bench.json as markdown and stop")

@@ -40,7 +40,7 @@ struct Schedule {
 };
 
 /// What the backend made of each group: the manifest's kernel entry and the launch shape, with
-/// the derived constants and workspace the kernel asks for. Empty for a view group.
+/// the derived constants the kernel asks for. Empty for a view group.
 struct GeneratedKernels {
   std::vector<package::Kernel> entries;
   std::vector<codegen::LaunchShape> shapes;
@@ -172,6 +172,17 @@ std::vector<codegen::LoweredGroup> lowerGroups(const Schedule &schedule,
   return lowered;
 }
 
+/// What each kernel will need of the arena (a workspace), as the backend declares it before
+/// memory planning; nothing for a view group.
+std::vector<codegen::KernelNeeds> declareNeeds(const codegen::Backend &backend, const Schedule &schedule,
+                                               const std::vector<codegen::LoweredGroup> &lowered) {
+  std::vector<codegen::KernelNeeds> needs(schedule.groups.size());
+  for (size_t i = 0; i < needs.size(); ++i)
+    if (!schedule.buffers.viewGroup[i])
+      needs[i] = backend.needs(lowered[i]);
+  return needs;
+}
+
 /// Constants that something reads go to the weights blob, in the graph's constant order.
 std::map<const Value *, package::BufferRef> placeConstants(const Graph &graph,
                                                            package::Manifest &manifest) {
@@ -202,7 +213,7 @@ GeneratedKernels generateKernels(codegen::Backend &backend, const Schedule &sche
 /// order), then each kernel's workspace, every one of those live for its kernel's step alone.
 /// Fills `location` for arena values and their aliases.
 MemoryLayout planMemory(const Schedule &schedule, const std::vector<codegen::LoweredGroup> &lowered,
-                        const GeneratedKernels &generated,
+                        const std::vector<codegen::KernelNeeds> &needs,
                         std::map<const Value *, package::BufferRef> location) {
   const codegen::BufferAssignment &buffers = schedule.buffers;
   const size_t count = schedule.groups.size();
@@ -217,9 +228,9 @@ MemoryLayout planMemory(const Schedule &schedule, const std::vector<codegen::Low
         lifetimes.push_back({uint64_t(buffer.elements) * dtypeSize(buffer.dtype), int64_t(i), int64_t(i)});
       }
   for (size_t i = 0; i < count; ++i)
-    if (generated.shapes[i].workspaceBytes > 0) {
+    if (needs[i].workspaceBytes > 0) {
       layout.workspaceSlot[i] = lifetimes.size();
-      lifetimes.push_back({generated.shapes[i].workspaceBytes, int64_t(i), int64_t(i)});
+      lifetimes.push_back({needs[i].workspaceBytes, int64_t(i), int64_t(i)});
     }
   layout.arena = codegen::planArena(lifetimes, package::kArenaAlignment);
   for (size_t i = 0; i < buffers.arenaValues.size(); ++i)
@@ -326,21 +337,26 @@ package::Manifest buildManifest(Graph &graph, const CompileOptions &options,
   std::vector<codegen::LoweredGroup> lowered = lowerGroups(schedule, capabilities, report);
   double codegenSeconds = secondsSince(start);
 
-  // 4. Weights: the graph's constants, in graph order (the derived constants follow in step 7).
+  // 4. Kernel needs: what each kernel will need of the arena beyond its buffers (a stream-K
+  //    GEMM's partial sums), declared by the backend from the choice it will print. Before memory
+  //    planning, so that generation consumes the plan and nothing flows back.
+  std::vector<codegen::KernelNeeds> needs = declareNeeds(*backend, schedule, lowered);
+
+  // 5. Weights: the graph's constants, in graph order (the derived constants follow in step 7),
+  //    then the memory plan: values, then scratch, then workspace, all in one arena.
   std::map<const Value *, package::BufferRef> location = placeConstants(graph, manifest);
-
-  // 5. Backend code generation. Before memory planning: a backend may declare workspace of its
-  //    own for a kernel (LaunchShape::workspaceBytes: a stream-K GEMM's partial sums).
-  start = Clock::now();
-  GeneratedKernels generated = generateKernels(*backend, schedule, lowered);
-  codegenSeconds += secondsSince(start);
-
-  // 6. Memory plan: values, then scratch, then workspace, all in one arena.
-  MemoryLayout layout = planMemory(schedule, lowered, generated, std::move(location));
+  MemoryLayout layout = planMemory(schedule, lowered, needs, std::move(location));
   manifest.arenaBytes = layout.arena.arenaBytes;
   manifest.activationBytes = layout.arena.totalBytes;
   stats.arenaBytes = layout.arena.arenaBytes;
   stats.activationBytes = layout.arena.totalBytes;
+
+  // 6. Backend code generation: each kernel's source and launch shape (kept by the backend until
+  //    packaging), from the lowered group alone; the arena's layout reaches kernels as launch
+  //    arguments, never as code.
+  start = Clock::now();
+  GeneratedKernels generated = generateKernels(*backend, schedule, lowered);
+  codegenSeconds += secondsSince(start);
 
   // 7. The plan: inputs' slots, one launch per kernel with every argument's place, then the
   //    outputs' slots (and the copies of constant outputs, which run after every launch).

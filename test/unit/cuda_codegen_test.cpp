@@ -717,7 +717,8 @@ TEST(CudaCodegen, StreamKGemmsShareTilesAndGetAWorkspaceInTheArena) {
   EXPECT_NE(source.find("lastArrival = arrived == 6u;"), std::string::npos);
   EXPECT_NE(source.find("for (long long tileIndex = blockIdx.x; tileIndex < 300LL; tileIndex += 264LL)"),
             std::string::npos);
-  EXPECT_EQ(launch.workspaceBytes, 252ull * 128 * 128 * 4);
+  EXPECT_EQ(cuda::mmaWorkspaceBytes(contraction->spec, tile, cuda::MmaOperands::Float16, kernelOptions),
+            252ull * 128 * 128 * 4);
 }
 
 // The fused attention kernel takes 64 queries a block and 64 keys a step. Heads of 197 tokens

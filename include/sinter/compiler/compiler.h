@@ -7,9 +7,13 @@
 //      lifetimes (codegen/schedule/buffer_assignment.h)
 //   -> lowering: each group once, into what the backend consumes (codegen/backend/backend.h's
 //      LoweredGroup: kernel IR, contraction and attention descriptions)
+//   -> kernel needs: what each kernel will need of the arena beyond its buffers (a workspace),
+//      declared by the backend (backend.h's Backend::needs)
 //   -> weights: the constants into the weights blob
-//   -> backend code generation: each kernel's source and launch shape (backend.h)
-//   -> memory plan: values, scratch and workspace in one arena (codegen/schedule/memory_plan.h)
+//   -> memory plan: values, lowering's scratch and the declared workspace in one arena
+//      (codegen/schedule/memory_plan.h)
+//   -> backend code generation: each kernel's source and launch shape (backend.h), from the
+//      lowered group alone
 //   -> the plan: every launch's arguments, the signature's slots
 //   -> packaging: the backend compiles (NVRTC/ptxas or LLVM), the writer links model.so
 //      (package/writer.h)

@@ -72,6 +72,15 @@ public:
     return capabilities;
   }
 
+  KernelNeeds needs(const LoweredGroup &group) const override {
+    const cuda::KernelChoice choice = cuda::chooseKernel(group, options_.cuda, archNumbers_);
+    KernelNeeds needs;
+    if (choice.form == cuda::KernelForm::TensorCore)
+      needs.workspaceBytes = cuda::mmaWorkspaceBytes(group.contraction->spec, choice.mmaTile, choice.operands,
+                                                     choice.mmaOptions);
+    return needs;
+  }
+
   package::Kernel addKernel(const LoweredGroup &group, LaunchShape &launch) override {
     const Kernel &kernel = group.kernel;
     // Which kernel is cuda_kernel_choice.cpp's; each form has its printer.
@@ -146,7 +155,9 @@ public:
       // for newer GPUs stays compute_90, with the mma.sync bodies.
       std::string feature = wgmma[m] && archNumber(arch) == 90 ? "a" : "";
       std::string virtualArch = "compute_" + arch.substr(3);
-      std::string program = "sinter_module_" + std::to_string(m) + ".cu";
+      // An absolute name: NVRTC prefixes a relative one with the working directory in the PTX's
+      // line info (.file), which made the artifact depend on where sinter ran.
+      std::string program = "/sinter/module_" + std::to_string(m) + ".cu";
       result.ptx = cuda::compileToPtx(units[m], virtualArch + feature, program);
       fs::path folder = fs::path(workDirectory) / ("module" + std::to_string(m)) / arch;
       fs::create_directories(folder);

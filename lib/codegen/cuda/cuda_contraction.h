@@ -123,6 +123,12 @@ struct MmaKernelOptions {
   int64_t streamKBlocks = 0;
 };
 
+/// The arena bytes a tensor-core kernel needs for its own step: a stream-K launch's partial
+/// sums, an f32 tile for each piece; 0 for a block per tile. The backend declares them before
+/// memory planning (Backend::needs), from the same choice the printer takes.
+uint64_t mmaWorkspaceBytes(const ContractionSpec &spec, const MmaTile &tile, MmaOperands operands,
+                           const MmaKernelOptions &options);
+
 /// The tensor-core kernel's CUDA C (mma.sync needs sm_80 or newer) and its launch shape.
 std::string printMmaContraction(const Contraction &contraction, const MmaTile &tile, MmaOperands operands,
                                 LaunchShape &launch, const MmaKernelOptions &options = {});

@@ -3,8 +3,9 @@
 // error at run time, not a link error.
 //
 // The compile driver (compiler.h) first asks a backend what it can do (capabilities: whether the
-// passes should form fused attention, whether lowering should describe it), then hands it each
-// kernel group lowered once (LoweredGroup), in plan order, and finally asks it to finish: a
+// passes should form fused attention, whether lowering should describe it), then what each
+// kernel group lowered once (LoweredGroup) will need of the arena (needs: a workspace), plans
+// memory, hands it each group in plan order (addKernel), and finally asks it to finish: a
 // backend may compile kernels one by one or all at once (the CUDA C backend compiles every kernel
 // of a model as one NVRTC program and one ptxas run per architecture). A backend never reads
 // graph nodes: what it needs of the group, the LoweredGroup carries.
@@ -47,9 +48,14 @@ struct LaunchShape {
   /// loops read, ...): the compiler appends each to the weights blob and passes it to the launch
   /// as an extra argument after the group's outputs, in this order.
   std::vector<std::vector<uint8_t>> derivedConstants;
-  /// Bytes of arena the kernel needs for its own step (a stream-K GEMM's partial sums): the
-  /// compiler plans them with the activations and passes their address as the launch's last
-  /// argument, after the derived constants. Their contents are undefined when the kernel starts.
+};
+
+/// What a kernel needs of the arena beyond its buffers, which the backend declares before memory
+/// planning (Backend::needs) and honours when it generates the kernel.
+struct KernelNeeds {
+  /// Bytes of arena for the kernel's own step (a stream-K GEMM's partial sums): the compiler
+  /// plans them with the activations and passes their address as the launch's last argument,
+  /// after the derived constants. Their contents are undefined when the kernel starts.
   uint64_t workspaceBytes = 0;
 };
 
@@ -87,6 +93,13 @@ public:
   virtual std::string name() const = 0;
 
   virtual BackendCapabilities capabilities() const { return {}; }
+
+  /// What the kernel of `group` will need of the arena, asked before memory planning so that
+  /// generation consumes a plan and never feeds one: the same choice addKernel makes later.
+  virtual KernelNeeds needs(const LoweredGroup &group) const {
+    (void)group;
+    return {};
+  }
 
   /// Adds one kernel to the artifact: the group's kernel IR, or a specialised kernel the
   /// backend generates from its contraction or attention description. Returns the manifest's
