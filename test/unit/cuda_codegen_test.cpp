@@ -752,6 +752,30 @@ TEST(CudaCodegen, AttentionSkipsQueriesAndKeysPastTheEnd) {
   }
 }
 
+// A depthwise 7x7 convolution (49 taps a point) with points enough to fill the GPU takes a thread
+// a point: a warp a point took 32 times the threads and half-idle lanes (ConvNeXt-T b32 on the
+// H200). With few points (batch 1 of a small image) the warp keeps sharing the taps.
+TEST(CudaCodegen, ManyShortReductionsTakeAThreadAPoint) {
+  auto depthwise = [](int64_t batch, int64_t channels, int64_t size) {
+    Graph graph;
+    Value *x = graph.addInput("x", {DType::Float32, {batch, channels, size, size}});
+    Value *w = graph.addInput("w", {DType::Float32, {channels, 1, 7, 7}});
+    Node *conv = graph.addNode(OpKind::Conv, {x, w}, 1, "conv");
+    conv->setAttr("group", channels);
+    conv->setAttr("pads", std::vector<int64_t>{3, 3, 3, 3});
+    graph.addOutput(conv->output(0));
+    inferGraph(graph);
+    return lowerGroup(singleNodeGroup(*conv, 0));
+  };
+  Kernel large = depthwise(32, 96, 56); // 9.6M points
+  EXPECT_EQ(large.parallelExtent, 32 * 96 * 56 * 56);
+  EXPECT_FALSE(cuda::warpPerPoint(large)) << printKernel(large);
+  EXPECT_EQ(cuda::threadsNeeded(large), large.parallelExtent);
+  Kernel small = depthwise(1, 16, 28); // 12.5K points
+  EXPECT_TRUE(cuda::warpPerPoint(small)) << printKernel(small);
+  EXPECT_EQ(cuda::threadsNeeded(small), small.parallelExtent * 32);
+}
+
 // Row reductions long enough to share give each row to a warp (32 threads per row in the launch,
 // shuffles in the PTX); short rows keep a thread each. Every accumulator type's identity and
 // exchange must compile, so the test reduces f32, i32, i8 and u8 rows.

@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <limits>
 #include <set>
 
 namespace sinter::codegen::cuda {
@@ -78,16 +79,18 @@ std::string combineText(BinaryOp op, const std::string &a, const std::string &b)
   return "?";
 }
 
-/// warpPerPoint over a statement list; a Block counts as its statements (a fused epilogue is
-/// one: the contraction's result assigned, then stored through the casts after it).
-bool warpPerPointStatements(const std::vector<StmtRef> &list, bool &worthSharing) {
+/// Whether a statement list can be shared out a warp per point, and the longest of its top-level
+/// Parallel and Reduction loops (INT64_MAX for one whose extent is not a constant); a Block
+/// counts as its statements (a fused epilogue is one: the contraction's result assigned, then
+/// stored through the casts after it).
+bool warpShareable(const std::vector<StmtRef> &list, int64_t &longest) {
   for (const StmtRef &s : list) {
     if (s->kind == StmtKind::Block) {
-      if (!warpPerPointStatements(s->body, worthSharing))
+      if (!warpShareable(s->body, longest))
         return false;
     } else if (s->kind == StmtKind::For && s->loop != LoopKind::Serial) {
       bool constantExtent = s->a->kind == ExprKind::Constant;
-      worthSharing = worthSharing || !constantExtent || s->a->intValue >= 32;
+      longest = std::max(longest, constantExtent ? s->a->intValue : std::numeric_limits<int64_t>::max());
     } else if (s->kind != StmtKind::Store && s->kind != StmtKind::Assign && storesInside({s})) {
       return false;
     }
@@ -95,11 +98,22 @@ bool warpPerPointStatements(const std::vector<StmtRef> &list, bool &worthSharing
   return true;
 }
 
+/// Threads that fill an H200 once (132 SMs of 2048 threads): a kernel with at least this many
+/// points keeps every SM busy with a thread a point.
+constexpr int64_t kOneWave = 132 * 2048;
+/// The longest loop a thread of such a kernel runs alone. A 7x7 depthwise convolution (49 taps)
+/// or a grouped 3x3 of 8 channels a group (72) shared a warp a point took 32 times the threads,
+/// left half the lanes of the loop's second round idle and read each lane's taps apart: ConvNeXt-T
+/// b32's 7x7 convolutions took 1.80 ms each and RegNetY-400MF b32's grouped 3x3 1.26 ms on the H200.
+constexpr int64_t kThreadLoop = 96;
+
 } // namespace
 
 bool warpPerPoint(const Kernel &kernel) {
-  bool worthSharing = false;
-  return warpPerPointStatements(kernel.body, worthSharing) && worthSharing;
+  int64_t longest = 0;
+  if (!warpShareable(kernel.body, longest) || longest < 32)
+    return false; // nothing to share, or loops too short for a warp's lanes
+  return !(kernel.parallelExtent >= kOneWave && longest <= kThreadLoop);
 }
 
 int64_t threadsNeeded(const Kernel &kernel) {
