@@ -67,6 +67,7 @@ Manifest gateManifest() {
   Launch launch;
   launch.parallelExtent = 64;
   launch.args = {{package::Region::Arena, 0}, {package::Region::Arena, 256}};
+  launch.argBytes = {256, 256};
   manifest.steps = {launch};
   return manifest;
 }
