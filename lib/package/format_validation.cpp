@@ -109,6 +109,10 @@ std::string findStepProblem(const Manifest &manifest, size_t index, uint64_t wei
                             kMaxLaunchArguments, ")");
     // Every argument's size is recorded (the compiler writes them all), so a launch without
     // them is damaged or was stripped to escape this check.
+    if (launch->argBytes.empty() && !launch->args.empty())
+      return detail::concat(where, " records no sizes for its ", launch->args.size(),
+                            " arguments (made by a sinter from before they were recorded, or "
+                            "edited: compile the model again)");
     if (launch->argBytes.size() != launch->args.size())
       return detail::concat(where, " records the sizes of ", launch->argBytes.size(), " of its ",
                             launch->args.size(), " arguments");
