@@ -5,8 +5,10 @@
 # summary goes to build-asan/sanitize-results.txt; docs/reliability.md keeps the last one.
 #   scripts/sanitize.sh [--models]
 #   scripts/sanitize.sh --runtime   only the runtime's, the artifact's and the file readers' tests
-#                                   (sinter_runtime_unit_tests: no code generators to build); their
-#                                   models are compiled by the normal build's sinter (build/)
+#                                   (sinter_runtime_unit_tests: no code generators to build), then
+#                                   every models/ model, compiled for the CPU by the normal build's
+#                                   sinter (build/), run by the sanitized runtime (run_model, two
+#                                   threads, three runs) with output identical to build/'s run_model
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${SINTER_ASAN_BUILD_DIR:-$root/build-asan}"
@@ -16,7 +18,7 @@ if [[ ! -f "$build/build.ninja" ]]; then
 fi
 mode="${1:-}"
 if [[ "$mode" == --runtime ]]; then
-  targets=(sinter_runtime_unit_tests)
+  targets=(sinter_runtime_unit_tests run_model)
   tests="$build/test/sinter_runtime_unit_tests"
   [[ -x "$root/build/bin/sinter" ]] || { echo "sanitize: build sinter first (scripts/build.sh)" >&2; exit 1; }
 else
@@ -39,6 +41,45 @@ if "$tests" --gtest_filter="$filter" >"$log" 2>&1; then
 else
   status=1
   echo "unit tests: FAILED or a sanitizer report (see $log)" | tee -a "$results"
+fi
+if [[ "$mode" == --runtime ]]; then
+  # The model suite through the sanitized runtime: each model's CPU artifact (symbolic dims set
+  # to 2) run by the sanitized run_model, its printed outputs compared with the normal build's.
+  work="$build/runtime-models"
+  rm -rf "$work"
+  mkdir -p "$work"
+  log="$build/runtime-models.log"
+  : >"$log"
+  passed=0
+  failed=0
+  for model in "$root"/models/*.onnx; do
+    name="$(basename "$model" .onnx)"
+    dims=$("$root/.venv/bin/python" - "$model" <<'PY'
+import sys, onnx
+names = sorted({d.dim_param for i in onnx.load(sys.argv[1], load_external_data=False).graph.input
+                for d in i.type.tensor_type.shape.dim if d.dim_param})
+print(" ".join(f"--dim {n}=2" for n in names))
+PY
+)
+    # shellcheck disable=SC2086
+    if ! "$root/build/bin/sinter" compile "$model" -o "$work/$name.so" --target cpu --force $dims \
+        >>"$log" 2>&1; then
+      echo "$name: does not compile (see $log)" | tee -a "$results"
+      failed=$((failed + 1))
+      continue
+    fi
+    "$root/build/bin/run_model" "$work/$name.so" --threads 2 --runs 3 --values 64 2>&1 |
+      grep -v 'median' >"$work/$name.expected"
+    if "$build/bin/run_model" "$work/$name.so" --threads 2 --runs 3 --values 64 >"$work/$name.out" 2>&1 &&
+        diff <(grep -v 'median' "$work/$name.out") "$work/$name.expected" >>"$log"; then
+      passed=$((passed + 1))
+    else
+      echo "$name: the sanitized runtime failed or differs (see $work/$name.out)" | tee -a "$results"
+      failed=$((failed + 1))
+    fi
+  done
+  echo "models through the sanitized runtime: $passed identical, $failed failed or a sanitizer report" | tee -a "$results"
+  ((failed == 0)) || status=1
 fi
 if [[ "$mode" == --models ]]; then
   log="$build/models.log"

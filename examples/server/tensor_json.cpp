@@ -89,9 +89,9 @@ template <typename T> T decodeFloat(const Json &value, const std::string &where,
   T result{};
   const char *begin = value.text.data(), *end = begin + value.text.size();
   auto [stop, status] = std::from_chars(begin, end, result); // exact: no double rounding
-  if (status == std::errc::result_out_of_range)
-    result = value.number < 0 ? -std::numeric_limits<T>::infinity()
-                              : value.number > 0 ? std::numeric_limits<T>::infinity() : T(0);
+  if (status == std::errc::result_out_of_range) // too large: +-infinity; too small: +-0
+    result = std::copysign(std::fabs(value.number) < 1 ? T(0) : std::numeric_limits<T>::infinity(),
+                           T(value.text[0] == '-' ? -1 : 1));
   else if (status != std::errc() || stop != end)
     fail(where + ": element " + std::to_string(index) + " (" + value.text + ") is not a number");
   return result;

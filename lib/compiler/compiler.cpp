@@ -242,7 +242,15 @@ MemoryLayout planMemory(const Schedule &schedule, const std::vector<codegen::Low
   return layout;
 }
 
-/// One launch per kernel, with every argument's place: the group's inputs, its outputs, its
+/// The bytes a value spans where it lives: a constant's data in the weights, else its type's size.
+uint64_t valueBytes(const Value *value) {
+  if (value->isConstant())
+    return value->constant().byteSize();
+  return uint64_t(*elementCount(value->shape())) * dtypeSize(value->dtype());
+}
+
+/// One launch per kernel, with every argument's place and size (Launch::argBytes, which the
+/// runtime's validator bounds inside the argument's region): the group's inputs, its outputs, its
 /// scratch buffers, the constants the backend derived (appended to the weights blob here) and
 /// its workspace, in that order (backend.h's LaunchShape).
 void recordLaunches(const Schedule &schedule, const std::vector<codegen::LoweredGroup> &lowered,
@@ -259,17 +267,26 @@ void recordLaunches(const Schedule &schedule, const std::vector<codegen::Lowered
     std::copy(shape.block, shape.block + 3, launch.block);
     launch.sharedBytes = shape.sharedBytes;
     launch.parallelExtent = shape.parallelExtent;
+    auto add = [&](package::BufferRef place, uint64_t bytes) {
+      launch.args.push_back(place);
+      launch.argBytes.push_back(bytes);
+    };
     for (const Value *input : group.inputs)
-      launch.args.push_back(layout.location.at(input));
+      add(layout.location.at(input), valueBytes(input));
     for (const Value *output : group.outputs)
-      launch.args.push_back(layout.location.at(output));
-    for (size_t slot : layout.scratchSlots[i])
-      launch.args.push_back({package::Region::Arena, layout.arena.offsets[slot]});
+      add(layout.location.at(output), valueBytes(output));
+    size_t scratch = 0;
+    for (const codegen::BufferParam &buffer : lowered[i].kernel.buffers)
+      if (buffer.scratch)
+        add({package::Region::Arena, layout.arena.offsets[layout.scratchSlots[i][scratch++]]},
+            uint64_t(buffer.elements) * dtypeSize(buffer.dtype));
     for (const std::vector<uint8_t> &data : shape.derivedConstants)
-      launch.args.push_back({package::Region::Weights, appendWeights(manifest, data.data(), data.size(),
-                                                                     lowered[i].kernel.name + ".derived")});
+      add({package::Region::Weights, appendWeights(manifest, data.data(), data.size(),
+                                                   lowered[i].kernel.name + ".derived")},
+          data.size());
     if (layout.workspaceSlot[i])
-      launch.args.push_back({package::Region::Arena, layout.arena.offsets[*layout.workspaceSlot[i]]});
+      add({package::Region::Arena, layout.arena.offsets[*layout.workspaceSlot[i]]},
+          shape.workspaceBytes);
     manifest.kernels.push_back(std::move(generated.entries[i]));
     manifest.steps.push_back(std::move(launch));
   }

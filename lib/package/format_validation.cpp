@@ -107,7 +107,13 @@ std::string findStepProblem(const Manifest &manifest, size_t index, uint64_t wei
     if (launch->args.size() > kMaxLaunchArguments)
       return detail::concat(where, " has ", launch->args.size(), " arguments (at most ",
                             kMaxLaunchArguments, ")");
-    if (!launch->argBytes.empty() && launch->argBytes.size() != launch->args.size())
+    // Every argument's size is recorded (the compiler writes them all), so a launch without
+    // them is damaged or was stripped to escape this check.
+    if (launch->argBytes.empty() && !launch->args.empty())
+      return detail::concat(where, " records no sizes for its ", launch->args.size(),
+                            " arguments (made by a sinter from before they were recorded, or "
+                            "edited: compile the model again)");
+    if (launch->argBytes.size() != launch->args.size())
       return detail::concat(where, " records the sizes of ", launch->argBytes.size(), " of its ",
                             launch->args.size(), " arguments");
     for (size_t arg = 0; arg < launch->args.size(); ++arg) {
@@ -115,8 +121,7 @@ std::string findStepProblem(const Manifest &manifest, size_t index, uint64_t wei
       if (!fits(ref.offset, 0, regionBytes(ref.region)))
         return detail::concat(where, " argument ", arg, " is past the end of the ",
                               regionName(ref.region));
-      if (!launch->argBytes.empty() &&
-          !fits(ref.offset, launch->argBytes[arg], regionBytes(ref.region)))
+      if (!fits(ref.offset, launch->argBytes[arg], regionBytes(ref.region)))
         return detail::concat(where, " argument ", arg, " (", launch->argBytes[arg],
                               " bytes at ", ref.offset, ") runs past the end of the ",
                               regionBytes(ref.region), "-byte ", regionName(ref.region));

@@ -19,6 +19,7 @@ element can be trusted and the whole test is `spec-undefined`.
 What sinter itself does with such values is its own choice, stated in docs/precision.md and
 tested against exact integer arithmetic in test/python/test_low_precision.py.
 """
+import threading
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -39,9 +40,15 @@ INTEGER_RANGES = {
 }
 
 
-# Nonzero while this module evaluates a model itself (its intermediate values may pass through an
-# undefined cast that it then masks); test/python/conftest.py's guard lets those through.
-evaluating = 0
+# Per thread, how deep this module is in evaluating a model itself (its intermediate values may
+# pass through an undefined cast that it then masks); test/python/conftest.py's guard lets those
+# through on that thread only, so another thread's evaluation is still checked meanwhile.
+_state = threading.local()
+
+
+def evaluating():
+    """True while the calling thread is inside this module's own evaluation of a model."""
+    return getattr(_state, "depth", 0) > 0
 
 
 @dataclass
@@ -99,14 +106,13 @@ def undefined_elements(model_path, input_files, output_shapes):
         if not evaluated:  # intermediate values, once, from onnx's reference evaluator
             from onnx.reference import ReferenceEvaluator
             feeds = {i.name: known[i.name] for i in graph.input if i.name in known}
-            global evaluating
-            evaluating += 1
+            _state.depth = getattr(_state, "depth", 0) + 1
             try:
                 evaluated.update(ReferenceEvaluator(model).run(None, feeds, intermediate=True))
             except Exception:  # noqa: BLE001  (it cannot run this model: nothing is known)
                 evaluated["\0failed"] = None
             finally:
-                evaluating -= 1
+                _state.depth -= 1
         return evaluated.get(name)
 
     outputs = {o.name: index for index, o in enumerate(graph.output)}

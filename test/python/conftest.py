@@ -28,7 +28,7 @@ def _checked(cast_to):
     def checked_cast_to(x, to, *args, **kwargs):
         values = np.asarray(x)
         if (to in spec_undefined.INTEGER_RANGES and spec_undefined.is_float(values)
-                and not spec_undefined.evaluating):
+                and not spec_undefined.evaluating()):
             bad = spec_undefined.out_of_range(values, to)
             if bad.any():
                 raise UndefinedTruth(

@@ -51,9 +51,13 @@ def test_install_lays_out_the_package(prefix):
                  "lib/cmake/sinter/sinterConfigVersion.cmake",
                  "lib/cmake/sinter/sinterTargets.cmake", "lib/pkgconfig/sinter.pc"]:
         assert (prefix / path).is_file(), path
-    # Only the runtime's public headers: the compiler's stay in the source tree.
+    # Only the runtime's public headers and the header-only JSON reader the examples use: the
+    # compiler's stay in the source tree, and the reader includes nothing of them.
     assert sorted(p.name for p in (prefix / "include" / "sinter").iterdir()) == \
-        ["runtime.h", "runtime.hpp"]
+        ["io", "runtime.h", "runtime.hpp"]
+    assert [p.name for p in (prefix / "include" / "sinter" / "io").iterdir()] == ["json_reader.h"]
+    reader = (prefix / "include" / "sinter" / "io" / "json_reader.h").read_text()
+    assert re.findall(r'#include\s*"', reader) == []
 
 
 def test_examples_build_against_the_installed_prefix(prefix, tmp_path):

@@ -16,6 +16,7 @@ on whatever machine runs them:
 import os
 import subprocess
 import sys
+import threading
 
 import numpy as np
 import onnx
@@ -116,3 +117,29 @@ def test_reference_truth_from_an_undefined_cast_fails(to):
 def test_numpy_undefined_cast_warning_fails():
     with pytest.raises(RuntimeWarning, match="invalid value encountered in cast"):
         np.array([np.nan, 1.0]).astype(np.int32)
+
+
+def test_the_guard_is_lifted_on_the_masking_thread_only():
+    # spec_undefined's own evaluation (which masks the undefined casts it finds) lifts the guard
+    # for its thread; a test evaluating on another thread meanwhile is still checked.
+    evaluator = ReferenceEvaluator(_cast_model(TensorProto.UINT8))
+    entered, release = threading.Event(), threading.Event()
+    seen = {}
+
+    def masking_thread():
+        spec_undefined._state.depth = 1
+        seen["inside"] = spec_undefined.evaluating()
+        entered.set()
+        release.wait(30)
+        spec_undefined._state.depth = 0
+
+    thread = threading.Thread(target=masking_thread)
+    thread.start()
+    try:
+        assert entered.wait(30)
+        assert seen["inside"] and not spec_undefined.evaluating()
+        with pytest.raises(AssertionError, match="outside its range"):
+            evaluator.run(None, {"x": np.array([0, 300, 1], np.float32)})
+    finally:
+        release.set()
+        thread.join()

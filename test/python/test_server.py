@@ -130,6 +130,22 @@ def test_inference_matches_onnxruntime(server):
     assert status == 200 and again["outputs"] == reply["outputs"]
 
 
+def test_floats_beyond_float32s_range_read_as_the_nearest_float32(server):
+    # 1e-50 and -1e-60 are below the smallest float32 (about 1.4e-45): they round to +0 and -0,
+    # as numpy's float32 conversion rounds them; 1e-400 is below even double's range.
+    x = features(3)
+    body = request_for(x)
+    data = body["inputs"][0]["data"]
+    data[0], data[1], data[2] = 1e-50, -1e-60, 12345.0
+    text = json.dumps(body).replace("12345.0", "1e-400")
+    status, reply, raw = server.infer(text)
+    assert status == 200, raw
+    x[0, :3] = np.float32(1e-50), np.float32(-1e-60), np.float32(0.0)
+    assert x[0, 0] == 0 and x[0, 1] == 0
+    expected = st.run_onnxruntime(MODEL, {"features": x})
+    st.assert_outputs_match({"scores": scores(reply)}, expected, "server, underflowing inputs")
+
+
 def bad_requests():
     """(what, body, expected status, a part of the expected message)."""
     x = features(2)

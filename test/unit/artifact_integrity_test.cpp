@@ -376,12 +376,12 @@ TEST_F(ArtifactIntegrity, AFlippedByteInAnyRegionIsRefused) {
   EXPECT_GT(cases, 60u);
 }
 
-/// The file-section offset of a launch step's parallelExtent: the first byte that differs when
-/// the extent is changed by one (a valid edit, so the manifest still serializes).
-uint64_t extentOffset(const Manifest &manifest, size_t step) {
+/// The section offset of the field `edit` changes: the first byte that differs when it moves the
+/// field by one (a valid edit, so the manifest still serializes, to the same length).
+uint64_t fieldOffset(const Manifest &manifest, const std::function<void(Manifest &)> &edit) {
   std::vector<uint8_t> before = serializeManifestHead(manifest);
   Manifest changed = manifest;
-  std::get<Launch>(changed.steps[step]).parallelExtent ^= 1;
+  edit(changed);
   std::vector<uint8_t> after = serializeManifestHead(changed);
   EXPECT_EQ(before.size(), after.size());
   for (size_t i = kArtifactHeaderBytes; i < before.size(); ++i)
@@ -389,6 +389,12 @@ uint64_t extentOffset(const Manifest &manifest, size_t step) {
       return i;
   ADD_FAILURE() << "the edit changed nothing";
   return 0;
+}
+
+/// The section offset of a launch step's parallelExtent.
+uint64_t extentOffset(const Manifest &manifest, size_t step) {
+  return fieldOffset(manifest,
+                     [&](Manifest &m) { std::get<Launch>(m.steps[step]).parallelExtent ^= 1; });
 }
 
 TEST_F(ArtifactIntegrity, ForgedExtentsAndKernelsReachTheValidatorAndAreRefused) {
@@ -430,6 +436,34 @@ TEST_F(ArtifactIntegrity, ForgedExtentsAndKernelsReachTheValidatorAndAreRefused)
        "launches kernel"},
       {"an argument far past its region", second + 16, 8, uint64_t(1) << 62, "past the end"},
   };
+  // The compiler records every argument's size, so an argument moved to a start inside its
+  // region from which its bytes run past the region's end is caught, and so is a size beyond it.
+  const Launch &firstLaunch = std::get<Launch>(manifest.steps[launches[0]]);
+  ASSERT_EQ(firstLaunch.argBytes.size(), firstLaunch.args.size()) << "the compiler records sizes";
+  bool arenaArgument = false;
+  for (size_t step : launches) {
+    const Launch &launch = std::get<Launch>(manifest.steps[step]);
+    for (size_t arg = 0; arg < launch.args.size(); ++arg) {
+      EXPECT_GT(launch.argBytes[arg], 0u) << "step " << step << " argument " << arg;
+      if (launch.args[arg].region != package::Region::Arena || arenaArgument)
+        continue;
+      arenaArgument = true;
+      uint64_t bytes = launch.argBytes[arg];
+      uint64_t start = section + fieldOffset(manifest, [&](Manifest &m) {
+                         uint64_t &offset = std::get<Launch>(m.steps[step]).args[arg].offset;
+                         offset = offset > 0 ? offset - 1 : offset + 1;
+                       });
+      uint64_t size = section + fieldOffset(manifest, [&](Manifest &m) {
+                        std::get<Launch>(m.steps[step]).argBytes[arg] -= 1;
+                      });
+      forgeries.push_back({"an arena argument moved to end half past the arena", start, 8,
+                           manifest.arenaBytes - bytes / 2, "runs past the end"});
+      forgeries.push_back({"an arena argument's size past the arena", size, 8,
+                           manifest.arenaBytes - launch.args[arg].offset + 1,
+                           "runs past the end"});
+    }
+  }
+  ASSERT_TRUE(arenaArgument);
   for (const Forgery &forgery : forgeries) {
     std::vector<uint8_t> forged = file_;
     std::memcpy(forged.data() + forgery.at, &forgery.value, forgery.bytes);
@@ -458,6 +492,7 @@ Manifest cudaManifest() {
   launch.block[0] = 128;
   launch.parallelExtent = 256;
   launch.args = {{package::Region::Arena, 0}, {package::Region::Arena, 1024}};
+  launch.argBytes = {1024, 1024};
   manifest.steps = {launch};
   return manifest;
 }
@@ -495,11 +530,13 @@ TEST(ManifestValidation, RecordedArgumentSizesBoundEveryArgumentsWholeRange) {
   Manifest parsed = parseManifest(serializeManifest(manifest));
   EXPECT_EQ(std::get<Launch>(parsed.steps[0]).argBytes, (std::vector<uint64_t>{1024, 1024}));
   EXPECT_EQ(parsed.storagePrecision, DType::Float32);
-  // Without sizes nothing is written, so artifacts without them keep their bytes.
+  // A launch whose arguments' sizes are missing is refused (the compiler records them all), so
+  // stripping them does not escape the range checks.
   Manifest plain = cudaManifest();
-  EXPECT_EQ(parseArtifactHeader(serializeManifestHead(plain)).metadataBytes + 4 + 4 + (4 + 2 * 8),
-            parseArtifactHeader(serializeManifestHead(manifest)).metadataBytes)
-      << "an empty bound-input count, float32, then the one launch's two sizes";
+  std::get<Launch>(plain.steps[0]).argBytes.clear();
+  EXPECT_TRUE(contains(findManifestProblem(plain, 0), "records no sizes for its 2 arguments"))
+      << findManifestProblem(plain, 0);
+  EXPECT_TRUE(contains(findManifestProblem(plain, 0), "compile the model again"));
 
   auto problemWith = [](std::vector<uint64_t> sizes) {
     Manifest edited = cudaManifest();

@@ -159,6 +159,7 @@ inline Manifest kernelManifest() {
   launch.parallelExtent = int64_t(n);
   launch.args = {{Region::Arena, 0}, {Region::Weights, 0}, {Region::Arena, 4096},
                  {Region::Arena, 8192}};
+  launch.argBytes = {bytes, bytes, bytes, bytes};
   manifest.steps = {launch};
   return manifest;
 }

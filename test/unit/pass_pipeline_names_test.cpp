@@ -2,6 +2,7 @@
 // still accepted wherever a name is given (--disable-pass, --dump-ir-after, createPass), and an
 // unknown name still an error. Whether a pass ran is read off the graph: the erf GELU below is
 // one Gelu node after recognize-gelu and five nodes without it.
+#include "gelu_test_graphs.h"
 #include "sinter/ir/graph.h"
 #include "sinter/ir/parser.h"
 #include "sinter/passes/pipeline.h"
@@ -15,19 +16,7 @@ using namespace sinter;
 
 namespace {
 
-std::unique_ptr<Graph> erfGelu() {
-  return parseGraph(R"(graph @main(%x: f32[2,8]) -> (%y) {
-  %sqrt2 = constant f32[] [1.4142135]
-  %one = constant f32[] [1.0]
-  %half = constant f32[] [0.5]
-  %d = Div(%x, %sqrt2) : f32[2,8]
-  %e = Erf(%d) : f32[2,8]
-  %a = Add(%e, %one) : f32[2,8]
-  %m = Mul(%x, %a) : f32[2,8]
-  %y = Mul(%m, %half) : f32[2,8]
-  return
-})");
-}
+std::unique_ptr<Graph> erfGelu() { return parseGraph(sinter::testing::erfGeluText()); }
 
 int64_t nodesAfter(const PipelineOptions &options) {
   std::unique_ptr<Graph> graph = erfGelu();

@@ -1,24 +1,16 @@
 // recognize-gelu (lib/passes/recognize_gelu.h): the forms torch exports, other groupings of the
 // same products, and near misses. Constants are float32 roundings of sqrt(2) = 1.4142135,
 // 1/sqrt(2) = 0.70710677, sqrt(2/pi) = 0.7978846 and 0.044715.
+#include "gelu_test_graphs.h"
 #include "pass_test_util.h"
 
 using namespace sinter;
+using sinter::testing::erfGeluText;
 using sinter::testing::expectUnchanged;
 using sinter::testing::rewrite;
 
 TEST(RecognizeGelu, ErfFormAsTorchExportsIt) {
-  EXPECT_EQ(rewrite("recognize-gelu", R"(graph @main(%x: f32[2,8]) -> (%y) {
-  %sqrt2 = constant f32[] [1.4142135]
-  %one = constant f32[] [1.0]
-  %half = constant f32[] [0.5]
-  %d = Div(%x, %sqrt2) : f32[2,8]
-  %e = Erf(%d) : f32[2,8]
-  %a = Add(%e, %one) : f32[2,8]
-  %m = Mul(%x, %a) : f32[2,8]
-  %y = Mul(%m, %half) : f32[2,8] @"gelu"
-  return
-})"),
+  EXPECT_EQ(rewrite("recognize-gelu", erfGeluText(" @\"gelu\"")),
             R"(graph @main(%x: f32[2,8]) -> (%y) {
   %sqrt2 = constant f32[] [1.4142135]
   %one = constant f32[] [1.0]

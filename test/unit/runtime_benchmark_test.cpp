@@ -67,10 +67,12 @@ Manifest clobberingManifest() {
   check.kernel = 0;
   check.parallelExtent = kElements;
   check.args = {{Region::Arena, 0}};
+  check.argBytes = {kElements * 4};
   Launch clobber;
   clobber.kernel = 1;
   clobber.parallelExtent = kElements;
   clobber.args = {{Region::Arena, 0}, {Region::Arena, 1024}};
+  clobber.argBytes = {kElements * 4, kElements * 4};
   manifest.steps = {check, clobber};
   return manifest;
 }

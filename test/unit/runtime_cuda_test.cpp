@@ -119,11 +119,13 @@ Manifest cudaManifest(std::vector<CudaBinary> module0, std::vector<CudaBinary> m
   first.grid[0] = 4;
   first.block[0] = 256;
   first.args = {{Region::Arena, 0}, {Region::Weights, 0}, {Region::Arena, 4096}};
+  first.argBytes = {bytes, bytes, bytes};
   Launch second;
   second.kernel = 1;
   second.grid[0] = 4;
   second.block[0] = 256;
   second.args = {{Region::Arena, 4096}, {Region::Arena, 8192}};
+  second.argBytes = {bytes, bytes};
   manifest.steps = {first, second, copyStep({Region::Arena, 4096}, {Region::Arena, 12288}, bytes)};
   return manifest;
 }

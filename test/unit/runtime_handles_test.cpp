@@ -10,6 +10,12 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <latch>
+#include <mutex>
 #include <thread>
 #include <unistd.h>
 
@@ -67,6 +73,7 @@ Manifest gateManifest() {
   Launch launch;
   launch.parallelExtent = 64;
   launch.args = {{package::Region::Arena, 0}, {package::Region::Arena, 256}};
+  launch.argBytes = {256, 256};
   manifest.steps = {launch};
   return manifest;
 }
@@ -188,6 +195,13 @@ TEST_F(RuntimeHandles, ASessionInACallIsBusyForOtherThreadsAndOutlivesItsDestroy
     close(fd);
 }
 
+// The runtime stress test: 64 threads released together, each creating and destroying sessions
+// (three lifetimes of three runs; every fourth thread loading and freeing its own model handle
+// while its session runs), while a witness session on the shared model runs without pause from
+// before the first churning session is created until after the last is destroyed. Every output
+// is bit-identical to a single-thread run. A watchdog bounds the time: a deadlock or a hang
+// ends the test binary with a message after 300 s (not a speed check: the whole test takes
+// well under a second of work).
 TEST_F(RuntimeHandles, SixtyFourThreadsChurnSessionsAndModelsWithIdenticalOutputs) {
   std::string artifact = path("tiny_cnn.so");
   ASSERT_TRUE(compileTinyCnn(artifact));
@@ -200,11 +214,42 @@ TEST_F(RuntimeHandles, SixtyFourThreadsChurnSessionsAndModelsWithIdenticalOutput
     expected = buffers.outputBytes();
     sinter_session_destroy(session);
   }
+  std::mutex watchdogMutex;
+  std::condition_variable watchdogWake;
+  bool finished = false;
+  std::thread watchdog([&] {
+    std::unique_lock<std::mutex> lock(watchdogMutex);
+    if (!watchdogWake.wait_for(lock, std::chrono::seconds(300), [&] { return finished; })) {
+      std::fprintf(stderr, "SixtyFourThreads...: not finished after 300 s: a deadlock or a hang\n");
+      std::_Exit(1);
+    }
+  });
+
   constexpr int kThreads = 64, kLifetimes = 3, kRunsPerLifetime = 3;
-  std::atomic<int> failures{0}, runs{0};
+  std::atomic<int> failures{0}, runs{0}, churning{kThreads};
+  std::atomic<int> witnessRuns{0}, witnessFailures{0};
+  std::atomic<bool> witnessRunning{false};
+  std::latch start(kThreads + 1);
+  std::thread witness([&] {
+    sinter_session *session = createSession(shared.get(), 2);
+    ModelBuffers buffers(shared.get());
+    witnessRunning = true;
+    start.arrive_and_wait();
+    // Until the last churning thread is done, and at least once.
+    do {
+      std::fill(buffers.outputData[0].begin(), buffers.outputData[0].end(), 0xAB);
+      if (buffers.run(session) != SINTER_OK || buffers.outputBytes() != expected)
+        ++witnessFailures;
+      ++witnessRuns;
+    } while (churning.load() > 0);
+    sinter_session_destroy(session);
+  });
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t)
     threads.emplace_back([&, t] {
+      start.arrive_and_wait();
+      if (!witnessRunning)
+        ++failures; // the witness's session must exist before any churning session
       for (int life = 0; life < kLifetimes; ++life) {
         // Every fourth thread loads its own handle of the artifact (the same file: dlopen
         // shares it) and frees it while its session still runs from it.
@@ -235,9 +280,19 @@ TEST_F(RuntimeHandles, SixtyFourThreadsChurnSessionsAndModelsWithIdenticalOutput
         }
         sinter_session_destroy(session);
       }
+      --churning;
     });
   for (std::thread &thread : threads)
     thread.join();
+  witness.join();
+  {
+    std::lock_guard<std::mutex> lock(watchdogMutex);
+    finished = true;
+  }
+  watchdogWake.notify_one();
+  watchdog.join();
   EXPECT_EQ(failures.load(), 0);
   EXPECT_EQ(runs.load(), kThreads * kLifetimes * kRunsPerLifetime);
+  EXPECT_EQ(witnessFailures.load(), 0);
+  EXPECT_GE(witnessRuns.load(), 1);
 }

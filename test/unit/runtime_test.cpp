@@ -276,6 +276,7 @@ TEST_F(RuntimeTest, CudaArtifactWithoutADriverIsNoDevice) {
   manifest.kernels = {kernel};
   Launch launch;
   launch.args = {{Region::Arena, 0}, {Region::Arena, 256}};
+  launch.argBytes = {16, 16};
   manifest.steps = {launch};
   std::string model = path("cuda.so");
   writeArtifact(manifest, model);

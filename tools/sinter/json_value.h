@@ -1,6 +1,7 @@
-// A small JSON reader for the files sinter reads back (a golden folder's manifest.json). RFC 8259
-// documents, numbers as doubles; malformed text is a UserError naming the file and the byte
-// offset. The writer is sinter/io/json.h.
+// The JSON documents sinter reads back (a golden folder's manifest.json), with typed reads that
+// name what a field should have been. Parsed by sinter's one reader (sinter/io/json_reader.h);
+// malformed text is a UserError naming the file and the byte offset. The writer is
+// sinter/io/json.h.
 #pragma once
 
 #include <map>
@@ -29,7 +30,7 @@ public:
   const std::map<std::string, JsonValue> &members(const std::string &context) const;
 
 private:
-  friend class JsonParser;
+  friend JsonValue parseJson(const std::string &text, const std::string &displayName);
   Kind kind_ = Kind::Null;
   bool bool_ = false;
   double number_ = 0;
