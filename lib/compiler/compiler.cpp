@@ -54,6 +54,8 @@ struct MemoryLayout {
   /// workspace when it has one.
   std::vector<std::vector<size_t>> scratchSlots;
   std::vector<std::optional<size_t>> workspaceSlot;
+  /// Per group: the bytes of its workspace (0 without one), as the backend declared them.
+  std::vector<uint64_t> workspaceBytes;
 };
 
 // ---- import checks -----------------------------------------------------------------------
@@ -221,6 +223,7 @@ MemoryLayout planMemory(const Schedule &schedule, const std::vector<codegen::Low
   MemoryLayout layout;
   layout.scratchSlots.resize(count);
   layout.workspaceSlot.resize(count);
+  layout.workspaceBytes.assign(count, 0);
   for (size_t i = 0; i < count; ++i)
     for (const codegen::BufferParam &buffer : lowered[i].kernel.buffers)
       if (buffer.scratch) {
@@ -229,6 +232,7 @@ MemoryLayout planMemory(const Schedule &schedule, const std::vector<codegen::Low
       }
   for (size_t i = 0; i < count; ++i)
     if (needs[i].workspaceBytes > 0) {
+      layout.workspaceBytes[i] = needs[i].workspaceBytes;
       layout.workspaceSlot[i] = lifetimes.size();
       lifetimes.push_back({needs[i].workspaceBytes, int64_t(i), int64_t(i)});
     }
@@ -286,7 +290,7 @@ void recordLaunches(const Schedule &schedule, const std::vector<codegen::Lowered
           data.size());
     if (layout.workspaceSlot[i])
       add({package::Region::Arena, layout.arena.offsets[*layout.workspaceSlot[i]]},
-          shape.workspaceBytes);
+          layout.workspaceBytes[i]);
     manifest.kernels.push_back(std::move(generated.entries[i]));
     manifest.steps.push_back(std::move(launch));
   }
