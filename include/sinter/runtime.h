@@ -37,7 +37,7 @@ extern "C" {
 #endif
 
 #define SINTER_ABI_VERSION 1
-#define SINTER_ABI_REVISION 1
+#define SINTER_ABI_REVISION 2
 
 typedef enum sinter_status {
   SINTER_OK = 0,
