@@ -147,9 +147,9 @@ sinter_status sinter_session_run(sinter_session *session, const sinter_tensor *i
                                  void *stream) {
   return guardCall([&] {
     SessionUse checked(session);
-    validateRunArguments(checked->artifact().manifest(), inputs, input_count, outputs,
-                         output_count);
-    checked->run(inputs, outputs, stream);
+    RunShape shape =
+        validateRunArguments(checked->artifact(), inputs, input_count, outputs, output_count);
+    checked->run(shape, inputs, outputs, stream);
   });
 }
 
@@ -158,9 +158,72 @@ sinter_status sinter_session_run_host(sinter_session *session, const sinter_tens
                                       int32_t output_count) {
   return guardCall([&] {
     SessionUse checked(session);
-    validateRunArguments(checked->artifact().manifest(), inputs, input_count, outputs,
-                         output_count);
-    checked->runHost(inputs, outputs);
+    RunShape shape =
+        validateRunArguments(checked->artifact(), inputs, input_count, outputs, output_count);
+    checked->runHost(shape, inputs, outputs);
+  });
+}
+
+// Revision 2: shape buckets.
+
+int32_t sinter_model_symbol_count(const sinter_model *model) {
+  int32_t count = -1;
+  guardCall([&] { count = static_cast<int32_t>(findModel(model)->manifest().symbols.size()); });
+  return count;
+}
+
+sinter_status sinter_model_symbol_info(const sinter_model *model, int32_t index,
+                                       sinter_symbol_info *info) {
+  return guardCall([&] {
+    std::shared_ptr<const LoadedArtifact> artifact = findModel(model);
+    const std::vector<package::ShapeSymbol> &symbols = artifact->manifest().symbols;
+    if (!info)
+      fail(SINTER_ERROR_INVALID_ARGUMENT, "info is null");
+    if (index < 0 || size_t(index) >= symbols.size())
+      fail(SINTER_ERROR_INVALID_ARGUMENT, "symbol index ", index, " is out of range (the model has ",
+           symbols.size(), ")");
+    const package::ShapeSymbol &symbol = symbols[size_t(index)];
+    info->name = symbol.name.c_str();
+    info->bucket_count = int32_t(symbol.buckets.size());
+    info->buckets = symbol.buckets.data();
+    info->paddable = symbol.paddable ? 1 : 0;
+    info->padding_refusal = symbol.paddingRefusal.c_str();
+  });
+}
+
+const char *sinter_model_dim_symbol(const sinter_model *model, int32_t is_output, int32_t index,
+                                    int32_t axis) {
+  const char *name = nullptr;
+  guardCall([&] {
+    std::shared_ptr<const LoadedArtifact> artifact = findModel(model);
+    const package::Manifest &manifest = artifact->manifest();
+    const auto &list = is_output ? manifest.outputs : manifest.inputs;
+    if (index < 0 || size_t(index) >= list.size())
+      fail(SINTER_ERROR_INVALID_ARGUMENT, is_output ? "output" : "input", " index ", index,
+           " is out of range (the model has ", list.size(), ")");
+    const package::TensorSignature &tensor = list[size_t(index)];
+    if (axis < 0 || size_t(axis) >= tensor.dims.size())
+      fail(SINTER_ERROR_INVALID_ARGUMENT, "axis ", axis, " is out of range for rank ",
+           tensor.dims.size());
+    name = "";
+    for (const package::ShapeSymbol &symbol : manifest.symbols)
+      if (size_t(axis) < tensor.dimSymbols.size() && tensor.dimSymbols[size_t(axis)] == symbol.name)
+        name = symbol.name.c_str();
+  });
+  return name;
+}
+
+sinter_status sinter_model_output_shape(const sinter_model *model, const sinter_tensor *inputs,
+                                        int32_t input_count, int32_t output,
+                                        sinter_tensor_info *info) {
+  return guardCall([&] {
+    std::shared_ptr<const LoadedArtifact> artifact = findModel(model);
+    if (!info)
+      fail(SINTER_ERROR_INVALID_ARGUMENT, "info is null");
+    std::vector<int64_t> dims = outputDimsFor(*artifact, inputs, input_count, output);
+    describeTensor(artifact->manifest().outputs[size_t(output)], info);
+    for (size_t i = 0; i < dims.size(); ++i)
+      info->dims[i] = dims[i];
   });
 }
 

@@ -33,14 +33,14 @@ constexpr int32_t kMaxProfileIterations = 100000;
 namespace {
 
 /// The checks sinter_session_benchmark and sinter_session_profile share.
-void checkTimingArguments(const SessionUse &session, const sinter_tensor *hostInputs,
-                          int32_t inputCount, int32_t warmup, int32_t iterations) {
+RunShape checkTimingArguments(const SessionUse &session, const sinter_tensor *hostInputs,
+                              int32_t inputCount, int32_t warmup, int32_t iterations) {
   if (warmup < 0)
     fail(SINTER_ERROR_INVALID_ARGUMENT, "warmup is ", warmup, "; it must be 0 or more");
   if (iterations < 1 || iterations > kMaxIterations)
     fail(SINTER_ERROR_INVALID_ARGUMENT, "iterations is ", iterations, "; it must be 1 to ",
          kMaxIterations);
-  validateInputArguments(session->artifact().manifest(), hostInputs, inputCount);
+  return validateInputArguments(session->artifact(), hostInputs, inputCount);
 }
 
 } // namespace
@@ -52,16 +52,16 @@ extern "C" sinter_status sinter_session_profile(sinter_session *handle,
                                                 int32_t step_capacity) {
   return guardCall([&] {
     SessionUse session(handle);
-    checkTimingArguments(session, host_inputs, input_count, warmup, iterations);
+    RunShape shape = checkTimingArguments(session, host_inputs, input_count, warmup, iterations);
     if (iterations > kMaxProfileIterations)
       fail(SINTER_ERROR_INVALID_ARGUMENT, "iterations is ", iterations,
            "; a profile keeps every step's time of every run, so it takes at most ",
            kMaxProfileIterations);
-    size_t steps = session->artifact().manifest().steps.size();
+    size_t steps = session->artifact().plans[shape.plan].steps.size(); // the inputs' plan
     if (!step_ms || step_capacity < 0 || size_t(step_capacity) < steps)
       fail(SINTER_ERROR_INVALID_ARGUMENT, "step_ms must hold ", steps, " doubles (capacity ",
            step_capacity, step_ms ? ")" : ", and it is null)");
-    session->stageBenchmarkInputs(host_inputs);
+    session->stageBenchmarkInputs(shape, host_inputs);
     std::vector<double> run(steps);
     for (int32_t i = 0; i < warmup; ++i)
       session->timeSteps(run.data());
@@ -88,11 +88,11 @@ extern "C" sinter_status sinter_session_benchmark(sinter_session *handle,
                                                   int32_t iterations, double *latencies_ms) {
   return guardCall([&] {
     SessionUse session(handle);
-    checkTimingArguments(session, host_inputs, input_count, warmup, iterations);
+    RunShape shape = checkTimingArguments(session, host_inputs, input_count, warmup, iterations);
     if (!latencies_ms)
       fail(SINTER_ERROR_INVALID_ARGUMENT, "latencies_ms is null; it must hold ", iterations,
            " doubles");
-    session->stageBenchmarkInputs(host_inputs);
+    session->stageBenchmarkInputs(shape, host_inputs);
     for (int32_t run = 0; run < warmup; ++run)
       session->timePlanRun();
     for (int32_t run = 0; run < iterations; ++run)

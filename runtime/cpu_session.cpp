@@ -5,6 +5,7 @@
 // pool; a copy is a memcpy) and copies the outputs out.
 #include "session.h"
 #include "status.h"
+#include "padding.h"
 #include "thread_pool.h"
 
 #include <chrono>
@@ -61,15 +62,24 @@ void runKernelChunk(void *context, int64_t begin, int64_t end) {
 class CpuSession final : public sinter_session {
 public:
   CpuSession(std::shared_ptr<const LoadedArtifact> artifact, int threads)
-      : artifact_(std::move(artifact)), arena_(artifact_->manifest().arenaBytes), pool_(threads) {
+      : artifact_(std::move(artifact)), arena_(artifact_->largestArenaBytes()), pool_(threads) {
     const package::Manifest &manifest = artifact_->manifest();
+    for (const package::Plan &plan : artifact_->plans)
+      plans_.push_back(prepare(manifest, plan));
+    artifact_->devices.sessionStarted(0, arena_.bytes());
+  }
+  ~CpuSession() override { artifact_->devices.sessionEnded(0, arena_.bytes()); }
+
+  /// The plan with every argument resolved to an address.
+  std::vector<PreparedStep> prepare(const package::Manifest &manifest, const package::Plan &plan) {
+    std::vector<PreparedStep> steps;
     auto address = [&](const package::BufferRef &ref) -> uint8_t * {
       uint8_t *base = ref.region == package::Region::Arena
                           ? arena_.base()
                           : const_cast<uint8_t *>(artifact_->weights);
       return base + ref.offset;
     };
-    for (const package::Step &step : manifest.steps) {
+    for (const package::Step &step : plan.steps) {
       PreparedStep prepared;
       if (const auto *launch = std::get_if<package::Launch>(&step)) {
         prepared.kernel = artifact_->cpuKernels[launch->kernel];
@@ -84,64 +94,85 @@ public:
         prepared.destination = address(copy.destination);
         prepared.bytes = copy.bytes;
       }
-      steps_.push_back(std::move(prepared));
+      steps.push_back(std::move(prepared));
     }
-    artifact_->devices.sessionStarted(0, arena_.bytes());
+    return steps;
   }
-  ~CpuSession() override { artifact_->devices.sessionEnded(0, arena_.bytes()); }
 
-  void run(const sinter_tensor *inputs, sinter_tensor *outputs, void *stream) override {
+  void run(const RunShape &shape, const sinter_tensor *inputs, sinter_tensor *outputs,
+           void *stream) override {
     if (stream)
       fail(SINTER_ERROR_INVALID_ARGUMENT, "a CPU session runs on no stream: pass null");
-    runHost(inputs, outputs);
+    runHost(shape, inputs, outputs);
   }
 
-  void runHost(const sinter_tensor *inputs, sinter_tensor *outputs) override {
-    const package::Manifest &manifest = artifact_->manifest();
-    for (size_t i = 0; i < manifest.inputs.size(); ++i)
-      if (size_t bytes = signatureBytes(manifest.inputs[i]))
-        std::memcpy(arena_.base() + manifest.inputs[i].arenaOffset, inputs[i].data, bytes);
-    runSteps();
-    for (size_t i = 0; i < manifest.outputs.size(); ++i)
-      if (size_t bytes = signatureBytes(manifest.outputs[i]))
-        std::memcpy(outputs[i].data, arena_.base() + manifest.outputs[i].arenaOffset, bytes);
+  void runHost(const RunShape &shape, const sinter_tensor *inputs, sinter_tensor *outputs) override {
+    const package::Plan &plan = artifact_->plans[shape.plan];
+    copyInputs(shape, inputs);
+    runSteps(plans_[shape.plan]);
+    for (size_t i = 0; i < plan.outputs.size(); ++i) {
+      const uint8_t *slot = arena_.base() + plan.outputs[i].arenaOffset;
+      auto *data = static_cast<uint8_t *>(outputs[i].data);
+      if (shape.padded && shape.outputDims[i] != plan.outputs[i].dims) {
+        for (const CopyRun &copy : paddedCopyRuns(shape.outputDims[i], plan.outputs[i].dims,
+                                                  dtypeSize(plan.outputs[i].dtype)))
+          std::memcpy(data + copy.callerOffset, slot + copy.planOffset, copy.bytes);
+      } else if (size_t bytes = signatureBytes(plan.outputs[i])) {
+        std::memcpy(data, slot, bytes);
+      }
+    }
   }
 
   const LoadedArtifact &artifact() const override { return *artifact_; }
 
-  void stageBenchmarkInputs(const sinter_tensor *hostInputs) override {
+  void stageBenchmarkInputs(const RunShape &shape, const sinter_tensor *hostInputs) override {
     stagedInputs_ = hostInputs;
+    stagedShape_ = shape;
   }
 
   double timePlanRun() override {
     restoreStagedInputs();
     auto start = std::chrono::steady_clock::now();
-    runSteps();
+    runSteps(plans_[stagedShape_.plan]);
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
         .count();
   }
 
   void timeSteps(double *stepMs) override {
     restoreStagedInputs();
-    for (size_t i = 0; i < steps_.size(); ++i) {
+    std::vector<PreparedStep> &steps = plans_[stagedShape_.plan];
+    for (size_t i = 0; i < steps.size(); ++i) {
       auto start = std::chrono::steady_clock::now();
-      runStep(steps_[i]);
+      runStep(steps[i]);
       stepMs[i] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
                       .count();
     }
   }
 
 private:
-  void restoreStagedInputs() {
-    const package::Manifest &manifest = artifact_->manifest();
-    for (size_t i = 0; i < manifest.inputs.size(); ++i)
-      if (size_t bytes = signatureBytes(manifest.inputs[i]))
-        std::memcpy(arena_.base() + manifest.inputs[i].arenaOffset, stagedInputs_[i].data, bytes);
+  void restoreStagedInputs() { copyInputs(stagedShape_, stagedInputs_); }
+
+  /// The inputs into the plan's slots; a smaller input in a larger bucket gets zeros where it has
+  /// no elements.
+  void copyInputs(const RunShape &shape, const sinter_tensor *inputs) {
+    const package::Plan &plan = artifact_->plans[shape.plan];
+    for (size_t i = 0; i < plan.inputs.size(); ++i) {
+      uint8_t *slot = arena_.base() + plan.inputs[i].arenaOffset;
+      const auto *data = static_cast<const uint8_t *>(inputs[i].data);
+      if (shape.padded && shape.inputDims[i] != plan.inputs[i].dims) {
+        std::memset(slot, 0, signatureBytes(plan.inputs[i]));
+        for (const CopyRun &copy : paddedCopyRuns(shape.inputDims[i], plan.inputs[i].dims,
+                                                  dtypeSize(plan.inputs[i].dtype)))
+          std::memcpy(slot + copy.planOffset, data + copy.callerOffset, copy.bytes);
+      } else if (size_t bytes = signatureBytes(plan.inputs[i])) {
+        std::memcpy(slot, data, bytes);
+      }
+    }
   }
 
-  /// The plan, on the arena as it stands.
-  void runSteps() {
-    for (PreparedStep &step : steps_)
+  /// A plan, on the arena as it stands.
+  void runSteps(std::vector<PreparedStep> &steps) {
+    for (PreparedStep &step : steps)
       runStep(step);
   }
 
@@ -157,8 +188,9 @@ private:
   std::shared_ptr<const LoadedArtifact> artifact_;
   Arena arena_;
   ThreadPool pool_;
-  std::vector<PreparedStep> steps_;
+  std::vector<std::vector<PreparedStep>> plans_; ///< by plan index
   const sinter_tensor *stagedInputs_ = nullptr; ///< during sinter_session_benchmark only
+  RunShape stagedShape_;
 };
 
 } // namespace

@@ -67,6 +67,7 @@ void loadDriver(LoadState &state) {
   fetch(library, d.cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2", missing);
   fetch(library, d.cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2", missing);
   fetch(library, d.cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2", missing);
+  fetch(library, d.cuMemsetD8Async, "cuMemsetD8Async", missing);
   fetch(library, d.cuModuleLoadDataEx, "cuModuleLoadDataEx", missing);
   fetch(library, d.cuModuleUnload, "cuModuleUnload", missing);
   fetch(library, d.cuModuleGetFunction, "cuModuleGetFunction", missing);

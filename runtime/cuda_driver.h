@@ -57,6 +57,8 @@ struct Driver {
                                 CUstream stream);                       // _v2
   CUresult (*cuMemcpyDtoDAsync)(CUdeviceptr destination, CUdeviceptr source, size_t bytes,
                                 CUstream stream);                       // _v2
+  CUresult (*cuMemsetD8Async)(CUdeviceptr destination, unsigned char value, size_t bytes,
+                              CUstream stream);
   CUresult (*cuModuleLoadDataEx)(CUmodule *module, const void *image, unsigned optionCount,
                                  int *options, void **optionValues);
   CUresult (*cuModuleUnload)(CUmodule module);

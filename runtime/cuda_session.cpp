@@ -12,6 +12,7 @@
 // work without blocking the host. The first run executes the plan directly, so a faulty kernel
 // reports its error outside capture; the second captures and replays.
 #include "cuda_device.h"
+#include "padding.h"
 #include "session.h"
 #include "status.h"
 
@@ -42,21 +43,36 @@ public:
   ~CudaSession() override;
 
   void initialize(const sinter_session_options &options);
-  void run(const sinter_tensor *inputs, sinter_tensor *outputs, void *stream) override;
-  void runHost(const sinter_tensor *inputs, sinter_tensor *outputs) override;
+  void run(const RunShape &shape, const sinter_tensor *inputs, sinter_tensor *outputs,
+           void *stream) override;
+  void runHost(const RunShape &shape, const sinter_tensor *inputs, sinter_tensor *outputs) override;
   const LoadedArtifact &artifact() const override { return *artifact_; }
-  void stageBenchmarkInputs(const sinter_tensor *hostInputs) override;
+  void stageBenchmarkInputs(const RunShape &shape, const sinter_tensor *hostInputs) override;
   double timePlanRun() override;
   void timeSteps(double *stepMs) override;
 
 private:
+  /// One plan of the artifact as this session runs it: its steps with device addresses, and its
+  /// CUDA graph once captured (each plan keeps its own).
+  struct PreparedPlan {
+    std::vector<PreparedStep> steps;
+    CUgraphExec graph = nullptr;
+    int runs = 0;
+  };
+
   void prepareSteps();
-  void enqueuePlan(CUstream stream);
+  void enqueuePlan(PreparedPlan &plan, CUstream stream);
   void enqueueStep(PreparedStep &step, CUstream stream);
+  /// Copies the inputs into plan `shape.plan`'s slots on `stream`, from device memory or from the
+  /// host; a smaller input in a larger bucket gets zeros where it has no elements.
+  void copyInputs(const RunShape &shape, const sinter_tensor *inputs, bool fromHost,
+                  CUstream stream);
+  /// Copies the outputs out of the plan's slots (trimmed for a padded run).
+  void copyOutputs(const RunShape &shape, sinter_tensor *outputs, bool toHost, CUstream stream);
   /// Puts the staged benchmark inputs back into the arena (queued on stream_).
   void restoreStagedInputs();
-  void launchPlan(CUstream stream);
-  void captureGraph();
+  void launchPlan(PreparedPlan &plan, CUstream stream);
+  void captureGraph(PreparedPlan &plan);
 
   std::shared_ptr<const LoadedArtifact> artifact_;
   const Driver &d_;
@@ -65,17 +81,17 @@ private:
   CUcontext context_ = nullptr;                ///< code_'s
   CUdeviceptr arena_ = 0;
   uint64_t arenaBytes_ = 0;
-  std::vector<PreparedStep> steps_;
+  std::vector<PreparedPlan> plans_; ///< by plan index
   CUstream stream_ = nullptr;
   CUevent inputsReady_ = nullptr, planDone_ = nullptr, runDone_ = nullptr;
   bool runDoneRecorded_ = false;
   bool useGraphs_ = true;
-  int planRuns_ = 0;
-  CUgraphExec graph_ = nullptr;
   // sinter_session_benchmark: the staged inputs (one device buffer) and two timing events.
+  RunShape stagedShape_;
   CUdeviceptr stagedInputs_ = 0;
   size_t stagedBytes_ = 0;
   std::vector<size_t> stagedOffsets_; ///< by input index
+  std::vector<sinter_tensor> stagedTensors_; ///< the staged inputs, pointing at their device copies
   CUevent timingStart_ = nullptr, timingStop_ = nullptr;
   std::vector<CUevent> stepEvents_; ///< sinter_session_profile: one before each step and one after
 
@@ -89,8 +105,9 @@ CudaSession::~CudaSession() {
   d_.cuCtxPushCurrent(context_);
   if (stream_)
     d_.cuStreamSynchronize(stream_);
-  if (graph_)
-    d_.cuGraphExecDestroy(graph_);
+  for (PreparedPlan &plan : plans_)
+    if (plan.graph)
+      d_.cuGraphExecDestroy(plan.graph);
   for (CUevent event : {inputsReady_, planDone_, runDone_, timingStart_, timingStop_})
     if (event)
       d_.cuEventDestroy(event);
@@ -113,10 +130,13 @@ void CudaSession::prepareSteps() {
   auto address = [&](const package::BufferRef &ref) {
     return (ref.region == package::Region::Arena ? arena_ : code_->weights()) + ref.offset;
   };
-  steps_.resize(manifest.steps.size());
-  for (size_t i = 0; i < manifest.steps.size(); ++i) {
-    PreparedStep &prepared = steps_[i];
-    if (const auto *launch = std::get_if<package::Launch>(&manifest.steps[i])) {
+  plans_.resize(artifact_->plans.size());
+  for (size_t p = 0; p < plans_.size(); ++p) {
+  const std::vector<package::Step> &steps = artifact_->plans[p].steps;
+  plans_[p].steps.resize(steps.size());
+  for (size_t i = 0; i < steps.size(); ++i) {
+    PreparedStep &prepared = plans_[p].steps[i];
+    if (const auto *launch = std::get_if<package::Launch>(&steps[i])) {
       prepared.launch = launch;
       prepared.function = code_->function(launch->kernel);
       prepared.kernelName = manifest.kernels[launch->kernel].name;
@@ -125,22 +145,22 @@ void CudaSession::prepareSteps() {
       for (CUdeviceptr &arg : prepared.args)
         prepared.params.push_back(&arg);
     } else {
-      const auto &copy = std::get<package::Copy>(manifest.steps[i]);
+      const auto &copy = std::get<package::Copy>(steps[i]);
       prepared.source = address(copy.source);
       prepared.destination = address(copy.destination);
       prepared.bytes = copy.bytes;
     }
   }
+  }
 }
 
 void CudaSession::initialize(const sinter_session_options &options) {
-  const package::Manifest &manifest = artifact_->manifest();
   useGraphs_ = options.use_graphs != 0;
   code_ = CudaDeviceCode::share(*artifact_, d_, options.device);
   ordinal_ = options.device;
   context_ = code_->context();
   ContextScope scope(d_, context_);
-  arenaBytes_ = std::max<uint64_t>(manifest.arenaBytes, package::kArenaAlignment);
+  arenaBytes_ = std::max<uint64_t>(artifact_->largestArenaBytes(), package::kArenaAlignment);
   check(d_.cuMemAlloc(&arena_, arenaBytes_), "cuMemAlloc (arena)");
   artifact_->devices.sessionStarted(ordinal_, arenaBytes_);
   prepareSteps();
@@ -149,8 +169,8 @@ void CudaSession::initialize(const sinter_session_options &options) {
     check(d_.cuEventCreate(event, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
 }
 
-void CudaSession::enqueuePlan(CUstream stream) {
-  for (PreparedStep &step : steps_)
+void CudaSession::enqueuePlan(PreparedPlan &plan, CUstream stream) {
+  for (PreparedStep &step : plan.steps)
     enqueueStep(step, stream);
 }
 
@@ -169,12 +189,12 @@ void CudaSession::enqueueStep(PreparedStep &step, CUstream stream) {
   }
 }
 
-void CudaSession::captureGraph() {
+void CudaSession::captureGraph(PreparedPlan &plan) {
   check(d_.cuStreamBeginCapture(stream_, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
         "cuStreamBeginCapture");
   CUgraph graph = nullptr;
   try {
-    enqueuePlan(stream_);
+    enqueuePlan(plan, stream_);
   } catch (...) {
     d_.cuStreamEndCapture(stream_, &graph); // leave capture mode before reporting
     if (graph)
@@ -182,77 +202,111 @@ void CudaSession::captureGraph() {
     throw;
   }
   check(d_.cuStreamEndCapture(stream_, &graph), "cuStreamEndCapture");
-  CUresult result = d_.cuGraphInstantiateWithFlags(&graph_, graph, 0);
+  CUresult result = d_.cuGraphInstantiateWithFlags(&plan.graph, graph, 0);
   d_.cuGraphDestroy(graph);
   check(result, "cuGraphInstantiateWithFlags");
 }
 
-void CudaSession::launchPlan(CUstream stream) {
-  bool replay = useGraphs_ && planRuns_ > 0 && !steps_.empty();
-  if (replay && !graph_)
-    captureGraph();
+void CudaSession::launchPlan(PreparedPlan &plan, CUstream stream) {
+  bool replay = useGraphs_ && plan.runs > 0 && !plan.steps.empty();
+  if (replay && !plan.graph)
+    captureGraph(plan);
   if (replay)
-    check(d_.cuGraphLaunch(graph_, stream), "cuGraphLaunch");
+    check(d_.cuGraphLaunch(plan.graph, stream), "cuGraphLaunch");
   else
-    enqueuePlan(stream);
-  ++planRuns_;
+    enqueuePlan(plan, stream);
+  ++plan.runs;
 }
 
-void CudaSession::run(const sinter_tensor *inputs, sinter_tensor *outputs, void *stream) {
-  const package::Manifest &manifest = artifact_->manifest();
+void CudaSession::copyInputs(const RunShape &shape, const sinter_tensor *inputs, bool fromHost,
+                             CUstream stream) {
+  const package::Plan &plan = artifact_->plans[shape.plan];
+  auto copy = [&](CUdeviceptr destination, const uint8_t *source, size_t bytes) {
+    if (fromHost)
+      check(d_.cuMemcpyHtoDAsync(destination, source, bytes, stream), "cuMemcpyHtoDAsync (input)");
+    else
+      check(d_.cuMemcpyDtoDAsync(destination, reinterpret_cast<CUdeviceptr>(source), bytes, stream),
+            "cuMemcpyDtoDAsync (input)");
+  };
+  for (size_t i = 0; i < plan.inputs.size(); ++i) {
+    CUdeviceptr slot = arena_ + plan.inputs[i].arenaOffset;
+    const auto *data = static_cast<const uint8_t *>(inputs[i].data);
+    if (shape.padded && shape.inputDims[i] != plan.inputs[i].dims) {
+      check(d_.cuMemsetD8Async(slot, 0, signatureBytes(plan.inputs[i]), stream),
+            "cuMemsetD8Async (padded input)");
+      for (const CopyRun &run : paddedCopyRuns(shape.inputDims[i], plan.inputs[i].dims,
+                                               dtypeSize(plan.inputs[i].dtype)))
+        copy(slot + run.planOffset, data + run.callerOffset, run.bytes);
+    } else if (size_t bytes = signatureBytes(plan.inputs[i])) {
+      copy(slot, data, bytes);
+    }
+  }
+}
+
+void CudaSession::copyOutputs(const RunShape &shape, sinter_tensor *outputs, bool toHost,
+                              CUstream stream) {
+  const package::Plan &plan = artifact_->plans[shape.plan];
+  auto copy = [&](uint8_t *destination, CUdeviceptr source, size_t bytes) {
+    if (toHost)
+      check(d_.cuMemcpyDtoHAsync(destination, source, bytes, stream), "cuMemcpyDtoHAsync (output)");
+    else
+      check(d_.cuMemcpyDtoDAsync(reinterpret_cast<CUdeviceptr>(destination), source, bytes, stream),
+            "cuMemcpyDtoDAsync (output)");
+  };
+  for (size_t i = 0; i < plan.outputs.size(); ++i) {
+    CUdeviceptr slot = arena_ + plan.outputs[i].arenaOffset;
+    auto *data = static_cast<uint8_t *>(outputs[i].data);
+    if (shape.padded && shape.outputDims[i] != plan.outputs[i].dims) {
+      for (const CopyRun &run : paddedCopyRuns(shape.outputDims[i], plan.outputs[i].dims,
+                                               dtypeSize(plan.outputs[i].dtype)))
+        copy(data + run.callerOffset, slot + run.planOffset, run.bytes);
+    } else if (size_t bytes = signatureBytes(plan.outputs[i])) {
+      copy(data, slot, bytes);
+    }
+  }
+}
+
+void CudaSession::run(const RunShape &shape, const sinter_tensor *inputs, sinter_tensor *outputs,
+                      void *stream) {
   ContextScope scope(d_, context_);
   auto caller = static_cast<CUstream>(stream);
   if (runDoneRecorded_) // the previous run may have used another stream
     check(d_.cuStreamWaitEvent(caller, runDone_, 0), "cuStreamWaitEvent");
-  for (size_t i = 0; i < manifest.inputs.size(); ++i)
-    if (size_t bytes = signatureBytes(manifest.inputs[i]))
-      check(d_.cuMemcpyDtoDAsync(arena_ + manifest.inputs[i].arenaOffset,
-                                 reinterpret_cast<CUdeviceptr>(inputs[i].data), bytes, caller),
-            "cuMemcpyDtoDAsync (input)");
+  copyInputs(shape, inputs, /*fromHost=*/false, caller);
   check(d_.cuEventRecord(inputsReady_, caller), "cuEventRecord");
   check(d_.cuStreamWaitEvent(stream_, inputsReady_, 0), "cuStreamWaitEvent");
-  launchPlan(stream_);
+  launchPlan(plans_[shape.plan], stream_);
   check(d_.cuEventRecord(planDone_, stream_), "cuEventRecord");
   check(d_.cuStreamWaitEvent(caller, planDone_, 0), "cuStreamWaitEvent");
-  for (size_t i = 0; i < manifest.outputs.size(); ++i)
-    if (size_t bytes = signatureBytes(manifest.outputs[i]))
-      check(d_.cuMemcpyDtoDAsync(reinterpret_cast<CUdeviceptr>(outputs[i].data),
-                                 arena_ + manifest.outputs[i].arenaOffset, bytes, caller),
-            "cuMemcpyDtoDAsync (output)");
+  copyOutputs(shape, outputs, /*toHost=*/false, caller);
   check(d_.cuEventRecord(runDone_, caller), "cuEventRecord");
   runDoneRecorded_ = true;
 }
 
-void CudaSession::runHost(const sinter_tensor *inputs, sinter_tensor *outputs) {
-  const package::Manifest &manifest = artifact_->manifest();
+void CudaSession::runHost(const RunShape &shape, const sinter_tensor *inputs,
+                          sinter_tensor *outputs) {
   ContextScope scope(d_, context_);
   if (runDoneRecorded_)
     check(d_.cuStreamWaitEvent(stream_, runDone_, 0), "cuStreamWaitEvent");
-  for (size_t i = 0; i < manifest.inputs.size(); ++i)
-    if (size_t bytes = signatureBytes(manifest.inputs[i]))
-      check(d_.cuMemcpyHtoDAsync(arena_ + manifest.inputs[i].arenaOffset, inputs[i].data, bytes,
-                                 stream_),
-            "cuMemcpyHtoDAsync (input)");
-  launchPlan(stream_);
-  for (size_t i = 0; i < manifest.outputs.size(); ++i)
-    if (size_t bytes = signatureBytes(manifest.outputs[i]))
-      check(d_.cuMemcpyDtoHAsync(outputs[i].data, arena_ + manifest.outputs[i].arenaOffset, bytes,
-                                 stream_),
-            "cuMemcpyDtoHAsync (output)");
+  copyInputs(shape, inputs, /*fromHost=*/true, stream_);
+  launchPlan(plans_[shape.plan], stream_);
+  copyOutputs(shape, outputs, /*toHost=*/true, stream_);
   check(d_.cuEventRecord(runDone_, stream_), "cuEventRecord");
   runDoneRecorded_ = true;
   check(d_.cuStreamSynchronize(stream_), "cuStreamSynchronize");
 }
 
-void CudaSession::stageBenchmarkInputs(const sinter_tensor *hostInputs) {
-  const package::Manifest &manifest = artifact_->manifest();
+void CudaSession::stageBenchmarkInputs(const RunShape &shape, const sinter_tensor *hostInputs) {
+  const package::Plan &plan = artifact_->plans[shape.plan];
   ContextScope scope(d_, context_);
-  stagedOffsets_.assign(manifest.inputs.size(), 0);
+  stagedShape_ = shape;
+  stagedTensors_.assign(hostInputs, hostInputs + plan.inputs.size());
+  stagedOffsets_.assign(plan.inputs.size(), 0);
   size_t total = 0;
-  for (size_t i = 0; i < manifest.inputs.size(); ++i) {
+  for (size_t i = 0; i < plan.inputs.size(); ++i) {
     stagedOffsets_[i] = total;
-    total += (signatureBytes(manifest.inputs[i]) + package::kArenaAlignment - 1) /
-             package::kArenaAlignment * package::kArenaAlignment;
+    total += (hostInputs[i].byte_size + package::kArenaAlignment - 1) / package::kArenaAlignment *
+             package::kArenaAlignment;
   }
   if (total > stagedBytes_) {
     if (stagedInputs_)
@@ -264,11 +318,14 @@ void CudaSession::stageBenchmarkInputs(const sinter_tensor *hostInputs) {
   }
   if (runDoneRecorded_)
     check(d_.cuStreamWaitEvent(stream_, runDone_, 0), "cuStreamWaitEvent");
-  for (size_t i = 0; i < manifest.inputs.size(); ++i)
-    if (size_t bytes = signatureBytes(manifest.inputs[i]))
-      check(d_.cuMemcpyHtoDAsync(stagedInputs_ + stagedOffsets_[i], hostInputs[i].data, bytes,
-                                 stream_),
+  for (size_t i = 0; i < plan.inputs.size(); ++i) {
+    if (hostInputs[i].byte_size)
+      check(d_.cuMemcpyHtoDAsync(stagedInputs_ + stagedOffsets_[i], hostInputs[i].data,
+                                 hostInputs[i].byte_size, stream_),
             "cuMemcpyHtoDAsync (benchmark input)");
+    // Later restores read the device copy, in the caller's layout.
+    stagedTensors_[i].data = reinterpret_cast<void *>(stagedInputs_ + stagedOffsets_[i]);
+  }
   for (CUevent *event : {&timingStart_, &timingStop_})
     if (!*event)
       check(d_.cuEventCreate(event, 0), "cuEventCreate (timing)");
@@ -276,29 +333,25 @@ void CudaSession::stageBenchmarkInputs(const sinter_tensor *hostInputs) {
 }
 
 void CudaSession::restoreStagedInputs() {
-  const package::Manifest &manifest = artifact_->manifest();
-  for (size_t i = 0; i < manifest.inputs.size(); ++i)
-    if (size_t bytes = signatureBytes(manifest.inputs[i]))
-      check(d_.cuMemcpyDtoDAsync(arena_ + manifest.inputs[i].arenaOffset,
-                                 stagedInputs_ + stagedOffsets_[i], bytes, stream_),
-            "cuMemcpyDtoDAsync (benchmark input)");
+  copyInputs(stagedShape_, stagedTensors_.data(), /*fromHost=*/false, stream_);
 }
 
 void CudaSession::timeSteps(double *stepMs) {
   ContextScope scope(d_, context_);
-  while (stepEvents_.size() < steps_.size() + 1) {
+  std::vector<PreparedStep> &steps = plans_[stagedShape_.plan].steps;
+  while (stepEvents_.size() < steps.size() + 1) {
     CUevent event = nullptr;
     check(d_.cuEventCreate(&event, 0), "cuEventCreate (profile)");
     stepEvents_.push_back(event);
   }
   restoreStagedInputs();
   check(d_.cuEventRecord(stepEvents_[0], stream_), "cuEventRecord");
-  for (size_t i = 0; i < steps_.size(); ++i) {
-    enqueueStep(steps_[i], stream_);
+  for (size_t i = 0; i < steps.size(); ++i) {
+    enqueueStep(steps[i], stream_);
     check(d_.cuEventRecord(stepEvents_[i + 1], stream_), "cuEventRecord");
   }
-  check(d_.cuEventSynchronize(stepEvents_[steps_.size()]), "cuEventSynchronize");
-  for (size_t i = 0; i < steps_.size(); ++i) {
+  check(d_.cuEventSynchronize(stepEvents_[steps.size()]), "cuEventSynchronize");
+  for (size_t i = 0; i < steps.size(); ++i) {
     float milliseconds = 0;
     check(d_.cuEventElapsedTime(&milliseconds, stepEvents_[i], stepEvents_[i + 1]),
           "cuEventElapsedTime");
@@ -308,12 +361,13 @@ void CudaSession::timeSteps(double *stepMs) {
 
 double CudaSession::timePlanRun() {
   ContextScope scope(d_, context_);
+  PreparedPlan &plan = plans_[stagedShape_.plan];
   // Capture (once) outside the timed span, before any work of this run is queued.
-  if (useGraphs_ && planRuns_ > 0 && !graph_ && !steps_.empty())
-    captureGraph();
+  if (useGraphs_ && plan.runs > 0 && !plan.graph && !plan.steps.empty())
+    captureGraph(plan);
   restoreStagedInputs();
   check(d_.cuEventRecord(timingStart_, stream_), "cuEventRecord");
-  launchPlan(stream_);
+  launchPlan(plan, stream_);
   check(d_.cuEventRecord(timingStop_, stream_), "cuEventRecord");
   check(d_.cuEventSynchronize(timingStop_), "cuEventSynchronize");
   float milliseconds = 0;

@@ -141,9 +141,21 @@ std::shared_ptr<const LoadedArtifact> loadArtifact(const std::string &path) {
     artifact->weights = reinterpret_cast<const uint8_t *>(aligned);
     std::copy(weights.begin(), weights.end(), reinterpret_cast<uint8_t *>(aligned));
   }
-  if (artifact->manifest().target == package::Target::Cpu)
+  const package::Manifest &manifest = artifact->manifest();
+  artifact->plans.push_back({manifest.inputs, manifest.outputs, manifest.arenaBytes,
+                             manifest.activationBytes, manifest.steps});
+  artifact->plans.insert(artifact->plans.end(), manifest.additionalPlans.begin(),
+                         manifest.additionalPlans.end());
+  if (manifest.target == package::Target::Cpu)
     resolveCpuKernels(*artifact);
   return artifact;
+}
+
+uint64_t LoadedArtifact::largestArenaBytes() const {
+  uint64_t largest = 0;
+  for (const package::Plan &plan : plans)
+    largest = std::max(largest, plan.arenaBytes);
+  return largest;
 }
 
 void describeTensor(const package::TensorSignature &tensor, sinter_tensor_info *info) {

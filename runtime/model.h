@@ -30,7 +30,13 @@ struct LoadedArtifact {
   /// the one part that changes after loading, behind its own lock.
   mutable DeviceShares devices;
 
+  /// Every plan (plan 0 is the manifest's own signature, arena and steps; a bucketed artifact
+  /// has one per combination of buckets: manifest.h).
+  std::vector<package::Plan> plans;
+
   const package::Manifest &manifest() const { return view.manifest; }
+  /// The largest arena of any plan: a session's, since it runs one plan at a time.
+  uint64_t largestArenaBytes() const;
   uint64_t weightsBytes() const { return view.weights.size(); }
 
   LoadedArtifact() = default;

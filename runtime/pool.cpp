@@ -97,16 +97,16 @@ void SessionPool::release(sinter_session &session) {
 
 void SessionPool::run(const sinter_tensor *inputs, int32_t inputCount, sinter_tensor *outputs,
                       int32_t outputCount, void *stream) {
-  validateRunArguments(artifact_->manifest(), inputs, inputCount, outputs, outputCount);
+  RunShape shape = validateRunArguments(*artifact_, inputs, inputCount, outputs, outputCount);
   Lease lease(*this);
-  lease.session().run(inputs, outputs, stream);
+  lease.session().run(shape, inputs, outputs, stream);
 }
 
 void SessionPool::runHost(const sinter_tensor *inputs, int32_t inputCount,
                           sinter_tensor *outputs, int32_t outputCount) {
-  validateRunArguments(artifact_->manifest(), inputs, inputCount, outputs, outputCount);
+  RunShape shape = validateRunArguments(*artifact_, inputs, inputCount, outputs, outputCount);
   Lease lease(*this);
-  lease.session().runHost(inputs, outputs);
+  lease.session().runHost(shape, inputs, outputs);
 }
 
 int32_t SessionPool::sessionCount() const {

@@ -10,13 +10,27 @@
 
 namespace sinter::rt {
 
-/// Checks counts, pointers, dtype, rank, dims and byte size of every input and output against
-/// the signature; throws RuntimeError(INVALID_ARGUMENT) naming the tensor and the problem.
-void validateRunArguments(const package::Manifest &manifest, const sinter_tensor *inputs,
-                          int32_t inputCount, const sinter_tensor *outputs, int32_t outputCount);
+/// What a run uses: the plan its inputs' shapes pick and, for a run padded into a larger bucket,
+/// the caller's dims of every input and output (smaller than the plan's where a bucketed dim is).
+struct RunShape {
+  size_t plan = 0;
+  bool padded = false;
+  std::vector<std::vector<int64_t>> inputDims, outputDims; ///< only when padded
+};
+
+/// Picks the plan for the inputs' shapes (an exact bucket, else the next one up where the dim may
+/// be padded: docs/runtime.md, "Shape buckets") and checks counts, pointers, dtype, rank, dims and
+/// byte size of every input and output against it; throws RuntimeError(INVALID_ARGUMENT) naming
+/// the tensor and the problem.
+RunShape validateRunArguments(const LoadedArtifact &artifact, const sinter_tensor *inputs,
+                              int32_t inputCount, const sinter_tensor *outputs,
+                              int32_t outputCount);
 /// validateRunArguments for the inputs alone (sinter_session_benchmark takes no outputs).
-void validateInputArguments(const package::Manifest &manifest, const sinter_tensor *inputs,
-                            int32_t inputCount);
+RunShape validateInputArguments(const LoadedArtifact &artifact, const sinter_tensor *inputs,
+                                int32_t inputCount);
+/// The dims output `index` has for inputs of these shapes (sinter_model_output_shape).
+std::vector<int64_t> outputDimsFor(const LoadedArtifact &artifact, const sinter_tensor *inputs,
+                                   int32_t inputCount, int32_t index);
 
 /// Bytes of a signature tensor (validated at load, so it does not overflow).
 size_t signatureBytes(const package::TensorSignature &tensor);
@@ -43,9 +57,11 @@ struct sinter_session {
   virtual ~sinter_session() = default;
   /// Runs with caller buffers that the target can address (device memory for CUDA). Arguments
   /// are already validated.
-  virtual void run(const sinter_tensor *inputs, sinter_tensor *outputs, void *stream) = 0;
+  virtual void run(const sinter::rt::RunShape &shape, const sinter_tensor *inputs,
+                   sinter_tensor *outputs, void *stream) = 0;
   /// Runs with host buffers and returns when the outputs are written. Arguments are validated.
-  virtual void runHost(const sinter_tensor *inputs, sinter_tensor *outputs) = 0;
+  virtual void runHost(const sinter::rt::RunShape &shape, const sinter_tensor *inputs,
+                       sinter_tensor *outputs) = 0;
   virtual const sinter::rt::LoadedArtifact &artifact() const = 0;
 
   // sinter_session_benchmark's hooks (benchmark.cpp drives them; runs never call them).
@@ -53,7 +69,8 @@ struct sinter_session {
   /// without a host copy: the plan may reuse an input's arena slot once the input is dead, so a
   /// replay needs its inputs put back. CPU: keeps the pointers, valid until the benchmark call
   /// returns; CUDA: copies them once into a device buffer of the session.
-  virtual void stageBenchmarkInputs(const sinter_tensor *hostInputs) = 0;
+  virtual void stageBenchmarkInputs(const sinter::rt::RunShape &shape,
+                                    const sinter_tensor *hostInputs) = 0;
   /// Restores the staged inputs into the arena, then runs the plan once and returns the
   /// milliseconds of the plan alone (not the restore), after it finished: steady_clock around
   /// it on the CPU; CUDA events on the session's stream around the plan (the graph replay from

@@ -1,18 +1,16 @@
 // How the requests of one execute call become runs of the artifact.
 //
 // Triton's dynamic batcher hands the backend several requests at once; each request has a batch
-// dim of some number of rows (1 for a model that does not batch). An artifact has one fixed shape
-// today, with batch B. Gathering the rows of several requests into one run, and padding a run that
-// is short of B, are correct only when the model's rows are independent of each other, which
-// sinter cannot prove yet. So the rule today is:
+// dim of some number of rows (1 for a model that does not batch). The artifact runs the batch
+// sizes of its shape buckets (docs/runtime.md, "Shape buckets"), or its one batch B. The rule:
 //
-//   * each request runs on its own: never two requests in one run, and never a padded run;
-//   * a request of n rows runs as n / B runs of B consecutive rows (an artifact compiled for
-//     batch 1 serves any n by looping); n that is not a multiple of B is refused, with a message.
-//
-// The plan says which rows of which request fill each run, so an artifact with several shape
-// buckets (the serving issue) slots in here: pick a bucket per run, let a run gather slices of
-// several requests, and pad where the compiler proved the batch dim independent.
+//   * when the compiler proved the batch dim independent (the artifact's batch symbol is
+//     paddable), the rows of all requests, in order, are gathered into runs of at most the largest
+//     bucket; a run of rows between buckets runs in the next bucket up, padded by the runtime, and
+//     each request's rows are scattered back (a request may span two runs);
+//   * otherwise rows may mix, so each request runs on its own: a request of n rows runs as one run
+//     when n is a bucket, and (an artifact of one batch B) as n / B runs of B consecutive rows when
+//     n is a multiple of B; anything else is refused, with a message.
 #pragma once
 
 #include <cstddef>
@@ -29,10 +27,15 @@ struct Slice {
   int64_t rows;
 };
 
-/// One call of the artifact: its slices fill its rows in order, then `paddingRows` rows of zeros.
+/// One call of the artifact: its slices fill its rows in order.
 struct Run {
   std::vector<Slice> slices;
-  int64_t paddingRows = 0;
+  int64_t rows() const {
+    int64_t total = 0;
+    for (const Slice &slice : slices)
+      total += slice.rows;
+    return total;
+  }
 };
 
 struct BatchPlan {
@@ -41,7 +44,14 @@ struct BatchPlan {
   std::vector<std::string> rejected;
 };
 
-/// Plans requests of `requestRows[i]` rows each on an artifact of batch `artifactBatch` (B >= 1).
-BatchPlan planBatches(const std::vector<int64_t> &requestRows, int64_t artifactBatch);
+/// The batch sizes an artifact runs.
+struct BatchShapes {
+  std::vector<int64_t> buckets; ///< ascending; one entry, B, for an artifact of one shape
+  bool paddable = false;        ///< the batch dim is proved independent: gather and pad
+  bool bucketed = false;        ///< the sizes are shape buckets (else one fixed batch)
+};
+
+/// Plans requests of `requestRows[i]` rows each (0: the request failed already, plan nothing).
+BatchPlan planBatches(const std::vector<int64_t> &requestRows, const BatchShapes &shapes);
 
 } // namespace sinter::triton

@@ -198,22 +198,29 @@ const unsigned char *inPlace(const InputData &input, size_t offset, size_t size)
   return nullptr;
 }
 
-sinter_tensor tensorFor(const TensorSpec &spec, void *data) {
+/// A tensor of `rows` batch rows of `spec` (its own dims when the model does not batch).
+sinter_tensor tensorFor(const ModelState &model, const TensorSpec &spec, void *data, int64_t rows) {
   sinter_tensor tensor{};
   tensor.data = data;
-  tensor.byte_size = spec.byteSize();
   tensor.dtype = spec.dtype;
   tensor.rank = static_cast<int32_t>(spec.dims.size());
   std::copy(spec.dims.begin(), spec.dims.end(), tensor.dims);
+  if (!model.batching())
+    rows = model.artifactBatch;
+  else
+    tensor.dims[0] = rows;
+  tensor.byte_size = static_cast<size_t>(rows) * model.rowBytes(spec);
   return tensor;
 }
 
-/// One run of the artifact over the slices of `run`: inputs read in place when one slice lies in
-/// one buffer, else gathered (with zero padding) into staging; outputs written in place when the
-/// run is one slice of a requested output, else staged and scattered.
+/// One run of the artifact over the slices of `run` (its rows: a bucket, or a size the runtime
+/// pads to the next one up): inputs read in place when one slice lies in one buffer, else gathered
+/// into staging; outputs written in place when the run is one slice of a requested output, else
+/// staged and scattered.
 void executeRun(InstanceState &instance, std::vector<Work> &works, const Run &run) {
   const ModelState &model = *instance.model;
-  bool single = run.slices.size() == 1 && run.paddingRows == 0;
+  bool single = run.slices.size() == 1;
+  const int64_t rows = run.rows();
   std::vector<sinter_tensor> inputs, outputs;
   for (size_t i = 0; i < model.inputs.size(); ++i) {
     const TensorSpec &spec = model.inputs[i];
@@ -226,7 +233,7 @@ void executeRun(InstanceState &instance, std::vector<Work> &works, const Run &ru
     }
     if (!data) {
       std::vector<unsigned char> &staging = instance.inputStaging[i];
-      staging.assign(spec.byteSize(), 0);
+      staging.resize(static_cast<size_t>(rows) * rowBytes);
       size_t at = 0;
       for (const Slice &slice : run.slices) {
         gather(works[slice.request].inputs[i], slice.firstRow * rowBytes, slice.rows * rowBytes,
@@ -235,8 +242,8 @@ void executeRun(InstanceState &instance, std::vector<Work> &works, const Run &ru
       }
       data = staging.data();
     }
-    inputs.push_back(
-        tensorFor(spec, const_cast<unsigned char *>(data))); // the runtime only reads inputs
+    inputs.push_back(tensorFor(model, spec, const_cast<unsigned char *>(data),
+                               rows)); // the runtime only reads inputs
   }
   std::vector<bool> staged(model.outputs.size(), false);
   for (size_t o = 0; o < model.outputs.size(); ++o) {
@@ -246,11 +253,11 @@ void executeRun(InstanceState &instance, std::vector<Work> &works, const Run &ru
       data =
           works[run.slices[0].request].outputs[o] + run.slices[0].firstRow * model.rowBytes(spec);
     if (!data) {
-      instance.outputStaging[o].resize(spec.byteSize());
+      instance.outputStaging[o].resize(static_cast<size_t>(rows) * model.rowBytes(spec));
       data = instance.outputStaging[o].data();
       staged[o] = true;
     }
-    outputs.push_back(tensorFor(spec, data));
+    outputs.push_back(tensorFor(model, spec, data, rows));
   }
   sinter_status status =
       instance.cuda
@@ -352,7 +359,7 @@ void executeRequests(TRITONBACKEND_ModelInstance *instance, InstanceState &state
   for (uint32_t i = 0; i < count; ++i)
     if (!works[i].failure)
       rows[i] = works[i].rows;
-  BatchPlan plan = planBatches(rows, state.model->artifactBatch);
+  BatchPlan plan = planBatches(rows, state.model->batchShapes);
   for (uint32_t i = 0; i < count; ++i)
     if (!works[i].failure && !plan.rejected[i].empty())
       works[i].failure = Failure{TRITONSERVER_ERROR_INVALID_ARG, plan.rejected[i]};

@@ -240,7 +240,7 @@ bool autoComplete(JsonValue &config, const BackendConfig &backend,
 int64_t checkConfigAgainstArtifact(const JsonValue &config, const BackendConfig &backend,
                                    const std::vector<TensorSpec> &inputs,
                                    const std::vector<TensorSpec> &outputs,
-                                   const std::string &artifactPath) {
+                                   const std::string &artifactPath, bool bucketed) {
   int64_t batch = 1;
   if (backend.maxBatchSize > 0) {
     // The artifact's batch: the leading dim, which every tensor must share.
@@ -260,7 +260,7 @@ int64_t checkConfigAgainstArtifact(const JsonValue &config, const BackendConfig 
                     spec.name, "' with ", spec.dims[0], "; set max_batch_size: 0");
         }
       }
-    if (batch > backend.maxBatchSize)
+    if (batch > backend.maxBatchSize && !bucketed)
       userError("max_batch_size is ", backend.maxBatchSize, " but the artifact ", artifactPath,
                 " was compiled for batch ", batch, "; raise max_batch_size to a multiple of ",
                 batch, " or compile the model for batch 1");

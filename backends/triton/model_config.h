@@ -63,9 +63,11 @@ bool autoComplete(JsonValue &config, const BackendConfig &backend,
 /// Checks the configuration's tensors against the signature (same names, types and dims, the
 /// batch rule above) and returns the artifact's batch B (1 when max_batch_size is 0). The
 /// message names the model, the tensor, and what differs.
+/// With `bucketed` (the batch is a shape bucket symbol), the artifact's batch may exceed
+/// max_batch_size: smaller batches run in their own buckets, or padded.
 int64_t checkConfigAgainstArtifact(const JsonValue &config, const BackendConfig &backend,
                                    const std::vector<TensorSpec> &inputs,
                                    const std::vector<TensorSpec> &outputs,
-                                   const std::string &artifactPath);
+                                   const std::string &artifactPath, bool bucketed = false);
 
 } // namespace sinter::triton

@@ -6,6 +6,7 @@
 // runtime requires.
 #pragma once
 
+#include "batching.h"
 #include "model_config.h"
 #include "triton_api.h"
 
@@ -45,7 +46,11 @@ struct ModelState {
   sinter_model *model = nullptr;
   BackendConfig config;
   std::vector<TensorSpec> inputs, outputs;
-  int64_t artifactBatch = 1; ///< B; 1 when max_batch_size is 0
+  /// The batch of the signature's tensors (plan 0's: the smallest bucket); 1 when max_batch_size
+  /// is 0.
+  int64_t artifactBatch = 1;
+  /// The batch sizes the artifact runs (batching.h): its batch symbol's buckets, or B.
+  BatchShapes batchShapes;
 
   /// Bytes of one batch row of a tensor (the whole tensor when the model does not batch).
   size_t rowBytes(const TensorSpec &spec) const {

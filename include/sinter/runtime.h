@@ -22,6 +22,10 @@
  * (sinter_runtime_abi_revision() says which one is loaded).
  *   revision 1: pools (sinter_pool_*), SINTER_ERROR_BUSY (a session already in a call, a busy
  *   pool), sinter_model_device_usage; artifacts end in a digest trailer (docs/artifact-format.md).
+ *   revision 2: shape buckets (sinter_model_symbol_count / _symbol_info / _dim_symbol /
+ *   _output_shape): an artifact with a plan per bucket of a symbolic dim; a run picks the plan of
+ *   its inputs' shape, or pads into the next bucket up where the compiler proved the dim
+ *   independent. A revision-1 library refuses such artifacts (a header field it reads as reserved).
  *
  * The runtime depends on libc only. It reaches the GPU through dlopen("libcuda.so.1") and the CUDA
  * driver API; a machine without the driver gets SINTER_ERROR_NO_DEVICE, not a crash.
@@ -37,7 +41,7 @@ extern "C" {
 #endif
 
 #define SINTER_ABI_VERSION 1
-#define SINTER_ABI_REVISION 1
+#define SINTER_ABI_REVISION 2
 
 typedef enum sinter_status {
   SINTER_OK = 0,
@@ -96,7 +100,7 @@ typedef struct sinter_session sinter_session;
 const char *sinter_last_error(void);
 /* Runtime ABI version (SINTER_ABI_VERSION of the library actually loaded). */
 int sinter_runtime_abi_version(void);
-/* Its additive revision (SINTER_ABI_REVISION of the library actually loaded). Revision 1. */
+/* Its additive revision (SINTER_ABI_REVISION of the library actually loaded). Revision 2. */
 int sinter_runtime_abi_revision(void);
 
 /* Loads an artifact (model.so). Checks its ABI version, its target, and for CPU artifacts that
@@ -218,6 +222,35 @@ sinter_status sinter_pool_run_host(sinter_pool *pool, const sinter_tensor *input
                                    int32_t output_count);
 /* Sessions the pool has made so far (-1 for a bad handle). */
 int32_t sinter_pool_session_count(const sinter_pool *pool);
+
+/* Shape buckets (revision 2). An artifact compiled with `--dim batch=1,2,4,8` (or a range) has a
+ * plan per bucket of each such symbol; the input and output infos above describe plan 0 (every
+ * smallest bucket). A run picks the plan whose buckets equal its inputs' sizes; a size between
+ * buckets runs in the next bucket up, padded with zeros and its outputs trimmed, when the symbol is
+ * paddable (the compiler proved no op mixes elements along it), and is INVALID_ARGUMENT otherwise,
+ * saying why. Outputs then have the inputs' size of the symbol where it appears in them. */
+typedef struct sinter_symbol_info {
+  const char *name;          /* the symbol ("batch"); lives as long as the model */
+  int32_t bucket_count;
+  const int64_t *buckets;    /* bucket_count sizes, ascending; live as long as the model */
+  int32_t paddable;          /* 1: sizes between buckets run padded in the next bucket up */
+  const char *padding_refusal; /* when not paddable, why the proof failed (or ""); "" otherwise */
+} sinter_symbol_info;
+
+/* The bucketed symbols (0 for an artifact of one shape; -1 for a bad handle). */
+int32_t sinter_model_symbol_count(const sinter_model *model);
+sinter_status sinter_model_symbol_info(const sinter_model *model, int32_t index,
+                                       sinter_symbol_info *info);
+/* The bucketed symbol at `axis` of input (is_output 0) or output (1) `index`, "" when that dim is
+ * not bucketed, null with the last error set for a bad index. The string lives as long as the model. */
+const char *sinter_model_dim_symbol(const sinter_model *model, int32_t is_output, int32_t index,
+                                    int32_t axis);
+/* The shape of output `output` for inputs of these dtypes and dims (their data is not read): the
+ * plan's, with each bucketed symbol at the inputs' size. Fails as a run would for inputs that fit no
+ * plan, with the same message. */
+sinter_status sinter_model_output_shape(const sinter_model *model, const sinter_tensor *inputs,
+                                        int32_t input_count, int32_t output,
+                                        sinter_tensor_info *info);
 
 #ifdef __cplusplus
 } /* extern "C" */

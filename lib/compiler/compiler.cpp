@@ -13,10 +13,12 @@
 #include "sinter/ir/infer.h"
 #include "sinter/package/format.h"
 #include "sinter/package/writer.h"
+#include "sinter/passes/independent_dims.h"
 #include "sinter/support/error.h"
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -95,15 +97,36 @@ package::TensorSignature signatureOf(const Value *value, const Shape &declared) 
   return signature;
 }
 
-/// Appends bytes to the weights blob at the next aligned offset; returns the offset.
+/// The weights already in the blob by content, so that the plans of a bucketed artifact share
+/// one copy of each constant (null for an artifact of one plan: its blob is what it always was).
+struct WeightIndex {
+  std::multimap<uint64_t, uint64_t> offsetsByHash; ///< hashBytes of the bytes -> blob offset
+  std::map<uint64_t, uint64_t> bytesAt;           ///< blob offset -> length
+};
+
+/// Appends bytes to the weights blob at the next aligned offset, or finds the same bytes there
+/// already (with an index); returns the offset.
 uint64_t appendWeights(package::Manifest &manifest, const void *data, uint64_t bytes,
-                       const std::string &name) {
+                       const std::string &name, WeightIndex *index = nullptr) {
+  uint64_t hash = 0;
+  if (index) {
+    hash = package::hashBytes(std::span<const uint8_t>(static_cast<const uint8_t *>(data), bytes));
+    auto [begin, end] = index->offsetsByHash.equal_range(hash);
+    for (auto it = begin; it != end; ++it)
+      if (index->bytesAt.at(it->second) == bytes &&
+          (bytes == 0 || std::memcmp(manifest.weights.data() + it->second, data, bytes) == 0))
+        return it->second;
+  }
   uint64_t offset = (manifest.weights.size() + package::kWeightAlignment - 1) /
                     package::kWeightAlignment * package::kWeightAlignment;
   manifest.weights.resize(offset + bytes);
   std::copy(static_cast<const uint8_t *>(data), static_cast<const uint8_t *>(data) + bytes,
             manifest.weights.begin() + offset);
   manifest.weightTable.push_back({name, offset, bytes});
+  if (index) {
+    index->offsetsByHash.emplace(hash, offset);
+    index->bytesAt[offset] = bytes;
+  }
   return offset;
 }
 
@@ -150,9 +173,11 @@ bool runPasses(Graph &graph, const CompileOptions &options,
 
 /// Kernel groups (one per node with fusion off), then which bytes each value lives in: a group of
 /// views is no kernel and its output aliases its source.
-Schedule scheduleGraph(const Graph &graph, bool fuseKernels) {
+Schedule scheduleGraph(const Graph &graph, bool fuseKernels, const std::string &kernelSuffix) {
   Schedule schedule;
   schedule.groups = codegen::formKernelGroups(graph, fuseKernels);
+  for (codegen::KernelGroup &group : schedule.groups) // unique names across a bucketed artifact's plans
+    group.name += kernelSuffix;
   schedule.buffers = codegen::assignBuffers(graph, schedule.groups);
   return schedule;
 }
@@ -187,13 +212,15 @@ std::vector<codegen::KernelNeeds> declareNeeds(const codegen::Backend &backend, 
 
 /// Constants that something reads go to the weights blob, in the graph's constant order.
 std::map<const Value *, package::BufferRef> placeConstants(const Graph &graph,
-                                                           package::Manifest &manifest) {
+                                                           package::Manifest &manifest,
+                                                           WeightIndex *weightIndex) {
   std::map<const Value *, package::BufferRef> location;
   for (Value *constant : graph.constants()) {
     if (!constant->hasUses() && !graph.isOutput(constant))
       continue;
     const Tensor &tensor = constant->constant();
-    uint64_t offset = appendWeights(manifest, tensor.data(), tensor.byteSize(), constant->name());
+    uint64_t offset =
+        appendWeights(manifest, tensor.data(), tensor.byteSize(), constant->name(), weightIndex);
     location[constant] = {package::Region::Weights, offset};
   }
   return location;
@@ -259,7 +286,7 @@ uint64_t valueBytes(const Value *value) {
 /// its workspace, in that order (backend.h's LaunchShape).
 void recordLaunches(const Schedule &schedule, const std::vector<codegen::LoweredGroup> &lowered,
                     GeneratedKernels &generated, const MemoryLayout &layout,
-                    package::Manifest &manifest) {
+                    package::Manifest &manifest, package::Plan &plan, WeightIndex *weightIndex) {
   for (size_t i = 0; i < schedule.groups.size(); ++i) {
     const codegen::KernelGroup &group = schedule.groups[i];
     if (schedule.buffers.viewGroup[i])
@@ -286,70 +313,65 @@ void recordLaunches(const Schedule &schedule, const std::vector<codegen::Lowered
             uint64_t(buffer.elements) * dtypeSize(buffer.dtype));
     for (const std::vector<uint8_t> &data : shape.derivedConstants)
       add({package::Region::Weights, appendWeights(manifest, data.data(), data.size(),
-                                                   lowered[i].kernel.name + ".derived")},
+                                                   lowered[i].kernel.name + ".derived", weightIndex)},
           data.size());
     if (layout.workspaceSlot[i])
       add({package::Region::Arena, layout.arena.offsets[*layout.workspaceSlot[i]]},
           layout.workspaceBytes[i]);
     manifest.kernels.push_back(std::move(generated.entries[i]));
-    manifest.steps.push_back(std::move(launch));
+    plan.steps.push_back(std::move(launch));
   }
 }
 
 /// The signature's inputs, with the symbols they were declared with and their arena slots.
 void recordInputs(const Graph &graph, const std::map<std::string, Shape> &declared,
-                  const MemoryLayout &layout, package::Manifest &manifest) {
+                  const MemoryLayout &layout, package::Plan &plan) {
   for (Value *input : graph.inputs()) {
     package::TensorSignature signature = signatureOf(input, declared.at(input->name()));
     signature.arenaOffset = layout.location.at(input).offset;
-    manifest.inputs.push_back(std::move(signature));
+    plan.inputs.push_back(std::move(signature));
   }
 }
 
 /// The signature's outputs with their arena slots; a constant output is copied into its slot
 /// after the last launch.
 void recordOutputs(const Graph &graph, const Schedule &schedule, const MemoryLayout &layout,
-                   package::Manifest &manifest) {
+                   package::Plan &plan) {
   for (Value *output : graph.outputs()) {
     package::TensorSignature signature = signatureOf(output, output->shape());
     uint64_t slot = layout.arena.offsets[schedule.buffers.arenaIndex.at(schedule.buffers.storageOf(output))];
     signature.arenaOffset = output->isConstant() ? slot : layout.location.at(output).offset;
     if (output->isConstant())
-      manifest.steps.push_back(package::Copy{layout.location.at(output),
-                                             {package::Region::Arena, slot},
-                                             output->constant().byteSize()});
-    manifest.outputs.push_back(std::move(signature));
+      plan.steps.push_back(package::Copy{layout.location.at(output),
+                                         {package::Region::Arena, slot},
+                                         output->constant().byteSize()});
+    plan.outputs.push_back(std::move(signature));
   }
 }
 
-} // namespace
-
-package::Manifest buildManifest(Graph &graph, const CompileOptions &options,
-                                const std::string &workDirectory,
-                                std::vector<std::string> &objectFiles, CompileStatistics &stats) {
+/// Stages 1 to 7 for one graph: its plan (signature, arena, steps) into `plan`, its kernels and
+/// weights into `manifest`. A bucketed artifact calls it once per plan with one backend, so the
+/// backend compiles every plan's kernels together in stage 8.
+void buildPlan(Graph &graph, const CompileOptions &options, codegen::Backend &backend,
+               const codegen::BackendCapabilities &capabilities, const std::string &kernelSuffix,
+               WeightIndex *weightIndex, package::Manifest &manifest, package::Plan &plan,
+               CompileStatistics &stats) {
   auto report = [&](const std::string &message) {
     if (options.progress)
       options.progress(message);
   };
-  stats.sourceNodeCount = graph.numNodes();
-  package::Manifest manifest = startManifest(graph, options);
   // The signature keeps the shapes as declared, with their symbols; passes may rewrite inputs.
   std::map<std::string, Shape> declared;
   for (Value *input : graph.inputs())
     declared[input->name()] = input->shape();
 
-  // 0. The target's backend, first: its capabilities decide what the passes form (fused
-  //    attention) and what lowering describes for it.
-  std::unique_ptr<codegen::Backend> backend = codegen::createBackend(options.target);
-  const codegen::BackendCapabilities capabilities = backend->capabilities();
-
   // 1. Passes: graph to graph, before anything is scheduled (they change which nodes exist).
   auto start = Clock::now();
   const bool fuseKernels = runPasses(graph, options, capabilities);
-  stats.passSeconds = secondsSince(start);
+  stats.passSeconds += secondsSince(start);
 
   // 2. Schedule: kernel groups, then view aliases and lifetimes over the groups' order.
-  Schedule schedule = scheduleGraph(graph, fuseKernels);
+  Schedule schedule = scheduleGraph(graph, fuseKernels, kernelSuffix);
 
   // 3. Lowering, once per group, into what the backend consumes; backends never read the graph.
   //    Before memory planning: a kernel may declare scratch buffers (KernelBuilder::addScratch),
@@ -361,45 +383,59 @@ package::Manifest buildManifest(Graph &graph, const CompileOptions &options,
   // 4. Kernel needs: what each kernel will need of the arena beyond its buffers (a stream-K
   //    GEMM's partial sums), declared by the backend from the choice it will print. Before memory
   //    planning, so that generation consumes the plan and nothing flows back.
-  std::vector<codegen::KernelNeeds> needs = declareNeeds(*backend, schedule, lowered);
+  std::vector<codegen::KernelNeeds> needs = declareNeeds(backend, schedule, lowered);
 
   // 5. Weights: the graph's constants, in graph order (the derived constants follow in step 7),
   //    then the memory plan: values, then scratch, then workspace, all in one arena.
-  std::map<const Value *, package::BufferRef> location = placeConstants(graph, manifest);
+  std::map<const Value *, package::BufferRef> location = placeConstants(graph, manifest, weightIndex);
   MemoryLayout layout = planMemory(schedule, lowered, needs, std::move(location));
-  manifest.arenaBytes = layout.arena.arenaBytes;
-  manifest.activationBytes = layout.arena.totalBytes;
-  stats.arenaBytes = layout.arena.arenaBytes;
-  stats.activationBytes = layout.arena.totalBytes;
+  plan.arenaBytes = layout.arena.arenaBytes;
+  plan.activationBytes = layout.arena.totalBytes;
+  stats.arenaBytes = std::max(stats.arenaBytes, plan.arenaBytes);
+  stats.activationBytes = std::max(stats.activationBytes, plan.activationBytes);
 
   // 6. Backend code generation: each kernel's source and launch shape (kept by the backend until
   //    packaging), from the lowered group alone; the arena's layout reaches kernels as launch
   //    arguments, never as code.
   start = Clock::now();
-  GeneratedKernels generated = generateKernels(*backend, schedule, lowered);
+  GeneratedKernels generated = generateKernels(backend, schedule, lowered);
   codegenSeconds += secondsSince(start);
 
   // 7. The plan: inputs' slots, one launch per kernel with every argument's place, then the
   //    outputs' slots (and the copies of constant outputs, which run after every launch).
-  recordInputs(graph, declared, layout, manifest);
-  recordLaunches(schedule, lowered, generated, layout, manifest);
-  stats.codegenSeconds = codegenSeconds;
-  stats.weightBytes = manifest.weights.size(); // with the constants backends derived
-  stats.kernelCount = int(manifest.kernels.size());
-  recordOutputs(graph, schedule, layout, manifest);
-
-  // 8. Packaging: the backend compiles what it kept (NVRTC and ptxas, or LLVM to an object);
-  //    compileGraph's writer then links model.so.
-  start = Clock::now();
-  report("compiling " + std::to_string(manifest.kernels.size()) + " kernels with " +
-         backend->name());
-  objectFiles = backend->finish(manifest, workDirectory);
-  stats.finishSeconds = secondsSince(start);
-  return manifest;
+  recordInputs(graph, declared, layout, plan);
+  recordLaunches(schedule, lowered, generated, layout, manifest, plan, weightIndex);
+  stats.codegenSeconds += codegenSeconds;
+  recordOutputs(graph, schedule, layout, plan);
 }
 
-CompileStatistics compileGraph(Graph &graph, const CompileOptions &options,
-                               const std::string &outputPath) {
+/// Stage 8, packaging: the backend compiles what it kept (NVRTC and ptxas, or LLVM to an
+/// object); compileGraph's writer then links model.so.
+std::vector<std::string> finishManifest(codegen::Backend &backend, const CompileOptions &options,
+                                        const std::string &workDirectory,
+                                        package::Manifest &manifest, CompileStatistics &stats) {
+  stats.weightBytes = manifest.weights.size(); // with the constants backends derived
+  stats.kernelCount = int(manifest.kernels.size());
+  auto start = Clock::now();
+  if (options.progress)
+    options.progress("compiling " + std::to_string(manifest.kernels.size()) + " kernels with " +
+                     backend.name());
+  std::vector<std::string> objectFiles = backend.finish(manifest, workDirectory);
+  stats.finishSeconds = secondsSince(start);
+  return objectFiles;
+}
+
+void usePlan(package::Manifest &manifest, package::Plan plan) {
+  manifest.inputs = std::move(plan.inputs);
+  manifest.outputs = std::move(plan.outputs);
+  manifest.arenaBytes = plan.arenaBytes;
+  manifest.activationBytes = plan.activationBytes;
+  manifest.steps = std::move(plan.steps);
+}
+
+/// Writes the manifest and objects to outputPath through a private work folder.
+template <typename Build>
+CompileStatistics writeArtifactFrom(const std::string &outputPath, Build build) {
   namespace fs = std::filesystem;
   CompileStatistics stats;
   fs::path work = fs::temp_directory_path() / ("sinter-compile-" + std::to_string(::getpid()));
@@ -412,11 +448,149 @@ CompileStatistics compileGraph(Graph &graph, const CompileOptions &options,
     }
   } cleanup{work};
   std::vector<std::string> objects;
-  package::Manifest manifest = buildManifest(graph, options, work.string(), objects, stats);
+  package::Manifest manifest = build(work.string(), objects, stats);
   auto writeStart = Clock::now();
   package::writeArtifact(manifest, outputPath, objects);
   stats.writeSeconds = secondsSince(writeStart);
   return stats;
+}
+
+} // namespace
+
+package::Manifest buildManifest(Graph &graph, const CompileOptions &options,
+                                const std::string &workDirectory,
+                                std::vector<std::string> &objectFiles, CompileStatistics &stats) {
+  stats.sourceNodeCount = graph.numNodes();
+  package::Manifest manifest = startManifest(graph, options);
+
+  // 0. The target's backend, first: its capabilities decide what the passes form (fused
+  //    attention) and what lowering describes for it.
+  std::unique_ptr<codegen::Backend> backend = codegen::createBackend(options.target);
+  const codegen::BackendCapabilities capabilities = backend->capabilities();
+
+  // 1 to 7: passes, schedule, lowering, weights, code generation, memory plan, the plan.
+  package::Plan plan;
+  buildPlan(graph, options, *backend, capabilities, "", nullptr, manifest, plan, stats);
+  usePlan(manifest, std::move(plan));
+
+  // 8. Packaging.
+  objectFiles = finishManifest(*backend, options, workDirectory, manifest, stats);
+  return manifest;
+}
+
+package::Manifest buildBucketedManifest(const GraphImporter &importGraph,
+                                        const std::vector<DimBuckets> &symbols,
+                                        const CompileOptions &options,
+                                        const std::string &workDirectory,
+                                        std::vector<std::string> &objectFiles,
+                                        CompileStatistics &stats) {
+  if (symbols.empty())
+    userError("a bucketed compile needs a symbol with buckets");
+  size_t planCount = 1;
+  for (const DimBuckets &symbol : symbols) {
+    if (symbol.buckets.empty())
+      userError("--dim ", symbol.symbol, " has no bucket");
+    if (symbol.origins.empty())
+      userError("--dim names '", symbol.symbol, "', which no graph input's shape uses");
+    for (size_t b = 0; b < symbol.buckets.size(); ++b)
+      if (symbol.buckets[b] < 1 || (b > 0 && symbol.buckets[b] <= symbol.buckets[b - 1]))
+        userError("--dim ", symbol.symbol, ": buckets must be positive and ascending");
+    planCount *= symbol.buckets.size();
+    if (planCount > kMaxPlans)
+      userError("the buckets make more than ", kMaxPlans, " plans (one per combination)");
+  }
+  std::unique_ptr<codegen::Backend> backend = codegen::createBackend(options.target);
+  const codegen::BackendCapabilities capabilities = backend->capabilities();
+  package::Manifest manifest;
+  WeightIndex weightIndex;
+  std::vector<package::ShapeSymbol> recorded(symbols.size());
+  for (size_t s = 0; s < symbols.size(); ++s) {
+    recorded[s].name = symbols[s].symbol;
+    recorded[s].buckets = symbols[s].buckets;
+    recorded[s].paddable = true;
+  }
+  for (size_t p = 0; p < planCount; ++p) {
+    // Plan p's bucket of each symbol: mixed radix, the last symbol fastest (manifest.h).
+    std::map<std::string, int64_t> sizes;
+    std::vector<size_t> bucketIndex(symbols.size());
+    for (size_t s = symbols.size(), rest = p; s-- > 0;) {
+      bucketIndex[s] = rest % symbols[s].buckets.size();
+      rest /= symbols[s].buckets.size();
+      sizes[symbols[s].symbol] = symbols[s].buckets[bucketIndex[s]];
+    }
+    std::string label;
+    for (const auto &[name, size] : sizes)
+      label += (label.empty() ? "" : ", ") + name + "=" + std::to_string(size);
+    if (options.progress)
+      options.progress("plan " + std::to_string(p + 1) + "/" + std::to_string(planCount) + ": " +
+                       label);
+    std::unique_ptr<Graph> graph = importGraph(sizes);
+    if (p == 0) {
+      manifest = startManifest(*graph, options);
+      stats.sourceNodeCount = graph->numNodes();
+    }
+    // The proof reads the graph as imported, before passes rewrite it. Padding never runs into
+    // the smallest bucket, so its plan need not pass (a dim of size 1 is ambiguous in views).
+    std::vector<std::vector<int>> outputAxes(symbols.size());
+    for (size_t s = 0; s < symbols.size(); ++s) {
+      DimIndependence proof = proveIndependentDim(*graph, symbols[s].origins);
+      if (proof.independent)
+        outputAxes[s] = proof.outputAxes;
+      else if ((bucketIndex[s] > 0 || symbols[s].buckets.size() == 1) && recorded[s].paddable) {
+        recorded[s].paddable = false;
+        recorded[s].paddingRefusal = proof.reason;
+      }
+    }
+    package::Plan plan;
+    buildPlan(*graph, options, *backend, capabilities, p == 0 ? "" : "_p" + std::to_string(p),
+              &weightIndex, manifest, plan, stats);
+    // The signature names the bucketed symbols where they are: the inputs' declared dims, and the
+    // outputs' axes the proof followed the dim to.
+    for (package::TensorSignature &input : plan.inputs)
+      input.dimSymbols.assign(input.dims.size(), "");
+    for (package::TensorSignature &output : plan.outputs)
+      output.dimSymbols.assign(output.dims.size(), "");
+    for (size_t s = 0; s < symbols.size(); ++s) {
+      for (const DimOrigin &origin : symbols[s].origins)
+        for (package::TensorSignature &input : plan.inputs)
+          if (input.name == origin.input)
+            input.dimSymbols[origin.axis] = symbols[s].symbol;
+      for (size_t o = 0; o < outputAxes[s].size(); ++o)
+        if (outputAxes[s][o] >= 0 && plan.outputs[o].dimSymbols[outputAxes[s][o]].empty())
+          plan.outputs[o].dimSymbols[outputAxes[s][o]] = symbols[s].symbol;
+    }
+    for (package::TensorSignature &tensor : plan.outputs)
+      if (std::all_of(tensor.dimSymbols.begin(), tensor.dimSymbols.end(),
+                      [](const std::string &symbol) { return symbol.empty(); }))
+        tensor.dimSymbols.clear();
+    if (p == 0)
+      usePlan(manifest, std::move(plan));
+    else
+      manifest.additionalPlans.push_back(std::move(plan));
+  }
+  manifest.symbols = std::move(recorded);
+  objectFiles = finishManifest(*backend, options, workDirectory, manifest, stats);
+  return manifest;
+}
+
+CompileStatistics compileGraph(Graph &graph, const CompileOptions &options,
+                               const std::string &outputPath) {
+  return writeArtifactFrom(outputPath, [&](const std::string &work,
+                                           std::vector<std::string> &objects,
+                                           CompileStatistics &stats) {
+    return buildManifest(graph, options, work, objects, stats);
+  });
+}
+
+CompileStatistics compileBucketedGraphs(const GraphImporter &importGraph,
+                                        const std::vector<DimBuckets> &symbols,
+                                        const CompileOptions &options,
+                                        const std::string &outputPath) {
+  return writeArtifactFrom(outputPath, [&](const std::string &work,
+                                           std::vector<std::string> &objects,
+                                           CompileStatistics &stats) {
+    return buildBucketedManifest(importGraph, symbols, options, work, objects, stats);
+  });
 }
 
 } // namespace sinter

@@ -131,17 +131,50 @@ void encodeBoundInput(Encoder &encoder, const BoundInput &bound) {
   encoder.bytes(bound.value);
 }
 
+void encodeSignatures(Encoder &encoder, const std::vector<TensorSignature> &list) {
+  encoder.count(list.size());
+  for (const TensorSignature &tensor : list)
+    encodeSignature(encoder, tensor);
+}
+
+/// The shape-bucket section (kFeatureShapeBuckets): the symbols, then plans 1 and up, each with
+/// its launches' argument sizes inline (one list per launch, possibly empty).
+void encodeBuckets(Encoder &encoder, const Manifest &manifest) {
+  encoder.count(manifest.symbols.size());
+  for (const ShapeSymbol &symbol : manifest.symbols) {
+    encoder.string(symbol.name);
+    encoder.count(symbol.buckets.size());
+    for (int64_t bucket : symbol.buckets)
+      encoder.i64(bucket);
+    encoder.u8(symbol.paddable ? 1 : 0);
+    encoder.string(symbol.paddingRefusal);
+  }
+  encoder.count(manifest.additionalPlans.size());
+  for (const Plan &plan : manifest.additionalPlans) {
+    encodeSignatures(encoder, plan.inputs);
+    encodeSignatures(encoder, plan.outputs);
+    encoder.u64(plan.arenaBytes);
+    encoder.u64(plan.activationBytes);
+    encoder.count(plan.steps.size());
+    for (const Step &step : plan.steps) {
+      encodeStep(encoder, step);
+      if (const auto *launch = std::get_if<Launch>(&step)) {
+        encoder.count(launch->argBytes.size());
+        for (uint64_t bytes : launch->argBytes)
+          encoder.u64(bytes);
+      }
+    }
+  }
+}
+
 void encodeMetadata(Encoder &encoder, const Manifest &manifest) {
   encoder.string(manifest.producer);
   encoder.string(manifest.cpuLevel);
   encoder.count(manifest.cudaArchs.size());
   for (const std::string &arch : manifest.cudaArchs)
     encoder.string(arch);
-  for (const auto *list : {&manifest.inputs, &manifest.outputs}) {
-    encoder.count(list->size());
-    for (const TensorSignature &tensor : *list)
-      encodeSignature(encoder, tensor);
-  }
+  encodeSignatures(encoder, manifest.inputs);
+  encodeSignatures(encoder, manifest.outputs);
   encoder.u64(manifest.arenaBytes);
   encoder.u64(manifest.activationBytes);
   encoder.i64(manifest.sourceNodeCount);
@@ -166,6 +199,8 @@ void encodeMetadata(Encoder &encoder, const Manifest &manifest) {
   encoder.count(manifest.steps.size());
   for (const Step &step : manifest.steps)
     encodeStep(encoder, step);
+  if (!manifest.symbols.empty())
+    encodeBuckets(encoder, manifest);
   // Optional trailing fields, each absent when it says nothing (no bound input, float32
   // storage, no argument sizes), so such artifacts are unchanged. A later field needs the earlier
   // ones before it: the bound inputs' count (0 when there are none) and the storage precision
@@ -349,7 +384,50 @@ Step decodeStep(Decoder &decoder) {
   userError("corrupt artifact: step kind ", int(kind), " is neither launch (0) nor copy (1)");
 }
 
-Manifest decodeMetadata(Decoder &decoder, Target target) {
+std::vector<TensorSignature> decodeSignatures(Decoder &decoder) {
+  std::vector<TensorSignature> list;
+  uint32_t tensors = decoder.count(kMinSignature, "signature");
+  for (uint32_t i = 0; i < tensors; ++i)
+    list.push_back(decodeSignature(decoder));
+  return list;
+}
+
+void decodeBuckets(Decoder &decoder, Manifest &manifest) {
+  uint32_t symbols = decoder.count(kMinString + 4 + 1 + kMinString, "shape symbols");
+  if (symbols == 0)
+    userError("corrupt artifact: the shape-bucket feature is set but no symbol is recorded");
+  for (uint32_t i = 0; i < symbols; ++i) {
+    ShapeSymbol symbol;
+    symbol.name = decoder.string("symbol name");
+    uint32_t buckets = decoder.count(8, "symbol buckets");
+    for (uint32_t j = 0; j < buckets; ++j)
+      symbol.buckets.push_back(decoder.i64("symbol bucket"));
+    symbol.paddable = decoder.boolean("symbol paddable");
+    symbol.paddingRefusal = decoder.string("symbol padding refusal");
+    manifest.symbols.push_back(std::move(symbol));
+  }
+  uint32_t plans = decoder.count(2 * 4 + 16 + 4, "additional plans");
+  for (uint32_t i = 0; i < plans; ++i) {
+    Plan plan;
+    plan.inputs = decodeSignatures(decoder);
+    plan.outputs = decodeSignatures(decoder);
+    plan.arenaBytes = decoder.u64("plan arena bytes");
+    plan.activationBytes = decoder.u64("plan activation bytes");
+    uint32_t steps = decoder.count(kMinStep, "plan steps");
+    plan.steps.reserve(steps);
+    for (uint32_t j = 0; j < steps; ++j) {
+      plan.steps.push_back(decodeStep(decoder));
+      if (auto *launch = std::get_if<Launch>(&plan.steps.back())) {
+        uint32_t sizes = decoder.count(8, "plan argument sizes");
+        for (uint32_t k = 0; k < sizes; ++k)
+          launch->argBytes.push_back(decoder.u64("plan argument bytes"));
+      }
+    }
+    manifest.additionalPlans.push_back(std::move(plan));
+  }
+}
+
+Manifest decodeMetadata(Decoder &decoder, Target target, uint64_t features) {
   Manifest manifest;
   manifest.target = target;
   manifest.producer = decoder.string("producer");
@@ -357,11 +435,8 @@ Manifest decodeMetadata(Decoder &decoder, Target target) {
   uint32_t archs = decoder.count(kMinString, "cuda archs");
   for (uint32_t i = 0; i < archs; ++i)
     manifest.cudaArchs.push_back(decoder.string("cuda arch"));
-  for (auto *list : {&manifest.inputs, &manifest.outputs}) {
-    uint32_t tensors = decoder.count(kMinSignature, "signature");
-    for (uint32_t i = 0; i < tensors; ++i)
-      list->push_back(decodeSignature(decoder));
-  }
+  manifest.inputs = decodeSignatures(decoder);
+  manifest.outputs = decodeSignatures(decoder);
   manifest.arenaBytes = decoder.u64("arena bytes");
   manifest.activationBytes = decoder.u64("activation bytes");
   manifest.sourceNodeCount = decoder.i64("source node count");
@@ -393,6 +468,8 @@ Manifest decodeMetadata(Decoder &decoder, Target target) {
   manifest.steps.reserve(steps);
   for (uint32_t i = 0; i < steps; ++i)
     manifest.steps.push_back(decodeStep(decoder));
+  if (features & kFeatureShapeBuckets)
+    decodeBuckets(decoder, manifest);
   if (decoder.remaining() != 0) {
     uint32_t bound = decoder.count(kMinBoundInput, "bound inputs");
     if (bound == 0 && decoder.remaining() == 0)
@@ -483,7 +560,7 @@ std::vector<uint8_t> serializeManifestHead(const Manifest &manifest) {
   headerEncoder.u64(weightsOffset);
   headerEncoder.u64(weightsBytes);
   headerEncoder.u64(weightsHash);
-  headerEncoder.u64(0); // reserved
+  headerEncoder.u64(manifest.symbols.empty() ? 0 : kFeatureShapeBuckets); // features
   SINTER_ASSERT(header.size() == kArtifactHeaderBytes);
   std::memcpy(head.data(), header.data(), header.size());
   return head;
@@ -522,13 +599,15 @@ ArtifactHeader parseArtifactHeader(std::span<const uint8_t> bytes) {
   header.weightsOffset = load64(data + 48);
   header.weightsBytes = load64(data + 56);
   header.weightsHash = load64(data + 64);
-  uint64_t reserved = load64(data + 72);
+  header.features = load64(data + 72);
 
   if (header.totalBytes != bytes.size())
     userError("corrupt artifact: the header says ", header.totalBytes, " bytes but there are ",
               bytes.size(), " (truncated?)");
-  if (reserved != 0)
-    userError("corrupt artifact: a reserved header field is not zero");
+  if (header.features & ~kKnownFeatures)
+    userError("the artifact needs features (header feature bits ", header.features & ~kKnownFeatures,
+              ") that this build of sinter (ABI revision ", SINTER_ABI_REVISION,
+              ") does not know: load it with a newer libsinter_rt");
   if (header.metadataOffset != kArtifactHeaderBytes)
     userError("corrupt artifact: metadata offset ", header.metadataOffset, " is not ",
               kArtifactHeaderBytes);
@@ -557,7 +636,7 @@ ArtifactView parseArtifactView(std::span<const uint8_t> bytes, bool verifyWeight
     userError("corrupt artifact: the weights checksum does not match");
 
   Decoder decoder(metadata.data(), metadata.size());
-  view.manifest = decodeMetadata(decoder, view.header.target);
+  view.manifest = decodeMetadata(decoder, view.header.target, view.header.features);
   std::string problem = findManifestProblem(view.manifest, view.weights.size());
   if (!problem.empty())
     userError("corrupt artifact: ", problem);

@@ -58,12 +58,13 @@ constexpr size_t kMaxLaunchArguments = 4096;
 /// run and what the plan can mean, or "". Every point of a launch's parallel extent writes at
 /// least one byte of the arena (its outputs live there; elements take one byte or more), so an
 /// extent beyond the arena's bytes is corrupt: it would make a CPU kernel run past its buffers.
-std::string findLaunchShapeProblem(const Manifest &manifest, const Launch &launch) {
+std::string findLaunchShapeProblem(const Manifest &manifest, uint64_t arenaBytes,
+                                   const Launch &launch) {
   if (launch.parallelExtent < 0)
     return "has a negative parallel extent";
-  if (uint64_t(launch.parallelExtent) > std::max<uint64_t>(manifest.arenaBytes, 1))
+  if (uint64_t(launch.parallelExtent) > std::max<uint64_t>(arenaBytes, 1))
     return detail::concat("has a parallel extent of ", launch.parallelExtent,
-                          ", more than the arena's ", manifest.arenaBytes,
+                          ", more than the arena's ", arenaBytes,
                           " bytes (each point writes at least one)");
   if (manifest.target == Target::Cpu) {
     for (int axis = 0; axis < 3; ++axis)
@@ -88,12 +89,22 @@ std::string findLaunchShapeProblem(const Manifest &manifest, const Launch &launc
   return "";
 }
 
-std::string findStepProblem(const Manifest &manifest, size_t index, uint64_t weightsBytes) {
+/// A plan's fields, for the checks every plan gets (the manifest's own is plan 0).
+struct PlanFields {
+  const std::vector<TensorSignature> &inputs, &outputs;
+  uint64_t arenaBytes;
+  const std::vector<Step> &steps;
+  std::string name; ///< "" for plan 0, "plan 3 " for the others (a prefix of messages)
+};
+
+std::string findStepProblem(const Manifest &manifest, const PlanFields &plan, size_t index,
+                            uint64_t weightsBytes) {
+  const uint64_t arenaBytes = plan.arenaBytes;
   auto regionBytes = [&](Region region) {
-    return region == Region::Arena ? manifest.arenaBytes : weightsBytes;
+    return region == Region::Arena ? arenaBytes : weightsBytes;
   };
-  std::string where = detail::concat("step ", index);
-  if (const auto *launch = std::get_if<Launch>(&manifest.steps[index])) {
+  std::string where = detail::concat(plan.name, "step ", index);
+  if (const auto *launch = std::get_if<Launch>(&plan.steps[index])) {
     if (launch->kernel >= manifest.kernels.size())
       return detail::concat(where, " launches kernel ", launch->kernel, " of ",
                             manifest.kernels.size());
@@ -101,7 +112,7 @@ std::string findStepProblem(const Manifest &manifest, size_t index, uint64_t wei
     for (int axis = 0; axis < 3; ++axis)
       if (launch->grid[axis] == 0 || launch->block[axis] == 0)
         return detail::concat(where, " has an empty grid or block");
-    std::string launchProblem = findLaunchShapeProblem(manifest, *launch);
+    std::string launchProblem = findLaunchShapeProblem(manifest, arenaBytes, *launch);
     if (!launchProblem.empty())
       return detail::concat(where, " ", launchProblem);
     if (launch->args.size() > kMaxLaunchArguments)
@@ -128,12 +139,12 @@ std::string findStepProblem(const Manifest &manifest, size_t index, uint64_t wei
     }
     return "";
   }
-  const Copy &copy = std::get<Copy>(manifest.steps[index]);
+  const Copy &copy = std::get<Copy>(plan.steps[index]);
   if (copy.destination.region != Region::Arena)
     return detail::concat(where, " copies into the read-only weights");
   if (!fits(copy.source.offset, copy.bytes, regionBytes(copy.source.region)))
     return detail::concat(where, " copies from outside the ", regionName(copy.source.region));
-  if (!fits(copy.destination.offset, copy.bytes, manifest.arenaBytes))
+  if (!fits(copy.destination.offset, copy.bytes, arenaBytes))
     return detail::concat(where, " copies to outside the arena");
   // A copy onto itself is a no-op (the runtime skips it); a partial overlap is a planner bug.
   if (copy.source.region == Region::Arena && copy.bytes > 0 &&
@@ -141,6 +152,93 @@ std::string findStepProblem(const Manifest &manifest, size_t index, uint64_t wei
       copy.source.offset < copy.destination.offset + copy.bytes &&
       copy.destination.offset < copy.source.offset + copy.bytes)
     return detail::concat(where, " copies between overlapping arena ranges");
+  return "";
+}
+
+std::string findSignatureProblem(const PlanFields &plan) {
+  for (const auto *list : {&plan.inputs, &plan.outputs}) {
+    const char *kind = list == &plan.inputs ? "input" : "output";
+    for (size_t i = 0; i < list->size(); ++i) {
+      const TensorSignature &tensor = (*list)[i];
+      std::string where = detail::concat(plan.name, kind, " ", i, " ('", tensor.name, "')");
+      if (tensor.name.empty())
+        return detail::concat(plan.name, kind, " ", i, " has no name");
+      if (static_cast<int>(tensor.dtype) >= kNumDTypes)
+        return where + " has an unknown dtype";
+      if (tensor.dims.size() > SINTER_MAX_RANK)
+        return detail::concat(where, " has rank ", tensor.dims.size(), " (at most ",
+                              SINTER_MAX_RANK, ")");
+      if (!tensor.dimSymbols.empty() && tensor.dimSymbols.size() != tensor.dims.size())
+        return where + " has dim symbols for some dims only";
+      uint64_t bytes = tensorByteSize(tensor.dtype, tensor.dims);
+      if (bytes == UINT64_MAX)
+        return where + " has a negative dim or a size that overflows";
+      if (!fits(tensor.arenaOffset, bytes, plan.arenaBytes))
+        return detail::concat(where, " (", bytes, " bytes at ", tensor.arenaOffset,
+                              ") lies outside the ", plan.arenaBytes, "-byte arena");
+    }
+  }
+  return "";
+}
+
+/// The plan of each bucket combination has the plan 0 signature's names, dtypes and ranks, and
+/// its bucket at every dim that names a bucketed symbol.
+std::string findBucketProblem(const Manifest &manifest) {
+  size_t planCount = 1;
+  for (size_t s = 0; s < manifest.symbols.size(); ++s) {
+    const ShapeSymbol &symbol = manifest.symbols[s];
+    if (symbol.name.empty())
+      return "a shape symbol has no name";
+    for (size_t t = 0; t < s; ++t)
+      if (manifest.symbols[t].name == symbol.name)
+        return detail::concat("shape symbol '", symbol.name, "' is listed twice");
+    if (symbol.buckets.empty() || symbol.buckets.size() > 4096)
+      return detail::concat("shape symbol '", symbol.name, "' has ", symbol.buckets.size(),
+                            " buckets");
+    for (size_t b = 0; b < symbol.buckets.size(); ++b)
+      if (symbol.buckets[b] < 1 || (b > 0 && symbol.buckets[b] <= symbol.buckets[b - 1]))
+        return detail::concat("shape symbol '", symbol.name,
+                              "' has buckets that are not positive and ascending");
+    planCount *= symbol.buckets.size();
+    if (planCount > 4096)
+      return "more than 4096 plans";
+  }
+  if (manifest.symbols.empty() && !manifest.additionalPlans.empty())
+    return "additional plans without shape symbols";
+  if (!manifest.symbols.empty() && planCount != manifest.additionalPlans.size() + 1)
+    return detail::concat("the shape symbols make ", planCount, " plans but the artifact has ",
+                          manifest.additionalPlans.size() + 1);
+  for (size_t p = 0; p < planCount && !manifest.symbols.empty(); ++p) {
+    // Plan p's bucket of each symbol: mixed radix, the last symbol fastest.
+    std::vector<int64_t> sizes(manifest.symbols.size());
+    size_t rest = p;
+    for (size_t s = manifest.symbols.size(); s-- > 0;) {
+      sizes[s] = manifest.symbols[s].buckets[rest % manifest.symbols[s].buckets.size()];
+      rest /= manifest.symbols[s].buckets.size();
+    }
+    const Plan *plan = p == 0 ? nullptr : &manifest.additionalPlans[p - 1];
+    for (int kind = 0; kind < 2; ++kind) {
+      const auto &first = kind == 0 ? manifest.inputs : manifest.outputs;
+      const auto &list = plan ? (kind == 0 ? plan->inputs : plan->outputs) : first;
+      if (list.size() != first.size())
+        return detail::concat("plan ", p, " has ", list.size(), kind == 0 ? " inputs" : " outputs",
+                              " where plan 0 has ", first.size());
+      for (size_t i = 0; i < list.size(); ++i) {
+        const TensorSignature &tensor = list[i];
+        if (tensor.name != first[i].name || tensor.dtype != first[i].dtype ||
+            tensor.dims.size() != first[i].dims.size())
+          return detail::concat("plan ", p, "'s ", kind == 0 ? "input " : "output ", i,
+                                " is not plan 0's (name, dtype or rank)");
+        for (size_t axis = 0; axis < tensor.dimSymbols.size(); ++axis)
+          for (size_t s = 0; s < manifest.symbols.size(); ++s)
+            if (tensor.dimSymbols[axis] == manifest.symbols[s].name && tensor.dims[axis] != sizes[s])
+              return detail::concat("plan ", p, "'s ", kind == 0 ? "input " : "output ", i,
+                                    " has dim ", tensor.dims[axis], " at axis ", axis,
+                                    " where its bucket of '", manifest.symbols[s].name, "' is ",
+                                    sizes[s]);
+      }
+    }
+  }
   return "";
 }
 
@@ -161,28 +259,21 @@ uint64_t tensorByteSize(DType dtype, const std::vector<int64_t> &dims) {
 std::string findManifestProblem(const Manifest &manifest, uint64_t weightsBytes) {
   if (manifest.target != Target::Cpu && manifest.target != Target::Cuda)
     return detail::concat("unknown target ", static_cast<uint32_t>(manifest.target));
-  for (const auto *list : {&manifest.inputs, &manifest.outputs}) {
-    const char *kind = list == &manifest.inputs ? "input" : "output";
-    for (size_t i = 0; i < list->size(); ++i) {
-      const TensorSignature &tensor = (*list)[i];
-      std::string where = detail::concat(kind, " ", i, " ('", tensor.name, "')");
-      if (tensor.name.empty())
-        return detail::concat(kind, " ", i, " has no name");
-      if (static_cast<int>(tensor.dtype) >= kNumDTypes)
-        return where + " has an unknown dtype";
-      if (tensor.dims.size() > SINTER_MAX_RANK)
-        return detail::concat(where, " has rank ", tensor.dims.size(), " (at most ",
-                              SINTER_MAX_RANK, ")");
-      if (!tensor.dimSymbols.empty() && tensor.dimSymbols.size() != tensor.dims.size())
-        return where + " has dim symbols for some dims only";
-      uint64_t bytes = tensorByteSize(tensor.dtype, tensor.dims);
-      if (bytes == UINT64_MAX)
-        return where + " has a negative dim or a size that overflows";
-      if (!fits(tensor.arenaOffset, bytes, manifest.arenaBytes))
-        return detail::concat(where, " (", bytes, " bytes at ", tensor.arenaOffset,
-                              ") lies outside the ", manifest.arenaBytes, "-byte arena");
-    }
+  std::vector<PlanFields> plans = {
+      {manifest.inputs, manifest.outputs, manifest.arenaBytes, manifest.steps, ""}};
+  for (size_t p = 0; p < manifest.additionalPlans.size(); ++p) {
+    const Plan &plan = manifest.additionalPlans[p];
+    plans.push_back({plan.inputs, plan.outputs, plan.arenaBytes, plan.steps,
+                     detail::concat("plan ", p + 1, " ")});
   }
+  for (const PlanFields &plan : plans) {
+    std::string problem = findSignatureProblem(plan);
+    if (!problem.empty())
+      return problem;
+  }
+  std::string bucketProblem = findBucketProblem(manifest);
+  if (!bucketProblem.empty())
+    return bucketProblem;
   for (const BoundInput &bound : manifest.boundInputs) {
     std::string where = "bound input '" + bound.name + "'";
     if (bound.name.empty())
@@ -232,19 +323,23 @@ std::string findManifestProblem(const Manifest &manifest, uint64_t weightsBytes)
   // Kernels are first launched in the order they are declared (the compiler adds each kernel
   // with its launch), so a step that names another existing kernel is caught too. A kernel may
   // be launched by no step (an artifact can export a function its plan does not call).
+  // The plans' steps are checked in plan order, as one sequence: a later plan may launch the
+  // kernels of an earlier one.
   size_t nextKernel = 0;
-  for (size_t i = 0; i < manifest.steps.size(); ++i) {
-    std::string problem = findStepProblem(manifest, i, weightsBytes);
-    if (!problem.empty())
-      return problem;
-    if (const auto *launch = std::get_if<Launch>(&manifest.steps[i])) {
-      if (launch->kernel > nextKernel)
-        return detail::concat("step ", i, " launches kernel ", launch->kernel, " ('",
-                              manifest.kernels[launch->kernel].name, "') before kernel ",
-                              nextKernel, " ('", manifest.kernels[nextKernel].name,
-                              "') was launched: kernels are launched in declaration order");
-      if (launch->kernel == nextKernel)
-        ++nextKernel;
+  for (const PlanFields &plan : plans) {
+    for (size_t i = 0; i < plan.steps.size(); ++i) {
+      std::string problem = findStepProblem(manifest, plan, i, weightsBytes);
+      if (!problem.empty())
+        return problem;
+      if (const auto *launch = std::get_if<Launch>(&plan.steps[i])) {
+        if (launch->kernel > nextKernel)
+          return detail::concat(plan.name, "step ", i, " launches kernel ", launch->kernel, " ('",
+                                manifest.kernels[launch->kernel].name, "') before kernel ",
+                                nextKernel, " ('", manifest.kernels[nextKernel].name,
+                                "') was launched: kernels are launched in declaration order");
+        if (launch->kernel == nextKernel)
+          ++nextKernel;
+      }
     }
   }
   return "";

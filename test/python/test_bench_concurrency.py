@@ -45,9 +45,9 @@ def test_text_report(artifact):
     assert "session creation: first " in text and "host memory: weights 0.00 MiB" in text
 
 
-def test_batch_is_reserved_and_bad_combinations_are_refused(artifact):
-    assert "--batch picks a shape bucket" in error_line(sinter("bench", artifact, "--batch", 8,
-                                                               expect=1))
+def test_batch_needs_buckets_and_bad_combinations_are_refused(artifact):
+    # The artifact has one shape: --batch picks a bucket (test_shape_buckets.py runs one).
+    assert "picks a shape bucket" in error_line(sinter("bench", artifact, "--batch", 8, expect=1))
     assert "--concurrency must be 1 or more" in error_line(
         sinter("bench", artifact, "--concurrency", -2, expect=1))
     assert "--per-step" in error_line(sinter("bench", artifact, "--concurrency", 2, "--per-step",

@@ -88,6 +88,14 @@ max_batch_size: 4
 dynamic_batching { }
 instance_group [ { count: 1, kind: KIND_CPU } ]
 """),
+    # Batch buckets 1, 2 and 4 in one artifact; max_batch_size left to auto-complete (the largest
+    # bucket). The batch is proved independent, so the backend gathers the rows of several
+    # requests into one run and the runtime pads a run of 3 rows into the bucket of 4.
+    "bert_buckets": ("bert_tiny.onnx", ["--dim", "batch=1,2,4", "--dim", "seq=8"], """
+dynamic_batching { max_queue_delay_microseconds: 20000 }
+instance_group [ { count: 2, kind: KIND_CPU } ]
+parameters { key: "threads" value { string_value: "1" } }
+"""),
     # A small CNN, its configuration left to auto-complete entirely.
     "resnet": ("resnet_narrow.onnx", [], """
 instance_group [ { count: 1, kind: KIND_CPU } ]
@@ -106,8 +114,9 @@ BROKEN = {
     "wrong_dims": "dims [32] but the artifact",
 }
 
-INTEGER_RANGES = {("bert", "input_ids"): (0, 256), ("bert", "token_type_ids"): (0, 2),
-                  ("bert", "attention_mask"): (0, 2)}
+INTEGER_RANGES = {(model, name): bounds for model in ("bert", "bert_buckets")
+                  for name, bounds in (("input_ids", (0, 256)), ("token_type_ids", (0, 2)),
+                                       ("attention_mask", (0, 2)))}
 
 
 def write_model(repository, name, body, artifact=None, file_name="model.so"):
@@ -195,6 +204,8 @@ def model_inputs(server_name, rows, seed):
               "mlp_grouped": {"features": ((64,), np.float32)},
               "attention": {"x": ((1, 8, 16), np.float32), "key_mask": ((1, 8), np.bool_)},
               "bert": {n: ((8,), np.int64) for n in ("input_ids", "token_type_ids", "attention_mask")},
+              "bert_buckets": {n: ((8,), np.int64)
+                               for n in ("input_ids", "token_type_ids", "attention_mask")},
               "resnet": {"input": ((1, 3, 64, 64), np.float32)},
               "wide": {"x": ((16384, 16), np.float32)}}[server_name]
     rng = np.random.default_rng(seed)
@@ -357,6 +368,36 @@ def test_dynamic_batcher_hands_several_requests_to_one_execute(server):
     rows = int(after["inference_count"]) - int(before["inference_count"])
     assert rows == 6
     assert executions < 4, f"4 requests took {executions} execute calls: never batched together"
+
+
+def test_buckets_under_concurrent_dynamic_batching_match_onnxruntime(server):
+    """A bucketed artifact: max_batch_size comes from its largest bucket; 16 clients send 64
+    requests of 1 to 3 rows, the batcher hands several to one execute, the backend gathers their
+    rows into runs of up to 4 (a run of 3 padded to 4 by the runtime) and scatters the rows back;
+    every response is compared with onnxruntime at that request's own batch."""
+    config = server["http"].get_model_config("bert_buckets")
+    assert int(config["max_batch_size"]) == 4, config
+    before = server["http"].get_inference_statistics("bert_buckets")["model_stats"][0]
+    jobs = [("http" if i % 2 else "grpc", 1 + i % 3, 3000 + i) for i in range(64)]
+
+    def one(job):
+        protocol, rows, seed = job
+        inputs = model_inputs("bert_buckets", rows, seed)
+        actual = infer(thread_client(server, protocol), protocol, "bert_buckets", inputs)
+        return job, actual, truth("bert_buckets", inputs)
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=16) as pool:
+        results = list(pool.map(one, jobs, timeout=120))
+    for job, actual, expected in results:
+        assert next(iter(actual.values())).shape[0] == job[1]
+        expect_match(actual, expected, f"bucketed {job}")
+    after = server["http"].get_inference_statistics("bert_buckets")["model_stats"][0]
+    executions = int(after["execution_count"]) - int(before["execution_count"])
+    assert int(after["inference_count"]) - int(before["inference_count"]) == sum(j[1] for j in jobs)
+    assert executions < len(jobs), "the dynamic batcher never gave one execute several requests"
+    # A batch above max_batch_size is refused by the server before the backend sees it.
+    assert "batch" in error_of(server["http"], "http", "bert_buckets",
+                               model_inputs("bert_buckets", 5, 1)).lower()
 
 
 # --- bad requests ---

@@ -129,6 +129,10 @@ inline const cuda::Driver &FakeCuda::driver() {
                      bytes);
       return CUDA_SUCCESS;
     };
+    d.cuMemsetD8Async = [](CUdeviceptr destination, unsigned char value, size_t bytes, CUstream) {
+      std::memset(reinterpret_cast<void *>(destination), value, bytes);
+      return CUDA_SUCCESS;
+    };
     d.cuModuleLoadDataEx = [](CUmodule *module, const void *, unsigned, int *, void **) {
       ++instance().modulesLoaded;
       *module = reinterpret_cast<CUmodule>(new int(0));

@@ -178,6 +178,31 @@ LatencyStats summarize(std::vector<double> latencies) {
   userError(error.what());
 }
 
+void benchShapes(const rt::Model &model, int64_t batch, std::vector<sinter_tensor_info> &inputs,
+                 std::vector<sinter_tensor_info> &outputs) {
+  inputs = model.inputs();
+  outputs = model.outputs();
+  if (batch == 0)
+    return;
+  const char *symbol = inputs.empty() || inputs[0].rank == 0
+                           ? ""
+                           : sinter_model_dim_symbol(model.get(), 0, 0, 0);
+  if (!symbol || !*symbol)
+    userError("--batch ", batch, " picks a shape bucket, but the first dim of the artifact's first ",
+              "input is not bucketed; compile with --dim SYMBOL=1,2,4,8 (or a range) for the batch");
+  for (size_t i = 0; i < inputs.size(); ++i)
+    for (int32_t axis = 0; axis < inputs[i].rank; ++axis)
+      if (std::string(sinter_model_dim_symbol(model.get(), 0, int32_t(i), axis)) == symbol)
+        inputs[i].dims[axis] = batch;
+  std::vector<sinter_tensor> shapes;
+  for (const sinter_tensor_info &info : inputs)
+    shapes.push_back(rt::makeTensor(info, nullptr));
+  for (size_t o = 0; o < outputs.size(); ++o)
+    if (sinter_model_output_shape(model.get(), shapes.data(), int32_t(shapes.size()), int32_t(o),
+                                  &outputs[o]) != SINTER_OK)
+      userError("--batch ", batch, ": ", sinter_last_error());
+}
+
 namespace {
 
 /// The slowest steps first, with their share of the steps' total.
@@ -210,10 +235,8 @@ void runBench(const BenchFlags &flags) {
     userError("--threads must be 0 (one per core) or more, not ", flags.threads);
   if (flags.intHigh < 1)
     userError("--int-high must be 1 or more, not ", flags.intHigh);
-  if (flags.batch != 0)
-    userError("--batch picks a shape bucket of a bucketed artifact, and artifacts have one shape "
-              "for now: compile with --shape or --dim for the batch to measure (--batch is "
-              "reserved until artifacts hold several shapes)");
+  if (flags.batch < 0)
+    userError("--batch must be 1 or more, not ", flags.batch);
   if (flags.concurrency < 0)
     userError("--concurrency must be 1 or more, not ", flags.concurrency);
   if (flags.concurrency > 0) {
@@ -231,7 +254,8 @@ void runBench(const BenchFlags &flags) {
   try {
     rt::Model model(flags.model);
     target = model.target();
-    infos = model.inputs();
+    std::vector<sinter_tensor_info> outputInfos;
+    benchShapes(model, flags.batch, infos, outputInfos);
     std::vector<std::vector<uint8_t>> buffers;
     std::vector<sinter_tensor> inputs = makeInputs(infos, flags.intHigh, buffers);
     sinter_session_options options;
@@ -332,7 +356,9 @@ Command addBenchCommand(CLI::App &parent) {
                    "buffers, and report throughput and per-run latency")
       ->capture_default_str();
   command->add_option("--batch", flags->batch,
-                      "Reserved: picks a shape bucket once artifacts hold several shapes");
+                      "Measure at this batch: a shape bucket of an artifact compiled with "
+                      "--dim SYMBOL=1,2,4,8 (the first input's first dim), or a size between "
+                      "buckets that the runtime pads to the next one up");
   command->add_flag("--per-step", flags->perStep,
                     "Also time every step of the plan run alone (sinter_session_profile) and list "
                     "the slowest kernels");

@@ -33,6 +33,11 @@ std::vector<uint8_t> makeInput(const sinter_tensor_info &info, size_t index, int
 /// The model's inputs: their bytes (makeInput, kept in `storage`) and tensors over them.
 std::vector<sinter_tensor> makeInputs(const std::vector<sinter_tensor_info> &infos, int64_t intHigh,
                                       std::vector<std::vector<uint8_t>> &storage);
+/// The inputs' and outputs' shapes to measure: the artifact's (plan 0's) or, with `batch` > 0, those
+/// of batch `batch`: the bucketed symbol at input 0's axis 0 set to it in every input that carries
+/// it, and the outputs the runtime gives those inputs (a bucket, or a size it pads to the next one).
+void benchShapes(const rt::Model &model, int64_t batch, std::vector<sinter_tensor_info> &inputs,
+                 std::vector<sinter_tensor_info> &outputs);
 /// Percentiles (numpy's linear interpolation), mean, min, max and stddev of the latencies.
 LatencyStats summarize(std::vector<double> latencies);
 /// Throws a runtime failure as InternalError (SINTER_ERROR_INTERNAL) or UserError (the rest).

@@ -48,7 +48,8 @@ ConcurrentResult measure(const BenchFlags &flags) {
   ConcurrentResult result;
   rt::Model model(flags.model);
   result.cuda = model.target() == SINTER_TARGET_CUDA;
-  std::vector<sinter_tensor_info> inputInfos = model.inputs(), outputInfos = model.outputs();
+  std::vector<sinter_tensor_info> inputInfos, outputInfos;
+  benchShapes(model, flags.batch, inputInfos, outputInfos);
   if (!inputInfos.empty() && inputInfos[0].rank > 0)
     result.batch = inputInfos[0].dims[0];
   std::vector<std::vector<uint8_t>> inputBytes;

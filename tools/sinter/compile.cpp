@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 namespace sinter::cli {
@@ -79,6 +80,86 @@ std::array<int, 2> parseTile(const std::string &text) {
       separator != 'x' || rows <= 0 || columns <= 0)
     userError("--tensor-core-tile '", text, "' is not ROWSxCOLUMNS, such as 128x128");
   return {rows, columns};
+}
+
+/// The sizes a `--dim` value names: "N" (one size), "A,B,C" (buckets, ascending) or "LO..HI"
+/// (buckets LO, the powers of two strictly between, and HI). nullopt for a single size.
+std::optional<std::vector<int64_t>> parseBuckets(const std::string &entry, const std::string &value) {
+  auto number = [&](const std::string &text) {
+    std::optional<int64_t> size = parseNonNegative(text);
+    if (!size || *size < 1)
+      userError("--dim ", entry, ": '", text, "' is not a positive integer (buckets are sizes ",
+                "such as batch=1,2,4,8 or seq=16..512)");
+    return *size;
+  };
+  std::vector<int64_t> buckets;
+  if (size_t dots = value.find(".."); dots != std::string::npos) {
+    int64_t low = number(value.substr(0, dots)), high = number(value.substr(dots + 2));
+    if (high < low)
+      userError("--dim ", entry, ": the range ends below where it starts");
+    buckets.push_back(low);
+    for (int64_t power = 1; power < high; power *= 2)
+      if (power > low)
+        buckets.push_back(power);
+    if (high > low)
+      buckets.push_back(high);
+  } else if (value.find(',') != std::string::npos) {
+    for (const std::string &item : splitList(value))
+      buckets.push_back(number(item));
+    for (size_t i = 1; i < buckets.size(); ++i)
+      if (buckets[i] <= buckets[i - 1])
+        userError("--dim ", entry, ": list the buckets once each, in ascending order");
+  } else {
+    return std::nullopt;
+  }
+  if (buckets.size() > kMaxPlans)
+    userError("--dim ", entry, ": ", buckets.size(), " buckets (at most ", kMaxPlans, ")");
+  return buckets;
+}
+
+/// Takes the bucketed `--dim`s (lists and ranges) out of the shape flags, with the graph inputs'
+/// axes that carry each symbol (from the model's declared input types).
+std::vector<DimBuckets> takeDimBuckets(ShapeFlags &shapes, const std::string &modelPath) {
+  std::vector<DimBuckets> buckets;
+  std::vector<std::string> single;
+  for (const std::string &entry : shapes.dims) {
+    size_t equals = entry.find('=');
+    std::optional<std::vector<int64_t>> sizes =
+        equals == std::string::npos ? std::nullopt : parseBuckets(entry, entry.substr(equals + 1));
+    if (!sizes) {
+      single.push_back(entry);
+      continue;
+    }
+    std::string symbol = entry.substr(0, equals);
+    for (const DimBuckets &seen : buckets)
+      if (seen.symbol == symbol)
+        userError("--dim binds '", symbol, "' twice");
+    buckets.push_back({symbol, *sizes, {}});
+  }
+  if (buckets.empty())
+    return buckets;
+  shapes.dims = single;
+  onnx::ModelSummary summary = onnx::summarizeModel(modelPath);
+  for (const onnx::ModelSummary::Port &port : summary.inputs) {
+    size_t open = port.type.find('[');
+    if (open == std::string::npos || port.type.back() != ']')
+      continue;
+    std::vector<std::string> dims;
+    std::stringstream stream(port.type.substr(open + 1, port.type.size() - open - 2));
+    for (std::string dim; std::getline(stream, dim, ',');)
+      dims.push_back(dim);
+    for (DimBuckets &symbol : buckets)
+      for (size_t axis = 0; axis < dims.size(); ++axis)
+        if (dims[axis] == symbol.symbol)
+          symbol.origins.push_back({port.name, int(axis)});
+  }
+  for (const std::string &shape : shapes.shapes)
+    for (const DimBuckets &symbol : buckets)
+      for (const DimOrigin &origin : symbol.origins)
+        if (shape.rfind(origin.input + "=", 0) == 0)
+          userError("--shape ", shape, " fixes input '", origin.input, "', whose dim ",
+                    origin.axis, " is the bucketed symbol '", symbol.symbol, "'");
+  return buckets;
 }
 
 } // namespace
@@ -170,15 +251,36 @@ void runCompile(const CompileCommandFlags &command) {
   CompileOptions options = compileOptionsFrom(flags);
 
   auto start = Clock::now();
-  onnx::ImportOptions importOptions = parseShapeFlags(flags.shapes);
+  ShapeFlags shapes = flags.shapes;
+  std::vector<DimBuckets> buckets = takeDimBuckets(shapes, command.model);
+  onnx::ImportOptions importOptions = parseShapeFlags(shapes);
   parseBindFlags(flags.bindings, importOptions);
   for (const auto &[name, bound] : importOptions.boundInputs)
     options.boundInputs.emplace(name, bound.value);
-  std::unique_ptr<Graph> graph = onnx::importModel(command.model, importOptions);
-  double importSeconds = std::chrono::duration<double>(Clock::now() - start).count();
-  spdlog::info("imported {}: {} nodes, {} constants ({:.2f} s)", command.model, graph->numNodes(),
-               graph->constants().size(), importSeconds);
-  CompileStatistics stats = compileGraph(*graph, options, command.output);
+  CompileStatistics stats;
+  double importSeconds = 0;
+  if (buckets.empty()) {
+    std::unique_ptr<Graph> graph = onnx::importModel(command.model, importOptions);
+    importSeconds = std::chrono::duration<double>(Clock::now() - start).count();
+    spdlog::info("imported {}: {} nodes, {} constants ({:.2f} s)", command.model,
+                 graph->numNodes(), graph->constants().size(), importSeconds);
+    stats = compileGraph(*graph, options, command.output);
+  } else {
+    // One import per plan, with the bucketed symbols bound to that plan's sizes.
+    GraphImporter importAt = [&](const std::map<std::string, int64_t> &sizes) {
+      auto importStart = Clock::now();
+      onnx::ImportOptions planOptions = importOptions;
+      for (const auto &[symbol, size] : sizes) {
+        if (planOptions.dimBindings.count(symbol))
+          userError("--dim binds '", symbol, "' twice");
+        planOptions.dimBindings[symbol] = size;
+      }
+      std::unique_ptr<Graph> graph = onnx::importModel(command.model, planOptions);
+      importSeconds += std::chrono::duration<double>(Clock::now() - importStart).count();
+      return graph;
+    };
+    stats = compileBucketedGraphs(importAt, buckets, options, command.output);
+  }
   double totalSeconds = std::chrono::duration<double>(Clock::now() - start).count();
   spdlog::info("wrote {}: {} kernels from {} nodes; arena {} (activations {}), weights {}",
                command.output, stats.kernelCount, stats.sourceNodeCount, humanBytes(int64_t(stats.arenaBytes)),

@@ -205,6 +205,43 @@ void printPlanSummary(const Manifest &manifest) {
               intensityText(flops, bytes).c_str());
 }
 
+/// The sizes of each bucketed symbol in plan `index` ("batch=4, seq=32").
+std::string planLabel(const Manifest &manifest, size_t index) {
+  std::string label;
+  for (size_t s = manifest.symbols.size(); s-- > 0;) {
+    const package::ShapeSymbol &symbol = manifest.symbols[s];
+    label = symbol.name + "=" + std::to_string(symbol.buckets[index % symbol.buckets.size()]) +
+            (label.empty() ? "" : ", ") + label;
+    index /= symbol.buckets.size();
+  }
+  return label;
+}
+
+/// The shape buckets: each symbol's sizes and whether it may be padded, then one line per plan.
+void printBuckets(const Manifest &manifest) {
+  if (manifest.symbols.empty())
+    return;
+  std::printf("shape buckets: %zu plans sharing the weights; inputs above are plan 0's\n",
+              manifest.additionalPlans.size() + 1);
+  for (const package::ShapeSymbol &symbol : manifest.symbols) {
+    std::vector<std::string> sizes;
+    for (int64_t bucket : symbol.buckets)
+      sizes.push_back(std::to_string(bucket));
+    std::printf("  %s: %s; %s%s\n", symbol.name.c_str(), joined(sizes).c_str(),
+                symbol.paddable ? "may be padded (a size between buckets runs in the next one up)"
+                                : "exact sizes only",
+                symbol.paddable || symbol.paddingRefusal.empty()
+                    ? ""
+                    : (": not proved independent, " + symbol.paddingRefusal).c_str());
+  }
+  for (size_t p = 0; p <= manifest.additionalPlans.size(); ++p) {
+    uint64_t arena = p == 0 ? manifest.arenaBytes : manifest.additionalPlans[p - 1].arenaBytes;
+    size_t steps = p == 0 ? manifest.steps.size() : manifest.additionalPlans[p - 1].steps.size();
+    std::printf("  plan %zu  %s  arena %s, %zu steps\n", p, planLabel(manifest, p).c_str(),
+                humanBytes(static_cast<int64_t>(arena)).c_str(), steps);
+  }
+}
+
 void printText(const std::string &path, const ArtifactFile &file, bool plan) {
   const Manifest &manifest = file.manifest();
   std::printf("artifact: %s (%s)\n", path.c_str(),
@@ -228,6 +265,7 @@ void printText(const std::string &path, const ArtifactFile &file, bool plan) {
   printSignature("inputs", manifest.inputs);
   printSignature("outputs", manifest.outputs);
   printBoundInputs(manifest);
+  printBuckets(manifest);
   std::printf("arena: %s for %s of activations (ratio %.3f)\n",
               humanBytes(static_cast<int64_t>(manifest.arenaBytes)).c_str(),
               humanBytes(static_cast<int64_t>(manifest.activationBytes)).c_str(),
@@ -411,6 +449,33 @@ void printJson(const std::string &path, const ArtifactFile &file, bool plan) {
     } else {
       json.null();
     }
+    json.endObject();
+  }
+  json.endArray();
+  json.key("shape_buckets").beginArray();
+  for (const package::ShapeSymbol &symbol : manifest.symbols) {
+    json.beginObject();
+    json.key("symbol").value(symbol.name);
+    json.key("buckets").beginArray();
+    for (int64_t bucket : symbol.buckets)
+      json.value(bucket);
+    json.endArray();
+    json.key("paddable").value(symbol.paddable);
+    json.key("padding_refusal").value(symbol.paddingRefusal);
+    json.endObject();
+  }
+  json.endArray();
+  json.key("plans").beginArray();
+  for (size_t p = 0; p <= manifest.additionalPlans.size(); ++p) {
+    const package::Plan *extra = p == 0 ? nullptr : &manifest.additionalPlans[p - 1];
+    json.beginObject();
+    json.key("label").value(planLabel(manifest, p));
+    json.key("inputs");
+    writeSignature(json, extra ? extra->inputs : manifest.inputs);
+    json.key("outputs");
+    writeSignature(json, extra ? extra->outputs : manifest.outputs);
+    json.key("arena_bytes").value(static_cast<int64_t>(extra ? extra->arenaBytes : manifest.arenaBytes));
+    json.key("steps").value(static_cast<int64_t>(extra ? extra->steps.size() : manifest.steps.size()));
     json.endObject();
   }
   json.endArray();

@@ -23,14 +23,6 @@ std::pair<std::string, std::string> splitAssignment(const std::string &text, con
   return {text.substr(0, equals), text.substr(equals + 1)};
 }
 
-std::optional<int64_t> parseNonNegative(std::string_view text) {
-  int64_t value = 0;
-  auto result = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || result.ec != std::errc() || result.ptr != text.data() + text.size() ||
-      value < 0)
-    return std::nullopt;
-  return value;
-}
 
 std::string lowercase(std::string text) {
   for (char &c : text)
@@ -39,6 +31,15 @@ std::string lowercase(std::string text) {
 }
 
 } // namespace
+
+std::optional<int64_t> parseNonNegative(std::string_view text) {
+  int64_t value = 0;
+  auto result = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || result.ec != std::errc() || result.ptr != text.data() + text.size() ||
+      value < 0)
+    return std::nullopt;
+  return value;
+}
 
 void addShapeFlags(CLI::App &command, ShapeFlags &flags) {
   addRepeatableOption(command, "--shape", flags.shapes,

@@ -33,6 +33,8 @@ CLI::Option *addRepeatableOption(CLI::App &command, const std::string &name,
 void addShapeFlags(CLI::App &command, ShapeFlags &flags);
 /// Parses the flags into importer options; malformed or repeated entries are UserErrors.
 onnx::ImportOptions parseShapeFlags(const ShapeFlags &flags);
+/// A non-negative decimal integer, or nullopt.
+std::optional<int64_t> parseNonNegative(std::string_view text);
 /// Adds --bind-input to a subcommand.
 void addBindFlags(CLI::App &command, BindFlags &flags);
 /// Reads each --bind-input file into `options.boundInputs`; a malformed entry, a name given twice

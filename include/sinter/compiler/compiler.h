@@ -24,12 +24,14 @@
 
 #include "sinter/codegen/backend/backend.h"
 #include "sinter/package/manifest.h"
+#include "sinter/passes/independent_dims.h"
 #include "sinter/passes/pipeline.h"
 
 #include "sinter/ir/tensor.h"
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -65,5 +67,33 @@ package::Manifest buildManifest(Graph &graph, const CompileOptions &options,
 /// Compiles the graph (whose dims must all be static) into an artifact at outputPath.
 CompileStatistics compileGraph(Graph &graph, const CompileOptions &options,
                                const std::string &outputPath);
+
+/// A symbolic dim compiled for several sizes (`--dim batch=1,2,4,8`): its buckets, ascending, and
+/// the graph inputs' axes that carry it.
+struct DimBuckets {
+  std::string symbol;
+  std::vector<int64_t> buckets;
+  std::vector<DimOrigin> origins;
+};
+/// The most plans one artifact holds (the product of the symbols' bucket counts).
+inline constexpr size_t kMaxPlans = 256;
+/// Imports the model with each bucketed symbol bound to the given size.
+using GraphImporter =
+    std::function<std::unique_ptr<Graph>(const std::map<std::string, int64_t> &sizes)>;
+
+/// A bucketed artifact: one plan per combination of buckets (the last symbol's fastest), each
+/// imported and compiled through stages 1 to 7 with one backend, sharing one weights blob (equal
+/// constants are stored once) and compiled together in stage 8. Records, per symbol, whether
+/// prove-independent-dim held in every plan that padding may run (passes/independent_dims.h).
+package::Manifest buildBucketedManifest(const GraphImporter &importGraph,
+                                        const std::vector<DimBuckets> &symbols,
+                                        const CompileOptions &options,
+                                        const std::string &workDirectory,
+                                        std::vector<std::string> &objectFiles,
+                                        CompileStatistics &stats);
+CompileStatistics compileBucketedGraphs(const GraphImporter &importGraph,
+                                        const std::vector<DimBuckets> &symbols,
+                                        const CompileOptions &options,
+                                        const std::string &outputPath);
 
 } // namespace sinter

@@ -21,6 +21,10 @@ namespace sinter::package {
 
 /// The first eight bytes of every serialized manifest.
 inline constexpr char kArtifactMagic[8] = {'S', 'I', 'N', 'T', 'E', 'R', 'A', 'F'};
+/// Header feature bits (the `features` field, reserved and zero before shape buckets): what a
+/// reader must understand to read the artifact. A reader refuses bits it does not know.
+inline constexpr uint64_t kFeatureShapeBuckets = 1; ///< symbols and additional plans follow the steps
+inline constexpr uint64_t kKnownFeatures = kFeatureShapeBuckets;
 /// Size of the fixed header; the metadata starts right after it.
 inline constexpr uint64_t kArtifactHeaderBytes = 80;
 
@@ -35,6 +39,7 @@ struct ArtifactHeader {
   uint64_t weightsOffset = 0; ///< a multiple of kWeightAlignment, after the metadata
   uint64_t weightsBytes = 0;
   uint64_t weightsHash = 0; ///< hashBytes() of the weights
+  uint64_t features = 0;    ///< kFeature* bits
 };
 
 /// A parsed artifact whose weights stay in the parsed buffer (the runtime's mapped model.so):

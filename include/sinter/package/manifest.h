@@ -102,6 +102,29 @@ struct BoundInput {
 };
 inline constexpr uint64_t kMaxRecordedBoundBytes = 1024;
 
+/// One plan of a bucketed artifact: the steps for one combination of shape buckets, with the
+/// signature at those sizes and the arena they need. The manifest's own inputs, outputs, arena and
+/// steps are the first plan; Manifest::additionalPlans holds the others.
+struct Plan {
+  std::vector<TensorSignature> inputs, outputs;
+  uint64_t arenaBytes = 0;
+  uint64_t activationBytes = 0;
+  std::vector<Step> steps;
+};
+
+/// A symbolic dim compiled for several sizes (`sinter compile --dim batch=1,2,4,8`): a plan per
+/// bucket (per combination of buckets, with several symbols), sharing one weights blob. Each
+/// signature dim whose dimSymbols entry is the name has the plan's bucket there.
+struct ShapeSymbol {
+  std::string name;
+  std::vector<int64_t> buckets; ///< ascending, each at least 1
+  /// The compiler proved the dim independent (passes/independent_dims.h) in every plan but the
+  /// smallest bucket's: a size between buckets runs in the next bucket up, padded with zeros, and
+  /// the outputs are trimmed.
+  bool paddable = false;
+  std::string paddingRefusal; ///< why it is not paddable (the proof's reason); "" when it is
+};
+
 inline constexpr uint64_t kWeightAlignment = 256;
 inline constexpr uint64_t kArenaAlignment = 256;
 
@@ -127,6 +150,11 @@ struct Manifest {
   /// --precision`): Float32, Float16 or BFloat16. Kernels compute in f32 whatever it is, and the
   /// signature keeps the model's types; recorded for `sinter inspect`, the runtime ignores it.
   DType storagePrecision = DType::Float32;
+  /// Shape buckets (empty for an artifact of one shape). Plans are ordered by the symbols' bucket
+  /// indices, the last symbol's fastest: plan 0 (the fields above) has every smallest bucket.
+  std::vector<ShapeSymbol> symbols;
+  /// Plans 1 and up; the product of the symbols' bucket counts is 1 + their number.
+  std::vector<Plan> additionalPlans;
 };
 
 } // namespace sinter::package
