@@ -9,11 +9,14 @@
 namespace sinter::testing {
 
 /// The graph's text; `outputLocation` (for example ` @"gelu"`) is appended to the output node.
-inline std::string erfGeluText(const std::string &outputLocation = "") {
+/// `sqrt2` and `half` replace the two constants' values, for near misses.
+inline std::string erfGeluText(const std::string &outputLocation = "",
+                               const std::string &sqrt2 = "1.4142135",
+                               const std::string &half = "0.5") {
   return R"(graph @main(%x: f32[2,8]) -> (%y) {
-  %sqrt2 = constant f32[] [1.4142135]
+  %sqrt2 = constant f32[] [)" + sqrt2 + R"(]
   %one = constant f32[] [1.0]
-  %half = constant f32[] [0.5]
+  %half = constant f32[] [)" + half + R"(]
   %d = Div(%x, %sqrt2) : f32[2,8]
   %e = Erf(%d) : f32[2,8]
   %a = Add(%e, %one) : f32[2,8]
