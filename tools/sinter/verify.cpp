@@ -14,7 +14,7 @@
 #include "commands.h"
 #include "compile_flags.h"
 #include "options.h"
-#include "sha256.h"
+#include "sinter/support/sha256.h"
 #include "verify_bisect.h"
 #include "verify_golden.h"
 #include "verify_inputs.h"
