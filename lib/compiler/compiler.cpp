@@ -56,6 +56,12 @@ struct MemoryLayout {
   std::vector<std::optional<size_t>> workspaceSlot;
 };
 
+int launchCount(const package::Manifest &manifest) {
+  return int(std::count_if(manifest.steps.begin(), manifest.steps.end(), [](const package::Step &step) {
+    return std::holds_alternative<package::Launch>(step);
+  }));
+}
+
 // ---- import checks -----------------------------------------------------------------------
 
 /// Every dim of every value must be static to compile: the artifact is specialised to shapes.
@@ -159,15 +165,16 @@ Schedule scheduleGraph(const Graph &graph, bool fuseKernels) {
 /// kernel IR, and the contraction or attention descriptions); a view group's stays empty.
 std::vector<codegen::LoweredGroup> lowerGroups(const Schedule &schedule,
                                                const codegen::BackendCapabilities &capabilities,
-                                               const std::function<void(const std::string &)> &report) {
+                                               const ProgressCallback &progress) {
   const std::vector<codegen::KernelGroup> &groups = schedule.groups;
   std::vector<codegen::LoweredGroup> lowered(groups.size());
+  if (progress)
+    progress({"lowering", "groups", 0, groups.size()});
   for (size_t i = 0; i < groups.size(); ++i) {
-    if (schedule.buffers.viewGroup[i])
-      continue; // no kernel: its output is its source's bytes
-    if (i % 50 == 0)
-      report("generating kernel " + std::to_string(i + 1) + "/" + std::to_string(groups.size()));
-    lowered[i] = codegen::lowerForBackend(groups[i], capabilities);
+    if (!schedule.buffers.viewGroup[i]) // a view group has no kernel: its output is its source's bytes
+      lowered[i] = codegen::lowerForBackend(groups[i], capabilities);
+    if (progress)
+      progress({"lowering", "groups", i + 1, groups.size()});
   }
   return lowered;
 }
@@ -188,13 +195,19 @@ std::map<const Value *, package::BufferRef> placeConstants(const Graph &graph,
 
 /// Each kernel's source (kept by the backend until finish) and launch shape.
 GeneratedKernels generateKernels(codegen::Backend &backend, const Schedule &schedule,
-                                 const std::vector<codegen::LoweredGroup> &lowered) {
+                                 const std::vector<codegen::LoweredGroup> &lowered,
+                                 const ProgressCallback &progress) {
   const size_t count = schedule.groups.size();
   GeneratedKernels generated{std::vector<package::Kernel>(count),
                              std::vector<codegen::LaunchShape>(count)};
-  for (size_t i = 0; i < count; ++i)
+  if (progress)
+    progress({"code generation", "groups", 0, count});
+  for (size_t i = 0; i < count; ++i) {
     if (!schedule.buffers.viewGroup[i]) // a view has no kernel: its output is its source's bytes
       generated.entries[i] = backend.addKernel(lowered[i], generated.shapes[i]);
+    if (progress)
+      progress({"code generation", "groups", i + 1, count});
+  }
   return generated;
 }
 
@@ -231,19 +244,37 @@ MemoryLayout planMemory(const Schedule &schedule, const std::vector<codegen::Low
   return layout;
 }
 
+/// The manifest index of a kernel entry: an earlier entry of the same name (the backend found
+/// the two kernels' code identical and gave them one entry point) is reused, so launches of one
+/// body share one entry; the entries must then agree in everything they say.
+uint32_t recordKernel(package::Kernel entry, package::Manifest &manifest,
+                      std::map<std::string, uint32_t> &indexOfName) {
+  auto [found, inserted] = indexOfName.emplace(entry.name, uint32_t(manifest.kernels.size()));
+  if (inserted) {
+    manifest.kernels.push_back(std::move(entry));
+    return found->second;
+  }
+  const package::Kernel &known = manifest.kernels[found->second];
+  SINTER_ASSERT(known.generator == entry.generator && known.ops == entry.ops &&
+                    known.flops == entry.flops && known.bytesMoved == entry.bytesMoved,
+                "the backend gave two different kernels the entry point '", entry.name, "'");
+  return found->second;
+}
+
 /// One launch per kernel, with every argument's place: the group's inputs, its outputs, its
 /// scratch buffers, the constants the backend derived (appended to the weights blob here) and
 /// its workspace, in that order (backend.h's LaunchShape).
 void recordLaunches(const Schedule &schedule, const std::vector<codegen::LoweredGroup> &lowered,
                     GeneratedKernels &generated, const MemoryLayout &layout,
                     package::Manifest &manifest) {
+  std::map<std::string, uint32_t> indexOfName;
   for (size_t i = 0; i < schedule.groups.size(); ++i) {
     const codegen::KernelGroup &group = schedule.groups[i];
     if (schedule.buffers.viewGroup[i])
       continue;
     const codegen::LaunchShape &shape = generated.shapes[i];
     package::Launch launch;
-    launch.kernel = uint32_t(manifest.kernels.size());
+    launch.kernel = recordKernel(std::move(generated.entries[i]), manifest, indexOfName);
     std::copy(shape.grid, shape.grid + 3, launch.grid);
     std::copy(shape.block, shape.block + 3, launch.block);
     launch.sharedBytes = shape.sharedBytes;
@@ -259,7 +290,6 @@ void recordLaunches(const Schedule &schedule, const std::vector<codegen::Lowered
                                                                      lowered[i].kernel.name + ".derived")});
     if (layout.workspaceSlot[i])
       launch.args.push_back({package::Region::Arena, layout.arena.offsets[*layout.workspaceSlot[i]]});
-    manifest.kernels.push_back(std::move(generated.entries[i]));
     manifest.steps.push_back(std::move(launch));
   }
 }
@@ -295,10 +325,7 @@ void recordOutputs(const Graph &graph, const Schedule &schedule, const MemoryLay
 package::Manifest buildManifest(Graph &graph, const CompileOptions &options,
                                 const std::string &workDirectory,
                                 std::vector<std::string> &objectFiles, CompileStatistics &stats) {
-  auto report = [&](const std::string &message) {
-    if (options.progress)
-      options.progress(message);
-  };
+  const ProgressCallback &progress = options.target.build.progress;
   stats.sourceNodeCount = graph.numNodes();
   package::Manifest manifest = startManifest(graph, options);
   // The signature keeps the shapes as declared, with their symbols; passes may rewrite inputs.
@@ -323,7 +350,7 @@ package::Manifest buildManifest(Graph &graph, const CompileOptions &options,
   //    Before memory planning: a kernel may declare scratch buffers (KernelBuilder::addScratch),
   //    which the arena holds for its step only.
   start = Clock::now();
-  std::vector<codegen::LoweredGroup> lowered = lowerGroups(schedule, capabilities, report);
+  std::vector<codegen::LoweredGroup> lowered = lowerGroups(schedule, capabilities, progress);
   double codegenSeconds = secondsSince(start);
 
   // 4. Weights: the graph's constants, in graph order (the derived constants follow in step 7).
@@ -332,7 +359,7 @@ package::Manifest buildManifest(Graph &graph, const CompileOptions &options,
   // 5. Backend code generation. Before memory planning: a backend may declare workspace of its
   //    own for a kernel (LaunchShape::workspaceBytes: a stream-K GEMM's partial sums).
   start = Clock::now();
-  GeneratedKernels generated = generateKernels(*backend, schedule, lowered);
+  GeneratedKernels generated = generateKernels(*backend, schedule, lowered, progress);
   codegenSeconds += secondsSince(start);
 
   // 6. Memory plan: values, then scratch, then workspace, all in one arena.
@@ -348,15 +375,23 @@ package::Manifest buildManifest(Graph &graph, const CompileOptions &options,
   recordLaunches(schedule, lowered, generated, layout, manifest);
   stats.codegenSeconds = codegenSeconds;
   stats.weightBytes = manifest.weights.size(); // with the constants backends derived
-  stats.kernelCount = int(manifest.kernels.size());
+  stats.kernelCount = launchCount(manifest);
+  stats.distinctKernelCount = int(manifest.kernels.size());
   recordOutputs(graph, schedule, layout, manifest);
 
   // 8. Packaging: the backend compiles what it kept (NVRTC and ptxas, or LLVM to an object);
   //    compileGraph's writer then links model.so.
   start = Clock::now();
-  report("compiling " + std::to_string(manifest.kernels.size()) + " kernels with " +
-         backend->name());
+  const KernelCache *cache = options.target.build.cache.get();
+  const KernelCache::Counters before = cache ? cache->counters() : KernelCache::Counters{};
   objectFiles = backend->finish(manifest, workDirectory);
+  if (cache) {
+    const KernelCache::Counters after = cache->counters();
+    stats.cacheHits = after.hits - before.hits;
+    stats.cacheMisses = after.misses - before.misses;
+    stats.cacheCorrupt = after.corrupt - before.corrupt;
+    cache->trim();
+  }
   stats.finishSeconds = secondsSince(start);
   return manifest;
 }

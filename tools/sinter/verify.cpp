@@ -442,7 +442,7 @@ void runVerify(const VerifyFlags &flags, const CLI::App &command) {
     BisectRequest request;
     request.imported = imported.get();
     request.options = compileOptions;
-    request.options.progress = nullptr;
+    request.options.target.build.progress = nullptr;
     // Bisection's compiles write no sources and print no IR: those were for the artifact verified.
     request.options.target.emitSourceDirectory.clear();
     request.options.pipeline.dumpAfter.clear();
