@@ -140,14 +140,14 @@ def test_kernels_report_the_generator_that_built_them(compiled, model):
         assert re.search(rf"^\s+{kernel['index']}\s+{kernel['name']}\s+"
                          rf"{re.escape(kernel['generator'])}\s+module {kernel['cuda_module']}$",
                          text, re.M), text
-    # The NVPTX route's one module first, then the CUDA C backend's (one per 16 kernels at most,
+    # The NVPTX route's one module first, then the CUDA C backend's (one per 8 kernels at most,
     # consecutive indices), none of them shared between the routes.
     modules = {g: {k["cuda_module"] for k in kernels if k["generator"].split()[0] == g}
                for g in ("llvm-nvptx", "cuda-c")}
     assert modules["llvm-nvptx"] == ({0} if nvptx else set())
     cuda_c = [k for k in kernels if k["generator"].split()[0] == "cuda-c"]
     first = 1 if nvptx else 0
-    expected_cuda_c = min(8, -(-len(cuda_c) // 16))
+    expected_cuda_c = min(16, -(-len(cuda_c) // 8))
     assert modules["cuda-c"] == set(range(first, first + expected_cuda_c)), modules
     assert len(info["cuda_modules"]) == bool(modules["llvm-nvptx"]) + len(modules["cuda-c"])
     if nvptx:

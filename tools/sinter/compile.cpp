@@ -192,7 +192,7 @@ void runCompile(const CompileCommandFlags &command) {
                command.output, stats.kernelCount, stats.distinctKernelCount, stats.sourceNodeCount,
                humanBytes(int64_t(stats.arenaBytes)), humanBytes(int64_t(stats.activationBytes)),
                humanBytes(int64_t(stats.weightBytes)));
-  if (options.target.build.cache) {
+  if (options.target.build.cache && stats.cacheHits + stats.cacheMisses > 0) {
     uint64_t units = stats.cacheHits + stats.cacheMisses;
     spdlog::info("kernel cache {}: {} of {} toolchain units from the cache{}",
                  options.target.build.cache->directory(), stats.cacheHits, units,
