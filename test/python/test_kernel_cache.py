@@ -1,4 +1,4 @@
-"""The kernel cache and the job pool through `sinter compile --target cuda`, without a GPU: the
+"""The kernel cache and the job pool through `sinter compile` (CUDA without a GPU, and CPU): the
 artifact is byte-identical with the cache cold, warm and off and with any -j; a damaged entry is
 detected, rebuilt and not used; two compiles sharing one fresh cache folder at once both succeed
 with the same artifact. The truth is the artifact compiled with --no-cache -j 1 (NVRTC and ptxas
@@ -81,3 +81,20 @@ def test_two_compiles_sharing_a_fresh_cache_both_succeed(tmp_path):
     for output in outputs:
         assert output.read_bytes() == truth.read_bytes(), output.name
     assert not [p for p in (cache / "kernels-v1").rglob(".tmp-*")]
+
+
+def test_cpu_objects_come_from_the_cache_byte_identical(tmp_path):
+    """The CPU target's object (LLVM O3 and code generation) goes through the same cache."""
+    cache = tmp_path / "cache"
+    flags = ["--target", "cpu", "--force"]
+    truth, cold, warm = tmp_path / "truth.so", tmp_path / "cold.so", tmp_path / "warm.so"
+    st.sinter("compile", MODEL, "-o", truth, *flags, "--no-cache")
+    assert cache_line(st.sinter("compile", MODEL, "-o", cold, *flags, "--cache-dir", cache)) == (0, 1, 0)
+    assert cache_line(st.sinter("compile", MODEL, "-o", warm, *flags, "--cache-dir", cache)) == (1, 1, 0)
+    (entry,) = entries(cache)
+    data = entry.read_bytes()
+    entry.write_bytes(data[:-1] + bytes([data[-1] ^ 0x01]))  # the object's last byte flipped
+    rebuilt = tmp_path / "rebuilt.so"
+    assert cache_line(st.sinter("compile", MODEL, "-o", rebuilt, *flags, "--cache-dir", cache)) == (0, 1, 1)
+    for artifact in (cold, warm, rebuilt):
+        assert artifact.read_bytes() == truth.read_bytes(), artifact.name
