@@ -8,6 +8,8 @@
 #include "sinter/package/format.h"
 #include "sinter/support/kernel_cache.h"
 
+#include "temp_dir.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -19,17 +21,6 @@ using namespace sinter;
 namespace {
 
 namespace fs = std::filesystem;
-
-/// A scratch folder, removed with its contents at the end of the test.
-struct ScratchFolder {
-  fs::path path;
-  explicit ScratchFolder(const std::string &name)
-      : path(fs::temp_directory_path() / (name + "-" + std::to_string(::getpid()))) {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~ScratchFolder() { fs::remove_all(path); }
-};
 
 /// Two residual blocks of one shape on two inputs (Relu(x + 1) * x and the same of y), and a
 /// Sigmoid of a third: three launches, two distinct bodies.
@@ -84,9 +75,9 @@ std::vector<std::string> ptxEntries(const package::Manifest &manifest) {
 } // namespace
 
 TEST(CudaDistinctKernels, IdenticalBodiesAreCompiledOnceAndShareAnEntry) {
-  ScratchFolder work("sinter-distinct-kernels");
-  auto cache = std::make_shared<KernelCache>((work.path / "cache").string());
-  Compiled compiled = compile(work.path / "build", cache);
+  sinter::testing::TempDir work;
+  auto cache = std::make_shared<KernelCache>((work.path() / "cache").string());
+  Compiled compiled = compile(work.path() / "build", cache);
   const package::Manifest &manifest = compiled.manifest;
 
   std::vector<const package::Launch *> launches;
@@ -120,11 +111,11 @@ TEST(CudaDistinctKernels, IdenticalBodiesAreCompiledOnceAndShareAnEntry) {
 // The same compile with a warm cache runs no toolchain and gives the same bytes, as does one
 // without a cache.
 TEST(CudaDistinctKernels, WarmCacheAndNoCacheGiveTheSameManifest) {
-  ScratchFolder work("sinter-distinct-kernels-cache");
-  auto cache = std::make_shared<KernelCache>((work.path / "cache").string());
-  Compiled cold = compile(work.path / "a", cache);
-  Compiled warm = compile(work.path / "b", cache);
-  Compiled none = compile(work.path / "c", nullptr);
+  sinter::testing::TempDir work;
+  auto cache = std::make_shared<KernelCache>((work.path() / "cache").string());
+  Compiled cold = compile(work.path() / "a", cache);
+  Compiled warm = compile(work.path() / "b", cache);
+  Compiled none = compile(work.path() / "c", nullptr);
   EXPECT_EQ(warm.stats.cacheHits, 3u);
   EXPECT_EQ(warm.stats.cacheMisses, 0u);
   EXPECT_EQ(package::serializeManifest(cold.manifest), package::serializeManifest(warm.manifest));

@@ -5,6 +5,8 @@
 #include "sinter/support/kernel_cache.h"
 #include "sinter/support/sha256.h"
 
+#include "temp_dir.h"
+
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -19,15 +21,6 @@ using namespace sinter;
 namespace {
 
 namespace fs = std::filesystem;
-
-struct ScratchFolder {
-  fs::path path;
-  explicit ScratchFolder(const std::string &name)
-      : path(fs::temp_directory_path() / (name + "-" + std::to_string(::getpid()))) {
-    fs::remove_all(path);
-  }
-  ~ScratchFolder() { fs::remove_all(path); }
-};
 
 std::string readAll(const std::string &path) {
   std::ifstream in(path, std::ios::binary);
@@ -50,8 +43,8 @@ TEST(KernelCache, KeysAreSha256OfLengthPrefixedParts) {
 }
 
 TEST(KernelCache, EntriesRoundTripAndMissesAreCounted) {
-  ScratchFolder folder("sinter-kernel-cache-roundtrip");
-  KernelCache cache(folder.path.string());
+  sinter::testing::TempDir folder;
+  KernelCache cache(folder.path().string());
   std::string key = cacheKey({"unit"});
   EXPECT_EQ(cache.load(key), std::nullopt);
   std::string payload("cubin\0bytes", 11);
@@ -71,8 +64,8 @@ TEST(KernelCache, EntriesRoundTripAndMissesAreCounted) {
 }
 
 TEST(KernelCache, DamagedEntriesAreDetectedRemovedAndRebuilt) {
-  ScratchFolder folder("sinter-kernel-cache-damage");
-  KernelCache cache(folder.path.string());
+  sinter::testing::TempDir folder;
+  KernelCache cache(folder.path().string());
   const std::string key = cacheKey({"unit", "sm_90"});
   const std::string payload(1000, 'p');
   cache.store(key, payload);
@@ -100,9 +93,9 @@ TEST(KernelCache, DamagedEntriesAreDetectedRemovedAndRebuilt) {
 }
 
 TEST(KernelCache, TrimEvictsTheLeastRecentlyUsedEntries) {
-  ScratchFolder folder("sinter-kernel-cache-trim");
+  sinter::testing::TempDir folder;
   // Room for about three entries of 1000 bytes (1144 on disk each).
-  KernelCache cache(folder.path.string(), 3 * 1144 + 100);
+  KernelCache cache(folder.path().string(), 3 * 1144 + 100);
   std::vector<std::string> keys;
   for (int i = 0; i < 5; ++i) {
     keys.push_back(cacheKey({"entry", std::to_string(i)}));
@@ -124,8 +117,8 @@ TEST(KernelCache, TrimEvictsTheLeastRecentlyUsedEntries) {
 }
 
 TEST(KernelCache, ConcurrentWritersLeaveWholeEntries) {
-  ScratchFolder folder("sinter-kernel-cache-threads");
-  KernelCache cache(folder.path.string());
+  sinter::testing::TempDir folder;
+  KernelCache cache(folder.path().string());
   std::vector<std::string> keys;
   for (int i = 0; i < 8; ++i)
     keys.push_back(cacheKey({"shared", std::to_string(i)}));
@@ -148,6 +141,6 @@ TEST(KernelCache, ConcurrentWritersLeaveWholeEntries) {
   for (size_t i = 0; i < keys.size(); ++i)
     EXPECT_EQ(cache.load(keys[i]), std::string(2000 + i, char('a' + i)));
   // No temporary file is left behind.
-  for (const auto &entry : fs::recursive_directory_iterator(folder.path))
+  for (const auto &entry : fs::recursive_directory_iterator(folder.path()))
     EXPECT_NE(entry.path().filename().string().rfind(".tmp-", 0), 0u) << entry.path();
 }
