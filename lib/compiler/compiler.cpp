@@ -62,6 +62,12 @@ struct MemoryLayout {
 
 // ---- import checks -----------------------------------------------------------------------
 
+int launchCount(const std::vector<package::Step> &steps) {
+  return int(std::count_if(steps.begin(), steps.end(), [](const package::Step &step) {
+    return std::holds_alternative<package::Launch>(step);
+  }));
+}
+
 /// Every dim of every value must be static to compile: the artifact is specialised to shapes.
 void requireStaticShapes(const Graph &graph) {
   std::string symbolic;
@@ -186,15 +192,16 @@ Schedule scheduleGraph(const Graph &graph, bool fuseKernels, const std::string &
 /// kernel IR, and the contraction or attention descriptions); a view group's stays empty.
 std::vector<codegen::LoweredGroup> lowerGroups(const Schedule &schedule,
                                                const codegen::BackendCapabilities &capabilities,
-                                               const std::function<void(const std::string &)> &report) {
+                                               const ProgressCallback &progress) {
   const std::vector<codegen::KernelGroup> &groups = schedule.groups;
   std::vector<codegen::LoweredGroup> lowered(groups.size());
+  if (progress)
+    progress({"lowering", "groups", 0, groups.size()});
   for (size_t i = 0; i < groups.size(); ++i) {
-    if (schedule.buffers.viewGroup[i])
-      continue; // no kernel: its output is its source's bytes
-    if (i % 50 == 0)
-      report("generating kernel " + std::to_string(i + 1) + "/" + std::to_string(groups.size()));
-    lowered[i] = codegen::lowerForBackend(groups[i], capabilities);
+    if (!schedule.buffers.viewGroup[i]) // a view group has no kernel: its output is its source's bytes
+      lowered[i] = codegen::lowerForBackend(groups[i], capabilities);
+    if (progress)
+      progress({"lowering", "groups", i + 1, groups.size()});
   }
   return lowered;
 }
@@ -228,13 +235,19 @@ std::map<const Value *, package::BufferRef> placeConstants(const Graph &graph,
 
 /// Each kernel's source (kept by the backend until finish) and launch shape.
 GeneratedKernels generateKernels(codegen::Backend &backend, const Schedule &schedule,
-                                 const std::vector<codegen::LoweredGroup> &lowered) {
+                                 const std::vector<codegen::LoweredGroup> &lowered,
+                                 const ProgressCallback &progress) {
   const size_t count = schedule.groups.size();
   GeneratedKernels generated{std::vector<package::Kernel>(count),
                              std::vector<codegen::LaunchShape>(count)};
-  for (size_t i = 0; i < count; ++i)
+  if (progress)
+    progress({"code generation", "groups", 0, count});
+  for (size_t i = 0; i < count; ++i) {
     if (!schedule.buffers.viewGroup[i]) // a view has no kernel: its output is its source's bytes
       generated.entries[i] = backend.addKernel(lowered[i], generated.shapes[i]);
+    if (progress)
+      progress({"code generation", "groups", i + 1, count});
+  }
   return generated;
 }
 
@@ -280,20 +293,39 @@ uint64_t valueBytes(const Value *value) {
   return uint64_t(*elementCount(value->shape())) * dtypeSize(value->dtype());
 }
 
+/// The manifest index of a kernel entry: an earlier entry of the same name (the backend found
+/// the two kernels' code identical and gave them one entry point) is reused, so launches of one
+/// body share one entry, in every plan of the artifact; the entries must then agree in
+/// everything they say.
+uint32_t recordKernel(package::Kernel entry, package::Manifest &manifest,
+                      std::map<std::string, uint32_t> &indexOfName) {
+  auto [found, inserted] = indexOfName.emplace(entry.name, uint32_t(manifest.kernels.size()));
+  if (inserted) {
+    manifest.kernels.push_back(std::move(entry));
+    return found->second;
+  }
+  const package::Kernel &known = manifest.kernels[found->second];
+  SINTER_ASSERT(known.generator == entry.generator && known.ops == entry.ops &&
+                    known.flops == entry.flops && known.bytesMoved == entry.bytesMoved,
+                "the backend gave two different kernels the entry point '", entry.name, "'");
+  return found->second;
+}
+
 /// One launch per kernel, with every argument's place and size (Launch::argBytes, which the
 /// runtime's validator bounds inside the argument's region): the group's inputs, its outputs, its
 /// scratch buffers, the constants the backend derived (appended to the weights blob here) and
 /// its workspace, in that order (backend.h's LaunchShape).
 void recordLaunches(const Schedule &schedule, const std::vector<codegen::LoweredGroup> &lowered,
                     GeneratedKernels &generated, const MemoryLayout &layout,
-                    package::Manifest &manifest, package::Plan &plan, WeightIndex *weightIndex) {
+                    package::Manifest &manifest, package::Plan &plan, WeightIndex *weightIndex,
+                    std::map<std::string, uint32_t> &kernelIndex) {
   for (size_t i = 0; i < schedule.groups.size(); ++i) {
     const codegen::KernelGroup &group = schedule.groups[i];
     if (schedule.buffers.viewGroup[i])
       continue;
     const codegen::LaunchShape &shape = generated.shapes[i];
     package::Launch launch;
-    launch.kernel = uint32_t(manifest.kernels.size());
+    launch.kernel = recordKernel(std::move(generated.entries[i]), manifest, kernelIndex);
     std::copy(shape.grid, shape.grid + 3, launch.grid);
     std::copy(shape.block, shape.block + 3, launch.block);
     launch.sharedBytes = shape.sharedBytes;
@@ -318,7 +350,6 @@ void recordLaunches(const Schedule &schedule, const std::vector<codegen::Lowered
     if (layout.workspaceSlot[i])
       add({package::Region::Arena, layout.arena.offsets[*layout.workspaceSlot[i]]},
           layout.workspaceBytes[i]);
-    manifest.kernels.push_back(std::move(generated.entries[i]));
     plan.steps.push_back(std::move(launch));
   }
 }
@@ -354,12 +385,9 @@ void recordOutputs(const Graph &graph, const Schedule &schedule, const MemoryLay
 /// backend compiles every plan's kernels together in stage 8.
 void buildPlan(Graph &graph, const CompileOptions &options, codegen::Backend &backend,
                const codegen::BackendCapabilities &capabilities, const std::string &kernelSuffix,
-               WeightIndex *weightIndex, package::Manifest &manifest, package::Plan &plan,
-               CompileStatistics &stats) {
-  auto report = [&](const std::string &message) {
-    if (options.progress)
-      options.progress(message);
-  };
+               WeightIndex *weightIndex, std::map<std::string, uint32_t> &kernelIndex,
+               package::Manifest &manifest, package::Plan &plan, CompileStatistics &stats) {
+  const ProgressCallback &progress = options.target.build.progress;
   // The signature keeps the shapes as declared, with their symbols; passes may rewrite inputs.
   std::map<std::string, Shape> declared;
   for (Value *input : graph.inputs())
@@ -377,7 +405,7 @@ void buildPlan(Graph &graph, const CompileOptions &options, codegen::Backend &ba
   //    Before memory planning: a kernel may declare scratch buffers (KernelBuilder::addScratch),
   //    which the arena holds for its step only.
   start = Clock::now();
-  std::vector<codegen::LoweredGroup> lowered = lowerGroups(schedule, capabilities, report);
+  std::vector<codegen::LoweredGroup> lowered = lowerGroups(schedule, capabilities, progress);
   double codegenSeconds = secondsSince(start);
 
   // 4. Kernel needs: what each kernel will need of the arena beyond its buffers (a stream-K
@@ -398,13 +426,13 @@ void buildPlan(Graph &graph, const CompileOptions &options, codegen::Backend &ba
   //    packaging), from the lowered group alone; the arena's layout reaches kernels as launch
   //    arguments, never as code.
   start = Clock::now();
-  GeneratedKernels generated = generateKernels(backend, schedule, lowered);
+  GeneratedKernels generated = generateKernels(backend, schedule, lowered, progress);
   codegenSeconds += secondsSince(start);
 
   // 7. The plan: inputs' slots, one launch per kernel with every argument's place, then the
   //    outputs' slots (and the copies of constant outputs, which run after every launch).
   recordInputs(graph, declared, layout, plan);
-  recordLaunches(schedule, lowered, generated, layout, manifest, plan, weightIndex);
+  recordLaunches(schedule, lowered, generated, layout, manifest, plan, weightIndex, kernelIndex);
   stats.codegenSeconds += codegenSeconds;
   recordOutputs(graph, schedule, layout, plan);
 }
@@ -415,12 +443,21 @@ std::vector<std::string> finishManifest(codegen::Backend &backend, const Compile
                                         const std::string &workDirectory,
                                         package::Manifest &manifest, CompileStatistics &stats) {
   stats.weightBytes = manifest.weights.size(); // with the constants backends derived
-  stats.kernelCount = int(manifest.kernels.size());
+  stats.kernelCount = launchCount(manifest.steps);
+  for (const package::Plan &plan : manifest.additionalPlans)
+    stats.kernelCount += launchCount(plan.steps);
+  stats.distinctKernelCount = int(manifest.kernels.size());
   auto start = Clock::now();
-  if (options.progress)
-    options.progress("compiling " + std::to_string(manifest.kernels.size()) + " kernels with " +
-                     backend.name());
+  const KernelCache *cache = options.target.build.cache.get();
+  const KernelCache::Counters before = cache ? cache->counters() : KernelCache::Counters{};
   std::vector<std::string> objectFiles = backend.finish(manifest, workDirectory);
+  if (cache) {
+    const KernelCache::Counters after = cache->counters();
+    stats.cacheHits = after.hits - before.hits;
+    stats.cacheMisses = after.misses - before.misses;
+    stats.cacheCorrupt = after.corrupt - before.corrupt;
+    cache->trim();
+  }
   stats.finishSeconds = secondsSince(start);
   return objectFiles;
 }
@@ -470,7 +507,8 @@ package::Manifest buildManifest(Graph &graph, const CompileOptions &options,
 
   // 1 to 7: passes, schedule, lowering, weights, code generation, memory plan, the plan.
   package::Plan plan;
-  buildPlan(graph, options, *backend, capabilities, "", nullptr, manifest, plan, stats);
+  std::map<std::string, uint32_t> kernelIndex;
+  buildPlan(graph, options, *backend, capabilities, "", nullptr, kernelIndex, manifest, plan, stats);
   usePlan(manifest, std::move(plan));
 
   // 8. Packaging.
@@ -503,6 +541,7 @@ package::Manifest buildBucketedManifest(const GraphImporter &importGraph,
   const codegen::BackendCapabilities capabilities = backend->capabilities();
   package::Manifest manifest;
   WeightIndex weightIndex;
+  std::map<std::string, uint32_t> kernelIndex; // one entry per distinct body, across the plans
   std::vector<package::ShapeSymbol> recorded(symbols.size());
   for (size_t s = 0; s < symbols.size(); ++s) {
     recorded[s].name = symbols[s].symbol;
@@ -518,12 +557,8 @@ package::Manifest buildBucketedManifest(const GraphImporter &importGraph,
       rest /= symbols[s].buckets.size();
       sizes[symbols[s].symbol] = symbols[s].buckets[bucketIndex[s]];
     }
-    std::string label;
-    for (const auto &[name, size] : sizes)
-      label += (label.empty() ? "" : ", ") + name + "=" + std::to_string(size);
-    if (options.progress)
-      options.progress("plan " + std::to_string(p + 1) + "/" + std::to_string(planCount) + ": " +
-                       label);
+    if (options.target.build.progress)
+      options.target.build.progress({"plans", "plans", p, planCount});
     std::unique_ptr<Graph> graph = importGraph(sizes);
     if (p == 0) {
       manifest = startManifest(*graph, options);
@@ -543,7 +578,7 @@ package::Manifest buildBucketedManifest(const GraphImporter &importGraph,
     }
     package::Plan plan;
     buildPlan(*graph, options, *backend, capabilities, p == 0 ? "" : "_p" + std::to_string(p),
-              &weightIndex, manifest, plan, stats);
+              &weightIndex, kernelIndex, manifest, plan, stats);
     // The signature names the bucketed symbols where they are: the inputs' declared dims, and the
     // outputs' axes the proof followed the dim to.
     for (package::TensorSignature &input : plan.inputs)
@@ -568,6 +603,8 @@ package::Manifest buildBucketedManifest(const GraphImporter &importGraph,
     else
       manifest.additionalPlans.push_back(std::move(plan));
   }
+  if (options.target.build.progress)
+    options.target.build.progress({"plans", "plans", planCount, planCount});
   manifest.symbols = std::move(recorded);
   objectFiles = finishManifest(*backend, options, workDirectory, manifest, stats);
   return manifest;

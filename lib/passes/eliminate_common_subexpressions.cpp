@@ -2,6 +2,7 @@
 
 #include "rewrite.h"
 
+#include <cstring>
 #include <map>
 #include <tuple>
 
@@ -65,11 +66,19 @@ bool replaceOutputs(Graph &graph, Node &duplicate, Node &original) {
   return changed;
 }
 
-/// A cheap content key for a constant; equal keys are then compared byte for byte.
+/// A cheap content key for a constant; equal keys are then compared byte for byte. FNV-1a's
+/// step over 8-byte words (then the tail's bytes): this pass runs several times on every
+/// weight, and a byte at a time took a tenth of a warm ResNet-50 compile.
 uint64_t contentHash(const Tensor &tensor) {
-  uint64_t hash = 1469598103934665603ull; // FNV-1a
+  uint64_t hash = 1469598103934665603ull;
   const auto *bytes = reinterpret_cast<const unsigned char *>(tensor.data());
-  for (size_t i = 0; i < tensor.byteSize(); ++i)
+  const size_t size = tensor.byteSize(), whole = size / 8 * 8;
+  for (size_t i = 0; i < whole; i += 8) {
+    uint64_t word;
+    std::memcpy(&word, bytes + i, 8);
+    hash = (hash ^ word) * 1099511628211ull;
+  }
+  for (size_t i = whole; i < size; ++i)
     hash = (hash ^ bytes[i]) * 1099511628211ull;
   return hash;
 }

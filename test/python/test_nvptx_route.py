@@ -1,6 +1,6 @@
 """The NVPTX route (`--target cuda --gpu-codegen llvm`) on the model suite, without a GPU: every
 models/*.onnx compiles; the artifact carries SASS for each requested architecture in every CUDA
-module (cubin ELF headers read here) plus PTX for the newest; `sinter inspect` says which
+module (cubin ELF headers read here) plus PTX; `sinter inspect` says which
 generator built each kernel, and the split follows the fallback rule (docs/nvptx.md): contraction
 and convolution groups go to CUDA C, the rest to LLVM's NVPTX backend.
 
@@ -109,7 +109,7 @@ def test_every_model_compiles_with_the_nvptx_route(compiled):
 
 
 @pytest.mark.parametrize("model", [m.stem for m in st.model_files()])
-def test_modules_carry_sass_for_each_arch_and_ptx_for_the_newest(compiled, model):
+def test_modules_carry_sass_for_each_arch_and_ptx(compiled, model):
     artifact, info, _ = compiled[model]
     modules = cuda_modules(artifact)
     assert len(modules) == len(info["cuda_modules"]) >= 1
@@ -119,8 +119,10 @@ def test_modules_carry_sass_for_each_arch_and_ptx_for_the_newest(compiled, model
         assert [arch for arch, _ in cubins] == ARCHS
         for arch, code in cubins:
             assert cubin_sm(code) == (190, int(arch[3:])), arch
-        assert [arch for arch, _ in ptx] == ["compute_90"]
-        assert b".target sm_90" in ptx[0][1]
+        # The NVPTX route's module keeps the newest architecture's PTX (LLVM compiles it per
+        # architecture); a CUDA C module the PTX it assembled every cubin from, the oldest's.
+        assert [arch for arch, _ in ptx] in (["compute_90"], ["compute_80"])
+        assert b".target sm_" + ptx[0][0][8:].encode() in ptx[0][1]
 
 
 @pytest.mark.parametrize("model", [m.stem for m in st.model_files()])
@@ -138,14 +140,14 @@ def test_kernels_report_the_generator_that_built_them(compiled, model):
         assert re.search(rf"^\s+{kernel['index']}\s+{kernel['name']}\s+"
                          rf"{re.escape(kernel['generator'])}\s+module {kernel['cuda_module']}$",
                          text, re.M), text
-    # The NVPTX route's one module first, then the CUDA C backend's (one per 16 kernels at most,
+    # The NVPTX route's one module first, then the CUDA C backend's (one per 8 kernels at most,
     # consecutive indices), none of them shared between the routes.
     modules = {g: {k["cuda_module"] for k in kernels if k["generator"].split()[0] == g}
                for g in ("llvm-nvptx", "cuda-c")}
     assert modules["llvm-nvptx"] == ({0} if nvptx else set())
     cuda_c = [k for k in kernels if k["generator"].split()[0] == "cuda-c"]
     first = 1 if nvptx else 0
-    expected_cuda_c = min(8, -(-len(cuda_c) // 16))
+    expected_cuda_c = min(16, -(-len(cuda_c) // 8))
     assert modules["cuda-c"] == set(range(first, first + expected_cuda_c)), modules
     assert len(info["cuda_modules"]) == bool(modules["llvm-nvptx"]) + len(modules["cuda-c"])
     if nvptx:

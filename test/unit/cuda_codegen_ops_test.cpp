@@ -21,7 +21,7 @@ using sinter::testing::singleNodeGroup;
 
 namespace {
 
-/// Compiles each node of `graph` as its own kernel for sm_80; returns the PTX, with the kernels
+/// Compiles each node of `graph` as its own kernel for sm_80; returns the PTX of every module, with the kernels
 /// lowered from it in `kernels`.
 std::string compileEachNode(const Graph &graph, std::vector<Kernel> *kernels = nullptr) {
   TargetOptions options;
@@ -43,15 +43,17 @@ std::string compileEachNode(const Graph &graph, std::vector<Kernel> *kernels = n
   std::filesystem::create_directories(work);
   backend->finish(manifest, work.string());
   std::filesystem::remove_all(work);
-  EXPECT_EQ(manifest.cudaModules.size(), 1u);
-  if (manifest.cudaModules.empty())
-    return "";
-  const auto &binaries = manifest.cudaModules[0].binaries;
-  EXPECT_EQ(binaries.size(), 2u); // the sm_80 cubin and PTX
-  if (binaries.size() != 2)
-    return "";
-  EXPECT_EQ(readCubinHeader(binaries[0].bytes).sm, 80u);
-  return std::string(binaries[1].bytes.begin(), binaries[1].bytes.end());
+  EXPECT_GE(manifest.cudaModules.size(), 1u);
+  std::string ptx; // every module's (a module holds up to 8 kernels)
+  for (const package::CudaModule &module : manifest.cudaModules) {
+    const auto &binaries = module.binaries;
+    EXPECT_EQ(binaries.size(), 2u); // the sm_80 cubin and PTX
+    if (binaries.size() != 2)
+      return "";
+    EXPECT_EQ(readCubinHeader(binaries[0].bytes).sm, 80u);
+    ptx += std::string(binaries[1].bytes.begin(), binaries[1].bytes.end());
+  }
+  return ptx;
 }
 
 bool hasEntry(const std::string &ptx, const std::string &name) {

@@ -6,6 +6,7 @@
 #include "sinter/support/error.h"
 
 #include "onnx/onnx.pb.h"
+#include "temp_dir.h"
 
 #include <gtest/gtest.h>
 
@@ -21,34 +22,7 @@ namespace sinter::onnx_test {
 namespace fs = std::filesystem;
 using OnnxDim = std::variant<int64_t, std::string>; ///< a dim_value or a dim_param
 
-/// A fresh folder under the system's temp folder, removed when the test ends.
-class TempDir {
-public:
-  TempDir() {
-    static int counter = 0;
-    const auto *test = ::testing::UnitTest::GetInstance()->current_test_info();
-    path_ = fs::temp_directory_path() /
-            ("sinter_onnx_" + std::to_string(getpid()) + "_" + std::to_string(counter++) + "_" +
-             (test ? std::string(test->name()) : std::string("test")));
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  const fs::path &path() const { return path_; }
-  std::string file(const std::string &name) const { return (path_ / name).string(); }
-  std::string write(const std::string &name, const std::string &bytes) const {
-    std::string full = file(name);
-    fs::create_directories(fs::path(full).parent_path());
-    std::ofstream(full, std::ios::binary).write(bytes.data(), std::streamsize(bytes.size()));
-    return full;
-  }
-
-private:
-  fs::path path_;
-};
+using sinter::testing::TempDir;
 
 /// Builds a ModelProto: one ai.onnx opset import, a graph, inputs, initializers and nodes.
 class ModelBuilder {

@@ -3,11 +3,13 @@
 #include "commands.h"
 #include "compile_flags.h"
 #include "options.h"
+#include "progress_line.h"
 
 #include "sinter/compiler/compiler.h"
 #include "sinter/frontend/onnx.h"
 #include "sinter/ir/graph.h"
 #include "sinter/support/error.h"
+#include "sinter/support/kernel_cache.h"
 
 #include <spdlog/spdlog.h>
 
@@ -201,7 +203,13 @@ CompileOptions compileOptionsFrom(const CompileFlags &flags) {
   options.pipeline.disabled.insert(flags.disabledPasses.begin(), flags.disabledPasses.end());
   options.pipeline.dumpAfter = flags.dumpIrAfter;
   options.pipeline.dumpStream = &std::cerr;
-  options.progress = [](const std::string &message) { spdlog::info("{}", message); };
+  options.target.build.progress = ProgressLine::forStderr();
+  options.target.build.jobs = flags.jobs;
+  if (!flags.noCache) {
+    std::string directory = flags.cacheDirectory.empty() ? defaultCacheDirectory() : flags.cacheDirectory;
+    if (!directory.empty())
+      options.target.build.cache = std::make_shared<KernelCache>(directory);
+  }
 
   return options;
 }
@@ -282,9 +290,16 @@ void runCompile(const CompileCommandFlags &command) {
     stats = compileBucketedGraphs(importAt, buckets, options, command.output);
   }
   double totalSeconds = std::chrono::duration<double>(Clock::now() - start).count();
-  spdlog::info("wrote {}: {} kernels from {} nodes; arena {} (activations {}), weights {}",
-               command.output, stats.kernelCount, stats.sourceNodeCount, humanBytes(int64_t(stats.arenaBytes)),
-               humanBytes(int64_t(stats.activationBytes)), humanBytes(int64_t(stats.weightBytes)));
+  spdlog::info("wrote {}: {} kernels ({} distinct) from {} nodes; arena {} (activations {}), weights {}",
+               command.output, stats.kernelCount, stats.distinctKernelCount, stats.sourceNodeCount,
+               humanBytes(int64_t(stats.arenaBytes)), humanBytes(int64_t(stats.activationBytes)),
+               humanBytes(int64_t(stats.weightBytes)));
+  if (options.target.build.cache && stats.cacheHits + stats.cacheMisses > 0) {
+    uint64_t units = stats.cacheHits + stats.cacheMisses;
+    spdlog::info("kernel cache {}: {} of {} toolchain units from the cache{}",
+                 options.target.build.cache->directory(), stats.cacheHits, units,
+                 stats.cacheCorrupt ? fmt::format(" ({} damaged entries rebuilt)", stats.cacheCorrupt) : "");
+  }
   spdlog::info("time: import {:.2f} s, passes {:.2f} s, codegen {:.2f} s, backend {:.2f} s, write "
                "{:.2f} s, total {:.2f} s",
                importSeconds, stats.passSeconds, stats.codegenSeconds, stats.finishSeconds,
@@ -295,7 +310,7 @@ void runCompile(const CompileCommandFlags &command) {
 
 void addCompileFlags(CLI::App &command, CompileFlags &flags) {
   command.add_option("--target", flags.target, "cuda (default) or cpu")->capture_default_str();
-  command.add_option("--arch", flags.archs, "CUDA architectures, comma-separated; PTX is added for the newest")
+  command.add_option("--arch", flags.archs, "CUDA architectures to build SASS for, comma-separated; PTX of the oldest is added for newer GPUs")
       ->capture_default_str();
   command.add_option("--cpu", flags.cpu, "CPU target: x86-64-v2 (default), x86-64-v3, x86-64-v4, native")
       ->capture_default_str();
@@ -340,6 +355,16 @@ void addCompileFlags(CLI::App &command, CompileFlags &flags) {
   command.add_option("--dump-ir-after", flags.dumpIrAfter, "Print the IR after PASS (or all) to stderr")
       ->type_name("PASS|all");
   addRepeatableOption(command, "--disable-pass", flags.disabledPasses, "Skip a pass", "PASS");
+  command.add_option("-j,--jobs", flags.jobs,
+                     "Toolchain runs (NVRTC, ptxas) at once; 0 (the default): one per core. The "
+                     "artifact is the same for every value")
+      ->type_name("N");
+  command.add_flag("--no-cache", flags.noCache,
+                   "Neither read nor write the kernel cache (the artifact is the same either way)");
+  command.add_option("--cache-dir", flags.cacheDirectory,
+                     "The kernel cache's folder (default $SINTER_CACHE_DIR, else "
+                     "$XDG_CACHE_HOME/sinter, else ~/.cache/sinter)")
+      ->type_name("DIR");
   addShapeFlags(command, flags.shapes);
   addBindFlags(command, flags.bindings);
 }

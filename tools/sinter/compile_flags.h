@@ -18,7 +18,7 @@ namespace sinter::cli {
 
 struct CompileFlags {
   std::string target = "cuda";
-  std::string archs = "sm_80,sm_86,sm_89,sm_90";
+  std::string archs = "sm_80,sm_90";
   std::string cpu = "x86-64-v2";
   std::string gpuCodegen = "cuda-c";
   std::string precision = "fp32";
@@ -31,6 +31,11 @@ struct CompileFlags {
   std::string tensorCoreEpilogue = "rows";
   std::string dumpIrAfter;
   std::vector<std::string> disabledPasses;
+  /// How the toolchain work runs, not what it makes (describeCompileFlags leaves them out):
+  /// -j (0: the host's cores), --no-cache, --cache-dir.
+  unsigned jobs = 0;
+  bool noCache = false;
+  std::string cacheDirectory;
   ShapeFlags shapes;
   BindFlags bindings;
 };

@@ -150,12 +150,20 @@ void printBoundInputs(const Manifest &manifest) {
   }
 }
 
+/// Calls visit(kernel) once per launch: kernels of identical code share an entry, so totals
+/// over the work the plan does go by launch, not by entry.
+template <typename Visit> void forEachLaunchedKernel(const Manifest &manifest, Visit visit) {
+  for (const package::Step &step : manifest.steps)
+    if (const auto *launch = std::get_if<package::Launch>(&step))
+      visit(manifest.kernels[launch->kernel]);
+}
+
 void printPlan(const Manifest &manifest) {
   double flops = 0, bytes = 0;
-  for (const package::Kernel &kernel : manifest.kernels) {
+  forEachLaunchedKernel(manifest, [&](const package::Kernel &kernel) {
     flops += kernel.flops;
     bytes += kernel.bytesMoved;
-  }
+  });
   size_t launches = launchCount(manifest);
   std::printf("plan: %zu steps (%zu launches, %zu copies); %s, %s moved by kernels\n",
               manifest.steps.size(), launches, manifest.steps.size() - launches,
@@ -184,19 +192,21 @@ void printPlan(const Manifest &manifest) {
 
 /// What fusion and the graph passes did, and what memory reuse saved, after the steps.
 void printPlanSummary(const Manifest &manifest) {
-  size_t ops = 0;
+  size_t ops = 0, kernels = 0;
   double flops = 0, bytes = 0;
-  for (const package::Kernel &kernel : manifest.kernels) {
+  forEachLaunchedKernel(manifest, [&](const package::Kernel &kernel) {
     ops += kernel.ops.size();
     flops += kernel.flops;
     bytes += kernel.bytesMoved;
-  }
-  size_t kernels = manifest.kernels.size();
+    ++kernels;
+  });
   std::printf("fusion: %" PRId64 " source nodes -> %zu ops in kernels after the graph passes -> "
               "%zu kernels",
               manifest.sourceNodeCount, ops, kernels);
   if (kernels)
     std::printf(" (%.1f ops per kernel)", static_cast<double>(ops) / static_cast<double>(kernels));
+  if (kernels != manifest.kernels.size())
+    std::printf(", %zu distinct", manifest.kernels.size());
   std::printf("\nmemory: arena %s for %s of activations (ratio %.3f); views share their source's "
               "bytes\n",
               humanBytes(static_cast<int64_t>(manifest.arenaBytes)).c_str(),

@@ -14,7 +14,7 @@
 #include "commands.h"
 #include "compile_flags.h"
 #include "options.h"
-#include "sha256.h"
+#include "sinter/support/sha256.h"
 #include "verify_bisect.h"
 #include "verify_golden.h"
 #include "verify_inputs.h"
@@ -442,7 +442,7 @@ void runVerify(const VerifyFlags &flags, const CLI::App &command) {
     BisectRequest request;
     request.imported = imported.get();
     request.options = compileOptions;
-    request.options.progress = nullptr;
+    request.options.target.build.progress = nullptr;
     // Bisection's compiles write no sources and print no IR: those were for the artifact verified.
     request.options.target.emitSourceDirectory.clear();
     request.options.pipeline.dumpAfter.clear();

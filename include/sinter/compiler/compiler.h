@@ -48,13 +48,15 @@ struct CompileOptions {
   /// Graph inputs the frontend bound to values (--bind-input), by name: already constants of the
   /// graph; recorded in the manifest so the artifact says what it was specialised to.
   std::map<std::string, Tensor> boundInputs;
-  /// Progress messages ("lowering 12/160 kernels"); may be null.
-  std::function<void(const std::string &)> progress;
 };
 
 struct CompileStatistics {
   double passSeconds = 0, codegenSeconds = 0, finishSeconds = 0, writeSeconds = 0;
-  int kernelCount = 0;
+  /// Kernel launches in the plan, and the distinct kernels they launch (identical bodies are one).
+  int kernelCount = 0, distinctKernelCount = 0;
+  /// Toolchain units (an NVRTC or ptxas run each) the kernel cache had, did not have, and found
+  /// damaged (and rebuilt); all 0 without a cache.
+  uint64_t cacheHits = 0, cacheMisses = 0, cacheCorrupt = 0;
   int64_t sourceNodeCount = 0;
   uint64_t arenaBytes = 0, activationBytes = 0, weightBytes = 0;
 };

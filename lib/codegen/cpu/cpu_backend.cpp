@@ -1,5 +1,6 @@
 // The CPU backend: kernel IR built as LLVM IR for x86-64, optimised at O3 and emitted as one
-// object that the artifact writer links into model.so.
+// object that the artifact writer links into model.so (through the kernel cache: an unchanged
+// module's object is not built again).
 //
 // Each kernel is `void NAME(void *const *args, int64_t begin, int64_t end)`: the runtime's
 // thread pool calls it on disjoint chunks of the parallel index. The body lives in an internal
@@ -15,12 +16,14 @@
 
 #include "sinter/support/error.h"
 
+#include <llvm/Config/llvm-config.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/MC/MCSubtargetInfo.h>
 #include <llvm/Support/raw_ostream.h>
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <optional>
 
 namespace sinter::codegen {
@@ -77,9 +80,36 @@ public:
     bool emit = !options_.emitSourceDirectory.empty();
     if (emit)
       writeModule(fs::path(options_.emitSourceDirectory) / "module.unoptimized.ll");
-    llvmgen::optimizeModule(*module_, *machine_);
     std::string object = (fs::path(workDirectory) / "kernels.o").string();
+    const ProgressCallback &progress = options_.build.progress;
+    if (progress)
+      progress({"LLVM O3 and object", "modules", 0, 1});
+    // The kernel cache (support/kernel_cache.h): the object is keyed by the unoptimised module's
+    // text, the target machine and LLVM's version, so a hit is the object LLVM would emit.
+    // --emit-source needs the optimised module and its assembly, so it bypasses the cache.
+    const KernelCache *cache = options_.build.cache.get();
+    std::string key;
+    if (cache && cache->enabled() && !emit) {
+      std::string text;
+      llvm::raw_string_ostream stream(text);
+      module_->print(stream, nullptr);
+      key = cacheKey({"llvm object", LLVM_VERSION_STRING, machine_->getTargetTriple().str(),
+                      machine_->getTargetCPU().str(), machine_->getTargetFeatureString().str(), "O3", text});
+      if (std::optional<std::string> bytes = cache->load(key)) {
+        std::ofstream(object, std::ios::binary) << *bytes;
+        if (progress)
+          progress({"LLVM O3 and object", "modules", 1, 1});
+        return {object};
+      }
+    }
+    llvmgen::optimizeModule(*module_, *machine_);
     llvmgen::emitFile(*module_, *machine_, object, false);
+    if (!key.empty()) {
+      std::ifstream in(object, std::ios::binary);
+      cache->store(key, std::string(std::istreambuf_iterator<char>(in), {}));
+    }
+    if (progress)
+      progress({"LLVM O3 and object", "modules", 1, 1});
     if (emit) {
       writeModule(fs::path(options_.emitSourceDirectory) / "module.ll");
       llvmgen::emitFile(*module_, *machine_, (fs::path(options_.emitSourceDirectory) / "module.s").string(), true);

@@ -1,8 +1,10 @@
-// The CUDA C backend: kernel IR printed as CUDA C, the model's kernels dealt into modules of
-// about equal size (one per 16 kernels, at most 8), each a translation unit compiled once per
-// architecture by NVRTC to PTX and by ptxas to SASS, all on a pool of the host's cores. Each
-// module gets one cubin per requested architecture plus the PTX of the newest, so it runs on each
-// listed GPU generation and JIT-compiles on newer ones.
+// The CUDA C backend: kernel IR printed as CUDA C; kernels whose code is the same but for their
+// names are one kernel; the distinct ones are dealt into modules of about equal size (one per 8
+// kernels, at most 16), each a translation unit compiled by NVRTC to PTX once (for the oldest
+// architecture, and for sm_90a where a wgmma body needs it) and by ptxas to SASS once per
+// architecture, on the job pool (-j) and through the kernel cache. Each module gets one cubin per
+// requested architecture plus its PTX, so it runs on each listed GPU generation and
+// JIT-compiles on newer ones.
 #include "sinter/codegen/cuda/cuda_backend.h"
 #include "cuda_attention.h"
 #include "cuda_contraction.h"
@@ -11,15 +13,19 @@
 #include "sinter/codegen/cuda/toolchain.h"
 
 #include "sinter/support/error.h"
+#include "sinter/support/job_pool.h"
+#include "sinter/support/kernel_cache.h"
 
 #include <algorithm>
-#include <atomic>
+#include <cctype>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
+#include <mutex>
 #include <optional>
 #include <regex>
-#include <thread>
 
 namespace sinter::codegen {
 namespace {
@@ -39,6 +45,44 @@ int archNumber(const std::string &arch) {
   if (number < 70)
     userError("CUDA architecture ", arch, " is too old; sinter targets sm_70 and newer");
   return number;
+}
+
+/// What decides whether two kernels are one: the source with the kernel's name (as a whole
+/// identifier) and the comment line naming its buffers taken out, and every field of the
+/// manifest entry but the name (generator, ops, flops, bytes), so a shared entry describes each
+/// launch exactly. Names inside longer identifiers stay (a stream-K kernel's `NAME_arrivals`
+/// counters, state of its own in the module), so such kernels are never merged.
+std::string distinctKernelKey(const std::string &source, const std::string &name,
+                              const package::Kernel &entry) {
+  std::string key;
+  key.reserve(source.size() + 256);
+  auto isIdentifierChar = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  for (size_t at = 0; at < source.size();) {
+    size_t lineEnd = source.find('\n', at);
+    lineEnd = lineEnd == std::string::npos ? source.size() : lineEnd + 1;
+    std::string_view line(source.data() + at, lineEnd - at);
+    size_t first = line.find_first_not_of(' ');
+    if (first != std::string_view::npos && line.substr(first).rfind("// buffers:", 0) == 0) {
+      at = lineEnd;
+      continue;
+    }
+    for (size_t i = 0; i < line.size();) {
+      if (line.compare(i, name.size(), name) == 0 && (i == 0 || !isIdentifierChar(line[i - 1])) &&
+          (i + name.size() == line.size() || !isIdentifierChar(line[i + name.size()]))) {
+        key += "\x01KERNEL\x01";
+        i += name.size();
+      } else {
+        key += line[i++];
+      }
+    }
+    at = lineEnd;
+  }
+  key += '\0' + entry.generator + '\0';
+  for (const std::string &op : entry.ops)
+    key += op + ',';
+  char numbers[64];
+  std::snprintf(numbers, sizeof numbers, "%a %a", entry.flops, entry.bytesMoved);
+  return key + '\0' + numbers;
 }
 
 void writeText(const fs::path &path, const std::string &text) {
@@ -118,25 +162,38 @@ public:
       writeText(fs::path(options_.emitSourceDirectory) / (kernel.name + ".cu"), source);
       writeText(fs::path(options_.emitSourceDirectory) / (kernel.name + ".kir"), printKernel(kernel));
     }
+    package::Kernel entry = describeKernel(group, kernel, generator);
+    // One kernel per distinct body: a kernel whose code equals an earlier one's but for its
+    // name and the comment naming its buffers (a model's repeated layers), with the same ops,
+    // generator, flops and bytes, is that kernel: it takes the earlier one's entry point, and
+    // the compile driver gives both launches one manifest entry.
+    std::string key = distinctKernelKey(source, kernel.name, entry);
+    auto [found, inserted] = distinctKernels_.emplace(std::move(key), sources_.size());
+    if (!inserted) {
+      entry.name = sourceNames_[found->second];
+      return entry;
+    }
     sources_.push_back(std::move(source));
-    return describeKernel(group, kernel, generator);
+    sourceNames_.push_back(entry.name);
+    sourceGenerators_.push_back(entry.generator);
+    return entry;
   }
 
   std::vector<std::string> finish(package::Manifest &manifest,
                                   const std::string &workDirectory) override {
-    SINTER_ASSERT(manifest.kernels.size() == sources_.size(), "the CUDA C backend's manifest has ",
-                  manifest.kernels.size(), " kernels for ", sources_.size(), " sources");
-    // The kernels are dealt into modules of about equal source size, each a translation unit
-    // compiled once per architecture: NVRTC and ptxas are single-threaded, so one unit per
-    // architecture kept four cores busy while ResNet-50 took 27-48 s on a 16-core host. The
-    // split depends on the sources alone, so the artifact does not depend on the host.
+    std::map<std::string, size_t> sourceOf; // entry point -> index into sources_
+    for (size_t i = 0; i < sourceNames_.size(); ++i)
+      sourceOf.emplace(sourceNames_[i], i);
+    for (const package::Kernel &kernel : manifest.kernels)
+      SINTER_ASSERT(sourceOf.count(kernel.name), "the CUDA C backend has no source for kernel '",
+                    kernel.name, "'");
+    // The distinct kernels are dealt into modules of about equal source size, each a translation
+    // unit: NVRTC and ptxas are single-threaded, so one unit per architecture kept four cores
+    // busy while ResNet-50 took 27-48 s on a 16-core host. The split depends on the sources
+    // alone, so the artifact does not depend on the host or on -j.
     std::vector<std::vector<size_t>> modules = splitIntoModules();
-    const size_t archCount = options_.cuda.archs.size();
-    struct Result {
-      std::string ptx;
-      std::vector<uint8_t> cubin;
-    };
-    std::vector<Result> results(modules.size() * archCount);
+    const std::vector<std::string> &archs = options_.cuda.archs;
+    const size_t archCount = archs.size();
     std::vector<std::string> units(modules.size());
     // A module with a wgmma kernel (its generator says so) builds its sm_90 code for sm_90a.
     std::vector<bool> wgmma(modules.size(), false);
@@ -144,52 +201,66 @@ public:
       units[m] = cuda::cudaPrelude();
       for (size_t kernel : modules[m]) {
         units[m] += "\n" + sources_[kernel];
-        wgmma[m] = wgmma[m] || manifest.kernels[kernel].generator.find(" wgmma") != std::string::npos;
+        wgmma[m] = wgmma[m] || sourceGenerators_[kernel].find(" wgmma") != std::string::npos;
       }
     }
-    auto compile = [&](size_t job) {
+    const bool hasSm90 = std::find(archNumbers_.begin(), archNumbers_.end(), 90) != archNumbers_.end();
+    // An absolute name: NVRTC prefixes a relative one with the working directory in the PTX's
+    // line info (.file), which made the artifact depend on where sinter ran.
+    auto programName = [](size_t m) { return "/sinter/module_" + std::to_string(m) + ".cu"; };
+    // NVRTC once per module, for the oldest architecture: the generated CUDA C asks for no
+    // architecture but sm_90a's wgmma (behind __CUDA_ARCH_FEAT_SM90_ALL), and NVRTC's PTX for
+    // compute_80, _86, _89 and _90 differs in its .target line alone, from which ptxas makes the
+    // same SASS (docs/architectures.md). A module with a wgmma kernel gets a second run for
+    // compute_90a, which its sm_90a cubin is assembled from.
+    const std::string oldest = "compute_" + archs.front().substr(3);
+    std::vector<std::string> ptx(modules.size()), ptx90a(modules.size());
+    std::vector<std::pair<size_t, bool>> nvrtcJobs; // (module, for sm_90a)
+    for (size_t m = 0; m < modules.size(); ++m) {
+      nvrtcJobs.push_back({m, false});
+      if (wgmma[m] && hasSm90)
+        nvrtcJobs.push_back({m, true});
+    }
+    const KernelCache *cache = options_.build.cache.get();
+    runReportedJobs("NVRTC", "modules", nvrtcJobs.size(), [&](size_t job) {
+      auto [m, sm90a] = nvrtcJobs[job];
+      (sm90a ? ptx90a[m] : ptx[m]) = cuda::compileToPtx(units[m], sm90a ? "compute_90a" : oldest, programName(m), cache);
+    });
+    // ptxas once per module and architecture.
+    std::vector<std::vector<uint8_t>> cubins(modules.size() * archCount);
+    runReportedJobs("ptxas", "cubins", cubins.size(), [&](size_t job) {
       const size_t m = job / archCount;
-      const std::string &arch = options_.cuda.archs[job % archCount];
-      Result &result = results[job];
-      // wgmma exists on sm_90a only: that build takes the kernels' wgmma bodies. The PTX kept
-      // for newer GPUs stays compute_90, with the mma.sync bodies.
-      std::string feature = wgmma[m] && archNumber(arch) == 90 ? "a" : "";
-      std::string virtualArch = "compute_" + arch.substr(3);
-      // An absolute name: NVRTC prefixes a relative one with the working directory in the PTX's
-      // line info (.file), which made the artifact depend on where sinter ran.
-      std::string program = "/sinter/module_" + std::to_string(m) + ".cu";
-      result.ptx = cuda::compileToPtx(units[m], virtualArch + feature, program);
+      const std::string &arch = archs[job % archCount];
+      const bool sm90a = wgmma[m] && archNumber(arch) == 90;
       fs::path folder = fs::path(workDirectory) / ("module" + std::to_string(m)) / arch;
       fs::create_directories(folder);
-      result.cubin = cuda::assemblePtx(result.ptx, arch + feature, folder.string());
-      if (!feature.empty() && arch == options_.cuda.archs.back())
-        result.ptx = cuda::compileToPtx(units[m], virtualArch, program);
-    };
-    runJobs(results.size(), compile);
+      cubins[job] = cuda::assemblePtx(sm90a ? ptx90a[m] : ptx[m], arch + (sm90a ? "a" : ""), folder.string(), cache);
+    });
 
     const uint32_t base = uint32_t(manifest.cudaModules.size());
+    std::vector<uint32_t> moduleOfSource(sources_.size());
     for (size_t m = 0; m < modules.size(); ++m) {
       package::CudaModule module;
       for (size_t a = 0; a < archCount; ++a)
-        module.binaries.push_back({options_.cuda.archs[a], false, results[m * archCount + a].cubin});
-      const std::string &newest = options_.cuda.archs.back();
-      const std::string &ptx = results[m * archCount + archCount - 1].ptx;
-      module.binaries.push_back({"compute_" + newest.substr(3), true, std::vector<uint8_t>(ptx.begin(), ptx.end())});
+        module.binaries.push_back({archs[a], false, cubins[m * archCount + a]});
+      module.binaries.push_back({oldest, true, std::vector<uint8_t>(ptx[m].begin(), ptx[m].end())});
       manifest.cudaModules.push_back(std::move(module));
       for (size_t kernel : modules[m])
-        manifest.kernels[kernel].cudaModule = base + uint32_t(m);
+        moduleOfSource[kernel] = base + uint32_t(m);
       if (!options_.emitSourceDirectory.empty()) {
         std::string stem = modules.size() == 1 ? "module" : "module" + std::to_string(m);
-        writeText(fs::path(options_.emitSourceDirectory) / (stem + ".cu"), units[m]);
-        for (size_t a = 0; a < archCount; ++a) {
-          const Result &result = results[m * archCount + a];
-          const std::string &arch = options_.cuda.archs[a];
-          writeText(fs::path(options_.emitSourceDirectory) / (stem + "." + arch + ".ptx"), result.ptx);
-          writeText(fs::path(options_.emitSourceDirectory) / (stem + "." + arch + ".cubin"),
-                    std::string(result.cubin.begin(), result.cubin.end()));
-        }
+        fs::path folder(options_.emitSourceDirectory);
+        writeText(folder / (stem + ".cu"), units[m]);
+        writeText(folder / (stem + "." + oldest + ".ptx"), ptx[m]);
+        if (!ptx90a[m].empty())
+          writeText(folder / (stem + ".compute_90a.ptx"), ptx90a[m]);
+        for (size_t a = 0; a < archCount; ++a)
+          writeText(folder / (stem + "." + archs[a] + ".cubin"),
+                    std::string(cubins[m * archCount + a].begin(), cubins[m * archCount + a].end()));
       }
     }
+    for (package::Kernel &kernel : manifest.kernels)
+      kernel.cudaModule = moduleOfSource[sourceOf.at(kernel.name)];
     return {};
   }
 
@@ -218,35 +289,34 @@ private:
     return modules;
   }
 
-  /// Runs job(0) .. job(count - 1) on as many threads as the host has cores (NVRTC and ptxas
-  /// hold hundreds of MB each, so not all at once), and rethrows the first failure.
-  static void runJobs(size_t count, const std::function<void(size_t)> &job) {
-    const size_t workers = std::max<size_t>(1, std::min<size_t>(count, std::thread::hardware_concurrency()));
-    std::atomic<size_t> next{0};
-    std::vector<std::exception_ptr> failures(count);
-    std::vector<std::thread> threads;
-    for (size_t w = 0; w < workers; ++w)
-      threads.emplace_back([&] {
-        for (size_t i = next++; i < count; i = next++) {
-          try {
-            job(i);
-          } catch (...) {
-            failures[i] = std::current_exception();
-          }
-        }
-      });
-    for (std::thread &thread : threads)
-      thread.join();
-    for (const std::exception_ptr &failure : failures)
-      if (failure)
-        std::rethrow_exception(failure);
+  /// runJobs on the pool of -j workers, reporting each job done as progress of `phase`.
+  void runReportedJobs(const char *phase, const char *unit, size_t count,
+                       const std::function<void(size_t)> &job) const {
+    const ProgressCallback &progress = options_.build.progress;
+    if (progress)
+      progress({phase, unit, 0, count});
+    size_t done = 0;
+    std::mutex order; // guards done, so reports come in increasing order of it
+    runJobs(count, options_.build.jobs, [&](size_t index) {
+      job(index);
+      if (progress) {
+        std::lock_guard<std::mutex> lock(order);
+        progress({phase, unit, ++done, count});
+      }
+    });
   }
 
-  static constexpr size_t kKernelsPerModule = 16, kMaxModules = 8;
+  // Eight kernels a module (BERT-base's eleven distinct kernels in two modules, ResNet-50's
+  // thirty-one in four) keep two cores busy through NVRTC, whose runs are single-threaded, for
+  // about 0.1 s of CUDA headers parsed again per extra module.
+  static constexpr size_t kKernelsPerModule = 8, kMaxModules = 16;
 
   TargetOptions options_;
   std::vector<int> archNumbers_; ///< options_.cuda.archs as numbers, oldest first
-  std::vector<std::string> sources_;
+  /// The distinct kernels, in the order first added: source, entry point, generator.
+  std::vector<std::string> sources_, sourceNames_, sourceGenerators_;
+  /// distinctKernelKey -> index into sources_.
+  std::map<std::string, size_t> distinctKernels_;
 };
 
 } // namespace

@@ -1,6 +1,7 @@
 #include "sinter/codegen/cuda/toolchain.h"
 
 #include "sinter/support/error.h"
+#include "sinter/support/kernel_cache.h"
 
 #include <cstdlib>
 #include <filesystem>
@@ -107,6 +108,37 @@ std::string readFile(const fs::path &path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
+/// What `ptxas --version` prints (its release and build), once per process: part of every
+/// cubin's cache key, so a new toolkit never reuses an old one's cubins.
+const std::string &ptxasVersion() {
+  static const std::string version = [] {
+    std::string ptxas = findPtxas();
+    int pipe[2];
+    SINTER_ASSERT(::pipe(pipe) == 0, "pipe for ptxas --version failed");
+    pid_t child = fork();
+    if (child == 0) {
+      dup2(pipe[1], 1);
+      dup2(pipe[1], 2);
+      ::close(pipe[0]);
+      execl(ptxas.c_str(), "ptxas", "--version", static_cast<char *>(nullptr));
+      _exit(127);
+    }
+    ::close(pipe[1]);
+    SINTER_ASSERT(child > 0, "fork for ptxas failed");
+    std::string text;
+    char buffer[512];
+    for (ssize_t got; (got = ::read(pipe[0], buffer, sizeof buffer)) > 0;)
+      text.append(buffer, size_t(got));
+    ::close(pipe[0]);
+    int waitStatus = 0;
+    waitpid(child, &waitStatus, 0);
+    if (!WIFEXITED(waitStatus) || WEXITSTATUS(waitStatus) != 0)
+      userError("could not run ", ptxas, " --version");
+    return ptxas + "\n" + text;
+  }();
+  return version;
+}
+
 } // namespace
 
 std::string describeNvrtc() {
@@ -119,16 +151,25 @@ std::string describeNvrtc() {
 }
 
 std::string compileToPtx(const std::string &source, const std::string &virtualArch,
-                         const std::string &programName) {
+                         const std::string &programName, const KernelCache *cache) {
   const Nvrtc &api = nvrtc();
   if (!api.error.empty())
     userError(api.error);
-  NvrtcProgram program = nullptr;
-  int status = api.createProgram(&program, source.c_str(), programName.c_str(), 0, nullptr, nullptr);
-  SINTER_ASSERT(status == 0, "nvrtcCreateProgram: ", api.getErrorString(status));
   std::string archOption = "--gpu-architecture=" + virtualArch;
   const char *options[] = {archOption.c_str(), "--std=c++17", "-default-device",
                            "--fmad=true", "-lineinfo"};
+  std::string key;
+  if (cache && cache->enabled()) {
+    std::string optionText;
+    for (const char *option : options)
+      optionText += std::string(option) + "\n";
+    key = cacheKey({"nvrtc ptx", describeNvrtc(), optionText, programName, source});
+    if (std::optional<std::string> ptx = cache->load(key))
+      return *ptx;
+  }
+  NvrtcProgram program = nullptr;
+  int status = api.createProgram(&program, source.c_str(), programName.c_str(), 0, nullptr, nullptr);
+  SINTER_ASSERT(status == 0, "nvrtcCreateProgram: ", api.getErrorString(status));
   status = api.compileProgram(program, int(std::size(options)), options);
   size_t logSize = 0;
   api.getProgramLogSize(program, &logSize);
@@ -146,13 +187,21 @@ std::string compileToPtx(const std::string &source, const std::string &virtualAr
   api.destroyProgram(&program);
   while (!ptx.empty() && ptx.back() == '\0')
     ptx.pop_back();
+  if (!key.empty())
+    cache->store(key, ptx);
   return ptx;
 }
 
 std::vector<uint8_t> assemblePtx(const std::string &ptx, const std::string &arch,
-                                 const std::string &workDirectory) {
+                                 const std::string &workDirectory, const KernelCache *cache) {
   static std::mutex ptxasLock; // one file pair per arch; keep the log readable
   std::string ptxas = findPtxas();
+  std::string key;
+  if (cache && cache->enabled()) {
+    key = cacheKey({"ptxas cubin", ptxasVersion(), "-arch=" + arch, "-O3", ptx});
+    if (std::optional<std::string> cubin = cache->load(key))
+      return std::vector<uint8_t>(cubin->begin(), cubin->end());
+  }
   fs::path input = fs::path(workDirectory) / (arch + ".ptx");
   fs::path output = fs::path(workDirectory) / (arch + ".cubin");
   fs::path log = fs::path(workDirectory) / (arch + ".ptxas.log");
@@ -182,6 +231,8 @@ std::vector<uint8_t> assemblePtx(const std::string &ptx, const std::string &arch
     SINTER_ASSERT(false, "ptxas -arch=", arch, " failed:\n", readFile(log));
   }
   std::string bytes = readFile(output);
+  if (!key.empty())
+    cache->store(key, bytes);
   return std::vector<uint8_t>(bytes.begin(), bytes.end());
 }
 

@@ -26,6 +26,7 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <set>
 
 namespace sinter::codegen {
 namespace {
@@ -175,7 +176,8 @@ public:
   package::Kernel addKernel(const LoweredGroup &group, LaunchShape &launch) override {
     const Kernel &kernel = group.kernel;
     std::string reason = nvptx_.fallbackReason(group);
-    viaNvptx_.push_back(reason.empty());
+    if (reason.empty())
+      viaNvptx_.insert(kernel.name);
     if (!options_.emitSourceDirectory.empty())
       routes_ += kernel.name + ": " + (reason.empty() ? "llvm-nvptx" : "cuda-c, " + reason) + "\n";
     if (!reason.empty()) {
@@ -198,8 +200,7 @@ public:
 
   std::vector<std::string> finish(package::Manifest &manifest,
                                   const std::string &workDirectory) override {
-    SINTER_ASSERT(manifest.kernels.size() == viaNvptx_.size(),
-                  "the manifest's kernels are not the ones added to the backend");
+    auto isNvptx = [&](const package::Kernel &kernel) { return viaNvptx_.count(kernel.name) != 0; };
     if (!options_.emitSourceDirectory.empty()) {
       fs::create_directories(options_.emitSourceDirectory);
       writeText(fs::path(options_.emitSourceDirectory) / "routes.txt", routes_);
@@ -210,8 +211,8 @@ public:
     package::Manifest cudaCManifest;
     cudaCManifest.target = manifest.target;
     cudaCManifest.cudaArchs = manifest.cudaArchs;
-    for (size_t i = 0; i < viaNvptx_.size(); ++i)
-      if (!viaNvptx_[i]) {
+    for (size_t i = 0; i < manifest.kernels.size(); ++i)
+      if (!isNvptx(manifest.kernels[i])) {
         cudaCIndices.push_back(i);
         cudaCManifest.kernels.push_back(manifest.kernels[i]);
       }
@@ -230,9 +231,9 @@ public:
         fs::create_directories(folder);
         uint32_t index = uint32_t(manifest.cudaModules.size());
         manifest.cudaModules.push_back(nvptx_.compile(folder.string()));
-        for (size_t i = 0; i < viaNvptx_.size(); ++i)
-          if (viaNvptx_[i])
-            manifest.kernels[i].cudaModule = index;
+        for (package::Kernel &kernel : manifest.kernels)
+          if (isNvptx(kernel))
+            kernel.cudaModule = index;
       }
     } catch (...) {
       failure = std::current_exception();
@@ -256,7 +257,9 @@ private:
   TargetOptions options_;
   std::unique_ptr<Backend> cudaC_;
   NvptxRoute nvptx_;
-  std::vector<bool> viaNvptx_; ///< per kernel added, in order
+  /// The kernels added that take the NVPTX route, by name (the CUDA C fallback's kernels may
+  /// share an entry: identical bodies are one kernel).
+  std::set<std::string> viaNvptx_;
   size_t cudaCKernels_ = 0;
   std::string routes_; ///< for --emit-source: each kernel's route and why
 };

@@ -6,9 +6,11 @@
 // passes should form fused attention, whether lowering should describe it), then what each
 // kernel group lowered once (LoweredGroup) will need of the arena (needs: a workspace), plans
 // memory, hands it each group in plan order (addKernel), and finally asks it to finish: a
-// backend may compile kernels one by one or all at once (the CUDA C backend compiles every kernel
-// of a model as one NVRTC program and one ptxas run per architecture). A backend never reads
-// graph nodes: what it needs of the group, the LoweredGroup carries.
+// backend may compile kernels one by one or all at once (the CUDA C backend deals a model's
+// distinct kernels into a few modules: one NVRTC run and one ptxas run per architecture each).
+// A backend never reads graph nodes: what it needs of the group, the LoweredGroup carries. A
+// backend that finds a kernel's code equal to an earlier one's returns the earlier one's name
+// from addKernel, and the driver gives both launches that one manifest entry.
 #pragma once
 
 #include "sinter/codegen/cpu/cpu_options.h"
@@ -19,6 +21,8 @@
 #include "sinter/codegen/lowering/lowering.h"
 #include "sinter/ir/tensor.h"
 #include "sinter/package/manifest.h"
+#include "sinter/support/kernel_cache.h"
+#include "sinter/support/progress.h"
 
 #include <array>
 #include <memory>
@@ -28,11 +32,23 @@
 
 namespace sinter::codegen {
 
+/// How a backend runs its toolchain work. Neither option changes what the artifact holds.
+struct BuildOptions {
+  /// Workers for the toolchain runs (NVRTC, ptxas; `sinter compile -j`); 0: the host's cores.
+  unsigned jobs = 0;
+  /// The persistent kernel cache (support/kernel_cache.h) in front of the toolchains; null: none.
+  std::shared_ptr<const KernelCache> cache;
+  /// Where the driver and the backend report their phases' progress (support/progress.h); may
+  /// be null.
+  ProgressCallback progress;
+};
+
 /// Which target to build for, with each backend's own options (declared beside it).
 struct TargetOptions {
   package::Target target = package::Target::Cpu;
   CpuOptions cpu;
   CudaOptions cuda;
+  BuildOptions build;
   /// When set, every generated source (CUDA C, PTX, SASS listing, LLVM IR, assembly) is written
   /// here, kernel by kernel.
   std::string emitSourceDirectory;

@@ -1,10 +1,10 @@
-#include "sha256.h"
+#include "sinter/support/sha256.h"
 
 #include <array>
 #include <cstdint>
 #include <cstdio>
 
-namespace sinter::cli {
+namespace sinter {
 namespace {
 
 constexpr std::array<uint32_t, 64> kRoundConstants = {
@@ -74,4 +74,4 @@ std::string sha256Hex(std::string_view bytes) {
   return hex;
 }
 
-} // namespace sinter::cli
+} // namespace sinter
