@@ -38,6 +38,7 @@ Manifest bucketedManifest() {
   manifest.arenaBytes = 512;
   Launch launch;
   launch.args = {{Region::Arena, 0}, {Region::Arena, 256}};
+  launch.argBytes = {16, 16}; // f32[1, 4] each
   manifest.steps = {launch};
   Plan plan;
   plan.inputs = {signature("x", {2, 4}, 0)};
