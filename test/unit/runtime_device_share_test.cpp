@@ -276,3 +276,78 @@ TEST_F(DeviceShareTest, RunsWithBuffersInHostAndDeviceMemoryAndCopiesBetweenThem
             SINTER_ERROR_INVALID_ARGUMENT);
   sinter_session_destroy(made);
 }
+
+namespace {
+
+/// y = x for x f32[3, n], n bucketed {2, 4} and paddable: plan 0 at n = 2, plan 1 at n = 4, each
+/// one copy. The bucketed axis is not the first, so a padded run's copies are strided.
+Manifest bucketedCopyManifest(Target target) {
+  Manifest manifest = target == Target::Cuda ? cudaIdentityManifest() : identityManifest();
+  manifest.weights.clear();
+  manifest.weightTable.clear();
+  auto tensor = [](const char *name, int64_t n, uint64_t offset) {
+    TensorSignature signature = sinter::testing::signature(name, DType::Float32, {3, n}, offset);
+    signature.dimSymbols = {"", "n"};
+    return signature;
+  };
+  manifest.inputs = {tensor("x", 2, 0)};
+  manifest.outputs = {tensor("y", 2, 256)};
+  manifest.arenaBytes = 512;
+  manifest.steps = {copyStep({Region::Arena, 0}, {Region::Arena, 256}, 24)};
+  Plan plan;
+  plan.inputs = {tensor("x", 4, 0)};
+  plan.outputs = {tensor("y", 4, 256)};
+  plan.arenaBytes = 512;
+  plan.steps = {copyStep({Region::Arena, 0}, {Region::Arena, 256}, 48)};
+  manifest.additionalPlans = {plan};
+  manifest.symbols = {{"n", {2, 4}, true, ""}};
+  return manifest;
+}
+
+/// Runs the bucketed copy model at n = 2, 3 (padded into 4) and 4, twice each (the second run of
+/// a CUDA plan replays its graph), and checks y == x every time.
+void expectBucketedCopies(sinter_session *session) {
+  for (int repeat = 0; repeat < 2; ++repeat)
+    for (int64_t n : {2, 3, 4, 3}) {
+      std::vector<float> x(size_t(3 * n)), y(size_t(3 * n), -1.0f);
+      for (size_t i = 0; i < x.size(); ++i)
+        x[i] = float(i + 1) + 0.25f * float(n);
+      sinter_tensor input = tensorOf(x.data(), x.size() * 4, SINTER_FLOAT32, {3, n});
+      sinter_tensor output = tensorOf(y.data(), y.size() * 4, SINTER_FLOAT32, {3, n});
+      ASSERT_EQ(sinter_session_run_host(session, &input, 1, &output, 1), SINTER_OK)
+          << sinter_last_error();
+      EXPECT_EQ(x, y) << "n = " << n;
+    }
+  float x[15] = {}, y[15] = {};
+  sinter_tensor input = tensorOf(x, sizeof(x), SINTER_FLOAT32, {3, 5});
+  sinter_tensor output = tensorOf(y, sizeof(y), SINTER_FLOAT32, {3, 5});
+  EXPECT_EQ(sinter_session_run_host(session, &input, 1, &output, 1), SINTER_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(sinter_last_error()).find("above the largest bucket"), std::string::npos)
+      << sinter_last_error();
+}
+
+} // namespace
+
+TEST_F(DeviceShareTest, BucketedPlansRunExactAndPaddedWithAGraphEach) {
+  std::string model = path("cuda_buckets.so");
+  writeArtifact(bucketedCopyManifest(Target::Cuda), model);
+  sinter_model *loaded = nullptr;
+  ASSERT_EQ(sinter_model_load(model.c_str(), &loaded), SINTER_OK) << sinter_last_error();
+  sinter_session *made = nullptr;
+  ASSERT_EQ(sinter_session_create(loaded, nullptr, &made), SINTER_OK) << sinter_last_error();
+  expectBucketedCopies(made);
+  sinter_session_destroy(made);
+  sinter_model_free(loaded);
+}
+
+TEST_F(DeviceShareTest, BucketedPlansRunExactAndPaddedOnTheCpu) {
+  std::string model = path("cpu_buckets.so");
+  writeArtifact(bucketedCopyManifest(Target::Cpu), model);
+  sinter_model *loaded = nullptr;
+  ASSERT_EQ(sinter_model_load(model.c_str(), &loaded), SINTER_OK) << sinter_last_error();
+  sinter_session *made = nullptr;
+  ASSERT_EQ(sinter_session_create(loaded, nullptr, &made), SINTER_OK) << sinter_last_error();
+  expectBucketedCopies(made);
+  sinter_session_destroy(made);
+  sinter_model_free(loaded);
+}
