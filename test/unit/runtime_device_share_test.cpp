@@ -328,26 +328,23 @@ void expectBucketedCopies(sinter_session *session) {
 
 } // namespace
 
-TEST_F(DeviceShareTest, BucketedPlansRunExactAndPaddedWithAGraphEach) {
-  std::string model = path("cuda_buckets.so");
-  writeArtifact(bucketedCopyManifest(Target::Cuda), model);
+/// Writes the bucketed copy model for `target`, loads it and runs expectBucketedCopies on a session.
+void runBucketedCopies(const std::string &model, Target target) {
+  writeArtifact(bucketedCopyManifest(target), model);
   sinter_model *loaded = nullptr;
   ASSERT_EQ(sinter_model_load(model.c_str(), &loaded), SINTER_OK) << sinter_last_error();
   sinter_session *made = nullptr;
-  ASSERT_EQ(sinter_session_create(loaded, nullptr, &made), SINTER_OK) << sinter_last_error();
-  expectBucketedCopies(made);
+  EXPECT_EQ(sinter_session_create(loaded, nullptr, &made), SINTER_OK) << sinter_last_error();
+  if (made)
+    expectBucketedCopies(made);
   sinter_session_destroy(made);
   sinter_model_free(loaded);
 }
 
+TEST_F(DeviceShareTest, BucketedPlansRunExactAndPaddedWithAGraphEach) {
+  runBucketedCopies(path("cuda_buckets.so"), Target::Cuda);
+}
+
 TEST_F(DeviceShareTest, BucketedPlansRunExactAndPaddedOnTheCpu) {
-  std::string model = path("cpu_buckets.so");
-  writeArtifact(bucketedCopyManifest(Target::Cpu), model);
-  sinter_model *loaded = nullptr;
-  ASSERT_EQ(sinter_model_load(model.c_str(), &loaded), SINTER_OK) << sinter_last_error();
-  sinter_session *made = nullptr;
-  ASSERT_EQ(sinter_session_create(loaded, nullptr, &made), SINTER_OK) << sinter_last_error();
-  expectBucketedCopies(made);
-  sinter_session_destroy(made);
-  sinter_model_free(loaded);
+  runBucketedCopies(path("cpu_buckets.so"), Target::Cpu);
 }
