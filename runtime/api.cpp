@@ -227,6 +227,55 @@ sinter_status sinter_model_output_shape(const sinter_model *model, const sinter_
   });
 }
 
+namespace {
+
+/// Checks a memory-kind array (null: all host) for `count` buffers of a session.
+void checkMemoryKinds(const int32_t *memory, int32_t count, bool cuda, const char *kind) {
+  for (int32_t i = 0; memory && i < count; ++i) {
+    if (memory[i] != SINTER_MEMORY_HOST && memory[i] != SINTER_MEMORY_DEVICE)
+      fail(SINTER_ERROR_INVALID_ARGUMENT, kind, " ", i, "'s memory is ", memory[i],
+           ", neither SINTER_MEMORY_HOST (0) nor SINTER_MEMORY_DEVICE (1)");
+    if (memory[i] == SINTER_MEMORY_DEVICE && !cuda)
+      fail(SINTER_ERROR_INVALID_ARGUMENT, kind, " ", i,
+           " is in device memory, but a CPU session reads host memory only");
+  }
+}
+
+} // namespace
+
+sinter_status sinter_session_run_memory(sinter_session *session, const sinter_tensor *inputs,
+                                        const int32_t *input_memory, int32_t input_count,
+                                        sinter_tensor *outputs, const int32_t *output_memory,
+                                        int32_t output_count) {
+  return guardCall([&] {
+    SessionUse checked(session);
+    bool cuda = checked->artifact().manifest().target == package::Target::Cuda;
+    RunShape shape =
+        validateRunArguments(checked->artifact(), inputs, input_count, outputs, output_count);
+    checkMemoryKinds(input_memory, input_count, cuda, "input");
+    checkMemoryKinds(output_memory, output_count, cuda, "output");
+    std::vector<int32_t> host(size_t(std::max(input_count, output_count)), SINTER_MEMORY_HOST);
+    checked->runMemory(shape, inputs, input_memory ? input_memory : host.data(), outputs,
+                       output_memory ? output_memory : host.data());
+  });
+}
+
+sinter_status sinter_session_copy(sinter_session *session, void *destination,
+                                  int32_t destination_memory, const void *source,
+                                  int32_t source_memory, size_t bytes) {
+  return guardCall([&] {
+    SessionUse checked(session);
+    bool cuda = checked->artifact().manifest().target == package::Target::Cuda;
+    checkMemoryKinds(&destination_memory, 1, cuda, "the destination");
+    checkMemoryKinds(&source_memory, 1, cuda, "the source");
+    if (bytes > 0 && (!destination || !source))
+      fail(SINTER_ERROR_INVALID_ARGUMENT, "a copy of ", bytes, " bytes has a null ",
+           destination ? "source" : "destination");
+    checked->copy(destination, destination_memory == SINTER_MEMORY_DEVICE, source,
+                  source_memory == SINTER_MEMORY_DEVICE, bytes);
+  });
+}
+
 // Revision 1: pools of sessions and device usage (the pool itself is pool.cpp).
 
 sinter_status sinter_model_device_usage(const sinter_model *model, int32_t device,

@@ -123,6 +123,16 @@ public:
     }
   }
 
+  void runMemory(const RunShape &shape, const sinter_tensor *inputs, const int32_t *,
+                 sinter_tensor *outputs, const int32_t *) override {
+    runHost(shape, inputs, outputs); // the API refused device memory for a CPU session
+  }
+
+  void copy(void *destination, bool, const void *source, bool, size_t bytes) override {
+    if (bytes)
+      std::memcpy(destination, source, bytes);
+  }
+
   const LoadedArtifact &artifact() const override { return *artifact_; }
 
   void stageBenchmarkInputs(const RunShape &shape, const sinter_tensor *hostInputs) override {

@@ -46,6 +46,10 @@ public:
   void run(const RunShape &shape, const sinter_tensor *inputs, sinter_tensor *outputs,
            void *stream) override;
   void runHost(const RunShape &shape, const sinter_tensor *inputs, sinter_tensor *outputs) override;
+  void runMemory(const RunShape &shape, const sinter_tensor *inputs, const int32_t *inputMemory,
+                 sinter_tensor *outputs, const int32_t *outputMemory) override;
+  void copy(void *destination, bool destinationOnDevice, const void *source, bool sourceOnDevice,
+            size_t bytes) override;
   const LoadedArtifact &artifact() const override { return *artifact_; }
   void stageBenchmarkInputs(const RunShape &shape, const sinter_tensor *hostInputs) override;
   double timePlanRun() override;
@@ -63,12 +67,15 @@ private:
   void prepareSteps();
   void enqueuePlan(PreparedPlan &plan, CUstream stream);
   void enqueueStep(PreparedStep &step, CUstream stream);
-  /// Copies the inputs into plan `shape.plan`'s slots on `stream`, from device memory or from the
-  /// host; a smaller input in a larger bucket gets zeros where it has no elements.
-  void copyInputs(const RunShape &shape, const sinter_tensor *inputs, bool fromHost,
+  /// Copies the inputs into plan `shape.plan`'s slots on `stream`, each from the host where
+  /// `onHost` (null: none) says so, else from device memory; a smaller input in a larger bucket gets
+  /// zeros where it has no elements.
+  void copyInputs(const RunShape &shape, const sinter_tensor *inputs, const bool *onHost,
                   CUstream stream);
-  /// Copies the outputs out of the plan's slots (trimmed for a padded run).
-  void copyOutputs(const RunShape &shape, sinter_tensor *outputs, bool toHost, CUstream stream);
+  /// Copies the outputs out of the plan's slots (trimmed for a padded run), to the host where
+  /// `onHost` says so.
+  void copyOutputs(const RunShape &shape, sinter_tensor *outputs, const bool *onHost,
+                   CUstream stream);
   /// Puts the staged benchmark inputs back into the arena (queued on stream_).
   void restoreStagedInputs();
   void launchPlan(PreparedPlan &plan, CUstream stream);
@@ -218,9 +225,10 @@ void CudaSession::launchPlan(PreparedPlan &plan, CUstream stream) {
   ++plan.runs;
 }
 
-void CudaSession::copyInputs(const RunShape &shape, const sinter_tensor *inputs, bool fromHost,
-                             CUstream stream) {
+void CudaSession::copyInputs(const RunShape &shape, const sinter_tensor *inputs,
+                             const bool *onHost, CUstream stream) {
   const package::Plan &plan = artifact_->plans[shape.plan];
+  bool fromHost = false;
   auto copy = [&](CUdeviceptr destination, const uint8_t *source, size_t bytes) {
     if (fromHost)
       check(d_.cuMemcpyHtoDAsync(destination, source, bytes, stream), "cuMemcpyHtoDAsync (input)");
@@ -229,6 +237,7 @@ void CudaSession::copyInputs(const RunShape &shape, const sinter_tensor *inputs,
             "cuMemcpyDtoDAsync (input)");
   };
   for (size_t i = 0; i < plan.inputs.size(); ++i) {
+    fromHost = onHost && onHost[i];
     CUdeviceptr slot = arena_ + plan.inputs[i].arenaOffset;
     const auto *data = static_cast<const uint8_t *>(inputs[i].data);
     if (shape.padded && shape.inputDims[i] != plan.inputs[i].dims) {
@@ -243,9 +252,10 @@ void CudaSession::copyInputs(const RunShape &shape, const sinter_tensor *inputs,
   }
 }
 
-void CudaSession::copyOutputs(const RunShape &shape, sinter_tensor *outputs, bool toHost,
+void CudaSession::copyOutputs(const RunShape &shape, sinter_tensor *outputs, const bool *onHost,
                               CUstream stream) {
   const package::Plan &plan = artifact_->plans[shape.plan];
+  bool toHost = false;
   auto copy = [&](uint8_t *destination, CUdeviceptr source, size_t bytes) {
     if (toHost)
       check(d_.cuMemcpyDtoHAsync(destination, source, bytes, stream), "cuMemcpyDtoHAsync (output)");
@@ -254,6 +264,7 @@ void CudaSession::copyOutputs(const RunShape &shape, sinter_tensor *outputs, boo
             "cuMemcpyDtoDAsync (output)");
   };
   for (size_t i = 0; i < plan.outputs.size(); ++i) {
+    toHost = onHost && onHost[i];
     CUdeviceptr slot = arena_ + plan.outputs[i].arenaOffset;
     auto *data = static_cast<uint8_t *>(outputs[i].data);
     if (shape.padded && shape.outputDims[i] != plan.outputs[i].dims) {
@@ -272,25 +283,40 @@ void CudaSession::run(const RunShape &shape, const sinter_tensor *inputs, sinter
   auto caller = static_cast<CUstream>(stream);
   if (runDoneRecorded_) // the previous run may have used another stream
     check(d_.cuStreamWaitEvent(caller, runDone_, 0), "cuStreamWaitEvent");
-  copyInputs(shape, inputs, /*fromHost=*/false, caller);
+  copyInputs(shape, inputs, /*onHost=*/nullptr, caller);
   check(d_.cuEventRecord(inputsReady_, caller), "cuEventRecord");
   check(d_.cuStreamWaitEvent(stream_, inputsReady_, 0), "cuStreamWaitEvent");
   launchPlan(plans_[shape.plan], stream_);
   check(d_.cuEventRecord(planDone_, stream_), "cuEventRecord");
   check(d_.cuStreamWaitEvent(caller, planDone_, 0), "cuStreamWaitEvent");
-  copyOutputs(shape, outputs, /*toHost=*/false, caller);
+  copyOutputs(shape, outputs, /*onHost=*/nullptr, caller);
   check(d_.cuEventRecord(runDone_, caller), "cuEventRecord");
   runDoneRecorded_ = true;
 }
 
 void CudaSession::runHost(const RunShape &shape, const sinter_tensor *inputs,
                           sinter_tensor *outputs) {
+  const package::Plan &plan = artifact_->plans[shape.plan];
+  std::vector<int32_t> host(std::max(plan.inputs.size(), plan.outputs.size()), SINTER_MEMORY_HOST);
+  runMemory(shape, inputs, host.data(), outputs, host.data());
+}
+
+void CudaSession::runMemory(const RunShape &shape, const sinter_tensor *inputs,
+                            const int32_t *inputMemory, sinter_tensor *outputs,
+                            const int32_t *outputMemory) {
+  const package::Plan &plan = artifact_->plans[shape.plan];
+  std::unique_ptr<bool[]> inputsOnHost(new bool[plan.inputs.size() + 1]);
+  std::unique_ptr<bool[]> outputsOnHost(new bool[plan.outputs.size() + 1]);
+  for (size_t i = 0; i < plan.inputs.size(); ++i)
+    inputsOnHost[i] = inputMemory[i] == SINTER_MEMORY_HOST;
+  for (size_t i = 0; i < plan.outputs.size(); ++i)
+    outputsOnHost[i] = outputMemory[i] == SINTER_MEMORY_HOST;
   ContextScope scope(d_, context_);
   if (runDoneRecorded_)
     check(d_.cuStreamWaitEvent(stream_, runDone_, 0), "cuStreamWaitEvent");
-  copyInputs(shape, inputs, /*fromHost=*/true, stream_);
+  copyInputs(shape, inputs, inputsOnHost.get(), stream_);
   launchPlan(plans_[shape.plan], stream_);
-  copyOutputs(shape, outputs, /*toHost=*/true, stream_);
+  copyOutputs(shape, outputs, outputsOnHost.get(), stream_);
   check(d_.cuEventRecord(runDone_, stream_), "cuEventRecord");
   runDoneRecorded_ = true;
   check(d_.cuStreamSynchronize(stream_), "cuStreamSynchronize");
@@ -333,7 +359,29 @@ void CudaSession::stageBenchmarkInputs(const RunShape &shape, const sinter_tenso
 }
 
 void CudaSession::restoreStagedInputs() {
-  copyInputs(stagedShape_, stagedTensors_.data(), /*fromHost=*/false, stream_);
+  copyInputs(stagedShape_, stagedTensors_.data(), /*onHost=*/nullptr, stream_);
+}
+
+void CudaSession::copy(void *destination, bool destinationOnDevice, const void *source,
+                       bool sourceOnDevice, size_t bytes) {
+  if (bytes == 0)
+    return;
+  ContextScope scope(d_, context_);
+  if (runDoneRecorded_) // after this session's runs, which may write the memory
+    check(d_.cuStreamWaitEvent(stream_, runDone_, 0), "cuStreamWaitEvent");
+  auto device = [](const void *pointer) { return reinterpret_cast<CUdeviceptr>(pointer); };
+  if (destinationOnDevice && sourceOnDevice)
+    check(d_.cuMemcpyDtoDAsync(device(destination), device(source), bytes, stream_),
+          "cuMemcpyDtoDAsync (copy)");
+  else if (destinationOnDevice)
+    check(d_.cuMemcpyHtoDAsync(device(destination), source, bytes, stream_),
+          "cuMemcpyHtoDAsync (copy)");
+  else if (sourceOnDevice)
+    check(d_.cuMemcpyDtoHAsync(destination, device(source), bytes, stream_),
+          "cuMemcpyDtoHAsync (copy)");
+  else
+    std::memcpy(destination, source, bytes);
+  check(d_.cuStreamSynchronize(stream_), "cuStreamSynchronize");
 }
 
 void CudaSession::timeSteps(double *stepMs) {

@@ -62,6 +62,14 @@ struct sinter_session {
   /// Runs with host buffers and returns when the outputs are written. Arguments are validated.
   virtual void runHost(const sinter::rt::RunShape &shape, const sinter_tensor *inputs,
                        sinter_tensor *outputs) = 0;
+  /// Runs with each buffer in host or device memory (inputMemory[i], outputMemory[i]: a
+  /// sinter_memory; validated) and returns when the outputs are written.
+  virtual void runMemory(const sinter::rt::RunShape &shape, const sinter_tensor *inputs,
+                         const int32_t *inputMemory, sinter_tensor *outputs,
+                         const int32_t *outputMemory) = 0;
+  /// Copies bytes between host and this session's device memory, synchronously.
+  virtual void copy(void *destination, bool destinationOnDevice, const void *source,
+                    bool sourceOnDevice, size_t bytes) = 0;
   virtual const sinter::rt::LoadedArtifact &artifact() const = 0;
 
   // sinter_session_benchmark's hooks (benchmark.cpp drives them; runs never call them).

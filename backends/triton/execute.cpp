@@ -19,9 +19,17 @@ uint64_t nowNs() {
                                    .count());
 }
 
-/// One input of one request: its bytes, in one or more host buffers.
+/// A buffer of a request's input or output: host memory, or (a KIND_GPU instance) GPU memory of
+/// the instance's device.
+struct Piece {
+  const unsigned char *base = nullptr;
+  size_t size = 0;
+  bool device = false;
+};
+
+/// One input of one request: its bytes, in one or more buffers.
 struct InputData {
-  std::vector<std::pair<const unsigned char *, size_t>> buffers;
+  std::vector<Piece> buffers;
 };
 
 /// One request in flight.
@@ -30,12 +38,14 @@ struct Work {
   int64_t rows = 1;
   std::vector<InputData> inputs;        ///< in the signature's order
   std::vector<unsigned char *> outputs; ///< per signature output; null when not requested
+  std::vector<bool> outputsOnDevice;    ///< per signature output: the server gave GPU memory
   TRITONBACKEND_Response *response = nullptr;
   std::optional<Failure> failure;
 };
 
-/// Reads the request's inputs and checks them against the signature.
-void readRequest(const ModelState &model, Work &work) {
+/// Reads the request's inputs and checks them against the signature. GPU buffers are taken when
+/// the instance runs on a GPU (`gpu`): the runtime reads them on the device.
+void readRequest(const ModelState &model, Work &work, bool gpu) {
   TRITONBACKEND_Request *request = work.request;
   uint32_t count = 0;
   check(TRITONBACKEND_RequestInputCount(request, &count), "counting the request's inputs");
@@ -104,13 +114,14 @@ void readRequest(const ModelState &model, Work &work) {
       int64_t memoryId = 0;
       check(TRITONBACKEND_InputBuffer(input, b, &base, &size, &memory, &memoryId),
             "reading an input buffer");
-      if (memory == TRITONSERVER_MEMORY_GPU)
+      if (memory == TRITONSERVER_MEMORY_GPU && !gpu)
         fail(TRITONSERVER_ERROR_UNSUPPORTED, "input '", spec.name,
-             "' is in GPU memory (CUDA shared memory); the sinter backend reads inputs from host "
-             "memory");
+             "' is in GPU memory (CUDA shared memory), but this is a KIND_CPU instance, which "
+             "reads inputs from host memory");
       if (size > 0 && !base)
         fail(TRITONSERVER_ERROR_INTERNAL, "input '", spec.name, "' has a null buffer");
-      work.inputs[index].buffers.emplace_back(static_cast<const unsigned char *>(base), size);
+      work.inputs[index].buffers.push_back(
+          Piece{static_cast<const unsigned char *>(base), size, memory == TRITONSERVER_MEMORY_GPU});
       total += size;
     }
     if (total != byteSize)
@@ -124,10 +135,12 @@ void readRequest(const ModelState &model, Work &work) {
   work.rows = rows.value_or(1);
 }
 
-/// Creates the response and a buffer for each requested output.
-void prepareResponse(const ModelState &model, Work &work) {
+/// Creates the response and a buffer for each requested output (host memory preferred; GPU memory
+/// is taken from the server on a GPU instance, `gpu`).
+void prepareResponse(const ModelState &model, Work &work, bool gpu) {
   check(TRITONBACKEND_ResponseNew(&work.response, work.request), "creating the response");
   work.outputs.assign(model.outputs.size(), nullptr);
+  work.outputsOnDevice.assign(model.outputs.size(), false);
   uint32_t requested = 0;
   check(TRITONBACKEND_RequestOutputCount(work.request, &requested),
         "counting the requested outputs");
@@ -162,18 +175,37 @@ void prepareResponse(const ModelState &model, Work &work) {
     int64_t memoryId = 0;
     check(TRITONBACKEND_OutputBuffer(output, &buffer, bytes, &memory, &memoryId),
           "allocating an output");
-    if (memory == TRITONSERVER_MEMORY_GPU)
+    if (memory == TRITONSERVER_MEMORY_GPU && !gpu)
       fail(TRITONSERVER_ERROR_UNSUPPORTED, "the server gave output '", spec.name,
-           "' a GPU buffer; the sinter backend writes outputs to host memory");
+           "' a GPU buffer, but this is a KIND_CPU instance, which writes host memory");
     if (bytes > 0 && !buffer)
       fail(TRITONSERVER_ERROR_INTERNAL, "the server gave output '", spec.name, "' a null buffer");
     work.outputs[index] = static_cast<unsigned char *>(buffer);
+    work.outputsOnDevice[index] = memory == TRITONSERVER_MEMORY_GPU;
   }
 }
 
-/// Copies bytes [offset, offset + size) of an input spread over buffers into `destination`.
-void gather(const InputData &input, size_t offset, size_t size, unsigned char *destination) {
-  for (const auto &[base, length] : input.buffers) {
+/// Copies between host and the session's device memory through the runtime (the backend links no
+/// CUDA of its own).
+void copyMemory(sinter_session *session, void *destination, bool destinationOnDevice,
+                const void *source, bool sourceOnDevice, size_t bytes) {
+  if (!destinationOnDevice && !sourceOnDevice) {
+    std::memcpy(destination, source, bytes);
+    return;
+  }
+  if (sinter_status status = sinter_session_copy(
+          session, destination, destinationOnDevice ? SINTER_MEMORY_DEVICE : SINTER_MEMORY_HOST,
+          source, sourceOnDevice ? SINTER_MEMORY_DEVICE : SINTER_MEMORY_HOST, bytes))
+    fail(codeOf(status), "copying a tensor between host and GPU memory failed: ",
+         sinter_last_error());
+}
+
+/// Copies bytes [offset, offset + size) of an input spread over buffers into host `destination`.
+void gather(sinter_session *session, const InputData &input, size_t offset, size_t size,
+            unsigned char *destination) {
+  for (const Piece &piece : input.buffers) {
+    const unsigned char *base = piece.base;
+    size_t length = piece.size;
     if (size == 0)
       return;
     if (offset >= length) {
@@ -181,21 +213,21 @@ void gather(const InputData &input, size_t offset, size_t size, unsigned char *d
       continue;
     }
     size_t take = std::min(length - offset, size);
-    std::memcpy(destination, base + offset, take);
+    copyMemory(session, destination, false, base + offset, piece.device, take);
     destination += take;
     size -= take;
     offset = 0;
   }
 }
 
-/// The address of bytes [offset, offset + size) when one buffer holds all of them, else null.
-const unsigned char *inPlace(const InputData &input, size_t offset, size_t size) {
-  for (const auto &[base, length] : input.buffers) {
-    if (offset < length)
-      return offset + size <= length ? base + offset : nullptr;
-    offset -= length;
+/// Bytes [offset, offset + size) where one buffer holds all of them (base null otherwise).
+Piece inPlace(const InputData &input, size_t offset, size_t size) {
+  for (const Piece &piece : input.buffers) {
+    if (offset < piece.size)
+      return offset + size <= piece.size ? Piece{piece.base + offset, size, piece.device} : Piece{};
+    offset -= piece.size;
   }
-  return nullptr;
+  return Piece{};
 }
 
 /// A tensor of `rows` batch rows of `spec` (its own dims when the model does not batch).
@@ -222,22 +254,25 @@ void executeRun(InstanceState &instance, std::vector<Work> &works, const Run &ru
   bool single = run.slices.size() == 1;
   const int64_t rows = run.rows();
   std::vector<sinter_tensor> inputs, outputs;
+  std::vector<int32_t> inputMemory, outputMemory;
   for (size_t i = 0; i < model.inputs.size(); ++i) {
     const TensorSpec &spec = model.inputs[i];
     size_t rowBytes = model.rowBytes(spec);
-    const unsigned char *data = nullptr;
+    Piece found;
     if (single) {
       const Slice &slice = run.slices[0];
-      data =
+      found =
           inPlace(works[slice.request].inputs[i], slice.firstRow * rowBytes, slice.rows * rowBytes);
     }
+    const unsigned char *data = found.base;
+    inputMemory.push_back(found.base && found.device ? SINTER_MEMORY_DEVICE : SINTER_MEMORY_HOST);
     if (!data) {
       std::vector<unsigned char> &staging = instance.inputStaging[i];
       staging.resize(static_cast<size_t>(rows) * rowBytes);
       size_t at = 0;
       for (const Slice &slice : run.slices) {
-        gather(works[slice.request].inputs[i], slice.firstRow * rowBytes, slice.rows * rowBytes,
-               staging.data() + at);
+        gather(instance.session, works[slice.request].inputs[i], slice.firstRow * rowBytes,
+               slice.rows * rowBytes, staging.data() + at);
         at += slice.rows * rowBytes;
       }
       data = staging.data();
@@ -249,9 +284,13 @@ void executeRun(InstanceState &instance, std::vector<Work> &works, const Run &ru
   for (size_t o = 0; o < model.outputs.size(); ++o) {
     const TensorSpec &spec = model.outputs[o];
     unsigned char *data = nullptr;
-    if (single && works[run.slices[0].request].outputs[o])
+    bool onDevice = false;
+    if (single && works[run.slices[0].request].outputs[o]) {
       data =
           works[run.slices[0].request].outputs[o] + run.slices[0].firstRow * model.rowBytes(spec);
+      onDevice = works[run.slices[0].request].outputsOnDevice[o];
+    }
+    outputMemory.push_back(onDevice ? SINTER_MEMORY_DEVICE : SINTER_MEMORY_HOST);
     if (!data) {
       instance.outputStaging[o].resize(static_cast<size_t>(rows) * model.rowBytes(spec));
       data = instance.outputStaging[o].data();
@@ -259,10 +298,13 @@ void executeRun(InstanceState &instance, std::vector<Work> &works, const Run &ru
     }
     outputs.push_back(tensorFor(model, spec, data, rows));
   }
+  // A GPU instance: each buffer where it is (host, or the GPU memory the server gave), copied in and
+  // out by the runtime on the instance's device; it returns when the outputs are written.
   sinter_status status =
       instance.cuda
-          ? sinter_session_run_host(instance.session, inputs.data(), int32_t(inputs.size()),
-                                    outputs.data(), int32_t(outputs.size()))
+          ? sinter_session_run_memory(instance.session, inputs.data(), inputMemory.data(),
+                                      int32_t(inputs.size()), outputs.data(), outputMemory.data(),
+                                      int32_t(outputs.size()))
           : sinter_session_run(instance.session, inputs.data(), int32_t(inputs.size()),
                                outputs.data(), int32_t(outputs.size()), nullptr);
   if (status != SINTER_OK)
@@ -274,8 +316,9 @@ void executeRun(InstanceState &instance, std::vector<Work> &works, const Run &ru
     size_t at = 0;
     for (const Slice &slice : run.slices) {
       if (unsigned char *destination = works[slice.request].outputs[o])
-        std::memcpy(destination + slice.firstRow * rowBytes, instance.outputStaging[o].data() + at,
-                    slice.rows * rowBytes);
+        copyMemory(instance.session, destination + slice.firstRow * rowBytes,
+                   works[slice.request].outputsOnDevice[o], instance.outputStaging[o].data() + at,
+                   false, slice.rows * rowBytes);
       at += slice.rows * rowBytes;
     }
   }
@@ -351,7 +394,7 @@ void executeRequests(TRITONBACKEND_ModelInstance *instance, InstanceState &state
     forRequest(works[i], [&] {
       if (!requests[i])
         fail(TRITONSERVER_ERROR_INTERNAL, "the server passed a null request");
-      readRequest(model, works[i]);
+      readRequest(model, works[i], state.cuda);
     });
   }
   // Plan the requests that read well (the others keep a planned row count of 0, and no run).
@@ -364,7 +407,7 @@ void executeRequests(TRITONBACKEND_ModelInstance *instance, InstanceState &state
     if (!works[i].failure && !plan.rejected[i].empty())
       works[i].failure = Failure{TRITONSERVER_ERROR_INVALID_ARG, plan.rejected[i]};
   for (Work &work : works)
-    forRequest(work, [&] { prepareResponse(model, work); });
+    forRequest(work, [&] { prepareResponse(model, work, state.cuda); });
 
   uint64_t computeStart = nowNs();
   for (const Run &run : plan.runs) {

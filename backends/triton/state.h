@@ -68,7 +68,7 @@ struct InstanceState {
   ModelState *model = nullptr;
   std::string name;
   sinter_session *session = nullptr;
-  bool cuda = false; ///< a CUDA session: runs take host buffers through sinter_session_run_host
+  bool cuda = false; ///< a CUDA session: runs take host or GPU buffers (sinter_session_run_memory)
   /// Staging for runs that cannot read or write Triton's buffers in place, one per tensor.
   std::vector<std::vector<unsigned char>> inputStaging, outputStaging;
 

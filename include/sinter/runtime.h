@@ -26,6 +26,7 @@
  *   _output_shape): an artifact with a plan per bucket of a symbolic dim; a run picks the plan of
  *   its inputs' shape, or pads into the next bucket up where the compiler proved the dim
  *   independent. A revision-1 library refuses such artifacts (a header field it reads as reserved).
+ *   Also sinter_session_run_memory and sinter_session_copy (buffers in host or device memory).
  *
  * The runtime depends on libc only. It reaches the GPU through dlopen("libcuda.so.1") and the CUDA
  * driver API; a machine without the driver gets SINTER_ERROR_NO_DEVICE, not a crash.
@@ -251,6 +252,23 @@ const char *sinter_model_dim_symbol(const sinter_model *model, int32_t is_output
 sinter_status sinter_model_output_shape(const sinter_model *model, const sinter_tensor *inputs,
                                         int32_t input_count, int32_t output,
                                         sinter_tensor_info *info);
+
+/* Where a buffer lives, for callers that get tensors in either place and have no CUDA of their own
+ * (a Triton backend whose inputs may arrive in GPU memory; revision 2). */
+typedef enum sinter_memory { SINTER_MEMORY_HOST = 0, SINTER_MEMORY_DEVICE = 1 } sinter_memory;
+
+/* Like sinter_session_run_host, but each buffer is host memory or device memory of the session's
+ * device, as input_memory[i] / output_memory[i] say (null arrays: all host). A CPU session takes
+ * host memory only. Returns when the outputs are written. */
+sinter_status sinter_session_run_memory(sinter_session *session, const sinter_tensor *inputs,
+                                        const int32_t *input_memory, int32_t input_count,
+                                        sinter_tensor *outputs, const int32_t *output_memory,
+                                        int32_t output_count);
+/* Copies `bytes` between host memory and the session's device memory (either way, or within one),
+ * on the session's context, and returns when done. A CPU session copies host to host only. */
+sinter_status sinter_session_copy(sinter_session *session, void *destination,
+                                  int32_t destination_memory, const void *source,
+                                  int32_t source_memory, size_t bytes);
 
 #ifdef __cplusplus
 } /* extern "C" */

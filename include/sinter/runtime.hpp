@@ -111,6 +111,26 @@ public:
     return describe(sinter_model_output_count(model_), sinter_model_output_info);
   }
 
+  /// The shape-bucket symbols (empty for an artifact of one shape): name, buckets, paddable.
+  std::vector<sinter_symbol_info> symbols() const {
+    int32_t count = sinter_model_symbol_count(model_);
+    if (count < 0)
+      throw Error(SINTER_ERROR_INVALID_ARGUMENT, sinter_last_error());
+    std::vector<sinter_symbol_info> infos(static_cast<size_t>(count));
+    for (int32_t i = 0; i < count; ++i)
+      check(sinter_model_symbol_info(model_, i, &infos[static_cast<size_t>(i)]));
+    return infos;
+  }
+  /// The outputs' shapes for inputs of these shapes (sinter_model_output_shape): the plan 0 dims
+  /// of outputs(), or those of the bucket the inputs pick, less padding.
+  std::vector<sinter_tensor_info> outputsFor(const std::vector<sinter_tensor> &inputs) const {
+    std::vector<sinter_tensor_info> infos = outputs();
+    for (size_t o = 0; o < infos.size(); ++o)
+      check(sinter_model_output_shape(model_, inputs.data(), static_cast<int32_t>(inputs.size()),
+                                      static_cast<int32_t>(o), &infos[o]));
+    return infos;
+  }
+
 private:
   template <typename Query>
   std::vector<sinter_tensor_info> describe(int32_t count, Query query) const {

@@ -180,3 +180,17 @@ def test_ranges_pick_powers_of_two_and_bench_batch_picks_a_bucket(tmp_path):
     st.run_cli(["compile", model, "--target", "cpu", "--dim", "batch=4", "-o", single])
     failed = st.sinter("bench", single, "--batch", "4", "--iterations", "1", expect=1)
     assert "is not bucketed" in st.error_line(failed)
+
+
+def test_sinter_run_takes_the_batch_of_its_input_files(tmp_path):
+    model = st.MODELS_DIR / "tiny_dynamic.onnx"
+    library = tmp_path / "model.so"
+    st.run_cli(["compile", model, "--target", "cpu", "--dim", "batch=2,4", "-o", library])
+    for batch in (4, 3, 1):  # a bucket, a padded size, a size below the smallest bucket
+        x = inputs_at(model, batch)
+        np.save(tmp_path / f"x{batch}.npy", x["x"])
+        out = tmp_path / f"y{batch}.npz"
+        st.run_cli(["run", library, "--input", f"x={tmp_path / f'x{batch}.npy'}", "-o", out])
+        with np.load(out) as archive:
+            got = {name: archive[name] for name in archive.files}
+        st.assert_outputs_match(got, st.run_onnxruntime(model, x), f"sinter run, batch {batch}")

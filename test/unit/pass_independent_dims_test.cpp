@@ -4,14 +4,7 @@
 // change only in the same row, so an accepting rule that were wrong would fail here.
 #include "sinter/passes/independent_dims.h"
 
-#include "sinter/ir/graph.h"
-#include "sinter/ir/parser.h"
-#include "sinter/ir/verifier.h"
-#include "sinter/reference/evaluator.h"
-
-#include <gtest/gtest.h>
-
-#include <random>
+#include "pass_test_util.h"
 
 using namespace sinter;
 
@@ -41,19 +34,6 @@ DimIndependence prove(const std::string &text, const std::vector<DimOrigin> &ori
   return result;
 }
 
-std::vector<Tensor> randomInputs(const Graph &graph, unsigned seed) {
-  std::mt19937 generator(seed);
-  std::uniform_real_distribution<double> real(-1.0, 1.0);
-  std::vector<Tensor> inputs;
-  for (const Value *input : graph.inputs()) {
-    Tensor tensor(input->dtype(), staticDims(input->shape()));
-    for (int64_t i = 0; i < tensor.elementCount(); ++i)
-      tensor.setDouble(i, real(generator));
-    inputs.push_back(std::move(tensor));
-  }
-  return inputs;
-}
-
 /// Offset of element `index` of a tensor with `dims` along `axis`: its coordinate on that axis.
 int64_t coordinate(const std::vector<int64_t> &dims, int64_t index, int axis) {
   for (int i = int(dims.size()) - 1; i > axis; --i)
@@ -65,7 +45,7 @@ int64_t coordinate(const std::vector<int64_t> &dims, int64_t index, int axis) {
 /// changed in that row only (the property the runtime's padding relies on).
 void expectRowsIndependent(const Graph &graph, const std::vector<DimOrigin> &origins,
                            const DimIndependence &proof, int64_t row) {
-  std::vector<Tensor> inputs = randomInputs(graph, 11);
+  std::vector<Tensor> inputs = sinter::testing::randomInputs(graph, 11);
   std::vector<Tensor> before = reference::evaluate(graph, inputs);
   std::vector<Tensor> changed = inputs;
   std::mt19937 generator(5);

@@ -23,9 +23,14 @@ std::vector<onnx::ModelSummary::Port> artifactPorts(const rt::Model &model, bool
     sinter_tensor_info info{};
     rt::check(inputs ? sinter_model_input_info(model.get(), i, &info)
                      : sinter_model_output_info(model.get(), i, &info));
-    std::vector<int64_t> dims(info.dims, info.dims + info.rank);
+    // A bucketed dim is its symbol ("f32[batch,16]"): the file's size picks the plan at run time.
+    Shape shape;
+    for (int32_t axis = 0; axis < info.rank; ++axis) {
+      const char *symbol = sinter_model_dim_symbol(model.get(), inputs ? 0 : 1, i, axis);
+      shape.push_back(symbol && *symbol ? Dim::symbol(symbol) : Dim(info.dims[axis]));
+    }
     auto dtype = dtypeFromOnnx(int(info.dtype));
-    ports.push_back({info.name, std::string(dtype ? dtypeName(*dtype) : "?") + shapeStr(shapeOf(dims))});
+    ports.push_back({info.name, std::string(dtype ? dtypeName(*dtype) : "?") + shapeStr(shape)});
   }
   return ports;
 }
@@ -36,9 +41,19 @@ std::vector<Tensor> runArtifactOnce(const rt::Model &model, const std::vector<co
   SINTER_ASSERT(inputs.size() == inputInfos.size(), "runArtifactOnce got ", inputs.size(),
                 " inputs for an artifact of ", inputInfos.size());
   std::vector<sinter_tensor> inputTensors, outputTensors;
-  for (size_t i = 0; i < inputs.size(); ++i)
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    // The input's own dims (a bucketed artifact picks its plan by them; the runtime checks them).
+    sinter_tensor_info info = inputInfos[i];
+    info.rank = inputs[i]->rank();
+    for (int32_t axis = 0; axis < info.rank && axis < SINTER_MAX_RANK; ++axis)
+      info.dims[axis] = inputs[i]->dims()[axis];
     // The runtime only reads inputs; the C ABI's tensor type is not const.
-    inputTensors.push_back(rt::makeTensor(inputInfos[i], const_cast<std::byte *>(inputs[i]->data())));
+    inputTensors.push_back(rt::makeTensor(info, const_cast<std::byte *>(inputs[i]->data())));
+  }
+  for (size_t o = 0; o < outputInfos.size(); ++o)
+    if (sinter_model_output_shape(model.get(), inputTensors.data(), int32_t(inputTensors.size()),
+                                  int32_t(o), &outputInfos[o]) != SINTER_OK)
+      userError(sinter_last_error());
   std::vector<Tensor> results;
   for (const sinter_tensor_info &info : outputInfos) {
     auto dtype = dtypeFromOnnx(int(info.dtype));
