@@ -22,6 +22,8 @@
 #include "sinter/codegen/llvm/kernel_emitter.h"
 
 #include "sinter/codegen/kernel/expr_evaluator.h"
+#include "sinter/codegen/kernel/index_program.h"
+#include "sinter/ir/tensor.h"
 #include "sinter/support/error.h"
 
 #include <llvm/IR/IRBuilder.h>
@@ -128,6 +130,33 @@ struct PackedOperand {
   bool perBatch = true; ///< false: one copy serves every batch (weights broadcast over b)
 };
 
+/// An operand that is one element of a constant buffer, `[cast to f32] load(X, index)` with the
+/// index pure arithmetic over the loop variables: packed by running the index as an
+/// IndexProgram over whole rows of r, a few operations per element instead of a tree walk.
+struct ConstantLoad {
+  int buffer = -1;
+  DType type = DType::Float32;
+  IndexProgram index;
+};
+
+std::optional<ConstantLoad> constantLoad(const ExprRef &operand, const LoweredGroup &group) {
+  ExprRef value = operand;
+  if (value->kind == ExprKind::Cast && value->type == DType::Float32)
+    value = value->operands[0];
+  if (value->kind != ExprKind::Load ||
+      (value->type != DType::Float32 && value->type != DType::Float16 && value->type != DType::BFloat16))
+    return std::nullopt;
+  if (value != operand && value->type == DType::Float32)
+    return std::nullopt; // a cast from f32 to f32 is not what lowering writes
+  if (size_t(value->id) >= group.constantInputs.size() || !group.constantInputs[size_t(value->id)] ||
+      group.constantInputs[size_t(value->id)]->dtype() != value->type)
+    return std::nullopt;
+  std::optional<IndexProgram> index = IndexProgram::compile(value->operands[0]);
+  if (!index)
+    return std::nullopt;
+  return ConstantLoad{value->id, value->type, std::move(*index)};
+}
+
 /// The operand packed for the whole matrix at compile time: batch x panels x k x width floats,
 /// panel `p` holding rows (or columns) p * width ... + width - 1 interleaved per r, zero beyond
 /// `extent`. `lhs` selects which operand: lhs(b, i, r) with i across the panel, else rhs(b, r, j).
@@ -140,31 +169,57 @@ std::optional<PackedOperand> packConstantOperand(const LoweredGroup &group, cons
     return std::nullopt;
   PackedOperand result;
   result.perBatch = spec.batch > 1 && usesVariable(operand, spec.b);
+  std::optional<ConstantLoad> direct = constantLoad(operand, group);
   ExprEvaluator evaluator(contraction.kernel);
   for (size_t i = 0; i < group.constantInputs.size(); ++i)
     if (group.constantInputs[i])
       evaluator.setBuffer(int(i), group.constantInputs[i]->data());
-  if (!evaluator.canEvaluate(operand))
+  if (!direct && !evaluator.canEvaluate(operand))
     return std::nullopt;
   int64_t extent = lhs ? spec.m : spec.n, panels = ceilDiv(extent, width);
   int across = lhs ? spec.i : spec.j;
   int64_t batches = result.perBatch ? spec.batch : 1;
   std::vector<float> packed(size_t(batches * panels * spec.k * width), 0.0f);
-  size_t at = 0;
-  for (int64_t b = 0; b < batches; ++b) {
-    evaluator.setVariable(spec.b, b);
-    for (int64_t panel = 0; panel < panels; ++panel)
+  // One (batch, row or column) at a time: its k values go to one lane of its panel.
+  auto packLine = [&](int64_t b, int64_t index, float *lane) {
+    if (!direct) {
+      evaluator.setVariable(spec.b, b);
+      evaluator.setVariable(across, index);
       for (int64_t r = 0; r < spec.k; ++r) {
         evaluator.setVariable(spec.r, r);
-        for (int64_t lane = 0; lane < width; ++lane, ++at) {
-          int64_t index = panel * width + lane;
-          if (index >= extent)
-            continue;
-          evaluator.setVariable(across, index);
-          packed[at] = float(evaluator.evaluate(operand).floatValue);
-        }
+        lane[r * width] = float(evaluator.evaluate(operand).floatValue);
       }
-  }
+      return;
+    }
+    const Tensor &source = *group.constantInputs[size_t(direct->buffer)];
+    const int64_t elements = int64_t(source.elementCount());
+    direct->index.setVariable(spec.b, b);
+    direct->index.setVariable(across, index);
+    constexpr int64_t kChunk = 4096;
+    for (int64_t r0 = 0; r0 < spec.k; r0 += kChunk) {
+      int64_t count = std::min(kChunk, spec.k - r0);
+      std::span<const int64_t> at = direct->index.evaluate(spec.r, r0, count);
+      for (int64_t x = 0; x < count; ++x) {
+        int64_t element = at[size_t(x)];
+        SINTER_ASSERT(element >= 0 && element < elements, "a packed load of ", source.elementCount(),
+                      " constant elements at ", element, " is out of bounds");
+        float value;
+        if (direct->type == DType::Float32) {
+          std::memcpy(&value, reinterpret_cast<const char *>(source.data()) + element * 4, 4);
+        } else {
+          uint16_t bits;
+          std::memcpy(&bits, reinterpret_cast<const char *>(source.data()) + element * 2, 2);
+          value = direct->type == DType::Float16 ? halfToFloat(bits) : bfloat16ToFloat(bits);
+        }
+        lane[(r0 + x) * width] = value;
+      }
+    }
+  };
+  for (int64_t b = 0; b < batches; ++b)
+    for (int64_t index = 0; index < extent; ++index) {
+      int64_t panel = index / width;
+      packLine(b, index, packed.data() + size_t(((b * panels + panel) * spec.k) * width + index % width));
+    }
   result.bytes.resize(packed.size() * sizeof(float));
   std::memcpy(result.bytes.data(), packed.data(), result.bytes.size());
   return result;
@@ -229,21 +284,32 @@ std::optional<GatherTable> rhsGatherTable(const Contraction &contraction) {
   int64_t entries = spec.batch * spec.k * spec.n;
   if (entries > kMaxGatherTableEntries || source.elements > std::numeric_limits<int32_t>::max())
     return std::nullopt;
-  ExprEvaluator evaluator(contraction.kernel);
-  if (!evaluator.canEvaluate(index) || (inside && !evaluator.canEvaluate(inside)))
+  std::optional<IndexProgram> indexProgram = IndexProgram::compile(index);
+  std::optional<IndexProgram> insideProgram = inside ? IndexProgram::compile(inside) : std::nullopt;
+  if (!indexProgram || (inside && !insideProgram))
     return std::nullopt;
   std::vector<int32_t> offsets(static_cast<size_t>(entries));
   size_t at = 0;
-  for (int64_t b = 0; b < spec.batch; ++b) {
-    evaluator.setVariable(spec.b, b);
+  for (int64_t b = 0; b < spec.batch; ++b)
     for (int64_t r = 0; r < spec.k; ++r) {
-      evaluator.setVariable(spec.r, r);
-      for (int64_t j = 0; j < spec.n; ++j, ++at) {
-        evaluator.setVariable(spec.j, j);
-        offsets[at] = inside && !evaluator.evaluate(inside).intValue ? -1 : int32_t(evaluator.evaluate(index).intValue);
+      for (IndexProgram *program : {&*indexProgram, insideProgram ? &*insideProgram : nullptr})
+        if (program) {
+          program->setVariable(spec.b, b);
+          program->setVariable(spec.r, r);
+        }
+      constexpr int64_t kChunk = 4096;
+      for (int64_t j0 = 0; j0 < spec.n; j0 += kChunk) {
+        int64_t count = std::min(kChunk, spec.n - j0);
+        std::vector<int64_t> where;
+        if (insideProgram) {
+          std::span<const int64_t> valid = insideProgram->evaluate(spec.j, j0, count);
+          where.assign(valid.begin(), valid.end());
+        }
+        std::span<const int64_t> element = indexProgram->evaluate(spec.j, j0, count);
+        for (int64_t x = 0; x < count; ++x, ++at)
+          offsets[at] = insideProgram && !where[size_t(x)] ? -1 : int32_t(element[size_t(x)]);
       }
     }
-  }
   GatherTable table;
   table.source = value->id;
   table.sourceType = sourceType;
