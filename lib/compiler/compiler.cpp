@@ -20,6 +20,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <set>
 
 #include <unistd.h>
 
@@ -172,12 +173,39 @@ std::vector<codegen::LoweredGroup> lowerGroups(const Schedule &schedule,
   return lowered;
 }
 
-/// Constants that something reads go to the weights blob, in the graph's constant order.
+/// The constants no kernel reads any more: every kernel group that takes them as an input has
+/// replaced them by a derived constant (LaunchShape::replacedInputs: weights packed into the
+/// kernel's layout), and no view or graph output needs them. Stored once, in packed form.
+std::set<const Value *> replacedConstants(const Graph &graph, const Schedule &schedule,
+                                          const GeneratedKernels &generated) {
+  std::set<const Value *> replaced, needed;
+  for (size_t i = 0; i < schedule.groups.size(); ++i) {
+    const std::vector<const Value *> &inputs = schedule.groups[i].inputs;
+    const std::vector<bool> &byKernel = generated.shapes[i].replacedInputs;
+    for (size_t x = 0; x < inputs.size(); ++x) {
+      if (!inputs[x]->isConstant())
+        continue;
+      bool gone = !schedule.buffers.viewGroup[i] && x < byKernel.size() && byKernel[x];
+      (gone ? replaced : needed).insert(inputs[x]);
+    }
+  }
+  for (Value *output : graph.outputs())
+    needed.insert(output);
+  std::set<const Value *> result;
+  for (const Value *value : replaced)
+    if (!needed.count(value))
+      result.insert(value);
+  return result;
+}
+
+/// Constants that something reads go to the weights blob, in the graph's constant order, but
+/// for those that kernels replaced by their packed forms.
 std::map<const Value *, package::BufferRef> placeConstants(const Graph &graph,
+                                                           const std::set<const Value *> &replaced,
                                                            package::Manifest &manifest) {
   std::map<const Value *, package::BufferRef> location;
   for (Value *constant : graph.constants()) {
-    if (!constant->hasUses() && !graph.isOutput(constant))
+    if ((!constant->hasUses() && !graph.isOutput(constant)) || replaced.count(constant))
       continue;
     const Tensor &tensor = constant->constant();
     uint64_t offset = appendWeights(manifest, tensor.data(), tensor.byteSize(), constant->name());
@@ -248,15 +276,22 @@ void recordLaunches(const Schedule &schedule, const std::vector<codegen::Lowered
     std::copy(shape.block, shape.block + 3, launch.block);
     launch.sharedBytes = shape.sharedBytes;
     launch.parallelExtent = shape.parallelExtent;
-    for (const Value *input : group.inputs)
-      launch.args.push_back(layout.location.at(input));
+    std::vector<package::BufferRef> derived;
+    for (const std::vector<uint8_t> &data : shape.derivedConstants)
+      derived.push_back({package::Region::Weights, appendWeights(manifest, data.data(), data.size(),
+                                                                 lowered[i].kernel.name + ".derived")});
+    for (const Value *input : group.inputs) {
+      auto found = layout.location.find(input);
+      // A constant stored only in its packed form: the kernel never reads this argument.
+      SINTER_ASSERT(found != layout.location.end() || !derived.empty(), "kernel ", lowered[i].kernel.name,
+                    " reads '", input->name(), "', which has no storage");
+      launch.args.push_back(found != layout.location.end() ? found->second : derived.front());
+    }
     for (const Value *output : group.outputs)
       launch.args.push_back(layout.location.at(output));
     for (size_t slot : layout.scratchSlots[i])
       launch.args.push_back({package::Region::Arena, layout.arena.offsets[slot]});
-    for (const std::vector<uint8_t> &data : shape.derivedConstants)
-      launch.args.push_back({package::Region::Weights, appendWeights(manifest, data.data(), data.size(),
-                                                                     lowered[i].kernel.name + ".derived")});
+    launch.args.insert(launch.args.end(), derived.begin(), derived.end());
     if (layout.workspaceSlot[i])
       launch.args.push_back({package::Region::Arena, layout.arena.offsets[*layout.workspaceSlot[i]]});
     manifest.kernels.push_back(std::move(generated.entries[i]));
@@ -326,14 +361,16 @@ package::Manifest buildManifest(Graph &graph, const CompileOptions &options,
   std::vector<codegen::LoweredGroup> lowered = lowerGroups(schedule, capabilities, report);
   double codegenSeconds = secondsSince(start);
 
-  // 4. Weights: the graph's constants, in graph order (the derived constants follow in step 7).
-  std::map<const Value *, package::BufferRef> location = placeConstants(graph, manifest);
-
-  // 5. Backend code generation. Before memory planning: a backend may declare workspace of its
+  // 4. Backend code generation. Before memory planning: a backend may declare workspace of its
   //    own for a kernel (LaunchShape::workspaceBytes: a stream-K GEMM's partial sums).
   start = Clock::now();
   GeneratedKernels generated = generateKernels(*backend, schedule, lowered);
   codegenSeconds += secondsSince(start);
+
+  // 5. Weights: the graph's constants, in graph order (the derived constants follow in step 7).
+  //    After code generation: a constant that kernels replaced by a packed form is not stored.
+  std::map<const Value *, package::BufferRef> location =
+      placeConstants(graph, replacedConstants(graph, schedule, generated), manifest);
 
   // 6. Memory plan: values, then scratch, then workspace, all in one arena.
   MemoryLayout layout = planMemory(schedule, lowered, generated, std::move(location));

@@ -74,3 +74,28 @@ TEST(IndexProgram, RefusesWhatIsNotIndexArithmetic) {
   EXPECT_FALSE(IndexProgram::compile(cast(constant(DType::Float32, 1.5), DType::Int64)).has_value());
   EXPECT_TRUE(IndexProgram::compile(add(var(i, DType::Int64), intConstant(2))).has_value());
 }
+
+// Accessors composed through reshapes and transposes share subtrees: a channel shuffle's index
+// is a DAG whose unfolded tree is exponential in its depth. Walks and rewrites must visit each
+// node once; this DAG unfolds to 2^60 nodes, so a tree walk would never finish.
+TEST(ExpressionDag, WalksAndRewritesVisitEachNodeOnce) {
+  KernelBuilder builder("k");
+  int i = builder.addVariable("i", DType::Int64), j = builder.addVariable("j", DType::Int64);
+  ExprRef e = var(i, DType::Int64);
+  for (int level = 0; level < 60; ++level)
+    e = add(div(e, intConstant(3)), rem(e, intConstant(5)));
+  EXPECT_TRUE(usesVariable(e, i));
+  EXPECT_FALSE(usesVariable(e, j));
+  ExprRef rewritten = substituted(e, i, add(var(j, DType::Int64), intConstant(1)));
+  EXPECT_TRUE(usesVariable(rewritten, j));
+  EXPECT_FALSE(usesVariable(rewritten, i));
+  // The rewrite keeps the sharing: both operands of the top node read one rewritten subtree.
+  ASSERT_EQ(rewritten->operands.size(), 2u);
+  EXPECT_EQ(rewritten->operands[0]->operands[0].get(), rewritten->operands[1]->operands[0].get());
+  int out = builder.addBuffer("y", DType::Int64, 1, true);
+  builder.emit(store(out, intConstant(0), e));
+  EXPECT_EQ(findHalfArithmetic(builder.kernel()), "");
+  std::optional<IndexProgram> program = IndexProgram::compile(e);
+  ASSERT_TRUE(program.has_value());
+  program->evaluate(i, 0, 4);
+}

@@ -115,13 +115,30 @@ void emitLoop(llvm::IRBuilder<> &b, llvm::Value *start, llvm::Value *end, int64_
 
 /// Whether every load of `expr` reads a constant input of the group (its data known now).
 bool readsOnlyConstants(const ExprRef &expr, const LoweredGroup &group) {
-  if (expr->kind == ExprKind::Load &&
-      (size_t(expr->id) >= group.constantInputs.size() || !group.constantInputs[size_t(expr->id)]))
+  return !anyNode(expr, [&](const Expr &node) {
+    return node.kind == ExprKind::Load &&
+           (size_t(node.id) >= group.constantInputs.size() || !group.constantInputs[size_t(node.id)]);
+  });
+}
+
+/// Marks every buffer that `expr` (or `statement`) loads from.
+void markLoads(const ExprRef &expr, std::vector<bool> &read) {
+  if (!expr)
+    return;
+  anyNode(expr, [&](const Expr &node) {
+    if (node.kind == ExprKind::Load && size_t(node.id) < read.size())
+      read[size_t(node.id)] = true;
     return false;
-  for (const ExprRef &operand : expr->operands)
-    if (!readsOnlyConstants(operand, group))
-      return false;
-  return true;
+  });
+}
+
+void markLoads(const StmtRef &statement, std::vector<bool> &read) {
+  markLoads(statement->a, read);
+  markLoads(statement->b, read);
+  for (const StmtRef &inner : statement->body)
+    markLoads(inner, read);
+  for (const StmtRef &inner : statement->orElse)
+    markLoads(inner, read);
 }
 
 /// An operand packed at compile time.
@@ -238,22 +255,14 @@ struct GatherTable {
 };
 
 bool readsNoBuffer(const ExprRef &expr) {
-  if (expr->kind == ExprKind::Load)
-    return false;
-  for (const ExprRef &operand : expr->operands)
-    if (!readsNoBuffer(operand))
-      return false;
-  return true;
+  return !anyNode(expr, [](const Expr &node) { return node.kind == ExprKind::Load; });
 }
 
 bool hasIndexArithmetic(const ExprRef &expr) {
-  if (expr->kind == ExprKind::Binary && (expr->binary == BinaryOp::Div || expr->binary == BinaryOp::Rem ||
-                                         expr->binary == BinaryOp::Min || expr->binary == BinaryOp::Max))
-    return true;
-  for (const ExprRef &operand : expr->operands)
-    if (hasIndexArithmetic(operand))
-      return true;
-  return false;
+  return anyNode(expr, [](const Expr &node) {
+    return node.kind == ExprKind::Binary && (node.binary == BinaryOp::Div || node.binary == BinaryOp::Rem ||
+                                             node.binary == BinaryOp::Min || node.binary == BinaryOp::Max);
+  });
 }
 
 constexpr int64_t kMaxGatherTableEntries = int64_t(1) << 22; // 16 MiB of offsets
@@ -678,6 +687,26 @@ std::optional<Kernel> addBlockedContraction(const LoweredGroup &group, const std
   b.CreateRetVoid();
 
   launch.parallelExtent = blocking.tiles;
+  // The constants only the compile-time packs read: the kernel reads their packed form alone.
+  if (lhsPacked || rhsPacked) {
+    std::vector<bool> stillRead(bufferCount, false), packedFrom(bufferCount, false);
+    if (lhsPacked)
+      markLoads(spec.lhs, packedFrom);
+    else
+      markLoads(spec.lhs, stillRead);
+    if (rhsPacked)
+      markLoads(spec.rhs, packedFrom);
+    else
+      markLoads(spec.rhs, stillRead);
+    if (rhsGather)
+      stillRead.at(size_t(rhsGather->source)) = true;
+    for (const StmtRef &statement : spec.epilogue)
+      markLoads(statement, stillRead);
+    launch.replacedInputs.assign(bufferCount, false);
+    for (size_t x = 0; x < bufferCount; ++x)
+      launch.replacedInputs[x] = packedFrom[x] && !stillRead[x] && x < group.constantInputs.size() &&
+                                 group.constantInputs[x];
+  }
   if (lhsPacked)
     launch.derivedConstants.push_back(std::move(lhsPacked->bytes));
   if (rhsPacked)
