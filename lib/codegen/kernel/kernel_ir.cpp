@@ -4,6 +4,7 @@
 #include "sinter/ir/low_precision.h"
 #include "sinter/support/error.h"
 
+#include <set>
 #include <sstream>
 #include <unordered_map>
 #include <unordered_set>
@@ -221,6 +222,31 @@ bool anyNode(const ExprRef &e, const std::function<bool(const Expr &)> &predicat
       pending.push_back(operand->get());
   }
   return false;
+}
+
+namespace {
+
+bool equalOnce(const Expr *a, const Expr *b, std::set<std::pair<const Expr *, const Expr *>> &equal) {
+  if (a == b)
+    return true;
+  if (equal.count({a, b}))
+    return true;
+  if (a->kind != b->kind || a->type != b->type || a->id != b->id || a->intValue != b->intValue ||
+      !(a->floatValue == b->floatValue || (a->floatValue != a->floatValue && b->floatValue != b->floatValue)) ||
+      a->unary != b->unary || a->binary != b->binary || a->operands.size() != b->operands.size())
+    return false;
+  for (size_t x = 0; x < a->operands.size(); ++x)
+    if (!equalOnce(a->operands[x].get(), b->operands[x].get(), equal))
+      return false;
+  equal.insert({a, b});
+  return true;
+}
+
+} // namespace
+
+bool structurallyEqual(const ExprRef &a, const ExprRef &b) {
+  std::set<std::pair<const Expr *, const Expr *>> equal;
+  return equalOnce(a.get(), b.get(), equal);
 }
 
 bool usesVariable(const ExprRef &e, int id) {

@@ -153,6 +153,10 @@ ExprRef bitcast(ExprRef a, DType type);
 /// visited once, so the walk is linear in the DAG, not in the tree it unfolds to.
 bool anyNode(const ExprRef &e, const std::function<bool(const Expr &)> &predicate);
 
+/// Whether two expressions are the same computation node for node (kinds, types, values,
+/// operands), however their nodes are shared; each pair of nodes is compared once.
+bool structurallyEqual(const ExprRef &a, const ExprRef &b);
+
 /// Whether `e` reads variable `id` anywhere.
 bool usesVariable(const ExprRef &e, int id);
 
