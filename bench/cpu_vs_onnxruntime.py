@@ -3,9 +3,9 @@
 
     /work/main/.venv/bin/python bench/cpu_vs_onnxruntime.py [--iterations 100] [--warmup 10]
         [--threads 2] [--cpu x86-64-v2,x86-64-v4] [--baseline OLD_SINTER] [--repeats 5]
-        [--peak-gflops G] [--models a.onnx ...]
+        [--peak-gflops G] [--batch N] [--models a.onnx ...]
 
-For every models/*.onnx (symbolic dims bound to 1) it:
+For every models/*.onnx (symbolic dims bound to 1, or to --batch N) it:
   1. compiles the model with `sinter compile --target cpu --shape NAME=DIMS ...` at its input
      shapes (the default --cpu x86-64-v2; see --cpu),
   2. runs `sinter bench --threads T --warmup W --iterations N --json` and takes the p50,
@@ -66,9 +66,9 @@ def shape_flags(inputs):
     return flags
 
 
-def onnxruntime_inputs(model_path, int_high):
+def onnxruntime_inputs(model_path, int_high, symbolic_dim=1):
     """make_input's inputs with integer ones redrawn from [0, int_high), as `sinter bench` does."""
-    inputs = make_input.make_inputs(str(model_path), symbolic_dim=1)
+    inputs = make_input.make_inputs(str(model_path), symbolic_dim=symbolic_dim)
     rng = np.random.default_rng(1)
     for name, array in inputs.items():
         if np.issubdtype(array.dtype, np.integer):
@@ -76,11 +76,23 @@ def onnxruntime_inputs(model_path, int_high):
     return inputs
 
 
+def parameter_bytes(model_path):
+    """Bytes of the model's initializers (its parameters), external data included."""
+    model = onnx.load(str(model_path))
+    return sum(onnx.numpy_helper.to_array(t).nbytes for t in model.graph.initializer)
+
+
+COMPILE_SECONDS = {}
+
+
 def compile_artifact(sinter, cpu, model_path, inputs, artifact):
-    """Compiles one model; returns the kernels' FLOPs from the manifest."""
+    """Compiles one model; returns the kernels' FLOPs from the manifest (and records the
+    compile's wall time in COMPILE_SECONDS[artifact])."""
     compile_cmd = [str(sinter), "-q", "compile", str(model_path), "--target", "cpu",
                    "--cpu", cpu, "--force", "-o", str(artifact)] + shape_flags(inputs)
+    start = time.perf_counter()
     subprocess.run(compile_cmd, check=True, capture_output=True, text=True)
+    COMPILE_SECONDS[str(artifact)] = time.perf_counter() - start
     inspect_cmd = [str(sinter), "-q", "inspect", str(artifact), "--json"]
     manifest = json.loads(subprocess.run(inspect_cmd, check=True, capture_output=True,
                                          text=True).stdout)
@@ -152,6 +164,10 @@ def main():
                         help="integer inputs drawn from [0, N) on both sides (default 2)")
     parser.add_argument("--sinter", default=os.environ.get("SINTER_BIN", ROOT / "build/bin/sinter"))
     parser.add_argument("--models", nargs="*", type=Path, help="default: models/*.onnx")
+    parser.add_argument("--batch", type=int, default=1, help="value of every symbolic dim (default 1)")
+    parser.add_argument("--sizes", action="store_true",
+                        help="add columns: parameter MB (the ONNX initializers), the last column's "
+                             "artifact MB and its ratio to the parameters, and its compile seconds")
     args = parser.parse_args()
     if args.iterations < 50:
         parser.error("--iterations must be at least 50")
@@ -179,6 +195,8 @@ def main():
     columns += [("MFLOP", 7), ("GFLOP/s", 7)]
     if args.peak_gflops:
         columns.append(("% peak", 6))
+    if args.sizes:
+        columns += [("param MB", 8), ("artifact MB", 11), ("size ratio", 10), ("compile s", 9)]
     print("| " + " | ".join(f"{name:>{width}}" if i else f"{name:<{width}}"
                              for i, (name, width) in enumerate(columns)) + " |")
     print("|" + "|".join("-" * (width + 2) for _, width in columns) + "|")
@@ -186,7 +204,7 @@ def main():
     ratios = {label: [] for label, _, _ in configs}
     with tempfile.TemporaryDirectory(prefix="sinter-bench-") as workdir:
         for model_path in models:
-            inputs = onnxruntime_inputs(model_path, args.int_high)
+            inputs = onnxruntime_inputs(model_path, args.int_high, args.batch)
             artifacts, flops, failure = [], 0, None
             for index, (label, sinter, cpu) in enumerate(configs):
                 artifact = Path(workdir) / f"{model_path.stem}.{index}.so"
@@ -217,6 +235,11 @@ def main():
             cells += [f"{flops / 1e6:>7.2f}", f"{gflops:>7.2f}"]
             if args.peak_gflops:
                 cells.append(f"{100 * gflops / args.peak_gflops:>5.1f}%")
+            if args.sizes:
+                parameters = parameter_bytes(model_path) / 1e6
+                size = os.path.getsize(artifacts[-1]) / 1e6
+                cells += [f"{parameters:>8.1f}", f"{size:>11.1f}", f"{size / parameters:>10.2f}",
+                          f"{COMPILE_SECONDS[str(artifacts[-1])]:>9.1f}"]
             print("| " + " | ".join(cells) + " |", flush=True)
 
     uptime_after, load_after = load_average()

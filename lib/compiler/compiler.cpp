@@ -22,6 +22,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <set>
 
 #include <unistd.h>
 
@@ -217,13 +218,40 @@ std::vector<codegen::KernelNeeds> declareNeeds(const codegen::Backend &backend, 
   return needs;
 }
 
-/// Constants that something reads go to the weights blob, in the graph's constant order.
+/// The constants no kernel reads any more: every kernel group that takes them as an input has
+/// replaced them by a derived constant (LaunchShape::replacedInputs: weights packed into the
+/// kernel's layout), and no view or graph output needs them. Stored once, in packed form.
+std::set<const Value *> replacedConstants(const Graph &graph, const Schedule &schedule,
+                                          const GeneratedKernels &generated) {
+  std::set<const Value *> replaced, needed;
+  for (size_t i = 0; i < schedule.groups.size(); ++i) {
+    const std::vector<const Value *> &inputs = schedule.groups[i].inputs;
+    const std::vector<bool> &byKernel = generated.shapes[i].replacedInputs;
+    for (size_t x = 0; x < inputs.size(); ++x) {
+      if (!inputs[x]->isConstant())
+        continue;
+      bool gone = !schedule.buffers.viewGroup[i] && x < byKernel.size() && byKernel[x];
+      (gone ? replaced : needed).insert(inputs[x]);
+    }
+  }
+  for (Value *output : graph.outputs())
+    needed.insert(output);
+  std::set<const Value *> result;
+  for (const Value *value : replaced)
+    if (!needed.count(value))
+      result.insert(value);
+  return result;
+}
+
+/// Constants that something reads go to the weights blob, in the graph's constant order, but
+/// for those that kernels replaced by their packed forms.
 std::map<const Value *, package::BufferRef> placeConstants(const Graph &graph,
+                                                           const std::set<const Value *> &replaced,
                                                            package::Manifest &manifest,
                                                            WeightIndex *weightIndex) {
   std::map<const Value *, package::BufferRef> location;
   for (Value *constant : graph.constants()) {
-    if (!constant->hasUses() && !graph.isOutput(constant))
+    if ((!constant->hasUses() && !graph.isOutput(constant)) || replaced.count(constant))
       continue;
     const Tensor &tensor = constant->constant();
     uint64_t offset =
@@ -253,10 +281,10 @@ GeneratedKernels generateKernels(codegen::Backend &backend, const Schedule &sche
 
 /// The arena: the values' lifetimes, then each kernel's scratch buffers (in kernel then buffer
 /// order), then each kernel's workspace, every one of those live for its kernel's step alone.
-/// Fills `location` for arena values and their aliases.
+/// Fills `location` for the values that live in the arena (locateValues adds the constants and
+/// the aliases once the weights are placed).
 MemoryLayout planMemory(const Schedule &schedule, const std::vector<codegen::LoweredGroup> &lowered,
-                        const std::vector<codegen::KernelNeeds> &needs,
-                        std::map<const Value *, package::BufferRef> location) {
+                        const std::vector<codegen::KernelNeeds> &needs) {
   const codegen::BufferAssignment &buffers = schedule.buffers;
   const size_t count = schedule.groups.size();
   std::vector<codegen::BufferLifetime> lifetimes = buffers.lifetimes;
@@ -279,11 +307,17 @@ MemoryLayout planMemory(const Schedule &schedule, const std::vector<codegen::Low
   layout.arena = codegen::planArena(lifetimes, package::kArenaAlignment);
   for (size_t i = 0; i < buffers.arenaValues.size(); ++i)
     if (!buffers.arenaValues[i]->isConstant())
-      location[buffers.arenaValues[i]] = {package::Region::Arena, layout.arena.offsets[i]};
-  for (const auto &[alias, owner] : buffers.storage)
-    location[alias] = location.at(owner);
-  layout.location = std::move(location);
+      layout.location[buffers.arenaValues[i]] = {package::Region::Arena, layout.arena.offsets[i]};
   return layout;
+}
+
+/// Every value's place: the arena's (planMemory), the weights' (placeConstants), and each
+/// view's, which is its source's.
+void locateValues(const Schedule &schedule, std::map<const Value *, package::BufferRef> constants,
+                  MemoryLayout &layout) {
+  layout.location.merge(constants);
+  for (const auto &[alias, owner] : schedule.buffers.storage)
+    layout.location[alias] = layout.location.at(owner);
 }
 
 /// The bytes a value spans where it lives: a constant's data in the weights, else its type's size.
@@ -334,8 +368,23 @@ void recordLaunches(const Schedule &schedule, const std::vector<codegen::Lowered
       launch.args.push_back(place);
       launch.argBytes.push_back(bytes);
     };
-    for (const Value *input : group.inputs)
-      add(layout.location.at(input), valueBytes(input));
+    std::vector<std::pair<package::BufferRef, uint64_t>> derived;
+    for (const std::vector<uint8_t> &data : shape.derivedConstants)
+      derived.push_back({{package::Region::Weights,
+                          appendWeights(manifest, data.data(), data.size(),
+                                        lowered[i].kernel.name + ".derived", weightIndex)},
+                         data.size()});
+    for (const Value *input : group.inputs) {
+      auto found = layout.location.find(input);
+      // A constant stored only in its packed form: the kernel never reads this argument, which
+      // points at (and is bounded by) the first derived constant.
+      SINTER_ASSERT(found != layout.location.end() || !derived.empty(), "kernel ", lowered[i].kernel.name,
+                    " reads '", input->name(), "', which has no storage");
+      if (found != layout.location.end())
+        add(found->second, valueBytes(input));
+      else
+        add(derived.front().first, derived.front().second);
+    }
     for (const Value *output : group.outputs)
       add(layout.location.at(output), valueBytes(output));
     size_t scratch = 0;
@@ -343,10 +392,8 @@ void recordLaunches(const Schedule &schedule, const std::vector<codegen::Lowered
       if (buffer.scratch)
         add({package::Region::Arena, layout.arena.offsets[layout.scratchSlots[i][scratch++]]},
             uint64_t(buffer.elements) * dtypeSize(buffer.dtype));
-    for (const std::vector<uint8_t> &data : shape.derivedConstants)
-      add({package::Region::Weights, appendWeights(manifest, data.data(), data.size(),
-                                                   lowered[i].kernel.name + ".derived", weightIndex)},
-          data.size());
+    for (const auto &[place, bytes] : derived)
+      add(place, bytes);
     if (layout.workspaceSlot[i])
       add({package::Region::Arena, layout.arena.offsets[*layout.workspaceSlot[i]]},
           layout.workspaceBytes[i]);
@@ -380,9 +427,9 @@ void recordOutputs(const Graph &graph, const Schedule &schedule, const MemoryLay
   }
 }
 
-/// Stages 1 to 7 for one graph: its plan (signature, arena, steps) into `plan`, its kernels and
+/// Stages 1 to 8 for one graph: its plan (signature, arena, steps) into `plan`, its kernels and
 /// weights into `manifest`. A bucketed artifact calls it once per plan with one backend, so the
-/// backend compiles every plan's kernels together in stage 8.
+/// backend compiles every plan's kernels together in stage 9.
 void buildPlan(Graph &graph, const CompileOptions &options, codegen::Backend &backend,
                const codegen::BackendCapabilities &capabilities, const std::string &kernelSuffix,
                WeightIndex *weightIndex, std::map<std::string, uint32_t> &kernelIndex,
@@ -413,10 +460,8 @@ void buildPlan(Graph &graph, const CompileOptions &options, codegen::Backend &ba
   //    planning, so that generation consumes the plan and nothing flows back.
   std::vector<codegen::KernelNeeds> needs = declareNeeds(backend, schedule, lowered);
 
-  // 5. Weights: the graph's constants, in graph order (the derived constants follow in step 7),
-  //    then the memory plan: values, then scratch, then workspace, all in one arena.
-  std::map<const Value *, package::BufferRef> location = placeConstants(graph, manifest, weightIndex);
-  MemoryLayout layout = planMemory(schedule, lowered, needs, std::move(location));
+  // 5. Memory plan: values, then scratch, then workspace, all in one arena.
+  MemoryLayout layout = planMemory(schedule, lowered, needs);
   plan.arenaBytes = layout.arena.arenaBytes;
   plan.activationBytes = layout.arena.totalBytes;
   stats.arenaBytes = std::max(stats.arenaBytes, plan.arenaBytes);
@@ -429,7 +474,13 @@ void buildPlan(Graph &graph, const CompileOptions &options, codegen::Backend &ba
   GeneratedKernels generated = generateKernels(backend, schedule, lowered, progress);
   codegenSeconds += secondsSince(start);
 
-  // 7. The plan: inputs' slots, one launch per kernel with every argument's place, then the
+  // 7. Weights: the graph's constants, in graph order (the derived constants follow in step 8).
+  //    After code generation: a constant that kernels replaced by a packed form is not stored.
+  locateValues(schedule,
+               placeConstants(graph, replacedConstants(graph, schedule, generated), manifest, weightIndex),
+               layout);
+
+  // 8. The plan: inputs' slots, one launch per kernel with every argument's place, then the
   //    outputs' slots (and the copies of constant outputs, which run after every launch).
   recordInputs(graph, declared, layout, plan);
   recordLaunches(schedule, lowered, generated, layout, manifest, plan, weightIndex, kernelIndex);
@@ -437,7 +488,7 @@ void buildPlan(Graph &graph, const CompileOptions &options, codegen::Backend &ba
   recordOutputs(graph, schedule, layout, plan);
 }
 
-/// Stage 8, packaging: the backend compiles what it kept (NVRTC and ptxas, or LLVM to an
+/// Stage 9, packaging: the backend compiles what it kept (NVRTC and ptxas, or LLVM to an
 /// object); compileGraph's writer then links model.so.
 std::vector<std::string> finishManifest(codegen::Backend &backend, const CompileOptions &options,
                                         const std::string &workDirectory,
@@ -505,13 +556,14 @@ package::Manifest buildManifest(Graph &graph, const CompileOptions &options,
   std::unique_ptr<codegen::Backend> backend = codegen::createBackend(options.target);
   const codegen::BackendCapabilities capabilities = backend->capabilities();
 
-  // 1 to 7: passes, schedule, lowering, weights, code generation, memory plan, the plan.
+  // 1 to 8: passes, schedule, lowering, kernel needs, memory plan, code generation, weights,
+  //    the plan.
   package::Plan plan;
   std::map<std::string, uint32_t> kernelIndex;
   buildPlan(graph, options, *backend, capabilities, "", nullptr, kernelIndex, manifest, plan, stats);
   usePlan(manifest, std::move(plan));
 
-  // 8. Packaging.
+  // 9. Packaging.
   objectFiles = finishManifest(*backend, options, workDirectory, manifest, stats);
   return manifest;
 }

@@ -118,6 +118,9 @@ CASES = {
     "conv_depthwise_stride2": lambda: conv((1, 24, 25, 23), 24, (3, 3), 31, group=24, strides=[2, 2], pads=[1, 1, 1, 1]),
     "conv_two_outputs_per_group": lambda: conv((2, 8, 11, 11), 16, (3, 3), 32, group=8, pads=[1, 1, 1, 1]),
     "conv_long_reduction": lambda: conv((1, 64, 9, 9), 24, (3, 3), 28, strides=[2, 2]),
+    "conv_3d_padded": lambda: conv((2, 6, 5, 7, 6), 10, (3, 3, 2), 34, pads=[1, 1, 0, 1, 1, 1]),
+    "conv_batch4_stride3_dilated": lambda: conv((4, 9, 14, 13), 12, (3, 2), 35, strides=[3, 2], dilations=[1, 2],
+                                                 pads=[2, 0, 1, 1]),
 }
 
 
@@ -162,3 +165,25 @@ def test_thread_counts_give_the_reference_result(threads, tmp_path):
     (tmp_path / "reference").mkdir()
     st.assert_outputs_match(actual, st.run_reference(path, inputs, tmp_path / "reference"),
                             context=f"--threads {threads}")
+
+
+@pytest.mark.parametrize("batch", [1, 8])
+def test_weights_are_stored_once_and_windows_need_no_large_tables(batch, tmp_path):
+    """A convolution's packed weights replace the originals in the artifact, and its window
+    tables grow with k + positions, not with k x positions x batch: the weights blob stays within
+    a few percent of the parameters' bytes at batch 1 and 8 (before, it held both copies and an
+    offset per im2col element)."""
+    model, inputs = conv((batch, 128, 28, 28), 128, (3, 3), 36, pads=[1, 1, 1, 1])
+    path = tmp_path / "model.onnx"
+    onnx.save(model, str(path))
+    parameters = sum(numpy_helper.to_array(t).nbytes for t in model.graph.initializer)
+    library = tmp_path / "model.so"
+    st.run_cli(["compile", path, "--target", "cpu", *st.shape_flags(inputs), "-o", library])
+    info = json.loads(st.run_cli(["inspect", library, "--json"]).stdout)
+    assert info["weight_bytes"] <= 1.1 * parameters, (info["weight_bytes"], parameters)
+    np.save(tmp_path / "x.npy", inputs["x"])
+    out = tmp_path / "outputs.npz"
+    st.run_cli(["run", library, "--input", f"x={tmp_path / 'x.npy'}", "-o", out])
+    with np.load(out) as archive:
+        actual = {name: archive[name] for name in archive.files}
+    st.assert_outputs_match(actual, st.run_onnxruntime(path, inputs), context=f"batch {batch}")

@@ -9,11 +9,11 @@
 //      LoweredGroup: kernel IR, contraction and attention descriptions)
 //   -> kernel needs: what each kernel will need of the arena beyond its buffers (a workspace),
 //      declared by the backend (backend.h's Backend::needs)
-//   -> weights: the constants into the weights blob
 //   -> memory plan: values, lowering's scratch and the declared workspace in one arena
 //      (codegen/schedule/memory_plan.h)
 //   -> backend code generation: each kernel's source and launch shape (backend.h), from the
 //      lowered group alone
+//   -> weights: the constants into the weights blob, each once, in the form its kernels read
 //   -> the plan: every launch's arguments, the signature's slots
 //   -> packaging: the backend compiles (NVRTC/ptxas or LLVM), the writer links model.so
 //      (package/writer.h)

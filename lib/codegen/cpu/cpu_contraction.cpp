@@ -12,9 +12,8 @@
 // Packing and the epilogue are kernel IR, so the spec's expressions (im2col gathers, broadcast
 // batch indices, bias, alpha/beta) go through the one emitter every kernel uses. They read their
 // block's coordinates from a small i64 `params` buffer (an alloca SROA turns back into values).
-// A run-time rhs whose gather is index arithmetic over the loop variables (a convolution window)
-// reads a compile-time table of offsets instead (rhsGatherTable), so packing is a table load and
-// an indexed load per element.
+// A convolution's run-time rhs reads its window through two small compile-time tables (per r,
+// per output position; rhsWindowTable), so packing is a few table loads and adds per element.
 // Panels are zero-padded to MR rows / NR columns, so the micro-kernel never tests bounds; the
 // epilogue stores only the tile's real elements.
 #include "cpu_contraction.h"
@@ -22,6 +21,8 @@
 #include "sinter/codegen/llvm/kernel_emitter.h"
 
 #include "sinter/codegen/kernel/expr_evaluator.h"
+#include "sinter/codegen/kernel/index_program.h"
+#include "sinter/ir/tensor.h"
 #include "sinter/support/error.h"
 
 #include <llvm/IR/IRBuilder.h>
@@ -113,13 +114,30 @@ void emitLoop(llvm::IRBuilder<> &b, llvm::Value *start, llvm::Value *end, int64_
 
 /// Whether every load of `expr` reads a constant input of the group (its data known now).
 bool readsOnlyConstants(const ExprRef &expr, const LoweredGroup &group) {
-  if (expr->kind == ExprKind::Load &&
-      (size_t(expr->id) >= group.constantInputs.size() || !group.constantInputs[size_t(expr->id)]))
+  return !anyNode(expr, [&](const Expr &node) {
+    return node.kind == ExprKind::Load &&
+           (size_t(node.id) >= group.constantInputs.size() || !group.constantInputs[size_t(node.id)]);
+  });
+}
+
+/// Marks every buffer that `expr` (or `statement`) loads from.
+void markLoads(const ExprRef &expr, std::vector<bool> &read) {
+  if (!expr)
+    return;
+  anyNode(expr, [&](const Expr &node) {
+    if (node.kind == ExprKind::Load && size_t(node.id) < read.size())
+      read[size_t(node.id)] = true;
     return false;
-  for (const ExprRef &operand : expr->operands)
-    if (!readsOnlyConstants(operand, group))
-      return false;
-  return true;
+  });
+}
+
+void markLoads(const StmtRef &statement, std::vector<bool> &read) {
+  markLoads(statement->a, read);
+  markLoads(statement->b, read);
+  for (const StmtRef &inner : statement->body)
+    markLoads(inner, read);
+  for (const StmtRef &inner : statement->orElse)
+    markLoads(inner, read);
 }
 
 /// An operand packed at compile time.
@@ -127,6 +145,33 @@ struct PackedOperand {
   std::vector<uint8_t> bytes;
   bool perBatch = true; ///< false: one copy serves every batch (weights broadcast over b)
 };
+
+/// An operand that is one element of a constant buffer, `[cast to f32] load(X, index)` with the
+/// index pure arithmetic over the loop variables: packed by running the index as an
+/// IndexProgram over whole rows of r, a few operations per element instead of a tree walk.
+struct ConstantLoad {
+  int buffer = -1;
+  DType type = DType::Float32;
+  IndexProgram index;
+};
+
+std::optional<ConstantLoad> constantLoad(const ExprRef &operand, const LoweredGroup &group) {
+  ExprRef value = operand;
+  if (value->kind == ExprKind::Cast && value->type == DType::Float32)
+    value = value->operands[0];
+  if (value->kind != ExprKind::Load ||
+      (value->type != DType::Float32 && value->type != DType::Float16 && value->type != DType::BFloat16))
+    return std::nullopt;
+  if (value != operand && value->type == DType::Float32)
+    return std::nullopt; // a cast from f32 to f32 is not what lowering writes
+  if (size_t(value->id) >= group.constantInputs.size() || !group.constantInputs[size_t(value->id)] ||
+      group.constantInputs[size_t(value->id)]->dtype() != value->type)
+    return std::nullopt;
+  std::optional<IndexProgram> index = IndexProgram::compile(value->operands[0]);
+  if (!index)
+    return std::nullopt;
+  return ConstantLoad{value->id, value->type, std::move(*index)};
+}
 
 /// The operand packed for the whole matrix at compile time: batch x panels x k x width floats,
 /// panel `p` holding rows (or columns) p * width ... + width - 1 interleaved per r, zero beyond
@@ -140,71 +185,83 @@ std::optional<PackedOperand> packConstantOperand(const LoweredGroup &group, cons
     return std::nullopt;
   PackedOperand result;
   result.perBatch = spec.batch > 1 && usesVariable(operand, spec.b);
+  std::optional<ConstantLoad> direct = constantLoad(operand, group);
   ExprEvaluator evaluator(contraction.kernel);
   for (size_t i = 0; i < group.constantInputs.size(); ++i)
     if (group.constantInputs[i])
       evaluator.setBuffer(int(i), group.constantInputs[i]->data());
-  if (!evaluator.canEvaluate(operand))
+  if (!direct && !evaluator.canEvaluate(operand))
     return std::nullopt;
   int64_t extent = lhs ? spec.m : spec.n, panels = ceilDiv(extent, width);
   int across = lhs ? spec.i : spec.j;
   int64_t batches = result.perBatch ? spec.batch : 1;
   std::vector<float> packed(size_t(batches * panels * spec.k * width), 0.0f);
-  size_t at = 0;
-  for (int64_t b = 0; b < batches; ++b) {
-    evaluator.setVariable(spec.b, b);
-    for (int64_t panel = 0; panel < panels; ++panel)
+  // One (batch, row or column) at a time: its k values go to one lane of its panel.
+  auto packLine = [&](int64_t b, int64_t index, float *lane) {
+    if (!direct) {
+      evaluator.setVariable(spec.b, b);
+      evaluator.setVariable(across, index);
       for (int64_t r = 0; r < spec.k; ++r) {
         evaluator.setVariable(spec.r, r);
-        for (int64_t lane = 0; lane < width; ++lane, ++at) {
-          int64_t index = panel * width + lane;
-          if (index >= extent)
-            continue;
-          evaluator.setVariable(across, index);
-          packed[at] = float(evaluator.evaluate(operand).floatValue);
-        }
+        lane[r * width] = float(evaluator.evaluate(operand).floatValue);
       }
-  }
+      return;
+    }
+    const Tensor &source = *group.constantInputs[size_t(direct->buffer)];
+    const int64_t elements = int64_t(source.elementCount());
+    direct->index.setVariable(spec.b, b);
+    direct->index.setVariable(across, index);
+    constexpr int64_t kChunk = 4096;
+    for (int64_t r0 = 0; r0 < spec.k; r0 += kChunk) {
+      int64_t count = std::min(kChunk, spec.k - r0);
+      std::span<const int64_t> at = direct->index.evaluate(spec.r, r0, count);
+      for (int64_t x = 0; x < count; ++x) {
+        int64_t element = at[size_t(x)];
+        SINTER_ASSERT(element >= 0 && element < elements, "a packed load of ", source.elementCount(),
+                      " constant elements at ", element, " is out of bounds");
+        float value;
+        if (direct->type == DType::Float32) {
+          std::memcpy(&value, reinterpret_cast<const char *>(source.data()) + element * 4, 4);
+        } else {
+          uint16_t bits;
+          std::memcpy(&bits, reinterpret_cast<const char *>(source.data()) + element * 2, 2);
+          value = direct->type == DType::Float16 ? halfToFloat(bits) : bfloat16ToFloat(bits);
+        }
+        lane[(r0 + x) * width] = value;
+      }
+    }
+  };
+  for (int64_t b = 0; b < batches; ++b)
+    for (int64_t index = 0; index < extent; ++index) {
+      int64_t panel = index / width;
+      packLine(b, index, packed.data() + size_t(((b * panels + panel) * spec.k) * width + index % width));
+    }
   result.bytes.resize(packed.size() * sizeof(float));
   std::memcpy(result.bytes.data(), packed.data(), result.bytes.size());
   return result;
 }
 
-/// A run-time operand whose element is `load(X, index(b, r, j))`, or that under `select(inside,
-/// ..., 0)` (a padded convolution window): index and condition depend on the loop variables
-/// only, so they are evaluated at compile time into a table of i32 offsets into X (-1 where the
-/// condition is false), laid out [batch][k][n]. Packing then reads the table and X, with none of
-/// the gather's divisions, clamps and bounds tests. Worth it only where that arithmetic exists,
-/// and only while the table stays small.
-struct GatherTable {
-  std::vector<uint8_t> bytes;
-  int source = -1;                  ///< the buffer X
-  DType sourceType = DType::Float32; ///< X's element type: f32, or f16/bf16 read into f32
+/// A convolution's run-time rhs packed through two small tables (ContractionSpec::window): per
+/// r, the channel's offset and the window's displacement in each spatial dim; per output
+/// position, the window's origin in each dim. Packing then adds table entries and tests the
+/// bounds, with none of the divisions, clamps and remainders of the gather expression, and the
+/// tables grow with k + positions, not with k x n (nor with the batch). Lowering sets the window
+/// only where X is read directly (describeConv); on products of up to kCheckedWindowPoints
+/// points the tables are also checked against `rhs` at every (b, r, j), as an invariant.
+struct WindowTable {
+  std::vector<uint8_t> bytes;            ///< i32: k rows of (channel offset, displacements), then positions rows of origins
+  int source = -1;                       ///< the buffer X
+  DType sourceType = DType::Float32;     ///< X's element type: f32, or f16/bf16 read into f32
+  int64_t dims = 0, positionsAt = 0;     ///< spatial rank; where the position rows start
 };
 
-bool readsNoBuffer(const ExprRef &expr) {
-  if (expr->kind == ExprKind::Load)
-    return false;
-  for (const ExprRef &operand : expr->operands)
-    if (!readsNoBuffer(operand))
-      return false;
-  return true;
-}
+constexpr int64_t kCheckedWindowPoints = int64_t(1) << 20;
 
-bool hasIndexArithmetic(const ExprRef &expr) {
-  if (expr->kind == ExprKind::Binary && (expr->binary == BinaryOp::Div || expr->binary == BinaryOp::Rem ||
-                                         expr->binary == BinaryOp::Min || expr->binary == BinaryOp::Max))
-    return true;
-  for (const ExprRef &operand : expr->operands)
-    if (hasIndexArithmetic(operand))
-      return true;
-  return false;
-}
-
-constexpr int64_t kMaxGatherTableEntries = int64_t(1) << 22; // 16 MiB of offsets
-
-std::optional<GatherTable> rhsGatherTable(const Contraction &contraction) {
+std::optional<WindowTable> rhsWindowTable(const Contraction &contraction) {
   const ContractionSpec &spec = contraction.spec;
+  if (!spec.window)
+    return std::nullopt;
+  const ConvolutionWindow &window = *spec.window;
   ExprRef value = spec.rhs, inside;
   if (value->kind == ExprKind::Select) {
     const ExprRef &otherwise = value->operands[2];
@@ -213,7 +270,6 @@ std::optional<GatherTable> rhsGatherTable(const Contraction &contraction) {
     inside = value->operands[0];
     value = value->operands[1];
   }
-  // X may store 16-bit floats (--precision fp16|bf16): its load is then under a Cast to f32.
   DType sourceType = DType::Float32;
   if (value->kind == ExprKind::Cast && value->type == DType::Float32 &&
       (value->operands[0]->type == DType::Float16 || value->operands[0]->type == DType::BFloat16)) {
@@ -222,34 +278,97 @@ std::optional<GatherTable> rhsGatherTable(const Contraction &contraction) {
   }
   if (value->kind != ExprKind::Load || value->type != sourceType)
     return std::nullopt;
-  const ExprRef &index = value->operands[0];
-  if (!readsNoBuffer(index) || (inside && !readsNoBuffer(inside)) || !(inside || hasIndexArithmetic(index)))
-    return std::nullopt;
   const BufferParam &source = contraction.kernel.buffers.at(size_t(value->id));
-  int64_t entries = spec.batch * spec.k * spec.n;
-  if (entries > kMaxGatherTableEntries || source.elements > std::numeric_limits<int32_t>::max())
+  const int64_t dims = int64_t(window.base.size());
+  if (source.elements > std::numeric_limits<int32_t>::max() || spec.n % window.positions != 0)
     return std::nullopt;
-  ExprEvaluator evaluator(contraction.kernel);
-  if (!evaluator.canEvaluate(index) || (inside && !evaluator.canEvaluate(inside)))
+  std::optional<IndexProgram> index = IndexProgram::compile(value->operands[0]);
+  std::optional<IndexProgram> valid = inside ? IndexProgram::compile(inside) : std::nullopt;
+  std::optional<IndexProgram> channel = IndexProgram::compile(window.channelOffset);
+  if (!index || (inside && !valid) || !channel)
     return std::nullopt;
-  std::vector<int32_t> offsets(static_cast<size_t>(entries));
-  size_t at = 0;
-  for (int64_t b = 0; b < spec.batch; ++b) {
-    evaluator.setVariable(spec.b, b);
-    for (int64_t r = 0; r < spec.k; ++r) {
-      evaluator.setVariable(spec.r, r);
-      for (int64_t j = 0; j < spec.n; ++j, ++at) {
-        evaluator.setVariable(spec.j, j);
-        offsets[at] = inside && !evaluator.evaluate(inside).intValue ? -1 : int32_t(evaluator.evaluate(index).intValue);
+  std::vector<IndexProgram> base, displacement;
+  for (int64_t d = 0; d < dims; ++d) {
+    std::optional<IndexProgram> b = IndexProgram::compile(window.base[size_t(d)]);
+    std::optional<IndexProgram> w = IndexProgram::compile(window.displacement[size_t(d)]);
+    if (!b || !w)
+      return std::nullopt;
+    base.push_back(std::move(*b));
+    displacement.push_back(std::move(*w));
+  }
+  auto fitsInt32 = [](int64_t v) { return v >= std::numeric_limits<int32_t>::min() && v <= std::numeric_limits<int32_t>::max(); };
+  // The tables.
+  const int64_t rowWidth = 1 + dims;
+  std::vector<int32_t> table(size_t(spec.k * rowWidth + window.positions * dims));
+  for (int64_t r0 = 0; r0 < spec.k; r0 += 4096) {
+    int64_t count = std::min<int64_t>(4096, spec.k - r0);
+    std::span<const int64_t> offsets = channel->evaluate(spec.r, r0, count);
+    for (int64_t x = 0; x < count; ++x) {
+      if (!fitsInt32(offsets[size_t(x)]))
+        return std::nullopt;
+      table[size_t((r0 + x) * rowWidth)] = int32_t(offsets[size_t(x)]);
+    }
+    for (int64_t d = 0; d < dims; ++d) {
+      std::span<const int64_t> shift = displacement[size_t(d)].evaluate(spec.r, r0, count);
+      for (int64_t x = 0; x < count; ++x) {
+        if (!fitsInt32(shift[size_t(x)]))
+          return std::nullopt;
+        table[size_t((r0 + x) * rowWidth + 1 + d)] = int32_t(shift[size_t(x)]);
       }
     }
   }
-  GatherTable table;
-  table.source = value->id;
-  table.sourceType = sourceType;
-  table.bytes.resize(offsets.size() * sizeof(int32_t));
-  std::memcpy(table.bytes.data(), offsets.data(), table.bytes.size());
-  return table;
+  const int64_t positionsAt = spec.k * rowWidth;
+  for (int64_t d = 0; d < dims; ++d) {
+    std::span<const int64_t> origin = base[size_t(d)].evaluate(spec.j, 0, window.positions);
+    for (int64_t p = 0; p < window.positions; ++p) {
+      if (!fitsInt32(origin[size_t(p)]))
+        return std::nullopt;
+      table[size_t(positionsAt + p * dims + d)] = int32_t(origin[size_t(p)]);
+    }
+  }
+  // The check: the tables give rhs's bounds test and, inside, its element, at every point.
+  std::vector<int64_t> where;
+  const int64_t checkedBatches = spec.batch * spec.k * spec.n <= kCheckedWindowPoints ? spec.batch : 0;
+  for (int64_t b = 0; b < checkedBatches; ++b)
+    for (int64_t r = 0; r < spec.k; ++r) {
+      index->setVariable(spec.b, b);
+      index->setVariable(spec.r, r);
+      if (valid) {
+        valid->setVariable(spec.b, b);
+        valid->setVariable(spec.r, r);
+      }
+      const int32_t *row = table.data() + r * rowWidth;
+      for (int64_t j0 = 0; j0 < spec.n; j0 += 4096) {
+        int64_t count = std::min<int64_t>(4096, spec.n - j0);
+        if (valid) {
+          std::span<const int64_t> v = valid->evaluate(spec.j, j0, count);
+          where.assign(v.begin(), v.end());
+        }
+        std::span<const int64_t> element = index->evaluate(spec.j, j0, count);
+        for (int64_t x = 0; x < count; ++x) {
+          int64_t j = j0 + x, image = j / window.positions, position = j % window.positions;
+          const int32_t *origin = table.data() + positionsAt + position * dims;
+          bool in = true;
+          int64_t offset = image * window.imageStride + b * window.groupStride + row[0];
+          for (int64_t d = 0; d < dims; ++d) {
+            int64_t at = int64_t(origin[d]) + row[1 + d];
+            in = in && at >= 0 && at < window.extent[size_t(d)];
+            offset += at * window.stride[size_t(d)];
+          }
+          bool expected = !valid || where[size_t(x)];
+          SINTER_ASSERT(in == expected && (!in || offset == element[size_t(x)]), "the window tables of ",
+                        contraction.kernel.name, " disagree with its gather at b=", b, " r=", r, " j=", j);
+        }
+      }
+    }
+  WindowTable result;
+  result.source = value->id;
+  result.sourceType = sourceType;
+  result.dims = dims;
+  result.positionsAt = positionsAt;
+  result.bytes.resize(table.size() * sizeof(int32_t));
+  std::memcpy(result.bytes.data(), table.data(), result.bytes.size());
+  return result;
 }
 
 /// sinter.microkernel.MRxNR: c[0..MR)[0..NR) (row stride ldc) = (accumulate ? c : 0) +
@@ -356,7 +475,7 @@ enum Param : int64_t {
   ParamCount
 };
 
-TileProgram tileProgram(const Contraction &contraction, const ContractionBlocking &blocking) {
+TileProgram tileProgram(const Contraction &contraction, const ContractionBlocking &blocking, int64_t tableEntries) {
   TileProgram program{contraction.kernel};
   Kernel &kernel = program.kernel;
   kernel.body.clear();
@@ -372,8 +491,7 @@ TileProgram tileProgram(const Contraction &contraction, const ContractionBlockin
   program.lhsPack = addBuffer("lhs_pack", DType::Float32, blocking.mc * blocking.kc, true);
   program.rhsPack = addBuffer("rhs_pack", DType::Float32, blocking.kc * blocking.nc, true);
   program.tile = addBuffer("tile", DType::Float32, blocking.mc * blocking.nc, true);
-  const ContractionSpec &spec = contraction.spec;
-  program.gather = addBuffer("rhs_gather", DType::Int32, spec.batch * spec.k * spec.n, false);
+  program.gather = addBuffer("rhs_window", DType::Int32, std::max<int64_t>(tableEntries, 1), false);
   program.outer = addVariable("panel");
   program.middle = addVariable("rr");
   program.inner = addVariable("lane");
@@ -388,21 +506,37 @@ ExprRef param(const TileProgram &program, Param which) {
 /// columns j for the rhs), interleaved per r; lanes past the tile's edge are zero. Full panels
 /// carry no bounds test.
 std::vector<StmtRef> packOperand(const TileProgram &program, const ContractionSpec &spec, bool lhs, int64_t width,
-                                 int gatherSource = -1, DType gatherType = DType::Float32) {
+                                 const WindowTable *window = nullptr) {
   ExprRef kLen = param(program, ParamReductionLength);
   ExprRef extent = param(program, lhs ? ParamRows : ParamColumns);
   ExprRef origin = param(program, lhs ? ParamRow : ParamColumn);
   int across = lhs ? spec.i : spec.j, target = lhs ? program.lhsPack : program.rhsPack;
   ExprRef value = lhs ? spec.lhs : spec.rhs;
-  if (gatherSource >= 0) {
-    // rhs through the compile-time offset table: X[offset], or 0 where the offset is -1.
-    ExprRef entry = add(mul(add(mul(var(spec.b, DType::Int64), spec.k), var(spec.r, DType::Int64)), spec.n),
-                        var(spec.j, DType::Int64));
-    ExprRef offset = cast(load(program.gather, DType::Int32, entry), DType::Int64);
-    value = select(binary(BinaryOp::Ge, offset, intConstant(0)),
-                   cast(load(gatherSource, gatherType, binary(BinaryOp::Max, offset, intConstant(0))),
-                        DType::Float32),
-                   constant(DType::Float32, 0));
+  if (window) {
+    // rhs through the window tables (rhsWindowTable): X at the sum of table entries, or 0
+    // outside the input.
+    const ConvolutionWindow &described = *spec.window;
+    auto entry = [&](const ExprRef &at) { return cast(load(program.gather, DType::Int32, at), DType::Int64); };
+    ExprRef j = var(spec.j, DType::Int64), r = var(spec.r, DType::Int64);
+    bool oneImage = described.positions == spec.n;
+    ExprRef position = oneImage ? j : rem(j, described.positions);
+    ExprRef row = mul(r, 1 + window->dims);
+    ExprRef originRow = add(mul(position, window->dims), intConstant(window->positionsAt));
+    ExprRef offset = add(mul(var(spec.b, DType::Int64), described.groupStride), entry(row));
+    if (!oneImage)
+      offset = add(offset, mul(div(j, described.positions), described.imageStride));
+    ExprRef inside = boolConstant(true);
+    for (int64_t d = 0; d < window->dims; ++d) {
+      ExprRef at = add(entry(add(originRow, intConstant(d))), entry(add(row, intConstant(1 + d))));
+      inside = binary(BinaryOp::LogicalAnd, inside,
+                      binary(BinaryOp::LogicalAnd, binary(BinaryOp::Ge, at, intConstant(0)),
+                             binary(BinaryOp::Lt, at, intConstant(described.extent[size_t(d)]))));
+      offset = add(offset, mul(at, described.stride[size_t(d)]));
+    }
+    ExprRef element = load(window->source, window->sourceType, select(inside, offset, intConstant(0)));
+    if (window->sourceType != DType::Float32)
+      element = cast(element, DType::Float32);
+    value = select(inside, element, constant(DType::Float32, 0));
   }
   ExprRef panel = var(program.outer, DType::Int64), rr = var(program.middle, DType::Int64),
           lane = var(program.inner, DType::Int64);
@@ -482,7 +616,7 @@ std::optional<Kernel> addBlockedContraction(const LoweredGroup &group, const std
   std::optional<PackedOperand> lhsPacked = packConstantOperand(group, *contraction, true, mr);
   std::optional<PackedOperand> rhsPacked = packConstantOperand(group, *contraction, false, nr);
   bool lhsAtRunTime = !lhsPacked, rhsAtRunTime = !rhsPacked;
-  std::optional<GatherTable> rhsGather = rhsAtRunTime ? rhsGatherTable(*contraction) : std::nullopt;
+  std::optional<WindowTable> rhsGather = rhsAtRunTime ? rhsWindowTable(*contraction) : std::nullopt;
 
   llvm::LLVMContext &context = module.getContext();
   llvm::IRBuilder<> b(context);
@@ -525,10 +659,10 @@ std::optional<Kernel> addBlockedContraction(const LoweredGroup &group, const std
   llvm::Value *lhsPack = lhsAtRunTime ? scratch(f32, blocking.mc * blocking.kc, "lhs.pack") : tile;
   llvm::Value *rhsPack = rhsAtRunTime ? scratch(f32, blocking.kc * blocking.nc, "rhs.pack") : tile;
 
-  TileProgram packLhs = tileProgram(*contraction, blocking), packRhs = packLhs, epilogue = packLhs;
+  TileProgram packLhs = tileProgram(*contraction, blocking, rhsGather ? int64_t(rhsGather->bytes.size() / 4) : 0),
+              packRhs = packLhs, epilogue = packLhs;
   packLhs.kernel.body = packOperand(packLhs, spec, true, mr);
-  packRhs.kernel.body = packOperand(packRhs, spec, false, nr, rhsGather ? rhsGather->source : -1,
-                                 rhsGather ? rhsGather->sourceType : DType::Float32);
+  packRhs.kernel.body = packOperand(packRhs, spec, false, nr, rhsGather ? &*rhsGather : nullptr);
   epilogue.kernel.body = tileEpilogue(epilogue, spec, blocking.nc);
   std::vector<llvm::Value *> programBuffers(buffers.begin(), buffers.begin() + long(bufferCount));
   programBuffers.insert(programBuffers.end(), {paramBuffer, lhsPack, rhsPack, tile, gatherTable ? gatherTable : tile});
@@ -612,6 +746,26 @@ std::optional<Kernel> addBlockedContraction(const LoweredGroup &group, const std
   b.CreateRetVoid();
 
   launch.parallelExtent = blocking.tiles;
+  // The constants only the compile-time packs read: the kernel reads their packed form alone.
+  if (lhsPacked || rhsPacked) {
+    std::vector<bool> stillRead(bufferCount, false), packedFrom(bufferCount, false);
+    if (lhsPacked)
+      markLoads(spec.lhs, packedFrom);
+    else
+      markLoads(spec.lhs, stillRead);
+    if (rhsPacked)
+      markLoads(spec.rhs, packedFrom);
+    else
+      markLoads(spec.rhs, stillRead);
+    if (rhsGather)
+      stillRead.at(size_t(rhsGather->source)) = true;
+    for (const StmtRef &statement : spec.epilogue)
+      markLoads(statement, stillRead);
+    launch.replacedInputs.assign(bufferCount, false);
+    for (size_t x = 0; x < bufferCount; ++x)
+      launch.replacedInputs[x] = packedFrom[x] && !stillRead[x] && x < group.constantInputs.size() &&
+                                 group.constantInputs[x];
+  }
   if (lhsPacked)
     launch.derivedConstants.push_back(std::move(lhsPacked->bytes));
   if (rhsPacked)

@@ -12,11 +12,13 @@
 // An operand that reads only constant inputs (a convolution's weights, a MatMul whose B is an
 // initializer) is packed at compile time, for the whole matrix, by evaluating its expression on
 // the constants' data; the result goes to the weights as a derived constant
-// (LaunchShape::derivedConstants). The other operand is packed at run time, block by block, into
+// (LaunchShape::derivedConstants) and replaces the original there (LaunchShape::replacedInputs),
+// so weights are stored once. The other operand is packed at run time, block by block, into
 // scratch on the calling thread's stack, reading through its expression: that is where a
-// convolution gathers its input window (im2col, one panel at a time). When that gather is pure
-// index arithmetic (divisions, clamps and a padding test over b, r, j), its offsets are
-// evaluated at compile time into a table, also a derived constant, and packing reads through it.
+// convolution gathers its input window (im2col, one panel at a time). A convolution's window
+// (ContractionSpec::window) is read through two small tables, also a derived constant: per r
+// the channel offset and the window's displacement, per output position the window's origin;
+// their size is k + positions entries (times the rank), whatever the batch.
 #pragma once
 
 #include "sinter/codegen/backend/backend.h"

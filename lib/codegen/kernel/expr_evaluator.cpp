@@ -100,30 +100,15 @@ void ExprEvaluator::setFloatVariable(int variable, double value) {
 }
 
 bool ExprEvaluator::canEvaluate(const ExprRef &expr) const {
-  const Expr &e = *expr;
-  switch (e.kind) {
-  case ExprKind::Load:
-    if (e.id < 0 || size_t(e.id) >= buffers_.size() || !buffers_[size_t(e.id)])
-      return false;
-    break;
-  case ExprKind::Unary:
-    if (!unaryImplemented(e.unary))
-      return false;
-    break;
-  case ExprKind::Binary:
-    if (!binaryImplemented(e.binary))
-      return false;
-    break;
-  case ExprKind::Cast:
-    if (e.type == DType::Float16 || e.type == DType::BFloat16)
-      return false;
-    break;
-  default: break;
-  }
-  for (const ExprRef &operand : e.operands)
-    if (!canEvaluate(operand))
-      return false;
-  return true;
+  return !anyNode(expr, [&](const Expr &e) {
+    switch (e.kind) {
+    case ExprKind::Load: return e.id < 0 || size_t(e.id) >= buffers_.size() || !buffers_[size_t(e.id)];
+    case ExprKind::Unary: return !unaryImplemented(e.unary);
+    case ExprKind::Binary: return !binaryImplemented(e.binary);
+    case ExprKind::Cast: return e.type == DType::Float16 || e.type == DType::BFloat16;
+    default: return false;
+    }
+  });
 }
 
 ScalarValue ExprEvaluator::load(const Expr &e) const {

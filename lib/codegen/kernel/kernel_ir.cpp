@@ -4,7 +4,10 @@
 #include "sinter/ir/low_precision.h"
 #include "sinter/support/error.h"
 
+#include <set>
 #include <sstream>
+#include <unordered_map>
+#include <unordered_set>
 
 namespace sinter::codegen {
 
@@ -205,24 +208,87 @@ StmtRef parallelLoop(int variable, ExprRef extent, std::vector<StmtRef> body) {
   return stmt;
 }
 
-bool usesVariable(const ExprRef &e, int id) {
-  if (e->kind == ExprKind::Var && e->id == id)
-    return true;
-  for (const ExprRef &operand : e->operands)
-    if (usesVariable(operand, id))
+bool anyNode(const ExprRef &e, const std::function<bool(const Expr &)> &predicate) {
+  std::unordered_set<const Expr *> seen;
+  std::vector<const Expr *> pending = {e.get()};
+  while (!pending.empty()) {
+    const Expr *node = pending.back();
+    pending.pop_back();
+    if (!seen.insert(node).second)
+      continue;
+    if (predicate(*node))
       return true;
+    for (auto operand = node->operands.rbegin(); operand != node->operands.rend(); ++operand)
+      pending.push_back(operand->get());
+  }
   return false;
 }
 
-ExprRef substituted(const ExprRef &e, int id, const ExprRef &value) {
-  if (!usesVariable(e, id))
-    return e;
+namespace {
+
+bool equalOnce(const Expr *a, const Expr *b, std::set<std::pair<const Expr *, const Expr *>> &equal) {
+  if (a == b)
+    return true;
+  if (equal.count({a, b}))
+    return true;
+  if (a->kind != b->kind || a->type != b->type || a->id != b->id || a->intValue != b->intValue ||
+      !(a->floatValue == b->floatValue || (a->floatValue != a->floatValue && b->floatValue != b->floatValue)) ||
+      a->unary != b->unary || a->binary != b->binary || a->operands.size() != b->operands.size())
+    return false;
+  for (size_t x = 0; x < a->operands.size(); ++x)
+    if (!equalOnce(a->operands[x].get(), b->operands[x].get(), equal))
+      return false;
+  equal.insert({a, b});
+  return true;
+}
+
+} // namespace
+
+bool structurallyEqual(const ExprRef &a, const ExprRef &b) {
+  std::set<std::pair<const Expr *, const Expr *>> equal;
+  return equalOnce(a.get(), b.get(), equal);
+}
+
+bool usesVariable(const ExprRef &e, int id) {
   if (e->kind == ExprKind::Var)
-    return value;
-  auto copy = std::make_shared<Expr>(*e);
-  for (ExprRef &operand : copy->operands)
-    operand = substituted(operand, id, value);
-  return copy;
+    return e->id == id;
+  if (e->kind == ExprKind::Constant)
+    return false;
+  return anyNode(e, [id](const Expr &node) { return node.kind == ExprKind::Var && node.id == id; });
+}
+
+namespace {
+
+/// substituted() with each distinct node rewritten once, so shared subtrees stay shared.
+ExprRef substitutedOnce(const ExprRef &e, int id, const ExprRef &value,
+                        std::unordered_map<const Expr *, ExprRef> &done) {
+  if (e->kind == ExprKind::Var)
+    return e->id == id ? value : e;
+  if (e->operands.empty())
+    return e;
+  if (auto found = done.find(e.get()); found != done.end())
+    return found->second;
+  std::vector<ExprRef> operands;
+  bool changed = false;
+  for (const ExprRef &operand : e->operands) {
+    operands.push_back(substitutedOnce(operand, id, value, done));
+    changed |= operands.back() != operand;
+  }
+  ExprRef result = e;
+  if (changed) {
+    auto copy = std::make_shared<Expr>(*e);
+    copy->operands = std::move(operands);
+    result = copy;
+  }
+  done[e.get()] = result;
+  return result;
+}
+
+} // namespace
+
+ExprRef substituted(const ExprRef &e, int id, const ExprRef &value) {
+  std::unordered_map<const Expr *, ExprRef> done;
+  return substitutedOnce(e, id, value, done);
 }
 
 bool multipleOf(const ExprRef &e, int64_t n) {

@@ -189,6 +189,31 @@ ContractionSpec describeConv(const RuleContext &ctx) {
     result = binary(BinaryOp::Add, result, cast(ctx.input(2)({channelOut}), spec.type));
   ExprRef flat = add(mul(add(mul(image, out[1]), channelOut), positions), position);
   spec.epilogue = {ctx.store(0, flat, result)};
+
+  // The same window, restated in parts a backend can tabulate (contraction.h), when X is read
+  // directly: its accessor is then a load at the row-major index of `inIndex` (a fused prologue
+  // that remaps indices or computes would give another expression).
+  ExprRef loaded = value->kind == ExprKind::Cast ? value->operands[0] : value;
+  if (loaded->kind == ExprKind::Cast)
+    loaded = loaded->operands[0];
+  if (loaded->kind != ExprKind::Load || !structurallyEqual(loaded->operands[0], ravelIndex(inIndex, x)))
+    return spec;
+  ConvolutionWindow described;
+  described.positions = positions;
+  int64_t plane = productOf(x, 2);
+  described.imageStride = x[1] * plane;
+  described.groupStride = channelsPerGroup * plane;
+  described.channelOffset = mul(channelIn, plane);
+  std::vector<ExprRef> outAt = unravelIndex(v.j, outSpatial);
+  int64_t stride = plane;
+  for (size_t d = 0; d < spatialRank; ++d) {
+    described.base.push_back(sub(mul(outAt[d], window.strides[d]), intConstant(window.padBegin[d])));
+    described.displacement.push_back(mul(at[d], window.dilations[d]));
+    described.extent.push_back(x[2 + d]);
+    stride /= x[2 + d];
+    described.stride.push_back(stride);
+  }
+  spec.window = std::move(described);
   return spec;
 }
 

@@ -64,6 +64,11 @@ struct LaunchShape {
   /// loops read, ...): the compiler appends each to the weights blob and passes it to the launch
   /// as an extra argument after the group's outputs, in this order.
   std::vector<std::vector<uint8_t>> derivedConstants;
+  /// Per kernel buffer (empty: none), whether the kernel no longer reads that constant input
+  /// because a derived constant replaced it (weights packed into their kernel's layout). A
+  /// constant that every kernel reading it has replaced is not stored in the artifact; its
+  /// argument then points at the kernel's first derived constant, and is never read.
+  std::vector<bool> replacedInputs;
 };
 
 /// What a kernel needs of the arena beyond its buffers, which the backend declares before memory

@@ -26,6 +26,7 @@
 #include "sinter/ir/dtype.h"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -146,6 +147,15 @@ ExprRef select(ExprRef condition, ExprRef ifTrue, ExprRef ifFalse);
 ExprRef cast(ExprRef a, DType type);
 /// Reinterprets a value's bits as `type`, which must have the same byte size (not bool).
 ExprRef bitcast(ExprRef a, DType type);
+
+/// Whether some node of `e` satisfies `predicate`. Expressions are DAGs (an accessor composed
+/// through reshapes and transposes shares its subtrees many times over): each distinct node is
+/// visited once, so the walk is linear in the DAG, not in the tree it unfolds to.
+bool anyNode(const ExprRef &e, const std::function<bool(const Expr &)> &predicate);
+
+/// Whether two expressions are the same computation node for node (kinds, types, values,
+/// operands), however their nodes are shared; each pair of nodes is compared once.
+bool structurallyEqual(const ExprRef &a, const ExprRef &b);
 
 /// Whether `e` reads variable `id` anywhere.
 bool usesVariable(const ExprRef &e, int id);

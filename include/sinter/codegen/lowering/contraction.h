@@ -22,6 +22,23 @@
 
 namespace sinter::codegen {
 
+/// A convolution's rhs as a window over its input X, for a backend that packs windows through
+/// small tables instead of evaluating `rhs` element by element. With image = j / positions and
+/// position = j % positions:
+///   at_d   = base_d(position) + displacement_d(r)              (one per spatial dim d)
+///   rhs    = every 0 <= at_d < extent_d
+///            ? X[image * imageStride + b * groupStride + channelOffset(r) + sum_d at_d * stride_d]
+///            : 0
+/// `base` reads spec.j as the position (0 <= j < positions); `displacement` and `channelOffset`
+/// read spec.r. It restates what `rhs` computes when X (the buffer `rhs` loads) is read directly,
+/// with no prologue; a backend using it checks that against `rhs`.
+struct ConvolutionWindow {
+  int64_t positions = 1, imageStride = 0, groupStride = 0;
+  ExprRef channelOffset;
+  std::vector<ExprRef> base, displacement;
+  std::vector<int64_t> extent, stride;
+};
+
 struct ContractionSpec {
   int64_t batch = 1, m = 1, n = 1, k = 1;
   int b = -1, i = -1, j = -1, r = -1; ///< i64 variables of the kernel
@@ -31,6 +48,8 @@ struct ContractionSpec {
   /// Hints for a tiled load order: consecutive r are adjacent in memory for lhs / rhs (else
   /// consecutive i, respectively j, are the cheaper direction).
   bool lhsUnitStrideK = true, rhsUnitStrideK = false;
+  /// Set for a convolution: its rhs as a window (see ConvolutionWindow).
+  std::optional<ConvolutionWindow> window;
   /// Stores the output element(s) for (b, i, j) from acc: bias, scale and the output's index.
   std::vector<StmtRef> epilogue;
   /// Operation counts for the manifest: 2 * batch * m * n * k multiply-adds.
