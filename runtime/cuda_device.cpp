@@ -141,9 +141,15 @@ void CudaDeviceCode::loadKernels(const package::Manifest &manifest) {
                                 device_),
         "cuDeviceGetAttribute");
   std::vector<uint32_t> sharedNeeded(manifest.kernels.size(), 0);
-  for (const package::Step &step : manifest.steps)
-    if (const auto *launch = std::get_if<package::Launch>(&step))
-      sharedNeeded[launch->kernel] = std::max(sharedNeeded[launch->kernel], launch->sharedBytes);
+  // Every plan's launches: a bucketed artifact's other plans launch kernels of their own.
+  auto needShared = [&](const std::vector<package::Step> &steps) {
+    for (const package::Step &step : steps)
+      if (const auto *launch = std::get_if<package::Launch>(&step))
+        sharedNeeded[launch->kernel] = std::max(sharedNeeded[launch->kernel], launch->sharedBytes);
+  };
+  needShared(manifest.steps);
+  for (const package::Plan &plan : manifest.additionalPlans)
+    needShared(plan.steps);
 
   std::vector<std::string> moduleArch;
   for (size_t index = 0; index < manifest.cudaModules.size(); ++index) {

@@ -589,7 +589,9 @@ TEST(CudaCodegen, NarrowWgmmaTileTakesTheGridsTheWideOneLeavesShort) {
   inferGraph(graph);
   std::vector<KernelGroup> groups = formKernelGroups(graph, true);
   ASSERT_EQ(groups.size(), 1u);
-  std::unique_ptr<Backend> backend = createBackend(cudaTarget({"sm_90"}));
+  TargetOptions target = cudaTarget({"sm_90"});
+  target.cuda.streamK = true; // opted into (CudaOptions::streamK says why it is off by default)
+  std::unique_ptr<Backend> backend = createBackend(target);
   package::Manifest manifest;
   LaunchShape launch;
   manifest.kernels.push_back(backend->addKernel(lowerForBackend(groups[0], backend->capabilities()), launch));

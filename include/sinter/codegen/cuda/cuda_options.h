@@ -40,8 +40,11 @@ struct CudaOptions {
   /// wgmma contractions with a reduction of more than 16 slices whose tiles leave at most
   /// half a round of blocks over take whole rounds of tiles, then split the leftover tiles into
   /// parts of their reductions, a block a part (stream-K; --stream-k auto|off;
-  /// cuda_mma_choice.cpp decides; docs/performance.md).
-  bool streamK = true;
+  /// cuda_mma_choice.cpp decides; docs/performance.md). Off by default: a stream-K kernel counts
+  /// its leftover tiles' arrivals in counters of its CUDA module, and a module is loaded once per
+  /// device and shared by every session there, so concurrent sessions of one model race on them
+  /// (wrong outputs from 4 threads on the H200). Safe with one session a device at a time.
+  bool streamK = false;
 };
 
 } // namespace sinter::codegen
