@@ -136,56 +136,83 @@ const package::CudaBinary &CudaDeviceCode::chooseBinary(const package::Manifest 
 }
 
 void CudaDeviceCode::loadKernels(const package::Manifest &manifest) {
-  int sharedLimit = 0;
-  check(d_.cuDeviceGetAttribute(&sharedLimit, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+  check(d_.cuDeviceGetAttribute(&sharedLimit_, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
                                 device_),
         "cuDeviceGetAttribute");
-  std::vector<uint32_t> sharedNeeded(manifest.kernels.size(), 0);
+  sharedNeeded_.assign(manifest.kernels.size(), 0);
   // Every plan's launches: a bucketed artifact's other plans launch kernels of their own.
   auto needShared = [&](const std::vector<package::Step> &steps) {
     for (const package::Step &step : steps)
       if (const auto *launch = std::get_if<package::Launch>(&step))
-        sharedNeeded[launch->kernel] = std::max(sharedNeeded[launch->kernel], launch->sharedBytes);
+        sharedNeeded_[launch->kernel] = std::max(sharedNeeded_[launch->kernel], launch->sharedBytes);
   };
   needShared(manifest.steps);
   for (const package::Plan &plan : manifest.additionalPlans)
     needShared(plan.steps);
+  for (const package::Kernel &kernel : manifest.kernels) {
+    kernelNames_.push_back(kernel.name);
+    kernelModule_.push_back(kernel.cudaModule);
+  }
 
-  std::vector<std::string> moduleArch;
   for (size_t index = 0; index < manifest.cudaModules.size(); ++index) {
     const package::CudaBinary &binary = chooseBinary(manifest, index);
-    std::string image(binary.bytes.begin(), binary.bytes.end()); // PTX must end with a NUL
-    char log[4096] = {};
-    int options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
-    void *values[] = {log, reinterpret_cast<void *>(uintptr_t(sizeof(log) - 1))};
-    CUmodule module = nullptr;
-    CUresult result = d_.cuModuleLoadDataEx(&module, image.c_str(), 2, options, values);
-    if (result != CUDA_SUCCESS)
-      fail(SINTER_ERROR_DEVICE, "loading CUDA module ", index, " (", binary.arch, ") failed: ",
-           describeError("cuModuleLoadDataEx", result), log[0] ? "\n" : "", log);
-    modules_.push_back(module);
-    moduleArch.push_back(binary.arch);
+    images_.emplace_back(binary.bytes.begin(), binary.bytes.end()); // PTX must end with a NUL
+    moduleArch_.push_back(binary.arch);
+    modules_.push_back(loadModule(index));
   }
+  moduleHasState_.assign(modules_.size(), false);
+  for (size_t index = 0; index < kernelNames_.size(); ++index) {
+    CUmodule module = modules_[kernelModule_[index]];
+    functions_.push_back(findKernel(module, index));
+    CUdeviceptr counters = 0;
+    size_t bytes = 0;
+    if (d_.cuModuleGetGlobal(&counters, &bytes, module, (kernelNames_[index] + "_arrivals").c_str()) ==
+        CUDA_SUCCESS)
+      moduleHasState_[kernelModule_[index]] = true;
+  }
+}
 
-  for (size_t index = 0; index < manifest.kernels.size(); ++index) {
-    const package::Kernel &kernel = manifest.kernels[index];
-    CUmodule module = modules_[kernel.cudaModule];
-    const std::string &arch = moduleArch[kernel.cudaModule];
-    CUfunction function = nullptr;
-    CUresult result = d_.cuModuleGetFunction(&function, module, kernel.name.c_str());
-    if (result != CUDA_SUCCESS)
-      fail(SINTER_ERROR_INVALID_ARTIFACT, "the ", arch, " code of kernel '", kernel.name,
-           "' has no entry point of that name: ", describeError("cuModuleGetFunction", result));
-    if (sharedNeeded[index] > kDefaultSharedBytes) {
-      if (sharedNeeded[index] > static_cast<uint32_t>(sharedLimit))
-        fail(SINTER_ERROR_UNSUPPORTED, "kernel '", kernel.name, "' needs ", sharedNeeded[index],
-             " bytes of shared memory; ", deviceName_, " allows ", sharedLimit);
-      check(d_.cuFuncSetAttribute(function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                  static_cast<int>(sharedNeeded[index])),
-            "cuFuncSetAttribute");
-    }
-    functions_.push_back(function);
+CUmodule CudaDeviceCode::loadModule(size_t index) const {
+  char log[4096] = {};
+  int options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+  void *values[] = {log, reinterpret_cast<void *>(uintptr_t(sizeof(log) - 1))};
+  CUmodule module = nullptr;
+  CUresult result = d_.cuModuleLoadDataEx(&module, images_[index].c_str(), 2, options, values);
+  if (result != CUDA_SUCCESS)
+    fail(SINTER_ERROR_DEVICE, "loading CUDA module ", index, " (", moduleArch_[index], ") failed: ",
+         describeError("cuModuleLoadDataEx", result), log[0] ? "\n" : "", log);
+  return module;
+}
+
+CUfunction CudaDeviceCode::findKernel(CUmodule module, size_t index) const {
+  const std::string &name = kernelNames_[index];
+  CUfunction function = nullptr;
+  CUresult result = d_.cuModuleGetFunction(&function, module, name.c_str());
+  if (result != CUDA_SUCCESS)
+    fail(SINTER_ERROR_INVALID_ARTIFACT, "the ", moduleArch_[kernelModule_[index]], " code of kernel '", name,
+         "' has no entry point of that name: ", describeError("cuModuleGetFunction", result));
+  if (sharedNeeded_[index] > kDefaultSharedBytes) {
+    if (sharedNeeded_[index] > static_cast<uint32_t>(sharedLimit_))
+      fail(SINTER_ERROR_UNSUPPORTED, "kernel '", name, "' needs ", sharedNeeded_[index],
+           " bytes of shared memory; ", deviceName_, " allows ", sharedLimit_);
+    check(d_.cuFuncSetAttribute(function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                static_cast<int>(sharedNeeded_[index])),
+          "cuFuncSetAttribute");
   }
+  return function;
+}
+
+CUmodule CudaDeviceCode::loadModuleCopy(size_t index, std::vector<CUfunction> &functions) const {
+  CUmodule module = loadModule(index);
+  try {
+    for (size_t kernel = 0; kernel < kernelNames_.size(); ++kernel)
+      if (kernelModule_[kernel] == index)
+        functions[kernel] = findKernel(module, kernel);
+  } catch (...) {
+    d_.cuModuleUnload(module);
+    throw;
+  }
+  return module;
 }
 
 } // namespace sinter::rt

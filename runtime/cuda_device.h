@@ -4,6 +4,11 @@
 // opt-in set), and one device copy of the weights. Made by the first session on the device
 // (through the artifact's DeviceShares, so concurrent first sessions upload once) and freed with
 // the last. Read-only once made: sessions on any thread launch its functions and read its weights.
+//
+// A module whose kernels keep state between launches (a stream-K kernel's `NAME_arrivals`
+// counters, zero at load and reset by each launch's last arrival) cannot be shared: two sessions
+// running it at once would count into one set of counters. Each session loads its own copy of
+// such a module (SessionKernels); every other module is loaded once here.
 #pragma once
 
 #include "cuda_driver.h"
@@ -30,6 +35,13 @@ public:
   cuda::CUcontext context() const { return context_; }
   cuda::CUdeviceptr weights() const { return weights_; }
   cuda::CUfunction function(size_t kernel) const { return functions_[kernel]; }
+  size_t kernelCount() const { return functions_.size(); }
+  /// Whether module `index` keeps state between launches, so that each session needs its own.
+  bool moduleHasState(size_t index) const { return moduleHasState_[index]; }
+  size_t moduleCount() const { return modules_.size(); }
+  /// Loads another copy of module `index` (the image chosen at load) into the current context and
+  /// puts its kernels' functions into `functions` (by kernel index); the caller unloads it.
+  cuda::CUmodule loadModuleCopy(size_t index, std::vector<cuda::CUfunction> &functions) const;
 
 private:
   struct Arch {
@@ -42,6 +54,9 @@ private:
   void initialize(const LoadedArtifact &artifact, int ordinal);
   void openDevice(int ordinal);
   void loadKernels(const package::Manifest &manifest);
+  cuda::CUmodule loadModule(size_t index) const;
+  /// Finds kernel `index` in `module` and opts it into the shared memory its launches need.
+  cuda::CUfunction findKernel(cuda::CUmodule module, size_t index) const;
   const package::CudaBinary &chooseBinary(const package::Manifest &manifest,
                                           size_t moduleIndex) const;
 
@@ -51,7 +66,14 @@ private:
   Arch deviceArch_;
   std::string deviceName_;
   std::vector<cuda::CUmodule> modules_;
+  std::vector<std::string> images_;         ///< by module: the chosen cubin or PTX
+  std::vector<std::string> moduleArch_;     ///< by module: the chosen image's architecture
+  std::vector<bool> moduleHasState_;        ///< by module
   std::vector<cuda::CUfunction> functions_; ///< by kernel index
+  std::vector<std::string> kernelNames_;    ///< by kernel index
+  std::vector<size_t> kernelModule_;        ///< by kernel index
+  std::vector<uint32_t> sharedNeeded_;      ///< by kernel index: the most its launches take
+  int sharedLimit_ = 0;
   cuda::CUdeviceptr weights_ = 0;
 };
 

@@ -71,6 +71,7 @@ void loadDriver(LoadState &state) {
   fetch(library, d.cuModuleLoadDataEx, "cuModuleLoadDataEx", missing);
   fetch(library, d.cuModuleUnload, "cuModuleUnload", missing);
   fetch(library, d.cuModuleGetFunction, "cuModuleGetFunction", missing);
+  fetch(library, d.cuModuleGetGlobal, "cuModuleGetGlobal_v2", missing);
   fetch(library, d.cuFuncSetAttribute, "cuFuncSetAttribute", missing);
   fetch(library, d.cuLaunchKernel, "cuLaunchKernel", missing);
   fetch(library, d.cuStreamCreate, "cuStreamCreate", missing);

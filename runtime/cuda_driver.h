@@ -63,6 +63,8 @@ struct Driver {
                                  int *options, void **optionValues);
   CUresult (*cuModuleUnload)(CUmodule module);
   CUresult (*cuModuleGetFunction)(CUfunction *function, CUmodule module, const char *name);
+  /// cuModuleGetGlobal_v2: a module's `__device__` variable (CUDA_ERROR_NOT_FOUND when absent).
+  CUresult (*cuModuleGetGlobal)(CUdeviceptr *address, size_t *bytes, CUmodule module, const char *name);
   CUresult (*cuFuncSetAttribute)(CUfunction function, int attribute, int value);
   CUresult (*cuLaunchKernel)(CUfunction function, unsigned gridX, unsigned gridY, unsigned gridZ,
                              unsigned blockX, unsigned blockY, unsigned blockZ,

@@ -1,6 +1,6 @@
 // The CUDA session. At creation: take the model's share of the device (its context, kernels and
-// one copy of the weights, made by the device's first session: cuda_device.h), allocate the
-// arena, resolve every launch argument to a device address, make a private stream and events.
+// one copy of the weights, made by the device's first session: cuda_device.h), load its own copy
+// of each module with state (stream-K counters: cuda_device.h), allocate the arena, resolve every launch argument to a device address, make a private stream and events.
 //
 // A run, on the caller's stream S and the session's stream P:
 //   S: wait for the previous run's end; copy the inputs into the arena; record `inputsReady`
@@ -86,6 +86,9 @@ private:
   int ordinal_ = 0;
   std::shared_ptr<const CudaDeviceCode> code_; ///< the model's context, kernels and weights there
   CUcontext context_ = nullptr;                ///< code_'s
+  /// By kernel index: code_'s functions, but the session's own for kernels of modules with state.
+  std::vector<CUfunction> functions_;
+  std::vector<CUmodule> ownModules_; ///< the session's copies of code_'s modules with state
   CUdeviceptr arena_ = 0;
   uint64_t arenaBytes_ = 0;
   std::vector<PreparedPlan> plans_; ///< by plan index
@@ -122,6 +125,8 @@ CudaSession::~CudaSession() {
     d_.cuEventDestroy(event);
   if (stream_)
     d_.cuStreamDestroy(stream_);
+  for (CUmodule module : ownModules_)
+    d_.cuModuleUnload(module);
   if (arena_)
     d_.cuMemFree(arena_);
   if (stagedInputs_)
@@ -145,7 +150,7 @@ void CudaSession::prepareSteps() {
     PreparedStep &prepared = plans_[p].steps[i];
     if (const auto *launch = std::get_if<package::Launch>(&steps[i])) {
       prepared.launch = launch;
-      prepared.function = code_->function(launch->kernel);
+      prepared.function = functions_[launch->kernel];
       prepared.kernelName = manifest.kernels[launch->kernel].name;
       for (const package::BufferRef &arg : launch->args)
         prepared.args.push_back(address(arg));
@@ -170,6 +175,11 @@ void CudaSession::initialize(const sinter_session_options &options) {
   arenaBytes_ = std::max<uint64_t>(artifact_->largestArenaBytes(), package::kArenaAlignment);
   check(d_.cuMemAlloc(&arena_, arenaBytes_), "cuMemAlloc (arena)");
   artifact_->devices.sessionStarted(ordinal_, arenaBytes_);
+  for (size_t kernel = 0; kernel < code_->kernelCount(); ++kernel)
+    functions_.push_back(code_->function(kernel));
+  for (size_t module = 0; module < code_->moduleCount(); ++module)
+    if (code_->moduleHasState(module))
+      ownModules_.push_back(code_->loadModuleCopy(module, functions_));
   prepareSteps();
   check(d_.cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
   for (CUevent *event : {&inputsReady_, &planDone_, &runDone_})

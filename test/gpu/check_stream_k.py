@@ -16,6 +16,9 @@ reduction that is not whole slices, and a GELU epilogue. For each case:
     a CUDA graph, the third a replay): every output matches float64 numpy on the f16-rounded
     operands (relative L2 <= 2e-3), and the third equals the first bit for bit, so the tiles'
     arrival counters were reset and the partial sums are added in a fixed order;
+  - four sessions of the auto artifact on four threads run input A 25 times each at once: every
+    output equals the first run's bit for bit (each session counts arrivals in its own copy of
+    the kernel's module; with one module shared by the sessions they raced);
   - the --stream-k off artifact matches the same reference.
 Exits 1 when any check fails; prints one line per case.
 """
@@ -24,6 +27,7 @@ import ctypes
 import json
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -142,6 +146,42 @@ class Runtime:
             self.rt.sinter_model_free(model)
 
 
+    def concurrent_runs(self, artifact, inputs, y_shape, threads=4, runs=25):
+        """The outputs of `runs` runs of `inputs` on each of `threads` sessions running at once."""
+        model = ctypes.c_void_p()
+        self.check(self.rt.sinter_model_load(str(artifact).encode(), ctypes.byref(model)), "load")
+        sessions = []
+        try:
+            for _ in range(threads):
+                session = ctypes.c_void_p()
+                self.check(self.rt.sinter_session_create(model, None, ctypes.byref(session)), "session")
+                sessions.append(session)
+            results, errors = [[] for _ in range(threads)], []
+
+            def work(t):
+                try:
+                    for _ in range(runs):
+                        y = np.zeros(y_shape, np.float32)
+                        ins = (Tensor * len(inputs))(*[tensor(a) for a in inputs])
+                        outs = (Tensor * 1)(tensor(y))
+                        self.check(self.rt.sinter_session_run_host(sessions[t], ins, len(inputs), outs, 1), "run")
+                        results[t].append(y)
+                except RuntimeError as error:
+                    errors.append(str(error))
+            workers = [threading.Thread(target=work, args=(t,)) for t in range(threads)]
+            for w in workers:
+                w.start()
+            for w in workers:
+                w.join()
+            if errors:
+                raise RuntimeError(errors[0])
+            return [y for r in results for y in r]
+        finally:
+            for session in sessions:
+                self.rt.sinter_session_destroy(session)
+            self.rt.sinter_model_free(model)
+
+
 def generators(sinter, artifact):
     info = json.loads(subprocess.run([sinter, "inspect", artifact, "--json"], check=True, capture_output=True,
                                      text=True).stdout)
@@ -184,6 +224,11 @@ def main():
                     problems.append(f"--stream-k {mode} run {run + 1}: relative L2 {error:.2e}")
             if mode == "auto" and not np.array_equal(outputs[0], outputs[2]):
                 problems.append("runs 1 and 3 of the same inputs differ")
+            if mode == "auto":
+                together = runtime.concurrent_runs(artifact, sets[0], y_shape)
+                differ = sum(not np.array_equal(y, outputs[0]) for y in together)
+                if differ:
+                    problems.append(f"{differ} of {len(together)} runs from 4 sessions at once differ from run 1")
         failures += bool(problems)
         worst = max(errors.values())
         print(f"{'FAIL' if problems else 'ok  '} {name}: worst relative L2 {worst:.2e}"

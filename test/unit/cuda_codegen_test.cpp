@@ -589,9 +589,7 @@ TEST(CudaCodegen, NarrowWgmmaTileTakesTheGridsTheWideOneLeavesShort) {
   inferGraph(graph);
   std::vector<KernelGroup> groups = formKernelGroups(graph, true);
   ASSERT_EQ(groups.size(), 1u);
-  TargetOptions target = cudaTarget({"sm_90"});
-  target.cuda.streamK = true; // opted into (CudaOptions::streamK says why it is off by default)
-  std::unique_ptr<Backend> backend = createBackend(target);
+  std::unique_ptr<Backend> backend = createBackend(cudaTarget({"sm_90"}));
   package::Manifest manifest;
   LaunchShape launch;
   manifest.kernels.push_back(backend->addKernel(lowerForBackend(groups[0], backend->capabilities()), launch));

@@ -1,8 +1,9 @@
 // A CUDA driver made of host memory, for testing the CUDA session logic (device shares, streams,
 // graph capture, pools) on machines without a GPU: "device memory" is malloc'ed host memory,
 // copies are memcpy run at once (every stream is synchronous), a captured graph records the
-// copies queued during capture and replays them on launch. Modules load any image and kernels
-// cannot launch (the plans tested through it are copies). It counts what the tests check:
+// copies queued during capture and replays them on launch. Modules load any image (text: a
+// module has a global of each name its text holds) and kernels cannot launch (the plans tested
+// through it are copies). It counts what the tests check:
 // allocations alive, weight-sized uploads, primary-context retains.
 #pragma once
 
@@ -14,6 +15,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <string>
 #include <vector>
 
 namespace sinter::testing {
@@ -133,14 +135,22 @@ inline const cuda::Driver &FakeCuda::driver() {
       std::memset(reinterpret_cast<void *>(destination), value, bytes);
       return CUDA_SUCCESS;
     };
-    d.cuModuleLoadDataEx = [](CUmodule *module, const void *, unsigned, int *, void **) {
+    d.cuModuleLoadDataEx = [](CUmodule *module, const void *image, unsigned, int *, void **) {
       ++instance().modulesLoaded;
-      *module = reinterpret_cast<CUmodule>(new int(0));
+      *module = reinterpret_cast<CUmodule>(new std::string(static_cast<const char *>(image)));
       return CUDA_SUCCESS;
     };
     d.cuModuleUnload = [](CUmodule module) {
       --instance().modulesLoaded;
-      delete reinterpret_cast<int *>(module);
+      delete reinterpret_cast<std::string *>(module);
+      return CUDA_SUCCESS;
+    };
+    // A module has a global of every name its image's text holds.
+    d.cuModuleGetGlobal = [](CUdeviceptr *address, size_t *bytes, CUmodule module, const char *name) {
+      if (reinterpret_cast<std::string *>(module)->find(name) == std::string::npos)
+        return 500; // CUDA_ERROR_NOT_FOUND
+      *address = 0x3000;
+      *bytes = 4;
       return CUDA_SUCCESS;
     };
     d.cuModuleGetFunction = [](CUfunction *function, CUmodule, const char *) {

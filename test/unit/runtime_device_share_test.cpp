@@ -164,6 +164,43 @@ TEST_F(DeviceShareTest, SessionsOnADeviceShareOneUploadOfTheWeights) {
   sinter_session_destroy(again);
 }
 
+// A module whose kernels keep state between launches (a stream-K kernel's NAME_arrivals
+// counters) is loaded once more for each session, so that sessions running at once count into
+// counters of their own; a module without state is loaded once per device. (On the H200, sharing
+// such a module between the sessions of a pool gave wrong outputs under concurrency.)
+TEST_F(DeviceShareTest, ModulesWithStateAreLoadedOnceMorePerSession) {
+  Manifest manifest = cudaIdentityManifest();
+  auto text = [](const std::string &s) { return std::vector<uint8_t>(s.c_str(), s.c_str() + s.size() + 1); };
+  manifest.cudaModules = {CudaModule{{CudaBinary{"compute_75", true, text(".entry plain")}}},
+                          CudaModule{{CudaBinary{"compute_75", true, text(".global split_arrivals; .entry split")}}}};
+  manifest.kernels = {Kernel{"plain", "cuda-c", {"Add"}, 0}, Kernel{"split", "cuda-c", {"MatMul"}, 1}};
+  const std::string model = path("stateful.so");
+  writeArtifact(manifest, model);
+  FakeCuda &fake = FakeCuda::instance();
+  ASSERT_EQ(fake.modulesLoaded.load(), 0);
+  sinter_model *loaded = nullptr;
+  ASSERT_EQ(sinter_model_load(model.c_str(), &loaded), SINTER_OK) << sinter_last_error();
+  sinter_session_options options;
+  sinter_session_options_init(&options);
+  std::vector<sinter_session *> sessions;
+  for (int i = 0; i < 3; ++i) {
+    sinter_session *made = nullptr;
+    ASSERT_EQ(sinter_session_create(loaded, &options, &made), SINTER_OK) << sinter_last_error();
+    sessions.push_back(made);
+    // Both modules once for the device, and the module with state once more per session.
+    EXPECT_EQ(fake.modulesLoaded.load(), 2 + i + 1) << "after session " << i;
+  }
+  for (size_t i = 0; i < sessions.size(); ++i)
+    EXPECT_TRUE(identityRunIsRight(runSession, sessions[i], int(i))) << "session " << i;
+  sinter_session_destroy(sessions[0]);
+  EXPECT_EQ(fake.modulesLoaded.load(), 2 + 2);
+  sinter_session_destroy(sessions[1]);
+  sinter_session_destroy(sessions[2]);
+  EXPECT_EQ(fake.modulesLoaded.load(), 0);
+  EXPECT_EQ(fake.liveAllocations(), 0u);
+  sinter_model_free(loaded);
+}
+
 TEST_F(DeviceShareTest, EachDeviceHasItsOwnCopy) {
   sinter_session *first = session(0), *second = session(1), *third = session(1);
   EXPECT_EQ(uploads(), 2);

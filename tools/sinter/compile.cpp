@@ -343,9 +343,7 @@ void addCompileFlags(CLI::App &command, CompileFlags &flags) {
   command.add_option("--stream-k", flags.streamK,
                       "CUDA wgmma contractions with long reductions whose tiles leave part of a round "
                       "of blocks over split the leftover tiles into parts of their reductions, a block "
-                      "a part (auto), or keep a block per tile (off, the default: stream-K kernels "
-                      "count arrivals in their module's memory, which sessions running at once on "
-                      "one GPU share, so auto is for one session a GPU at a time)")
+                      "a part (auto, the default), or keep a block per tile (off)")
       ->capture_default_str();
   command.add_option("--tensor-core-epilogue", flags.tensorCoreEpilogue,
                       "CUDA: tensor-core epilogues walk the tile by rows through shared memory "

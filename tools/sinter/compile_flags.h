@@ -26,7 +26,7 @@ struct CompileFlags {
   std::string fp32Contractions = "tensor-core";
   std::string tensorCoreTile;
   std::string wgmma = "on";
-  std::string streamK = "off";
+  std::string streamK = "auto";
   std::string normInputs = "auto";
   std::string tensorCoreEpilogue = "rows";
   std::string dumpIrAfter;

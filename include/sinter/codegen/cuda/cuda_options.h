@@ -40,12 +40,11 @@ struct CudaOptions {
   /// wgmma contractions with a reduction of more than 16 slices whose tiles leave at most
   /// half a round of blocks over take whole rounds of tiles, then split the leftover tiles into
   /// parts of their reductions, a block a part (stream-K; --stream-k auto|off;
-  /// cuda_mma_choice.cpp decides; docs/performance.md). Off by default: a stream-K kernel counts
-  /// its leftover tiles' arrivals in counters of its CUDA module, and a module is loaded once per
-  /// device and shared by every session there, so concurrent sessions of one model race on them
-  /// (H200: 4 of 80 runs wrong from 4 threads, 102 of 1280 from 64). Safe with one session a
-  /// device at a time.
-  bool streamK = false;
+  /// cuda_mma_choice.cpp decides; docs/performance.md). A stream-K kernel counts its leftover
+  /// tiles' arrivals in counters of its CUDA module, so the runtime gives each session its own
+  /// copy of such a module (runtime/cuda_device.h); while modules were shared per device,
+  /// concurrent sessions raced on the counters (H200: 4 of 80 runs wrong from 4 threads).
+  bool streamK = true;
 };
 
 } // namespace sinter::codegen
