@@ -11,9 +11,9 @@
 #   batched    the model compiled with shape buckets (--dim batch=BUCKETS, default 1,2,4,8; a
 #              model whose batch is static 1 gets a symbolic copy first, bench/symbolic_batch.py),
 #              so the server gathers concurrent requests into runs of up to the largest bucket,
-#              waiting at most DELAY_US (default 500) microseconds; its stats follow the runs.
+#              waiting at most DELAY_US (default 0, the server's default) microseconds; its stats follow the runs.
 #   bench/serving.sh [MODEL.onnx] [REQUESTS] [SESSIONS]
-#   MODES="unbatched batched" BUCKETS=1,2,4,8 DELAY_US=500 CLIENTS="1 8 64"
+#   MODES="unbatched batched" BUCKETS=1,2,4,8 DELAY_US=0 CLIENTS="1 8 64"
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${SINTER_BUILD_DIR:-$root/build}"
@@ -23,7 +23,7 @@ requests="${2:-4000}"
 sessions="${3:-$(nproc)}"
 modes="${MODES:-unbatched batched}"
 buckets="${BUCKETS:-1,2,4,8}"
-delay="${DELAY_US:-500}"
+delay="${DELAY_US:-0}"
 clients_list="${CLIENTS:-1 8 64}"
 work="$(mktemp -d)"
 trap 'if [ -n "${server:-}" ]; then kill "$server" 2>/dev/null || true; fi; rm -rf "$work"' EXIT

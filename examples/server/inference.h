@@ -35,7 +35,7 @@ struct ServingOptions {
   int maxSessions = 1;       ///< the pool's sessions (and the batcher's workers)
   int threadsPerSession = 1; ///< CPU threads of each session
   int64_t maxBatch = 0;      ///< the most rows a batched run gathers; 0: the largest bucket
-  int64_t maxQueueDelayUs = 500; ///< how long a batched run waits for more requests (0: not)
+  int64_t maxQueueDelayUs = 0;   ///< how long a batched run waits for more requests (0: not)
 };
 
 class InferenceModel {

@@ -3,7 +3,8 @@
 // server has no locking of its own. An artifact whose batch dim has buckets the compiler may pad
 // (`sinter compile --dim batch=1,2,4,8`) batches concurrent requests (batcher.h): up to
 // --max-batch rows (default: the largest bucket; 1: no batching), waiting at most
-// --max-queue-delay-us for more requests (default 500; 0: only what is queued already).
+// --max-queue-delay-us for more requests (default 0: only what queued while every session was
+// busy; docs/performance.md measures 500 against 0).
 //
 //   sinter_server MODEL.so [--name NAME] [--host 127.0.0.1] [--port 8000] [--sessions N]
 //                 [--threads-per-session N] [--http-threads N] [--max-body-bytes N]
@@ -53,7 +54,7 @@ struct Options {
   int httpThreads = 0;       ///< 0: sessions + 64, so waiting clients never starve the pool
   long long maxBodyBytes = 0; ///< 0: from the model
   long long maxBatch = 0;     ///< 0: the largest bucket
-  long long maxQueueDelayUs = 500;
+  long long maxQueueDelayUs = 0;
 };
 
 int usage(const char *problem) {
