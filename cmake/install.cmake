@@ -2,6 +2,7 @@
 #   bin/sinter                          the CLI (compile, inspect, run, bench)
 #   lib/libsinter_rt.so                 the runtime (needs only glibc)
 #   include/sinter/runtime.h, .hpp      its C ABI and the C++ wrapper
+#   include/sinter/batching.hpp         the batching rule of the Triton backend and the example server
 #   include/sinter/io/json_reader.h     the header-only JSON reader the examples use
 #   lib/cmake/sinter/                   find_package(sinter): the imported target sinter::runtime
 #   lib/pkgconfig/sinter.pc             pkg-config --cflags --libs sinter
@@ -17,6 +18,7 @@ install(TARGETS sinter_rt EXPORT sinterTargets
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(FILES ${PROJECT_SOURCE_DIR}/include/sinter/runtime.h
               ${PROJECT_SOURCE_DIR}/include/sinter/runtime.hpp
+              ${PROJECT_SOURCE_DIR}/include/sinter/batching.hpp
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/sinter)
 install(FILES ${PROJECT_SOURCE_DIR}/include/sinter/io/json_reader.h
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/sinter/io)

@@ -77,27 +77,6 @@ std::string modelName(TRITONBACKEND_Model *model) {
   return name ? name : "?";
 }
 
-/// The bucketed symbol that is every input's and output's first dim (the batch of a bucketed
-/// artifact), or -1.
-int32_t batchSymbol(sinter_model *model) {
-  for (int32_t s = 0; s < sinter_model_symbol_count(model); ++s) {
-    sinter_symbol_info info{};
-    if (sinter_model_symbol_info(model, s, &info) != SINTER_OK)
-      continue;
-    bool leads = true;
-    for (int32_t kind = 0; kind < 2; ++kind) {
-      int32_t count = kind ? sinter_model_output_count(model) : sinter_model_input_count(model);
-      for (int32_t i = 0; i < count; ++i) {
-        const char *symbol = sinter_model_dim_symbol(model, kind, i, 0);
-        leads = leads && symbol && std::string(symbol) == info.name;
-      }
-    }
-    if (leads)
-      return s;
-  }
-  return -1;
-}
-
 void loadModel(TRITONBACKEND_Model *model, ModelState &state) {
   uint64_t version = 0;
   check(TRITONBACKEND_ModelVersion(model, &version), "reading the model version");
@@ -124,19 +103,14 @@ void loadModel(TRITONBACKEND_Model *model, ModelState &state) {
   state.inputs = artifactInputs(state.model);
   state.outputs = artifactOutputs(state.model);
 
-  int32_t batch = batchSymbol(state.model);
-  sinter_symbol_info symbol{};
-  if (batch >= 0 && sinter_model_symbol_info(state.model, batch, &symbol) == SINTER_OK) {
-    state.batchShapes.buckets.assign(symbol.buckets, symbol.buckets + symbol.bucket_count);
-    state.batchShapes.paddable = symbol.paddable != 0;
-    state.batchShapes.bucketed = true;
-  }
+  state.batchShapes = sinter::rt::bucketedBatchShapes(state.model);
+  bool bucketed = state.batchShapes.bucketed;
 
   bool autoCompleteWanted = false;
   check(TRITONBACKEND_ModelAutoCompleteConfig(model, &autoCompleteWanted),
         "asking about auto-complete");
   bool setBatch = false;
-  if (autoCompleteWanted && state.config.maxBatchSize == 0 && batch >= 0) {
+  if (autoCompleteWanted && state.config.maxBatchSize == 0 && bucketed) {
     // A bucketed batch: the dynamic batcher may form batches up to the largest bucket.
     state.config.maxBatchSize = state.batchShapes.buckets.back();
     config.set("max_batch_size", JsonValue::number(state.config.maxBatchSize));

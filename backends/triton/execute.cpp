@@ -1,9 +1,9 @@
 // Answering the requests of one execute call: read and check every request, plan the runs
-// (batching.h), run them, and send each request exactly one response (its outputs, or an error
-// that says what was wrong) before releasing it. Nothing a client sends can take the server down:
+// (sinter/batching.hpp), run them, and send each request exactly one response (its outputs, or an
+// error that says what was wrong) before releasing it. Nothing a client sends can take the server down:
 // every failure is caught here and becomes that request's error response.
 
-#include "batching.h"
+#include "sinter/batching.hpp"
 #include "state.h"
 
 #include <chrono>

@@ -5,7 +5,7 @@
 // The batching contract (docs/serving.md): with max_batch_size 0 a request's shapes are the
 // artifact's shapes exactly. With max_batch_size > 0 the configuration's dims leave out the leading
 // batch dim; every input and output of the artifact must then have the same leading dim, the
-// artifact's batch B, and a request's batch dim must be a multiple of B (batching.h).
+// artifact's batch B, and a request's batch dim must be a multiple of B (sinter/batching.hpp).
 #pragma once
 
 #include "json_value.h"

@@ -6,10 +6,10 @@
 // runtime requires.
 #pragma once
 
-#include "batching.h"
 #include "model_config.h"
 #include "triton_api.h"
 
+#include "sinter/batching.hpp"
 #include "sinter/runtime.h"
 #include "sinter/support/error.h"
 
@@ -17,6 +17,13 @@
 #include <vector>
 
 namespace sinter::triton {
+
+// The batching rule is shared with the example server (sinter/batching.hpp).
+using sinter::rt::BatchPlan;
+using sinter::rt::BatchShapes;
+using sinter::rt::planBatches;
+using sinter::rt::Run;
+using sinter::rt::Slice;
 
 /// A failure with the Triton error code it is reported with.
 struct Failure {
@@ -49,7 +56,7 @@ struct ModelState {
   /// The batch of the signature's tensors (plan 0's: the smallest bucket); 1 when max_batch_size
   /// is 0.
   int64_t artifactBatch = 1;
-  /// The batch sizes the artifact runs (batching.h): its batch symbol's buckets, or B.
+  /// The batch sizes the artifact runs (sinter/batching.hpp): its batch symbol's buckets, or B.
   BatchShapes batchShapes;
 
   /// Bytes of one batch row of a tensor (the whole tensor when the model does not batch).

@@ -7,6 +7,12 @@
 // otherwise; lost when no response came (connection error). It prints requests/s and latency
 // percentiles, and exits 0 only when every response was right.
 //
+// The local outputs are each input set run alone, on a session of its own, in the artifact's plan
+// 0 (for a bucketed artifact: its smallest batch, the requests' batch). A batching server runs the
+// same rows inside a larger bucket, padded or next to other requests' rows; bit-identical answers
+// show that batching changes no number (the CPU kernels compute each row the same way whatever the
+// batch: no reduction runs along the batch dim).
+//
 //   sinter_loadgen MODEL.so --port N [--host 127.0.0.1] [--name NAME] [--concurrency 8]
 //                  [--requests 1000] [--inputs 16] [--warmup 20] [--json]
 #include "json.h"

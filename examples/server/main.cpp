@@ -1,13 +1,22 @@
 // sinter_server: serves one compiled model over the KServe v2 (Triton) inference protocol, JSON
 // over HTTP, with cpp-httplib. Every request runs on a free session of one sinter_pool, so the
-// server has no locking of its own.
+// server has no locking of its own. An artifact whose batch dim has buckets the compiler may pad
+// (`sinter compile --dim batch=1,2,4,8`) batches concurrent requests (batcher.h): up to
+// --max-batch rows (default: the largest bucket; 1: no batching), waiting at most
+// --max-queue-delay-us for more requests (default 0: only what queued while every session was
+// busy; docs/performance.md measures 500 against 0).
 //
 //   sinter_server MODEL.so [--name NAME] [--host 127.0.0.1] [--port 8000] [--sessions N]
 //                 [--threads-per-session N] [--http-threads N] [--max-body-bytes N]
+//                 [--max-batch N] [--max-queue-delay-us N]
 //
 //   GET  /v2/health/live, /v2/health/ready   200 (empty body) once the model is loaded
 //   GET  /v2                                 server metadata
 //   GET  /v2/models/NAME, /v2/models/NAME/ready
+//   GET  /v2/models/NAME/stats               the batcher's counts: {"batching", "buckets",
+//                                             "paddable", "max_batch_rows", "batched_requests",
+//                                             "runs", "requests_in_shared_runs",
+//                                             "runs_by_rows": {"ROWS": RUNS}, "runs_by_requests"}
 //   POST /v2/models/NAME/infer               {"inputs": [{"name", "datatype", "shape", "data"}],
 //                                             "outputs": [{"name"}] (optional), "id" (optional)}
 //
@@ -44,13 +53,15 @@ struct Options {
   int threadsPerSession = 1;
   int httpThreads = 0;       ///< 0: sessions + 64, so waiting clients never starve the pool
   long long maxBodyBytes = 0; ///< 0: from the model
+  long long maxBatch = 0;     ///< 0: the largest bucket
+  long long maxQueueDelayUs = 0;
 };
 
 int usage(const char *problem) {
   std::fprintf(stderr,
                "sinter_server: %s\nusage: sinter_server MODEL.so [--name NAME] [--host HOST] "
                "[--port N] [--sessions N] [--threads-per-session N] [--http-threads N] "
-               "[--max-body-bytes N]\n",
+               "[--max-body-bytes N] [--max-batch N] [--max-queue-delay-us N]\n",
                problem);
   return 2;
 }
@@ -107,6 +118,10 @@ int main(int argc, char **argv) {
       options.httpThreads = int(number);
     else if (isNumber && flag == "--max-body-bytes" && number >= 1)
       options.maxBodyBytes = number;
+    else if (isNumber && flag == "--max-batch" && number >= 1)
+      options.maxBatch = number;
+    else if (isNumber && flag == "--max-queue-delay-us" && number >= 0 && number <= 10000000)
+      options.maxQueueDelayUs = number;
     else
       return usage(("bad option or value: " + flag + " " + value).c_str());
   }
@@ -129,8 +144,12 @@ int main(int argc, char **argv) {
 
   std::unique_ptr<InferenceModel> model;
   try {
-    model = std::make_unique<InferenceModel>(options.model, options.name, options.sessions,
-                                             options.threadsPerSession);
+    sinter::serving::ServingOptions serving;
+    serving.maxSessions = options.sessions;
+    serving.threadsPerSession = options.threadsPerSession;
+    serving.maxBatch = options.maxBatch;
+    serving.maxQueueDelayUs = options.maxQueueDelayUs;
+    model = std::make_unique<InferenceModel>(options.model, options.name, serving);
   } catch (const sinter::rt::Error &error) {
     std::fprintf(stderr, "sinter_server: %s\n", error.what());
     return 1;
@@ -170,6 +189,13 @@ int main(int argc, char **argv) {
                                           httplib::Response &response) {
     withModel(request, response, [&] {
       sinter::serving::Reply reply = model->metadata();
+      json(response, reply.status, reply.body);
+    });
+  });
+  server.Get(R"(/v2/models/([^/]+)/stats)", [&](const httplib::Request &request,
+                                                httplib::Response &response) {
+    withModel(request, response, [&] {
+      sinter::serving::Reply reply = model->stats();
       json(response, reply.status, reply.body);
     });
   });
@@ -227,9 +253,14 @@ int main(int argc, char **argv) {
                  options.port);
     return 1;
   }
-  std::printf("listening on %s:%d (model '%s', %d sessions, %d HTTP threads, body limit %zu)\n",
+  std::string batching =
+      model->batching() ? "batches of up to " + std::to_string(model->maxBatchRows()) +
+                              " rows within " + std::to_string(options.maxQueueDelayUs) + " us"
+                        : "no batching";
+  std::printf("listening on %s:%d (model '%s', %d sessions, %d HTTP threads, body limit %zu, "
+              "%s)\n",
               options.host.c_str(), port, model->name().c_str(), options.sessions, httpThreads,
-              maxBody);
+              maxBody, batching.c_str());
   std::fflush(stdout);
 
   std::thread stopper([&] {

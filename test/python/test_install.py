@@ -47,14 +47,17 @@ def prefix(tmp_path_factory):
 
 def test_install_lays_out_the_package(prefix):
     for path in ["bin/sinter", "lib/libsinter_rt.so", "include/sinter/runtime.h",
-                 "include/sinter/runtime.hpp", "lib/cmake/sinter/sinterConfig.cmake",
+                 "include/sinter/runtime.hpp", "include/sinter/batching.hpp",
+                 "lib/cmake/sinter/sinterConfig.cmake",
                  "lib/cmake/sinter/sinterConfigVersion.cmake",
                  "lib/cmake/sinter/sinterTargets.cmake", "lib/pkgconfig/sinter.pc"]:
         assert (prefix / path).is_file(), path
-    # Only the runtime's public headers and the header-only JSON reader the examples use: the
-    # compiler's stay in the source tree, and the reader includes nothing of them.
+    # Only the runtime's public headers, the header-only batching rule and JSON reader the
+    # examples use: the compiler's stay in the source tree, and these include nothing of them.
     assert sorted(p.name for p in (prefix / "include" / "sinter").iterdir()) == \
-        ["io", "runtime.h", "runtime.hpp"]
+        ["batching.hpp", "io", "runtime.h", "runtime.hpp"]
+    batching = (prefix / "include" / "sinter" / "batching.hpp").read_text()
+    assert re.findall(r'#include\s*"(.*)"', batching) == ["sinter/runtime.h"]
     assert [p.name for p in (prefix / "include" / "sinter" / "io").iterdir()] == ["json_reader.h"]
     reader = (prefix / "include" / "sinter" / "io" / "json_reader.h").read_text()
     assert re.findall(r'#include\s*"', reader) == []

@@ -7,7 +7,15 @@ requests sent while good ones run from many threads disturb none of them (every 
 bit-identical to the same request's answer on an idle server); and the load generator's own
 check of every response passes at 8 clients (and fails against another model's weights); a model
 the machine cannot run stops the server at start. The server runs on 127.0.0.1 on a port it picks
-(it prints it), each test bounded in time, and is killed by its PID at the end."""
+(it prints it), each test bounded in time, and is killed by its PID at the end.
+
+Batching (examples/server/batcher.h), on models/tiny_dynamic.onnx compiled with
+`--dim batch=1,2,4,8` (its batch proved independent, so padded): concurrent requests of 1 to 3 rows
+are answered as onnxruntime answers each request alone, bit-identical to the same request on an
+idle server, while the stats endpoint shows that runs of several requests were formed; mixed-shape
+and bad requests among them get their own 400 and disturb none; the load generator's check
+(against a local batch-1 run of each request) passes. A model whose batch is not independent
+(a Softmax along it) takes exact bucket sizes only, each request run alone."""
 import concurrent.futures
 import http.client
 import json
@@ -44,7 +52,8 @@ def artifact(tmp_path_factory):
 
 
 class Server:
-    def __init__(self, artifact, *flags):
+    def __init__(self, artifact, *flags, name=NAME):
+        self.name = name
         self.process = subprocess.Popen(
             [str(server_bin("sinter_server")), str(artifact), "--port", "0", *flags],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -72,7 +81,7 @@ class Server:
             connection.close()
 
     def infer(self, body):
-        return self.request("POST", f"/v2/models/{NAME}/infer",
+        return self.request("POST", f"/v2/models/{self.name}/infer",
                             body if isinstance(body, (str, bytes)) else json.dumps(body))
 
     def stop(self):
@@ -285,3 +294,214 @@ def test_a_model_the_machine_cannot_run_fails_at_start(tmp_path):
     assert result.returncode == 1
     assert "no CUDA driver" in result.stderr
     assert "listening" not in result.stdout
+
+
+# --- batching ---
+
+BUCKETED_MODEL = st.MODELS_DIR / "tiny_dynamic.onnx"  # x f32[batch,16] -> y f32[batch,4]
+BUCKETED = "tiny_dynamic"
+
+
+@pytest.fixture(scope="module")
+def bucketed_server(tmp_path_factory):
+    library = tmp_path_factory.mktemp("bucketed") / f"{BUCKETED}.so"
+    st.run_cli(["compile", BUCKETED_MODEL, "--target", "cpu", "--dim", "batch=1,2,4,8",
+                "-o", library])
+    # A long delay (20 ms), so concurrent requests surely meet in one run on a loaded machine.
+    running = Server(library, "--sessions", "2", "--max-queue-delay-us", "20000",
+                     name=BUCKETED)
+    running.library = library
+    yield running
+    running.stop()
+
+
+def rows_request(x):
+    return {"inputs": [{"name": "x", "datatype": "FP32", "shape": list(x.shape),
+                        "data": [float(v) for v in x.ravel()]}]}
+
+
+def rows_of(x):
+    return np.random.default_rng(int(x)).uniform(-1, 1, size=(1 + int(x) % 3, 16)).astype(
+        np.float32)
+
+
+def y_of(reply, rows):
+    (output,) = reply["outputs"]
+    assert output["name"] == "y" and output["shape"] == [rows, 4], output["shape"]
+    return np.array(output["data"], dtype=np.float32).reshape(rows, 4)
+
+
+def stats(server):
+    status, reply, raw = server.request("GET", f"/v2/models/{server.name}/stats")
+    assert status == 200, raw
+    return reply
+
+
+def test_bucketed_metadata_and_stats(bucketed_server):
+    status, metadata, _ = bucketed_server.request("GET", f"/v2/models/{BUCKETED}")
+    assert status == 200
+    assert metadata["inputs"] == [{"name": "x", "datatype": "FP32", "shape": [-1, 16]}]
+    assert metadata["outputs"] == [{"name": "y", "datatype": "FP32", "shape": [-1, 4]}]
+    report = stats(bucketed_server)
+    assert report["batching"] is True and report["buckets"] == [1, 2, 4, 8]
+    assert report["paddable"] is True and report["max_batch_rows"] == 8
+
+
+def test_concurrent_requests_are_batched_and_answered_as_alone(bucketed_server):
+    inputs = [rows_of(k) for k in range(24)]
+    # Each request alone on the idle server: checked against onnxruntime.
+    alone = []
+    for x in inputs:
+        status, reply, raw = bucketed_server.infer(rows_request(x))
+        assert status == 200, raw
+        got = y_of(reply, x.shape[0])
+        st.assert_outputs_match({"y": got}, st.run_onnxruntime(BUCKETED_MODEL, {"x": x}),
+                                f"{x.shape[0]} rows alone")
+        alone.append(got)
+    before = stats(bucketed_server)
+
+    def one(k):
+        x = inputs[k % len(inputs)]
+        status, reply, raw = bucketed_server.infer(rows_request(x))
+        assert status == 200, raw
+        return k, y_of(reply, x.shape[0])
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=24) as executor:
+        results = [f.result(timeout=120) for f in
+                   [executor.submit(one, k) for k in range(240)]]
+    for k, got in results:
+        x = inputs[k % len(inputs)]
+        st.assert_outputs_match({"y": got}, st.run_onnxruntime(BUCKETED_MODEL, {"x": x}),
+                                f"request {k} in a batch")
+        assert np.array_equal(got, alone[k % len(inputs)]), f"request {k}: not as alone"
+    after = stats(bucketed_server)
+    assert after["batched_requests"] - before["batched_requests"] == 240
+    shared = after["requests_in_shared_runs"] - before["requests_in_shared_runs"]
+    assert shared > 0, after
+    assert any(int(count) > 1 for count in after["runs_by_requests"]), after
+    assert all(1 <= int(rows) <= 8 for rows in after["runs_by_rows"]), after
+    # Fewer runs than requests: requests shared runs.
+    assert after["runs"] - before["runs"] < 240, after
+
+
+def bucketed_bad_requests():
+    good = rows_request(rows_of(4))  # 2 rows
+
+    def edited(edit):
+        body = json.loads(json.dumps(good))
+        edit(body["inputs"][0])
+        return json.dumps(body)
+
+    return [
+        ("other non-batch dim", edited(lambda t: t.update(shape=[2, 15], data=t["data"][:30])),
+         "shape is [2,15] but the model expects [-1,16]"),
+        ("batch over the largest bucket", edited(lambda t: t.update(shape=[9, 16],
+                                                                    data=[0.5] * 144)),
+         "the batch dim is 9 but the artifact's largest batch is 8"),
+        ("batch 0", edited(lambda t: t.update(shape=[0, 16], data=[])),
+         "the batch dim is 0; it must be >= 1"),
+        ("elements of another batch", edited(lambda t: t.update(shape=[3, 16])),
+         "'data' has 32 elements but shape [3,16] holds 48"),
+        ("malformed JSON", '{"inputs": [', "malformed JSON"),
+    ]
+
+
+@pytest.mark.parametrize("what,body,message", bucketed_bad_requests(),
+                         ids=[case[0] for case in bucketed_bad_requests()])
+def test_bucketed_bad_request_gets_400(bucketed_server, what, body, message):
+    status, reply, raw = bucketed_server.infer(body)
+    assert status == 400, (what, raw[:300])
+    assert message in reply["error"], (what, reply["error"])
+
+
+def test_bad_and_mixed_shape_requests_among_a_batch_disturb_none(bucketed_server):
+    inputs = [rows_of(k) for k in range(12)]
+    truth = [st.run_onnxruntime(BUCKETED_MODEL, {"x": x})["y"] for x in inputs]
+    bad = bucketed_bad_requests()
+    before = stats(bucketed_server)
+
+    def good(k):
+        x = inputs[k % len(inputs)]
+        status, reply, raw = bucketed_server.infer(rows_request(x))
+        if status != 200:
+            return f"good request {k}: HTTP {status} {raw[:200]}"
+        problems = st.compare_outputs({"y": y_of(reply, x.shape[0])}, {"y": truth[k % 12]})
+        return f"good request {k}: {problems}" if problems else ""
+
+    def refused(k):
+        what, body, message = bad[k % len(bad)]
+        status, reply, _ = bucketed_server.infer(body)
+        ok = status == 400 and message in reply["error"]
+        return "" if ok else f"bad request {what}: HTTP {status} {reply}"
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=32) as executor:
+        futures = []
+        for k in range(300):  # a bad request between every few good ones
+            futures.append(executor.submit(good, k))
+            if k % 3 == 0:
+                futures.append(executor.submit(refused, k // 3))
+        problems = [p for p in (f.result(timeout=120) for f in futures) if p]
+    assert not problems, problems[:5]
+    after = stats(bucketed_server)
+    # The good ones went through the batcher, together; the bad ones never reached it.
+    assert after["batched_requests"] - before["batched_requests"] == 300
+    assert after["requests_in_shared_runs"] > before["requests_in_shared_runs"]
+
+
+def test_load_generator_passes_against_a_batching_server(bucketed_server):
+    """The load generator's truth is a local batch-1 run of each request alone (plan 0 of the
+    artifact on its own session); the batched answers must equal it bit for bit."""
+    before = stats(bucketed_server)
+    result = subprocess.run(
+        [str(server_bin("sinter_loadgen")), str(bucketed_server.library), "--port",
+         str(bucketed_server.port), "--concurrency", "16", "--requests", "400", "--inputs", "16",
+         "--warmup", "2", "--json"],
+        capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr + result.stdout
+    report = json.loads(result.stdout)
+    assert report["right"] == 400 and report["wrong"] == 0 and report["lost"] == 0
+    assert stats(bucketed_server)["requests_in_shared_runs"] > before["requests_in_shared_runs"]
+
+
+def test_exact_buckets_only_and_no_batching_where_rows_mix(tmp_path):
+    """y = Softmax(x @ w, axis=0): rows mix, so the server neither pads nor batches."""
+    from test_shape_buckets import softmax_over_batch_model
+    model = tmp_path / "softmax_over_batch.onnx"
+    softmax_over_batch_model(model)
+    library = tmp_path / "softmax_over_batch.so"
+    st.run_cli(["compile", model, "--target", "cpu", "--dim", "batch=2,4", "-o", library])
+    server = Server(library, "--sessions", "2", name="softmax_over_batch")
+    try:
+        report = stats(server)
+        assert report["batching"] is False and report["paddable"] is False
+        rng = np.random.default_rng(5)
+
+        def one(rows):
+            x = rng.standard_normal((rows, 4)).astype(np.float32)
+            body = {"inputs": [{"name": "x", "datatype": "FP32", "shape": [rows, 4],
+                                "data": [float(v) for v in x.ravel()]}]}
+            return x, server.infer(body)
+
+        for rows in (2, 4):
+            x, (status, reply, raw) = one(rows)
+            assert status == 200, raw
+            (output,) = reply["outputs"]
+            got = np.array(output["data"], dtype=np.float32).reshape(rows, 3)
+            st.assert_outputs_match({"y": got}, st.run_onnxruntime(model, {"x": x}), f"{rows}")
+        _, (status, reply, _) = one(3)
+        assert status == 400
+        assert "batch dim is 3 but the artifact runs batches of exactly 2, 4" in reply["error"]
+        # Concurrent requests of bucket sizes each run alone, and are right.
+        with concurrent.futures.ThreadPoolExecutor(max_workers=8) as executor:
+            xs = [rng.standard_normal((2, 4)).astype(np.float32) for _ in range(32)]
+            replies = list(executor.map(
+                lambda x: server.infer({"inputs": [{"name": "x", "datatype": "FP32",
+                                                    "shape": [2, 4],
+                                                    "data": [float(v) for v in x.ravel()]}]}),
+                xs))
+        for x, (status, reply, raw) in zip(xs, replies):
+            assert status == 200, raw
+            got = np.array(reply["outputs"][0]["data"], dtype=np.float32).reshape(2, 3)
+            st.assert_outputs_match({"y": got}, st.run_onnxruntime(model, {"x": x}), "alone")
+    finally:
+        server.stop()
