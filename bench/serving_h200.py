@@ -10,7 +10,9 @@
            thread, the same model object shared by the threads, end to end like sinter's (host
            input in, host output out), in the same run;
   triton   Triton with KIND_GPU instances serving the batch-1 fp16 artifacts at 1, 8 and 32 clients
-           (bench/triton_load.py: every response checked against onnxruntime).
+           (bench/triton_load.py: every response checked against onnxruntime), then the same
+           models in torch fp16 inside Triton's Python backend, the baseline, when the bundle
+           holds it (bench/triton_python/model.py).
 
     python3 bench/serving_h200.py --bin DIR --out DIR [--stages memory bench torch triton]
         [--budget 500] [--tritonserver PATH --backend-dir DIR]
@@ -69,12 +71,12 @@ class Run:
         self.log(message)
         self.results["notes"].append(message)
 
-    def command(self, argv, timeout):
+    def command(self, argv, timeout, env=None):
         """Runs argv with a timeout cut to the budget; returns (returncode, stdout, stderr)."""
         limit = max(5, min(timeout, self.remaining() + 30))
         try:
             done = subprocess.run([str(a) for a in argv], capture_output=True, text=True,
-                                  timeout=limit)
+                                  timeout=limit, env=env)
             return done.returncode, done.stdout, done.stderr
         except subprocess.TimeoutExpired:
             return 124, "", f"timed out after {limit:.0f} s"
@@ -233,31 +235,47 @@ class Run:
             torch.cuda.empty_cache()
 
     def triton(self):
+        """Each model's batch-1 fp16 artifact served by the sinter backend, then (when the backend
+        folder has Triton's Python backend: scripts/device/triton-bundle.sh) the same model in
+        torch fp16 inside Triton's Python backend (bench/triton_python/model.py), the baseline."""
         if not self.args.tritonserver:
             self.note("triton: no --tritonserver (run scripts/device/triton-bundle.sh here first)")
             return
+        systems = [("sinter", [], None)]
+        backends = Path(self.args.backend_dir)
+        if (backends / "python" / "libtriton_python.so").exists():
+            # The Python backend and its stub find the wheel's libraries through this path (their
+            # RPATH assumes the wheel's own layout).
+            libraries = Path(self.args.tritonserver).resolve().parents[3] / "nvidia_pytriton.libs"
+            env = dict(os.environ, LD_LIBRARY_PATH=f"{libraries}:{os.environ.get('LD_LIBRARY_PATH', '')}")
+            systems.append(("python-torch", ["--python-runner", "torch"], env))
+        else:
+            self.note("triton: no Python backend in the backend folder; the torch baseline is skipped")
         for name in MODELS:
             artifact = self.artifacts.get((name, "fp16", 1))
             onnx_path = self.exports.get((name, 1)) or self.exports.get((name, "dynamic"))
-            row = {"model": name, "precision": "fp16"}
-            if not artifact or self.remaining() < 30:
-                row["error"] = "no artifact" if not artifact else "budget spent"
+            for system, extra, env in systems:
+                row = {"model": name, "precision": "fp16", "system": system}
+                if not artifact or self.remaining() < 30:
+                    row["error"] = "no artifact" if not artifact else "budget spent"
+                    self.results["triton"].append(row)
+                    continue
+                path, bucket = artifact
+                report = self.out / f"triton_{system}_{name}.json"
+                if extra:
+                    extra = extra + ["--suite-model", name]
+                status, stdout, stderr = self.command(
+                    [sys.executable, ROOT / "bench" / "triton_load.py", "--artifact", path, "--model",
+                     onnx_path, "--target", "cuda", "--kind", "KIND_GPU", "--protocol", "raw-http",
+                     "--instances", 2, "--requests", 600, "--concurrency", CLIENTS, "--rtol", 3e-2,
+                     "--tritonserver", self.args.tritonserver, "--backend-dir", self.args.backend_dir,
+                     "--json", report, *extra], 200, env)
+                row["status"] = status
+                row["log_tail"] = (stdout + stderr)[-1500:]
+                if report.exists():
+                    row["report"] = json.loads(report.read_text())
                 self.results["triton"].append(row)
-                continue
-            path, bucket = artifact
-            report = self.out / f"triton_{name}.json"
-            status, stdout, stderr = self.command(
-                [sys.executable, ROOT / "bench" / "triton_load.py", "--artifact", path, "--model",
-                 onnx_path, "--target", "cuda", "--kind", "KIND_GPU", "--protocol", "raw-http",
-                 "--instances", 2, "--requests", 600, "--concurrency", CLIENTS, "--rtol", 3e-2,
-                 "--tritonserver", self.args.tritonserver, "--backend-dir", self.args.backend_dir,
-                 "--json", report], 200)
-            row["status"] = status
-            row["log_tail"] = (stdout + stderr)[-1500:]
-            if report.exists():
-                row["report"] = json.loads(report.read_text())
-            self.results["triton"].append(row)
-            self.save()
+                self.save()
 
 
 def dynamic_batch_symbol(onnx_path):
@@ -326,10 +344,12 @@ def table(results):
                          f"{row['p99']:8.2f}")
     for row in results["triton"]:
         report = row.get("report")
-        lines.append(f"triton KIND_GPU {row['model']}: exit {row.get('status', '-')} "
-                     f"{row.get('error', '')}")
+        lines.append(f"triton KIND_GPU {row.get('system', 'sinter')} {row['model']}: exit "
+                     f"{row.get('status', '-')} {row.get('error', '')}")
         if report:
             lines.append("  " + json.dumps(report.get("rows", report))[:600])
+        elif row.get("log_tail"):
+            lines.append("  " + row["log_tail"][-900:].replace("\n", "\n  "))
     memory = results.get("memory", {})
     if memory:
         lines.append(f"memory (check_serving.py, exit {memory.get('status')}): see "

@@ -6,6 +6,7 @@ backend, docs/serving.md), with every response checked against onnxruntime.
         [--concurrency 1,8,32] [--protocol grpc|http|raw-http] [--instances 2] [--threads 1]
         [--target cpu|cuda] [--kind KIND_CPU|KIND_GPU] [--compile-flag=--dim ...] [--rtol 1e-5]
         [--artifact model.so] [--tritonserver PATH] [--json OUT.json]
+        [--python-runner torch|onnxruntime --suite-model NAME]
 
 It compiles the model (`sinter compile --target T`, symbolic dims bound to 1 unless
 --compile-flag says otherwise), lays out a model repository with one model served by the sinter
@@ -24,6 +25,12 @@ with the standard library (http.client, one kept-alive connection per thread), f
 without tritonclient, such as the GPU machine. `--artifact` serves an artifact compiled elsewhere
 instead of compiling (the model file is still needed, for onnxruntime); `--tritonserver` names the
 server binary when the nvidia-pytriton wheel is not installed.
+
+`--python-runner` serves the baseline instead of sinter: Triton's own Python backend (the
+`python` folder in --backend-dir, with the stub for the Python that runs it) running
+bench/triton_python/model.py: `torch` runs the GPU suite's model `--suite-model` (the same seeded
+weights the ONNX export came from) in fp16 on the instance's GPU; `onnxruntime` runs the ONNX
+file on the CPU (for checking the set-up without a GPU). Same instances, same requests, same checks.
 
 The clients run on the same machine as the server (on the 2-core CPU machine they compete for
 the cores: read the CPU numbers as the whole system's, client included). For the GPU: run it on
@@ -125,11 +132,17 @@ def start_server(repository, backend_dir, log_path, server_binary=None):
                "--grpc-address", "127.0.0.1", "--grpc-port", str(grpc_port), "--allow-metrics=false",
                "--allow-sagemaker=false", "--pinned-memory-pool-byte-size=0"]
     log = open(log_path, "w")
-    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+    # The Python backend's models (--python-runner) import numpy and their runner from this
+    # interpreter's packages (bench/triton_python/model.py).
+    import site
+    environment = dict(os.environ, SINTER_BASELINE_SITE=os.pathsep.join(site.getsitepackages()))
+    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=environment)
     deadline = time.monotonic() + 120
     while True:
         if process.poll() is not None:
-            sys.exit(f"tritonserver exited with {process.returncode}; see {log_path}")
+            log.flush()
+            tail = "\n".join(line for line in Path(log_path).read_text(errors="replace").splitlines() if line[:1] in "EW")[-3000:]
+            sys.exit(f"tritonserver exited with {process.returncode}; the end of its log:\n{tail}")
         if ready(f"127.0.0.1:{http_port}", "model"):
             break
         if time.monotonic() > deadline:
@@ -161,6 +174,31 @@ def wrong(outputs, expected, rtol):
     return False
 
 
+# config.pbtxt's names of numpy's dtypes.
+CONFIG_TYPES = {np.dtype(np.bool_): "TYPE_BOOL", np.dtype(np.int32): "TYPE_INT32",
+                np.dtype(np.int64): "TYPE_INT64", np.dtype(np.float16): "TYPE_FP16",
+                np.dtype(np.float32): "TYPE_FP32"}
+
+
+def write_python_model(folder, args, case):
+    """The Python-backend baseline's model folder: model.py and a config declaring every input
+    and output as the ONNX model has them (the Python backend completes nothing itself)."""
+    shutil.copyfile(ROOT / "bench" / "triton_python" / "model.py", folder / "1" / "model.py")
+    inputs, outputs = case
+
+    def tensors(kind, arrays):
+        entries = [f'  {{ name: "{name}" data_type: {CONFIG_TYPES[a.dtype]} dims: [ {", ".join(map(str, a.shape))} ] }}'
+                   for name, a in arrays.items()]
+        return f"{kind} [\n" + ",\n".join(entries) + "\n]\n"
+
+    parameters = {"runner": args.python_runner, "suite_dir": str(ROOT / "test" / "gpu"),
+                  "suite_model": args.suite_model or "", "onnx_path": str(Path(args.model).resolve())}
+    (folder / "config.pbtxt").write_text(
+        f'name: "model"\nbackend: "python"\nmax_batch_size: 0\n' + tensors("input", inputs) + tensors("output", outputs)
+        + f'instance_group [ {{ count: {args.instances}, kind: {args.kind} }} ]\n'
+        + "".join(f'parameters {{ key: "{k}" value {{ string_value: "{v}" }} }}\n' for k, v in parameters.items()))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", default=str(ROOT / "models" / "resnet_narrow.onnx"))
@@ -178,6 +216,8 @@ def main():
     parser.add_argument("--artifact", help="serve this model.so instead of compiling --model")
     parser.add_argument("--tritonserver", help="the server binary (default: the nvidia-pytriton wheel's)")
     parser.add_argument("--json")
+    parser.add_argument("--python-runner", choices=["torch", "onnxruntime"])
+    parser.add_argument("--suite-model", help="the GPU suite's name of --model (--python-runner torch)")
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="triton_load_"))
@@ -185,22 +225,24 @@ def main():
     try:
         folder = work / "models" / "model"
         (folder / "1").mkdir(parents=True)
-        if args.artifact:
-            shutil.copyfile(args.artifact, folder / "1" / "model.so")
-        else:
-            subprocess.run([args.sinter, "compile", args.model, "--target", args.target, *args.compile_flag,
-                            "-o", str(folder / "1" / "model.so")], check=True)
-        (folder / "config.pbtxt").write_text(
-            f'name: "model"\nbackend: "sinter"\nmax_batch_size: 0\n'
-            f'instance_group [ {{ count: {args.instances}, kind: {args.kind} }} ]\n'
-            f'parameters {{ key: "threads" value {{ string_value: "{args.threads}" }} }}\n')
-        server, urls = start_server(work / "models", args.backend_dir, work / "tritonserver.log",
-                                    args.tritonserver)
-
         cases = []
         for seed in range(8):
             inputs = make_input.make_inputs(args.model, seed=seed)
             cases.append((inputs, truth(args.model, inputs)))
+        if args.python_runner:
+            write_python_model(folder, args, cases[0])
+        elif args.artifact:
+            shutil.copyfile(args.artifact, folder / "1" / "model.so")
+        else:
+            subprocess.run([args.sinter, "compile", args.model, "--target", args.target, *args.compile_flag,
+                            "-o", str(folder / "1" / "model.so")], check=True)
+        if not args.python_runner:
+            (folder / "config.pbtxt").write_text(
+                f'name: "model"\nbackend: "sinter"\nmax_batch_size: 0\n'
+                f'instance_group [ {{ count: {args.instances}, kind: {args.kind} }} ]\n'
+                f'parameters {{ key: "threads" value {{ string_value: "{args.threads}" }} }}\n')
+        server, urls = start_server(work / "models", args.backend_dir, work / "tritonserver.log",
+                                    args.tritonserver)
         if args.protocol != "raw-http":
             import tritonclient.grpc as grpcclient
             import tritonclient.http as httpclient
@@ -235,7 +277,8 @@ def main():
             return time.perf_counter() - start, bad
 
         rows = []
-        print(f"model {Path(args.model).name}, target {args.target}, {args.instances} x {args.kind}, "
+        served = f"python backend ({args.python_runner})" if args.python_runner else f"target {args.target}"
+        print(f"model {Path(args.model).name}, {served}, {args.instances} x {args.kind}, "
               f"{args.threads} thread(s) each, {args.protocol}, load {os.getloadavg()[0]:.2f}")
         print(f"{'clients':>7} {'requests':>8} {'wrong':>5} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8}")
         for clients in [int(c) for c in args.concurrency.split(",")]:
@@ -253,7 +296,7 @@ def main():
             print(f"{clients:>7} {args.requests:>8} {bad:>5} {row['requests_per_s']:>9.1f} "
                   f"{row['p50_ms']:>8.2f} {row['p99_ms']:>8.2f}")
         if args.json:
-            Path(args.json).write_text(json.dumps({"model": args.model, "target": args.target,
+            Path(args.json).write_text(json.dumps({"model": args.model, "target": args.target, "served": served,
                                                    "protocol": args.protocol, "rows": rows}, indent=2))
         return 1 if any(r["wrong"] for r in rows) else 0
     finally:
