@@ -149,10 +149,7 @@ void CudaDeviceCode::loadKernels(const package::Manifest &manifest) {
   needShared(manifest.steps);
   for (const package::Plan &plan : manifest.additionalPlans)
     needShared(plan.steps);
-  for (const package::Kernel &kernel : manifest.kernels) {
-    kernelNames_.push_back(kernel.name);
-    kernelModule_.push_back(kernel.cudaModule);
-  }
+  manifest_ = &manifest;
 
   for (size_t index = 0; index < manifest.cudaModules.size(); ++index) {
     const package::CudaBinary &binary = chooseBinary(manifest, index);
@@ -161,15 +158,19 @@ void CudaDeviceCode::loadKernels(const package::Manifest &manifest) {
     modules_.push_back(loadModule(index));
   }
   moduleHasState_.assign(modules_.size(), false);
-  for (size_t index = 0; index < kernelNames_.size(); ++index) {
-    CUmodule module = modules_[kernelModule_[index]];
+  for (size_t index = 0; index < manifest.kernels.size(); ++index) {
+    const package::Kernel &kernel = manifest.kernels[index];
+    CUmodule module = modules_[kernel.cudaModule];
     functions_.push_back(findKernel(module, index));
     CUdeviceptr counters = 0;
     size_t bytes = 0;
-    if (d_.cuModuleGetGlobal(&counters, &bytes, module, (kernelNames_[index] + "_arrivals").c_str()) ==
-        CUDA_SUCCESS)
-      moduleHasState_[kernelModule_[index]] = true;
+    if (d_.cuModuleGetGlobal(&counters, &bytes, module, (kernel.name + "_arrivals").c_str()) == CUDA_SUCCESS)
+      moduleHasState_[kernel.cudaModule] = true;
   }
+  // Only a module with state is loaded again (by each session); the others' images can go.
+  for (size_t index = 0; index < images_.size(); ++index)
+    if (!moduleHasState_[index])
+      std::string().swap(images_[index]);
 }
 
 CUmodule CudaDeviceCode::loadModule(size_t index) const {
@@ -185,11 +186,12 @@ CUmodule CudaDeviceCode::loadModule(size_t index) const {
 }
 
 CUfunction CudaDeviceCode::findKernel(CUmodule module, size_t index) const {
-  const std::string &name = kernelNames_[index];
+  const package::Kernel &kernel = manifest_->kernels[index];
+  const std::string &name = kernel.name;
   CUfunction function = nullptr;
   CUresult result = d_.cuModuleGetFunction(&function, module, name.c_str());
   if (result != CUDA_SUCCESS)
-    fail(SINTER_ERROR_INVALID_ARTIFACT, "the ", moduleArch_[kernelModule_[index]], " code of kernel '", name,
+    fail(SINTER_ERROR_INVALID_ARTIFACT, "the ", moduleArch_[kernel.cudaModule], " code of kernel '", name,
          "' has no entry point of that name: ", describeError("cuModuleGetFunction", result));
   if (sharedNeeded_[index] > kDefaultSharedBytes) {
     if (sharedNeeded_[index] > static_cast<uint32_t>(sharedLimit_))
@@ -203,10 +205,11 @@ CUfunction CudaDeviceCode::findKernel(CUmodule module, size_t index) const {
 }
 
 CUmodule CudaDeviceCode::loadModuleCopy(size_t index, std::vector<CUfunction> &functions) const {
+  SINTER_ASSERT(moduleHasState_[index], "only a module with state is loaded per session");
   CUmodule module = loadModule(index);
   try {
-    for (size_t kernel = 0; kernel < kernelNames_.size(); ++kernel)
-      if (kernelModule_[kernel] == index)
+    for (size_t kernel = 0; kernel < manifest_->kernels.size(); ++kernel)
+      if (manifest_->kernels[kernel].cudaModule == index)
         functions[kernel] = findKernel(module, kernel);
   } catch (...) {
     d_.cuModuleUnload(module);

@@ -8,7 +8,9 @@
 // A module whose kernels keep state between launches (a stream-K kernel's `NAME_arrivals`
 // counters, zero at load and reset by each launch's last arrival) cannot be shared: two sessions
 // running it at once would count into one set of counters. Each session loads its own copy of
-// such a module (SessionKernels); every other module is loaded once here.
+// such a module (loadModuleCopy, from the image kept for it); every other module is loaded once
+// here. The artifact outlives this (a session holds both, and releases this first), so its
+// manifest is read in place.
 #pragma once
 
 #include "cuda_driver.h"
@@ -66,13 +68,13 @@ private:
   Arch deviceArch_;
   std::string deviceName_;
   std::vector<cuda::CUmodule> modules_;
-  std::vector<std::string> images_;         ///< by module: the chosen cubin or PTX
+  /// By module: the chosen cubin or PTX, kept only for a module with state (emptied otherwise).
+  std::vector<std::string> images_;
   std::vector<std::string> moduleArch_;     ///< by module: the chosen image's architecture
   std::vector<bool> moduleHasState_;        ///< by module
   std::vector<cuda::CUfunction> functions_; ///< by kernel index
-  std::vector<std::string> kernelNames_;    ///< by kernel index
-  std::vector<size_t> kernelModule_;        ///< by kernel index
   std::vector<uint32_t> sharedNeeded_;      ///< by kernel index: the most its launches take
+  const package::Manifest *manifest_ = nullptr;
   int sharedLimit_ = 0;
   cuda::CUdeviceptr weights_ = 0;
 };

@@ -1,6 +1,7 @@
 // The CUDA session. At creation: take the model's share of the device (its context, kernels and
 // one copy of the weights, made by the device's first session: cuda_device.h), load its own copy
-// of each module with state (stream-K counters: cuda_device.h), allocate the arena, resolve every launch argument to a device address, make a private stream and events.
+// of each module with state (stream-K counters: cuda_device.h), allocate the arena, resolve every
+// launch argument to a device address, make a private stream and events.
 //
 // A run, on the caller's stream S and the session's stream P:
 //   S: wait for the previous run's end; copy the inputs into the arena; record `inputsReady`
