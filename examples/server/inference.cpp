@@ -46,20 +46,11 @@ sinter::rt::BatchShapes requestBatchShapes(const sinter_model *model) {
   sinter::rt::BatchShapes shapes = sinter::rt::bucketedBatchShapes(model);
   if (shapes.bucketed)
     return shapes;
-  for (int32_t s = 0; s < sinter_model_symbol_count(model); ++s) {
-    sinter_symbol_info info{};
-    if (sinter_model_symbol_info(model, s, &info) != SINTER_OK)
-      continue;
-    bool leads = true;
-    for (int32_t i = 0; i < sinter_model_input_count(model); ++i) {
-      const char *symbol = sinter_model_dim_symbol(model, 0, i, 0);
-      leads = leads && symbol && std::string(symbol) == info.name;
-    }
-    if (leads) {
-      shapes.buckets.assign(info.buckets, info.buckets + info.bucket_count);
-      shapes.bucketed = true;
-      return shapes; // not paddable: the outputs do not follow the rows
-    }
+  sinter_symbol_info info{};
+  int32_t symbol = sinter::rt::leadingSymbol(model, false);
+  if (symbol >= 0 && sinter_model_symbol_info(model, symbol, &info) == SINTER_OK) {
+    shapes.buckets.assign(info.buckets, info.buckets + info.bucket_count);
+    shapes.bucketed = true; // not paddable: the outputs do not follow the rows
   }
   return shapes;
 }

@@ -55,15 +55,15 @@ struct BatchShapes {
   bool bucketed = false;        ///< the sizes are shape buckets (else one fixed batch)
 };
 
-/// The bucketed symbol that is every input's and output's first dim (the batch of a bucketed
-/// artifact), or -1.
-inline int32_t batchSymbol(const sinter_model *model) {
+/// The first bucketed symbol that is every input's first dim, and with `outputsToo` every
+/// output's as well, or -1.
+inline int32_t leadingSymbol(const sinter_model *model, bool outputsToo) {
   for (int32_t s = 0; s < sinter_model_symbol_count(model); ++s) {
     sinter_symbol_info info{};
     if (sinter_model_symbol_info(model, s, &info) != SINTER_OK)
       continue;
     bool leads = true;
-    for (int32_t kind = 0; kind < 2; ++kind) {
+    for (int32_t kind = 0; kind < (outputsToo ? 2 : 1); ++kind) {
       int32_t count = kind ? sinter_model_output_count(model) : sinter_model_input_count(model);
       for (int32_t i = 0; i < count; ++i) {
         const char *symbol = sinter_model_dim_symbol(model, kind, i, 0);
@@ -75,6 +75,10 @@ inline int32_t batchSymbol(const sinter_model *model) {
   }
   return -1;
 }
+
+/// The bucketed symbol that is every input's and output's first dim (the batch of a bucketed
+/// artifact), or -1.
+inline int32_t batchSymbol(const sinter_model *model) { return leadingSymbol(model, true); }
 
 /// The buckets of the artifact's batch symbol (batchSymbol), bucketed = true; an artifact without
 /// one gives an empty BatchShapes (bucketed = false), which the caller fills with its fixed batch.
