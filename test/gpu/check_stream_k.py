@@ -133,18 +133,19 @@ class Runtime:
         self.check(self.rt.sinter_model_load(str(artifact).encode(), ctypes.byref(model)), "load")
         try:
             self.check(self.rt.sinter_session_create(model, None, ctypes.byref(session)), "session")
-            outputs = []
-            for inputs in input_sets:
-                y = np.zeros(y_shape, np.float32)
-                ins = (Tensor * len(inputs))(*[tensor(a) for a in inputs])
-                outs = (Tensor * 1)(tensor(y))
-                self.check(self.rt.sinter_session_run_host(session, ins, len(inputs), outs, 1), "run")
-                outputs.append(y)
+            outputs = [self.run(session, inputs, y_shape) for inputs in input_sets]
             self.rt.sinter_session_destroy(session)
             return outputs
         finally:
             self.rt.sinter_model_free(model)
 
+    def run(self, session, inputs, y_shape):
+        """One run of `inputs` on `session`: its output."""
+        y = np.zeros(y_shape, np.float32)
+        ins = (Tensor * len(inputs))(*[tensor(a) for a in inputs])
+        outs = (Tensor * 1)(tensor(y))
+        self.check(self.rt.sinter_session_run_host(session, ins, len(inputs), outs, 1), "run")
+        return y
 
     def concurrent_runs(self, artifact, inputs, y_shape, threads=4, runs=25):
         """The outputs of `runs` runs of `inputs` on each of `threads` sessions running at once."""
@@ -161,11 +162,7 @@ class Runtime:
             def work(t):
                 try:
                     for _ in range(runs):
-                        y = np.zeros(y_shape, np.float32)
-                        ins = (Tensor * len(inputs))(*[tensor(a) for a in inputs])
-                        outs = (Tensor * 1)(tensor(y))
-                        self.check(self.rt.sinter_session_run_host(sessions[t], ins, len(inputs), outs, 1), "run")
-                        results[t].append(y)
+                        results[t].append(self.run(sessions[t], inputs, y_shape))
                 except RuntimeError as error:
                     errors.append(str(error))
             workers = [threading.Thread(target=work, args=(t,)) for t in range(threads)]
