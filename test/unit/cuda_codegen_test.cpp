@@ -8,6 +8,7 @@
 #include "sinter/codegen/kernel/index_ranges.h"
 #include "sinter/codegen/schedule/fusion.h"
 #include "sinter/codegen/lowering/lowering.h"
+#include "sinter/codegen/cuda/toolchain.h"
 #include "sinter/compiler/compiler.h"
 #include "sinter/ir/graph.h"
 #include "sinter/ir/infer.h"
@@ -21,6 +22,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <sstream>
 
 using namespace sinter;
 using namespace sinter::codegen;
@@ -880,7 +882,8 @@ TEST(CudaCodegen, WarpRowsAreLoadedOnceInSixteenByteRuns) {
   EXPECT_EQ(countOf(kernel, "const uint4 sn_w = *reinterpret_cast<const uint4 *>(&b0["), 1u) << kernel;
   EXPECT_EQ(countOf(kernel, "b0["), 1u) << kernel;
   EXPECT_EQ(countOf(kernel, "*reinterpret_cast<uint4 *>(&b2["), 1u) << kernel;
-  EXPECT_EQ(countOf(kernel, "sn_row0[sn_g * 4 + sn_j]"), 4u) << kernel; // mean, variance (twice), output
+  // mean, variance (its difference from the mean printed once, as a local), output
+  EXPECT_EQ(countOf(kernel, "sn_row0[sn_g * 4 + sn_j]"), 3u) << kernel;
   // The scale, read by the output loop alone, comes a run at a time as that loop reaches it.
   EXPECT_EQ(countOf(kernel, "float sn_run0[4];"), 1u) << kernel;
   EXPECT_EQ(countOf(kernel, "const uint4 sn_w = *reinterpret_cast<const uint4 *>(&b1["), 1u) << kernel;
@@ -888,7 +891,7 @@ TEST(CudaCodegen, WarpRowsAreLoadedOnceInSixteenByteRuns) {
   // f16 rows: runs of eight, still 16 bytes; the f32 output takes two stores a run.
   kernel = text(f16);
   EXPECT_EQ(countOf(kernel, "unsigned short sn_row0[24];"), 1u) << kernel;
-  EXPECT_EQ(countOf(kernel, "sn_row0[sn_g * 8 + sn_j]"), 4u) << kernel;
+  EXPECT_EQ(countOf(kernel, "sn_row0[sn_g * 8 + sn_j]"), 3u) << kernel;
   EXPECT_NE(kernel.find("(sn_g * 256 + lane * 8)"), std::string::npos) << kernel;
   EXPECT_EQ(countOf(kernel, "const uint4 sn_w = *reinterpret_cast<const uint4 *>(&b0["), 1u) << kernel;
   EXPECT_EQ(countOf(kernel, "const uint4 sn_w = *reinterpret_cast<const uint4 *>(&b1["), 2u) << kernel;
@@ -900,13 +903,103 @@ TEST(CudaCodegen, WarpRowsAreLoadedOnceInSixteenByteRuns) {
   EXPECT_NE(kernel.find("(sn_g * 32 + lane * 1)"), std::string::npos) << kernel;
   EXPECT_EQ(countOf(kernel, "const unsigned sn_w"), 1u) << kernel;
   EXPECT_EQ(countOf(kernel, "b0["), 1u) << kernel;
-  // 1000 is no multiple of 32: the lanes stride through each loop, reading the row in each.
+  // 1000 is no multiple of 32: the lanes stride through each loop, reading the row in each
+  // (mean, variance, output).
   kernel = text(ragged);
   EXPECT_EQ(countOf(kernel, "sn_row"), 0u) << kernel;
-  EXPECT_EQ(countOf(kernel, "b0["), 4u) << kernel;
+  EXPECT_EQ(countOf(kernel, "b0["), 3u) << kernel;
 
   // NVRTC and ptxas take them.
   auto work = std::filesystem::temp_directory_path() / "sinter-cuda-warp-rows-test";
+  std::filesystem::create_directories(work);
+  backend->finish(manifest, work.string());
+  std::filesystem::remove_all(work);
+  EXPECT_FALSE(manifest.cudaModules.empty());
+}
+
+// Index DAGs whose unfolded trees are exponential (2^60 nodes here, as a channel shuffle's
+// composed reshapes and transposes make) print in text linear in their distinct nodes: each
+// shared node is a local, defined once before the line that uses it. A shared load that only a
+// select's branch reads stays in that branch (hoisting it would read out of bounds where the
+// condition fails); one that every evaluation reads is a local too. NVRTC takes the result.
+TEST(CudaCodegen, SharedSubexpressionsArePrintedOnceAsLocals) {
+  auto kernelFor = [](bool guardedLoad) {
+    KernelBuilder builder(guardedLoad ? "guarded" : "unguarded");
+    const int x = builder.addBuffer("x", DType::Float32, 1024, false);
+    const int y = builder.addBuffer("y", DType::Float32, 1024, true);
+    builder.setParallelExtent(1024);
+    ExprRef e = builder.gid();
+    for (int level = 0; level < 60; ++level)
+      e = add(div(e, 3), rem(e, 5));
+    ExprRef element = load(x, DType::Float32, rem(e, 1024));
+    ExprRef square = binary(BinaryOp::Mul, element, element);
+    ExprRef value = guardedLoad ? select(binary(BinaryOp::Lt, builder.gid(), intConstant(512)), square,
+                                         constant(DType::Float32, 0.0))
+                                : square;
+    builder.emit(store(y, builder.gid(), value));
+    return builder.take();
+  };
+  for (bool guardedLoad : {true, false}) {
+    const std::string text = cuda::printCudaKernel(kernelFor(guardedLoad), 256);
+    EXPECT_LT(text.size(), 12000u) << text.substr(0, 2000);
+    EXPECT_GE(countOf(text, "const auto s"), 59u) << text; // every level but the last is shared
+    std::string loadLines;
+    std::istringstream lines(text);
+    for (std::string line; std::getline(lines, line);)
+      if (line.find("b0[") != std::string::npos)
+        loadLines += line + "\n";
+    if (guardedLoad) {
+      EXPECT_EQ(countOf(loadLines, "b0["), 2u) << loadLines;
+      EXPECT_EQ(countOf(loadLines, "const auto"), 0u) << loadLines;
+      EXPECT_NE(loadLines.find("? "), std::string::npos) << loadLines;
+    } else {
+      EXPECT_EQ(countOf(loadLines, "b0["), 1u) << loadLines;
+      EXPECT_EQ(countOf(loadLines, "const auto"), 1u) << loadLines;
+    }
+    EXPECT_NO_THROW(cuda::compileToPtx(cuda::cudaPrelude() + text, "compute_80", "shared_subexpressions.cu"));
+  }
+}
+
+// The same through the contraction kernels: thirty channel shuffles (reshape, transpose,
+// reshape) before a GEMM fuse into its operand's index, which the tiled and the tensor-core
+// operand loaders print; the compile finishes and NVRTC and ptxas take every kernel.
+TEST(CudaCodegen, ChannelShufflesBeforeAGemmCompile) {
+  Graph graph;
+  Value *x = graph.addInput("x", {DType::Float32, {1, 64, 8, 8}});
+  Value *shuffled = x;
+  for (int level = 0; level < 30; ++level) {
+    const std::string name = "shuffle" + std::to_string(level);
+    Node *split = graph.addNode(OpKind::Reshape, {shuffled, graph.addConstant(name + "_split", Tensor::fromInts({1, 2, 32, 8, 8}))}, 1, name + "_split");
+    Node *swap = graph.addNode(OpKind::Transpose, {split->output(0)}, 1, name + "_swap");
+    swap->setAttr("perm", std::vector<int64_t>{0, 2, 1, 3, 4});
+    shuffled = graph.addNode(OpKind::Reshape, {swap->output(0), graph.addConstant(name + "_merge", Tensor::fromInts({1, 64, 8, 8}))}, 1, name + "_merge")->output(0);
+  }
+  Node *rows = graph.addNode(OpKind::Reshape, {shuffled, graph.addConstant("rows", Tensor::fromInts({64, 64}))}, 1, "rows");
+  Value *w = graph.addInput("w", {DType::Float32, {64, 96}});
+  graph.addOutput(graph.addNode(OpKind::MatMul, {rows->output(0), w}, 1, "project")->output(0));
+  graph.addOutput(graph.addNode(OpKind::Relu, {shuffled}, 1, "relu")->output(0));
+  inferGraph(graph);
+  std::unique_ptr<Backend> backend = createBackend(cudaTarget({"sm_90"}));
+  package::Manifest manifest;
+  for (const KernelGroup &group : formKernelGroups(graph, true)) {
+    LaunchShape launch;
+    manifest.kernels.push_back(backend->addKernel(lowerForBackend(group, backend->capabilities()), launch));
+  }
+  EXPECT_GE(manifest.kernels.size(), 2u);
+  // The tensor-core and the tiled forms of the GEMM both (the backend chose one).
+  std::string mma = tf32PairsSource(graph);
+  EXPECT_FALSE(mma.empty());
+  EXPECT_LT(mma.size(), 200000u);
+  std::optional<Contraction> contraction;
+  for (KernelGroup &group : formKernelGroups(graph, true))
+    if (!contraction)
+      contraction = lowerContraction(group);
+  ASSERT_TRUE(contraction);
+  LaunchShape tiledLaunch;
+  std::string tiled = cuda::printTiledContraction(*contraction, {64, 64, 16, 4, 4}, tiledLaunch);
+  EXPECT_LT(tiled.size(), 200000u);
+  EXPECT_NO_THROW(cuda::compileToPtx(cuda::cudaPrelude() + tiled, "compute_80", "shuffled_tiled.cu"));
+  auto work = std::filesystem::temp_directory_path() / "sinter-cuda-shuffles-test";
   std::filesystem::create_directories(work);
   backend->finish(manifest, work.string());
   std::filesystem::remove_all(work);

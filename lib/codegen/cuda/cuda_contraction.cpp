@@ -143,9 +143,9 @@ std::string printTiledContraction(const Contraction &contraction, const TileShap
     element(o, "      ");
     out << "      " << v(o.indexVar) << " = " << o.base << " + ii; " << v(spec.r) << " = " << k
         << " + kk;\n";
-    std::string value = widened(o) ? printer.expr(o.value->operands[0]) : printer.expr(o.value);
-    out << "      " << o.registers << "[u] = (" << v(o.indexVar) << " < " << o.limit << "LL && "
-        << v(spec.r) << " < " << spec.k << "LL) ? " << value << " : 0;\n    }\n";
+    CudaPrinter::Line value = printer.line({widened(o) ? o.value->operands[0] : o.value}, "      ", true);
+    out << value.definitions << "      " << o.registers << "[u] = (" << v(o.indexVar) << " < " << o.limit << "LL && "
+        << v(spec.r) << " < " << spec.k << "LL) ? " << value.texts[0] << " : 0;\n    }\n";
   };
   auto store = [&](const Operand &o, const char *stage) {
     out << "#pragma unroll\n    for (int u = 0; u < " << perThread(o) << "; ++u) {\n";

@@ -212,7 +212,8 @@ void SliceStaging::walkSetup(const StagedOperand &o) {
   }
   out_ << "    " << v(spec_.r) << " = "
        << (ranged_ ? "(long long)kBegin * " + std::to_string(tile_.bk) + " + kk" : "kk") << ";\n";
-  out_ << "    " << o.name << "Source[u] = b" << o.load->id << " + " << printer_.expr(o.load->operands[0]) << ";\n";
+  CudaPrinter::Line index = printer_.line({o.load->operands[0]}, "    ");
+  out_ << index.definitions << "    " << o.name << "Source[u] = b" << o.load->id << " + " << index.texts[0] << ";\n";
   out_ << "    " << o.name << "Place[u] = sn_shared_address("
        << (alongK ? place(o, "0", "ii", "kk") : place(o, "0", "kk", "jj")) << ");\n";
   out_ << "  }\n";
@@ -238,9 +239,10 @@ void SliceStaging::issueVector(const StagedOperand &o, const std::string &stage,
        << " + kk;\n";
   out_ << indent << "  const bool valid = " << v(o.indexVar) << " < " << o.limit << "LL && " << v(spec_.r) << " < "
        << spec_.k << "LL;\n";
-  out_ << indent << "  sn_cp_async16(" << (alongK ? place(o, stage, "ii", "kk") : place(o, stage, "kk", "jj"))
-       << ", valid ? b" << o.load->id << " + " << printer_.expr(o.load->operands[0]) << " : b" << o.load->id
-       << ", valid);\n";
+  CudaPrinter::Line index = printer_.line({o.load->operands[0]}, indent + "  ", true);
+  out_ << index.definitions << indent << "  sn_cp_async16("
+       << (alongK ? place(o, stage, "ii", "kk") : place(o, stage, "kk", "jj")) << ", valid ? b" << o.load->id << " + "
+       << index.texts[0] << " : b" << o.load->id << ", valid);\n";
   out_ << indent << "}\n";
 }
 
@@ -274,10 +276,13 @@ void SliceStaging::loadStrided(const StagedOperand &o, const char *k, const std:
   out_ << indent << "#pragma unroll\n" << indent << "for (int u = 0; u < " << scalarRuns(o) << "; ++u) {\n";
   runPosition(o, indent + "  ");
   out_ << indent << "  " << v(o.indexVar) << " = " << o.base << " + ii; " << v(spec_.r) << " = " << k << " + kk;\n";
-  out_ << indent << "  const bool fill = " << v(o.indexVar) << " < " << o.limit << "LL && " << v(spec_.r) << " < "
-       << spec_.k << "LL" << (gather.test ? " && " + printer_.expr(gather.test) : std::string()) << ";\n";
-  out_ << indent << "  const " << cudaStorageType(gather.load->type) << " *from = b" << gather.load->id << " + "
-       << printer_.expr(gather.load->operands[0]) << ";\n";
+  // The test runs only inside the bounds; the address is computed either way.
+  CudaPrinter::Line test = gather.test ? printer_.line({gather.test}, indent + "  ", true) : CudaPrinter::Line{};
+  CudaPrinter::Line index = printer_.line({gather.load->operands[0]}, indent + "  ");
+  out_ << test.definitions << indent << "  const bool fill = " << v(o.indexVar) << " < " << o.limit << "LL && "
+       << v(spec_.r) << " < " << spec_.k << "LL" << (gather.test ? " && " + test.texts[0] : std::string()) << ";\n";
+  out_ << index.definitions << indent << "  const " << cudaStorageType(gather.load->type) << " *from = b"
+       << gather.load->id << " + " << index.texts[0] << ";\n";
   out_ << indent << "#pragma unroll\n" << indent << "  for (int s = 0; s < " << length << "; ++s)\n";
   out_ << indent << "    " << o.registers << "[u * " << length << " + s] = fill ? from[s * " << gather.stride
        << "LL] : 0;\n";
@@ -288,14 +293,15 @@ void SliceStaging::loadScalar(const StagedOperand &o, const char *k, const std::
   if (o.strided)
     return loadStrided(o, k, indent);
   int length = runLength(o);
-  std::string value = readsBits(o) ? printer_.expr(o.value->operands[0]) : printer_.expr(o.value);
+  CudaPrinter::Line value =
+      printer_.line({readsBits(o) ? o.value->operands[0] : o.value}, indent + "    ", true);
   out_ << indent << "#pragma unroll\n" << indent << "for (int u = 0; u < " << scalarRuns(o) << "; ++u) {\n";
   runPosition(o, indent + "  ");
   out_ << indent << "  " << v(o.indexVar) << " = " << o.base << " + ii;\n";
   out_ << indent << "#pragma unroll\n" << indent << "  for (int s = 0; s < " << length << "; ++s) {\n";
   out_ << indent << "    " << v(spec_.r) << " = " << k << " + kk + s;\n";
-  out_ << indent << "    " << o.registers << "[u * " << length << " + s] = (" << v(o.indexVar) << " < " << o.limit
-       << "LL && " << v(spec_.r) << " < " << spec_.k << "LL) ? " << value << " : 0;\n";
+  out_ << value.definitions << indent << "    " << o.registers << "[u * " << length << " + s] = (" << v(o.indexVar)
+       << " < " << o.limit << "LL && " << v(spec_.r) << " < " << spec_.k << "LL) ? " << value.texts[0] << " : 0;\n";
   out_ << indent << "  }\n" << indent << "}\n";
 }
 
@@ -332,8 +338,9 @@ void SliceStaging::loadNarrowed(const StagedOperand &o, const char *k, const std
   out_ << indent << "  " << v(o.indexVar) << " = " << o.base << " + ii; " << v(spec_.r) << " = " << k << " + kk;\n";
   out_ << indent << "  if (" << v(o.indexVar) << " < " << o.limit << "LL && " << v(spec_.r) << " < " << spec_.k
        << "LL) {\n";
-  out_ << indent << "    const float4 *run = reinterpret_cast<const float4 *>(b" << o.load->id << " + "
-       << printer_.expr(o.load->operands[0]) << ");\n";
+  CudaPrinter::Line index = printer_.line({o.load->operands[0]}, indent + "    ");
+  out_ << index.definitions << indent << "    const float4 *run = reinterpret_cast<const float4 *>(b" << o.load->id
+       << " + " << index.texts[0] << ");\n";
   out_ << indent << "    " << o.registers << "[2 * u] = run[0]; " << o.registers << "[2 * u + 1] = run[1];\n";
   out_ << indent << "  } else {\n";
   out_ << indent << "    " << o.registers << "[2 * u] = " << o.registers

@@ -6,6 +6,7 @@
 #include <climits>
 #include <cstdio>
 #include <sstream>
+#include <unordered_set>
 
 namespace sinter::codegen::cuda {
 
@@ -245,6 +246,8 @@ const ExprRef *CudaPrinter::remainderTerm(const ExprRef &e) {
 }
 
 std::string CudaPrinter::narrow(const ExprRef &e) {
+  if (auto named = named_.find(e.get()); named != named_.end())
+    return named->second.narrow ? named->second.name : "(int)" + named->second.name;
   switch (e->kind) {
   case ExprKind::Constant:
     return e->intValue == INT32_MIN ? "(-2147483647 - 1)" : "(" + std::to_string(e->intValue) + ")";
@@ -276,6 +279,8 @@ std::string CudaPrinter::narrow(const ExprRef &e) {
 }
 
 std::string CudaPrinter::expr(const ExprRef &e) {
+  if (auto named = named_.find(e.get()); named != named_.end())
+    return named->second.narrow ? "((long long)" + named->second.name + ")" : named->second.name;
   if ((e->kind == ExprKind::Binary && !isComparison(e->binary)) || e->kind == ExprKind::Select)
     if (narrowable(e))
       return "((long long)" + narrow(e) + ")";
@@ -295,6 +300,67 @@ std::string CudaPrinter::expr(const ExprRef &e) {
   case ExprKind::BitCast: return bitcastExpr(e);
   }
   return "?";
+}
+
+CudaPrinter::Line CudaPrinter::line(const std::vector<ExprRef> &roots, const std::string &pad, bool guarded) {
+  // The distinct nodes in post-order (operands first), how often each is reached, and whether
+  // evaluating it where the line starts is harmless whatever the branches decide.
+  std::vector<const ExprRef *> order;
+  std::unordered_map<const Expr *, int> reached;
+  std::unordered_map<const Expr *, bool> harmless;
+  auto visit = [&](auto &self, const ExprRef &e) -> void {
+    if (reached[e.get()]++ > 0)
+      return;
+    bool safe = e->kind != ExprKind::Load &&
+                !(e->kind == ExprKind::Binary && (e->binary == BinaryOp::Div || e->binary == BinaryOp::Rem) &&
+                  e->operands[1]->kind != ExprKind::Constant);
+    for (const ExprRef &operand : e->operands) {
+      self(self, operand);
+      safe = safe && harmless[operand.get()];
+    }
+    harmless[e.get()] = safe;
+    order.push_back(&e);
+  };
+  for (const ExprRef &root : roots)
+    visit(visit, root);
+  // The nodes every evaluation of the line evaluates: all but what lies only under a select's
+  // branches or a short-circuit operator's second operand.
+  std::unordered_set<const Expr *> always;
+  std::vector<const Expr *> pending;
+  if (!guarded)
+    for (const ExprRef &root : roots)
+      pending.push_back(root.get());
+  while (!pending.empty()) {
+    const Expr *node = pending.back();
+    pending.pop_back();
+    if (!always.insert(node).second)
+      continue;
+    size_t unconditional = node->operands.size();
+    if (node->kind == ExprKind::Select ||
+        (node->kind == ExprKind::Binary &&
+         (node->binary == BinaryOp::LogicalAnd || node->binary == BinaryOp::LogicalOr)))
+      unconditional = 1;
+    for (size_t i = 0; i < unconditional; ++i)
+      pending.push_back(node->operands[i].get());
+  }
+  Line result;
+  for (const ExprRef *node : order) {
+    const ExprRef &e = *node;
+    if (reached[e.get()] < 2 || e->kind == ExprKind::Constant || e->kind == ExprKind::Var ||
+        !(always.count(e.get()) || harmless[e.get()]))
+      continue;
+    // The form expr() would print it in: an index that fits 32 bits is held in 32 bits.
+    const bool asNarrow =
+        ((e->kind == ExprKind::Binary && !isComparison(e->binary)) || e->kind == ExprKind::Select) && narrowable(e);
+    const std::string text = asNarrow ? narrow(e) : expr(e);
+    const std::string name = "s" + std::to_string(nextName_++);
+    result.definitions += pad + "const auto " + name + " = " + text + ";\n";
+    named_[e.get()] = {name, asNarrow};
+  }
+  for (const ExprRef &root : roots)
+    result.texts.push_back(expr(root));
+  named_.clear();
+  return result;
 }
 
 std::string CudaPrinter::unaryExpr(const ExprRef &e) {
@@ -402,21 +468,31 @@ void CudaPrinter::stmt(const Stmt &s, int depth) {
   std::string pad(depth * 2, ' ');
   switch (s.kind) {
   case StmtKind::Block: stmts(s.body, depth); break;
-  case StmtKind::For:
-    out_ << pad << "for (v" << s.id << " = 0; v" << s.id << " < " << expr(s.a) << "; ++v" << s.id
-         << ") {\n";
+  case StmtKind::For: {
+    Line bound = line({s.a}, pad);
+    out_ << bound.definitions << pad << "for (v" << s.id << " = 0; v" << s.id << " < " << bound.texts[0] << "; ++v"
+         << s.id << ") {\n";
     stmts(s.body, depth + 1);
     out_ << pad << "}\n";
     break;
+  }
   case StmtKind::Store:
-    if (auto gathered = storeTarget_.find(&s); gathered != storeTarget_.end())
-      out_ << pad << gathered->second << " = " << expr(s.b) << ";\n";
-    else
-      out_ << pad << "b" << s.id << "[" << expr(s.a) << "] = " << expr(s.b) << ";\n";
+    if (auto gathered = storeTarget_.find(&s); gathered != storeTarget_.end()) {
+      Line value = line({s.b}, pad);
+      out_ << value.definitions << pad << gathered->second << " = " << value.texts[0] << ";\n";
+    } else {
+      Line store = line({s.a, s.b}, pad);
+      out_ << store.definitions << pad << "b" << s.id << "[" << store.texts[0] << "] = " << store.texts[1] << ";\n";
+    }
     break;
-  case StmtKind::Assign: out_ << pad << "v" << s.id << " = " << expr(s.a) << ";\n"; break;
-  case StmtKind::If:
-    out_ << pad << "if (" << expr(s.a) << ") {\n";
+  case StmtKind::Assign: {
+    Line value = line({s.a}, pad);
+    out_ << value.definitions << pad << "v" << s.id << " = " << value.texts[0] << ";\n";
+    break;
+  }
+  case StmtKind::If: {
+    Line condition = line({s.a}, pad);
+    out_ << condition.definitions << pad << "if (" << condition.texts[0] << ") {\n";
     stmts(s.body, depth + 1);
     if (!s.orElse.empty()) {
       out_ << pad << "} else {\n";
@@ -424,6 +500,7 @@ void CudaPrinter::stmt(const Stmt &s, int depth) {
     }
     out_ << pad << "}\n";
     break;
+  }
   }
 }
 

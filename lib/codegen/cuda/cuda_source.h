@@ -9,6 +9,7 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace sinter::codegen::cuda {
@@ -28,6 +29,19 @@ public:
   void setRanges(IndexRanges *ranges) { ranges_ = ranges; }
   IndexRanges *ranges() const { return ranges_; }
   std::string expr(const ExprRef &e);
+  /// The texts of expressions that go into one line of code, and the definitions to print before
+  /// that line: each node the expressions share (reached more than once among them) becomes a
+  /// local `const auto sN = ...;` at `pad`, so an expression DAG prints in text linear in its
+  /// distinct nodes. (Index DAGs of composed reshapes and transposes, a channel shuffle's, unfold
+  /// to trees exponential in their depth.) Nodes that only run under a branch of a select or a
+  /// short-circuit operator are hoisted only when evaluating them anyway is harmless (no load,
+  /// no division by a non-constant); with `guarded`, the line evaluates the expressions only
+  /// under a condition of its own, and that holds for every node.
+  struct Line {
+    std::string definitions;
+    std::vector<std::string> texts;
+  };
+  Line line(const std::vector<ExprRef> &roots, const std::string &pad, bool guarded = false);
   /// Statements at an indentation depth (two spaces per level), each line ending in a newline.
   std::string statements(const std::vector<StmtRef> &list, int depth);
   /// `extern "C" __global__ void __launch_bounds__(blockSize[, minBlocksPerSm]) name(params) {`
@@ -67,6 +81,14 @@ private:
 
   IndexRanges *ranges_ = nullptr;
   std::ostringstream out_;
+  /// Nodes printed by name while line() prints one line: the local's name, and whether it holds
+  /// the node's 32-bit form (narrow()).
+  struct Named {
+    std::string name;
+    bool narrow;
+  };
+  std::unordered_map<const Expr *, Named> named_;
+  int nextName_ = 0;
   /// Text printed in place of particular Load nodes (a row element a warp holds in registers).
   std::map<const Expr *, std::string> loadText_;
   /// Stores printed as assignments to this text instead (row elements gathered for one vector

@@ -367,7 +367,9 @@ void CudaPrinter::warpStmt(const Stmt &s, int depth, const RowPlan &rows) {
   }
   if (s.kind == StmtKind::Store) {
     // Every lane holds the same value; one writes it.
-    out_ << pad << "if (lane == 0) b" << s.id << "[" << expr(s.a) << "] = " << expr(s.b) << ";\n";
+    Line store = line({s.a, s.b}, pad);
+    out_ << store.definitions << pad << "if (lane == 0) b" << s.id << "[" << store.texts[0] << "] = " << store.texts[1]
+         << ";\n";
     return;
   }
   if (s.kind != StmtKind::For || s.loop == LoopKind::Serial) {
@@ -378,7 +380,9 @@ void CudaPrinter::warpStmt(const Stmt &s, int depth, const RowPlan &rows) {
     rowLoop(s, depth, rows);
     return;
   }
-  std::string header = pad + "for (" + loopVar + " = lane; " + loopVar + " < " + expr(s.a) + "; " +
+  Line bound = line({s.a}, pad);
+  out_ << bound.definitions;
+  std::string header = pad + "for (" + loopVar + " = lane; " + loopVar + " < " + bound.texts[0] + "; " +
                        loopVar + " += 32) {\n";
   if (s.loop == LoopKind::Parallel) {
     out_ << header;

@@ -59,6 +59,7 @@ void IndexRanges::setVariable(int id, IndexRange range) {
   variables_[id] = range;
   memo_.clear();
   fits_.clear();
+  simplified_.clear();
 }
 
 std::optional<IndexRange> IndexRanges::variable(int id) {
@@ -93,7 +94,9 @@ std::optional<IndexRange> IndexRanges::variable(int id) {
   if (!unknown && range)
     range = unite(*range, IndexRange{0, 0});
   variables_[id] = unknown ? std::nullopt : range;
-  memo_.clear(); // results computed while this variable was in progress may be too pessimistic
+  // Results computed while this variable was in progress may be too pessimistic.
+  memo_.clear();
+  simplified_.clear();
   return variables_[id];
 }
 
@@ -260,6 +263,15 @@ ExprRef divideExact(const ExprRef &term, int64_t n) {
 ExprRef IndexRanges::simplify(const ExprRef &e) {
   if (e->operands.empty())
     return e;
+  // Each distinct node once, so that a shared subexpression stays shared in the result.
+  if (auto done = simplified_.find(e.get()); done != simplified_.end())
+    return done->second.second;
+  ExprRef result = simplifyNode(e);
+  simplified_[e.get()] = {e, result};
+  return result;
+}
+
+ExprRef IndexRanges::simplifyNode(const ExprRef &e) {
   std::vector<ExprRef> operands;
   bool changed = false;
   for (const ExprRef &operand : e->operands) {

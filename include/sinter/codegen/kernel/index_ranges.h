@@ -43,6 +43,7 @@ public:
 private:
   std::optional<IndexRange> variable(int id);
   void collect(const std::vector<StmtRef> &statements);
+  ExprRef simplifyNode(const ExprRef &e);
 
   std::map<int, std::vector<ExprRef>> assigned_; ///< variable -> values assigned to it
   std::map<int, std::vector<ExprRef>> loops_;    ///< variable -> extents of loops over it
@@ -51,6 +52,7 @@ private:
   // Keyed by address; each entry holds its expression so the address cannot be reused.
   std::map<const Expr *, std::pair<ExprRef, std::optional<IndexRange>>> memo_;
   std::map<const Expr *, std::pair<ExprRef, bool>> fits_;
+  std::map<const Expr *, std::pair<ExprRef, ExprRef>> simplified_;
 };
 
 } // namespace sinter::codegen
