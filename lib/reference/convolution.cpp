@@ -1,22 +1,16 @@
 // Reference rules for convolution and pooling: Conv, ConvTranspose, MaxPool, AveragePool, LpPool,
 // GlobalAveragePool, GlobalMaxPool. Tensors are [N, C, D1 .. Dn] with any number of spatial dims.
 //
-// Window geometry (ONNX opset 22/23). Along spatial dim i, output position o reads the inputs at
-//   o * stride - pad_begin + k * dilation,   k in [0, kernel)
-// where positions outside [0, input) are padding (zero for Conv and LpPool, skipped by MaxPool).
-// The output extent is
-//   explicit pads:  floor((input + pad_begin + pad_end - window) / stride) + 1, with
-//                   window = (kernel - 1) * dilation + 1; ceil_mode takes the ceiling instead and
-//                   then drops a last window that would start in the end padding;
-//   VALID:          the same with no padding;
-//   SAME_UPPER/LOWER: ceil(input / stride), padded by (output - 1) * stride + window - input
-//                   (never negative), the odd element at the end (UPPER) or the beginning (LOWER).
+// The window geometry (strides, dilations, padding, output extents) is windowGeometry's
+// (sinter/ir/op_attributes.h), which lowering resolves the same way.
+//
 // AveragePool divides by the window elements inside the input (count_include_pad = 0) or inside
 // the input and its explicit pads (count_include_pad = 1); the part of a ceil_mode window that
 // hangs past the end padding never counts.
 //
 // Values are read as double and every sum is in double; results round once on store.
 #include "indexing.h"
+#include "sinter/ir/op_attributes.h"
 #include "registry.h"
 #include "tensor_helpers.h"
 
@@ -25,76 +19,6 @@
 
 namespace sinter::reference {
 namespace {
-
-struct WindowGeometry {
-  std::vector<int64_t> input, kernel, strides, dilations, padBegin, padEnd, output;
-
-  size_t rank() const { return input.size(); }
-  int64_t window(size_t i) const { return (kernel[i] - 1) * dilations[i] + 1; }
-  /// Input coordinate along dim i of kernel element k of output position o.
-  int64_t position(size_t i, int64_t o, int64_t k) const {
-    return o * strides[i] - padBegin[i] + k * dilations[i];
-  }
-};
-
-/// A per-spatial-dim attribute: its values, or `fallback` repeated when absent.
-std::vector<int64_t> spatialAttr(const Node &node, const std::string &name, size_t rank,
-                                 int64_t fallback, int64_t minimum) {
-  std::vector<int64_t> values = node.attrInts(name, std::vector<int64_t>(rank, fallback));
-  if (values.size() != rank)
-    userError(node.describe(), ": attribute '", name, "' has ", values.size(),
-              " values but there are ", rank, " spatial dims");
-  for (int64_t value : values)
-    if (value < minimum)
-      userError(node.describe(), ": attribute '", name, "' has value ", value,
-                "; it must be >= ", minimum);
-  return values;
-}
-
-/// Resolves strides, dilations, padding and the output extent of a sliding-window op (see the
-/// note at the top of the file).
-WindowGeometry windowGeometry(const Node &node, const std::vector<int64_t> &input,
-                              const std::vector<int64_t> &kernel, bool ceilMode) {
-  size_t rank = input.size();
-  WindowGeometry g;
-  g.input = input;
-  g.kernel = kernel;
-  for (int64_t extent : kernel)
-    if (extent < 1)
-      userError(node.describe(), ": kernel extent ", extent, " must be >= 1");
-  g.strides = spatialAttr(node, "strides", rank, 1, 1);
-  g.dilations = spatialAttr(node, "dilations", rank, 1, 1);
-  std::vector<int64_t> pads = spatialAttr(node, "pads", 2 * rank, 0, 0);
-  std::string autoPad = node.attrString("auto_pad", "NOTSET");
-  g.padBegin.assign(rank, 0);
-  g.padEnd.assign(rank, 0);
-  g.output.assign(rank, 0);
-  for (size_t i = 0; i < rank; ++i) {
-    int64_t stride = g.strides[i], window = g.window(i);
-    if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
-      g.output[i] = ceilDiv(input[i], stride);
-      int64_t total = std::max<int64_t>(0, (g.output[i] - 1) * stride + window - input[i]);
-      int64_t half = total / 2;
-      g.padBegin[i] = autoPad == "SAME_UPPER" ? half : total - half;
-      g.padEnd[i] = total - g.padBegin[i];
-      continue;
-    }
-    if (autoPad == "NOTSET" || autoPad.empty()) {
-      g.padBegin[i] = pads[i];
-      g.padEnd[i] = pads[rank + i];
-    } else if (autoPad != "VALID") {
-      userError(node.describe(), ": unknown auto_pad '", autoPad, "'");
-    }
-    int64_t span = input[i] + g.padBegin[i] + g.padEnd[i] - window;
-    if (span < 0)
-      userError(node.describe(), ": the window (", window, ") is larger than the padded input (",
-                input[i] + g.padBegin[i] + g.padEnd[i], ") along spatial dim ", i);
-    g.output[i] = (ceilMode ? ceilDiv(span, stride) : floorDiv(span, stride)) + 1;
-    if (ceilMode && (g.output[i] - 1) * stride >= input[i] + g.padBegin[i])
-      --g.output[i];
-  }
-  return g;
-}
 
 /// UserError unless `x` is [N, C, spatial...] with at least `minRank` dims.
 void requireImage(const Node &node, const Tensor &x, int minRank) {
@@ -218,10 +142,10 @@ Outputs evalConvTranspose(const Node &node, const Inputs &inputs) {
 
   std::vector<int64_t> input = spatialDims(x), kernel = kernelFromWeights(node, w);
   size_t rank = input.size();
-  std::vector<int64_t> strides = spatialAttr(node, "strides", rank, 1, 1);
-  std::vector<int64_t> dilations = spatialAttr(node, "dilations", rank, 1, 1);
-  std::vector<int64_t> outputPadding = spatialAttr(node, "output_padding", rank, 0, 0);
-  std::vector<int64_t> pads = spatialAttr(node, "pads", 2 * rank, 0, 0);
+  std::vector<int64_t> strides = spatialAttribute(node, "strides", rank, 1, 1);
+  std::vector<int64_t> dilations = spatialAttribute(node, "dilations", rank, 1, 1);
+  std::vector<int64_t> outputPadding = spatialAttribute(node, "output_padding", rank, 0, 0);
+  std::vector<int64_t> pads = spatialAttribute(node, "pads", 2 * rank, 0, 0);
   std::string autoPad = node.attrString("auto_pad", "NOTSET");
   if (autoPad != "NOTSET" && !autoPad.empty() && autoPad != "VALID" && autoPad != "SAME_UPPER" &&
       autoPad != "SAME_LOWER")

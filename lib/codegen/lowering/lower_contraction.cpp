@@ -5,33 +5,10 @@
 
 #include "sinter/codegen/lowering/contraction.h"
 #include "sinter/ir/conv_layout.h"
+#include "sinter/ir/op_attributes.h"
 #include "sinter/support/error.h"
 
 namespace sinter::codegen {
-
-Window convolutionWindow(const Node &node, const std::vector<int64_t> &kernel,
-                         const std::vector<int64_t> &inSpatial, const std::vector<int64_t> &outSpatial) {
-  size_t n = inSpatial.size();
-  Window window;
-  window.kernel = kernel;
-  window.strides = node.attrInts("strides", std::vector<int64_t>(n, 1));
-  window.dilations = node.attrInts("dilations", std::vector<int64_t>(n, 1));
-  std::vector<int64_t> pads = node.attrInts("pads", std::vector<int64_t>(2 * n, 0));
-  std::string autoPad = node.attrString("auto_pad", "NOTSET");
-  window.padBegin.assign(n, 0);
-  for (size_t i = 0; i < n; ++i) {
-    if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
-      int64_t extent = (kernel[i] - 1) * window.dilations[i] + 1;
-      int64_t total = std::max<int64_t>((outSpatial[i] - 1) * window.strides[i] + extent - inSpatial[i], 0);
-      window.padBegin[i] = autoPad == "SAME_UPPER" ? total / 2 : total - total / 2;
-    } else if (autoPad == "VALID") {
-      window.padBegin[i] = 0;
-    } else {
-      window.padBegin[i] = pads[i];
-    }
-  }
-  return window;
-}
 
 namespace {
 
@@ -138,7 +115,7 @@ ContractionSpec describeConv(const RuleContext &ctx) {
   int64_t images = x[0], channelsPerGroup = w[1], outputsPerGroup = out[1] / groups;
   std::vector<int64_t> kernel(w.begin() + 2, w.end());
   std::vector<int64_t> outSpatial(out.begin() + 2, out.end());
-  Window window = convolutionWindow(node, kernel, {x.begin() + 2, x.end()}, outSpatial);
+  const WindowGeometry window = windowGeometry(node, {x.begin() + 2, x.end()}, kernel, false);
   int64_t positions = productOf(outSpatial);
   ContractionSpec spec;
   spec.type = ctx.outputType(0);

@@ -2,6 +2,8 @@
 // per output element and a sequential loop over the window.
 #include "lowering_rules.h"
 
+#include "sinter/ir/op_attributes.h"
+
 #include <limits>
 
 namespace sinter::codegen {
@@ -16,8 +18,15 @@ void poolRule(const RuleContext &ctx) {
   bool isMax = node.kind() == OpKind::MaxPool || node.kind() == OpKind::GlobalMaxPool;
   bool isLp = node.kind() == OpKind::LpPool;
   std::vector<int64_t> kernel = global ? std::vector<int64_t>(x.begin() + 2, x.end()) : node.attrInts("kernel_shape");
-  Window window = global ? Window{kernel, std::vector<int64_t>(n, 1), std::vector<int64_t>(n, 1), std::vector<int64_t>(n, 0)}
-                         : convolutionWindow(ctx.node(), kernel, {x.begin() + 2, x.end()}, {out.begin() + 2, out.end()});
+  WindowGeometry window;
+  if (global) {
+    window.kernel = kernel;
+    window.strides.assign(n, 1);
+    window.dilations.assign(n, 1);
+    window.padBegin.assign(n, 0);
+  } else {
+    window = windowGeometry(node, {x.begin() + 2, x.end()}, kernel, node.attrInt("ceil_mode", 0) != 0);
+  }
   DType type = ctx.outputType(0);
   b.setParallelExtent(productOf(out));
   std::vector<ExprRef> index = unravelIndex(b.gid(), out);

@@ -129,14 +129,6 @@ bool lowerGroupNodes(const KernelGroup &group, KernelBuilder &builder, GroupBuff
 /// variables declared in ctx.builder().
 ContractionSpec describeContraction(const RuleContext &ctx);
 
-/// Per spatial axis of a convolution or pooling window: kernel size, stride, dilation, and the
-/// padding before the first element (auto_pad resolved).
-struct Window {
-  std::vector<int64_t> kernel, strides, dilations, padBegin;
-};
-Window convolutionWindow(const Node &node, const std::vector<int64_t> &kernel,
-                         const std::vector<int64_t> &inSpatial, const std::vector<int64_t> &outSpatial);
-
 // ---- Index helpers ---------------------------------------------------------------------------
 
 /// Row-major flat index of a multi-index over static dims.
