@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <exception>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -37,6 +38,21 @@ void runJobs(size_t count, unsigned workers, const std::function<void(size_t)> &
   for (const std::exception_ptr &failure : failures)
     if (failure)
       std::rethrow_exception(failure);
+}
+
+void runReportedJobs(const ProgressCallback &progress, const char *phase, const char *unit, size_t count,
+                     unsigned workers, const std::function<void(size_t)> &job) {
+  if (progress)
+    progress({phase, unit, 0, count});
+  size_t done = 0;
+  std::mutex order; // guards done, so reports come in increasing order of it
+  runJobs(count, workers, [&](size_t index) {
+    job(index);
+    if (progress) {
+      std::lock_guard<std::mutex> lock(order);
+      progress({phase, unit, ++done, count});
+    }
+  });
 }
 
 } // namespace sinter

@@ -98,3 +98,25 @@ def test_cpu_objects_come_from_the_cache_byte_identical(tmp_path):
     assert cache_line(st.sinter("compile", MODEL, "-o", rebuilt, *flags, "--cache-dir", cache)) == (0, 1, 1)
     for artifact in (cold, warm, rebuilt):
         assert artifact.read_bytes() == truth.read_bytes(), artifact.name
+
+
+def test_cpu_modules_are_built_in_parallel_and_cached_one_by_one(tmp_path):
+    """A model of more than eight kernels fills several LLVM modules, built on the -j pool: the
+    artifact is the same for -j 1 and -j 2, each module's object is an entry of its own, and a
+    compile that finds all but one of them builds that one alone."""
+    model = st.MODELS_DIR / "mobilenet_v2.onnx"
+    flags = ["--target", "cpu", "--force", "--dim", "batch=1"]
+    truth, parallel = tmp_path / "truth.so", tmp_path / "parallel.so"
+    st.sinter("compile", model, "-o", truth, *flags, "--no-cache", "-j", "1")
+    st.sinter("compile", model, "-o", parallel, *flags, "--no-cache", "-j", "2")
+    assert parallel.read_bytes() == truth.read_bytes()
+    cache = tmp_path / "cache"
+    cold, warm, partial = tmp_path / "cold.so", tmp_path / "warm.so", tmp_path / "partial.so"
+    hits, units, _ = cache_line(st.sinter("compile", model, "-o", cold, *flags, "--cache-dir", cache, "-j", "2"))
+    assert hits == 0 and units > 1, units
+    assert len(entries(cache)) == units
+    assert cache_line(st.sinter("compile", model, "-o", warm, *flags, "--cache-dir", cache)) == (units, units, 0)
+    entries(cache)[0].unlink()
+    assert cache_line(st.sinter("compile", model, "-o", partial, *flags, "--cache-dir", cache)) == (units - 1, units, 0)
+    for artifact in (cold, warm, partial):
+        assert artifact.read_bytes() == truth.read_bytes(), artifact.name

@@ -1,6 +1,9 @@
-// The CPU backend: kernel IR built as LLVM IR for x86-64, optimised at O3 and emitted as one
-// object that the artifact writer links into model.so (through the kernel cache: an unchanged
-// module's object is not built again).
+// The CPU backend: kernel IR built as LLVM IR for x86-64, eight kernels a module, each module
+// optimised at O3 and emitted as an object on the -j pool (its own LLVMContext and target
+// machine, as LLVM's are not shared between threads); the artifact writer links the objects into
+// model.so. Each module's object goes through the kernel cache, so a compile that changes some
+// kernels builds only their modules again. Which module a kernel lands in depends on its place
+// in the plan alone, never on -j, so the artifact is the same for every job count.
 //
 // Each kernel is `void NAME(void *const *args, int64_t begin, int64_t end)`: the runtime's
 // thread pool calls it on disjoint chunks of the parallel index. The body lives in an internal
@@ -15,6 +18,7 @@
 #include "sinter/codegen/llvm/target_machine.h"
 
 #include "sinter/support/error.h"
+#include "sinter/support/job_pool.h"
 
 #include <llvm/Config/llvm-config.h>
 #include <llvm/IR/Verifier.h>
@@ -34,12 +38,9 @@ namespace fs = std::filesystem;
 class CpuBackend final : public Backend {
 public:
   explicit CpuBackend(const TargetOptions &options)
-      : options_(resolved(options)), machine_(llvmgen::createX86TargetMachine(options_.cpu.level)),
-        module_(std::make_unique<llvm::Module>("sinter_kernels", context_)) {
-    module_->setDataLayout(machine_->createDataLayout());
-    module_->setTargetTriple(machine_->getTargetTriple().str());
+      : options_(resolved(options)) {
     // x86-64-v3 and up convert f16 in hardware; v2 gets the emitter's integer conversions.
-    hasF16c_ = machine_->getMCSubtargetInfo()->checkFeatures("+f16c");
+    hasF16c_ = llvmgen::createX86TargetMachine(options_.cpu.level)->getMCSubtargetInfo()->checkFeatures("+f16c");
   }
 
   std::string name() const override { return "LLVM x86-64 (" + options_.cpu.level + ")"; }
@@ -52,12 +53,13 @@ public:
 
   package::Kernel addKernel(const LoweredGroup &group, LaunchShape &launch) override {
     const Kernel &kernel = group.kernel;
-    if (std::optional<Kernel> blocked = llvmgen::addBlockedContraction(group, options_.cpu.level, *module_, launch,
+    Unit &unit = unitForNextKernel();
+    if (std::optional<Kernel> blocked = llvmgen::addBlockedContraction(group, options_.cpu.level, *unit.module, launch,
                                                                              hasF16c_)) {
       emitKernelSource(kernel);
       return describeKernel(group, *blocked, "llvm-x86-blocked");
     }
-    buildKernel(kernel);
+    buildKernel(kernel, unit);
     launch.parallelExtent = kernel.parallelExtent;
     emitKernelSource(kernel);
     return describeKernel(group, kernel, "llvm-x86");
@@ -73,62 +75,102 @@ public:
 
   std::vector<std::string> finish(package::Manifest &manifest,
                                   const std::string &workDirectory) override {
-    std::string problems;
-    llvm::raw_string_ostream stream(problems);
-    SINTER_ASSERT(!llvm::verifyModule(*module_, &stream), "generated LLVM IR is invalid:\n", problems);
     manifest.cpuLevel = options_.cpu.level;
-    bool emit = !options_.emitSourceDirectory.empty();
-    if (emit)
-      writeModule(fs::path(options_.emitSourceDirectory) / "module.unoptimized.ll");
-    std::string object = (fs::path(workDirectory) / "kernels.o").string();
-    const ProgressCallback &progress = options_.build.progress;
-    if (progress)
-      progress({"LLVM O3 and object", "modules", 0, 1});
-    // The kernel cache (support/kernel_cache.h): the object is keyed by the unoptimised module's
-    // text, the target machine and LLVM's version, so a hit is the object LLVM would emit.
-    // --emit-source needs the optimised module and its assembly, so it bypasses the cache.
-    const KernelCache *cache = options_.build.cache.get();
-    std::string key;
-    if (cache && cache->enabled() && !emit) {
-      std::string text;
-      llvm::raw_string_ostream stream(text);
-      module_->print(stream, nullptr);
-      key = cacheKey({"llvm object", LLVM_VERSION_STRING, machine_->getTargetTriple().str(),
-                      machine_->getTargetCPU().str(), machine_->getTargetFeatureString().str(), "O3", text});
-      if (std::optional<std::string> bytes = cache->load(key)) {
-        std::ofstream(object, std::ios::binary) << *bytes;
-        if (progress)
-          progress({"LLVM O3 and object", "modules", 1, 1});
-        return {object};
+    if (units_.empty())
+      units_.push_back(newUnit()); // a model without kernels still links one (empty) object
+    for (const Unit &unit : units_) {
+      std::string problems;
+      llvm::raw_string_ostream stream(problems);
+      SINTER_ASSERT(!llvm::verifyModule(*unit.module, &stream), "generated LLVM IR is invalid:\n", problems);
+    }
+    const bool emit = !options_.emitSourceDirectory.empty();
+    // --emit-source: module.ll, or module0.ll, module1.ll, ... when the kernels fill several.
+    auto sourcePath = [&](size_t index, const char *suffix) {
+      std::string stem = units_.size() == 1 ? "module" : "module" + std::to_string(index);
+      return fs::path(options_.emitSourceDirectory) / (stem + suffix);
+    };
+    std::vector<std::string> objects(units_.size());
+    for (size_t i = 0; i < units_.size(); ++i)
+      objects[i] = (fs::path(workDirectory) / ("kernels" + std::to_string(i) + ".o")).string();
+    // The kernel cache (support/kernel_cache.h): each object is keyed by its unoptimised
+    // module's text, the target machine and LLVM's version, so a hit is the object LLVM would
+    // emit. --emit-source needs the optimised module and its assembly, so it bypasses the cache.
+    const KernelCache *cache = emit ? nullptr : options_.build.cache.get();
+    runReportedJobs(options_.build.progress, "LLVM O3 and object", "modules", units_.size(), options_.build.jobs,
+                    [&](size_t index) {
+      Unit &unit = units_[index];
+      if (emit)
+        writeModule(*unit.module, sourcePath(index, ".unoptimized.ll"));
+      std::string key;
+      if (cache && cache->enabled()) {
+        std::string text;
+        llvm::raw_string_ostream stream(text);
+        unit.module->print(stream, nullptr);
+        key = cacheKey({"llvm object", LLVM_VERSION_STRING, unit.machine->getTargetTriple().str(),
+                        unit.machine->getTargetCPU().str(), unit.machine->getTargetFeatureString().str(), "O3", text});
+        if (std::optional<std::string> bytes = cache->load(key)) {
+          std::ofstream(objects[index], std::ios::binary) << *bytes;
+          return;
+        }
       }
-    }
-    llvmgen::optimizeModule(*module_, *machine_);
-    llvmgen::emitFile(*module_, *machine_, object, false);
-    if (!key.empty()) {
-      std::ifstream in(object, std::ios::binary);
-      cache->store(key, std::string(std::istreambuf_iterator<char>(in), {}));
-    }
-    if (progress)
-      progress({"LLVM O3 and object", "modules", 1, 1});
-    if (emit) {
-      writeModule(fs::path(options_.emitSourceDirectory) / "module.ll");
-      llvmgen::emitFile(*module_, *machine_, (fs::path(options_.emitSourceDirectory) / "module.s").string(), true);
-    }
-    return {object};
+      llvmgen::optimizeModule(*unit.module, *unit.machine);
+      llvmgen::emitFile(*unit.module, *unit.machine, objects[index], false);
+      if (!key.empty()) {
+        std::ifstream in(objects[index], std::ios::binary);
+        cache->store(key, std::string(std::istreambuf_iterator<char>(in), {}));
+      }
+      if (emit) {
+        writeModule(*unit.module, sourcePath(index, ".ll"));
+        llvmgen::emitFile(*unit.module, *unit.machine, sourcePath(index, ".s").string(), true);
+      }
+    });
+    return objects;
   }
 
 private:
-  void writeModule(const fs::path &path) {
+  /// An LLVM module a job optimises and emits alone, with the context and target machine it
+  /// needs (the module is destroyed before its context).
+  struct Unit {
+    std::unique_ptr<llvm::LLVMContext> context;
+    std::unique_ptr<llvm::TargetMachine> machine;
+    std::unique_ptr<llvm::Module> module;
+    size_t kernels = 0;
+  };
+
+  /// Eight kernels a module, as the CUDA backend deals them: a model's modules keep the cores
+  /// busy (BERT-base's 122 kernels in 16), for a few milliseconds of pass setup per module.
+  static constexpr size_t kKernelsPerModule = 8;
+
+  Unit newUnit() const {
+    Unit unit;
+    unit.context = std::make_unique<llvm::LLVMContext>();
+    unit.machine = llvmgen::createX86TargetMachine(options_.cpu.level);
+    unit.module = std::make_unique<llvm::Module>("sinter_kernels", *unit.context);
+    unit.module->setDataLayout(unit.machine->createDataLayout());
+    unit.module->setTargetTriple(unit.machine->getTargetTriple().str());
+    return unit;
+  }
+
+  Unit &unitForNextKernel() {
+    if (units_.empty() || units_.back().kernels == kKernelsPerModule)
+      units_.push_back(newUnit());
+    ++units_.back().kernels;
+    return units_.back();
+  }
+
+  static void writeModule(const llvm::Module &module, const fs::path &path) {
     std::string text;
     llvm::raw_string_ostream stream(text);
-    module_->print(stream, nullptr);
+    module.print(stream, nullptr);
     std::ofstream(path) << text;
   }
 
-  void buildKernel(const Kernel &kernel) {
-    llvm::Type *ptr = llvm::PointerType::getUnqual(context_);
-    llvm::Type *i64 = llvm::Type::getInt64Ty(context_);
-    llvm::Type *voidType = llvm::Type::getVoidTy(context_);
+  void buildKernel(const Kernel &kernel, Unit &unit) {
+    llvm::LLVMContext &context = *unit.context;
+    llvm::Module *module = unit.module.get();
+    llvm::Type *ptr = llvm::PointerType::getUnqual(context);
+    llvm::Type *i64 = llvm::Type::getInt64Ty(context);
+    llvm::Type *voidType = llvm::Type::getVoidTy(context);
 
     // The body: (b0, b1, ..., begin, end), buffers noalias.
     std::vector<llvm::Type *> bodyParams(kernel.buffers.size(), ptr);
@@ -136,7 +178,7 @@ private:
     bodyParams.push_back(i64);
     auto *body = llvm::Function::Create(llvm::FunctionType::get(voidType, bodyParams, false),
                                         llvm::Function::InternalLinkage, kernel.name + ".body",
-                                        module_.get());
+                                        module);
     body->addFnAttr(llvm::Attribute::NoUnwind);
     body->addFnAttr(llvm::Attribute::AlwaysInline);
     std::vector<llvm::Value *> buffers;
@@ -149,13 +191,13 @@ private:
     llvm::Value *begin = body->getArg(unsigned(kernel.buffers.size()));
     llvm::Value *end = body->getArg(unsigned(kernel.buffers.size() + 1));
 
-    llvm::IRBuilder<> b(context_);
-    auto *entry = llvm::BasicBlock::Create(context_, "entry", body);
-    auto *header = llvm::BasicBlock::Create(context_, "gid.loop", body);
-    auto *loopBody = llvm::BasicBlock::Create(context_, "gid.body", body);
-    auto *exit = llvm::BasicBlock::Create(context_, "exit", body);
+    llvm::IRBuilder<> b(context);
+    auto *entry = llvm::BasicBlock::Create(context, "entry", body);
+    auto *header = llvm::BasicBlock::Create(context, "gid.loop", body);
+    auto *loopBody = llvm::BasicBlock::Create(context, "gid.body", body);
+    auto *exit = llvm::BasicBlock::Create(context, "exit", body);
     b.SetInsertPoint(entry);
-    llvmgen::KernelEmitter emitter(kernel, b, *module_, buffers, llvmgen::hostMathLibrary(),
+    llvmgen::KernelEmitter emitter(kernel, b, *module, buffers, llvmgen::hostMathLibrary(),
                                    hasF16c_);
     b.CreateBr(header);
     b.SetInsertPoint(header);
@@ -173,9 +215,9 @@ private:
     // The entry point the runtime calls: unpack args and call the body.
     auto *wrapper = llvm::Function::Create(
         llvm::FunctionType::get(voidType, {ptr, i64, i64}, false), llvm::Function::ExternalLinkage,
-        kernel.name, module_.get());
+        kernel.name, module);
     wrapper->addFnAttr(llvm::Attribute::NoUnwind);
-    b.SetInsertPoint(llvm::BasicBlock::Create(context_, "entry", wrapper));
+    b.SetInsertPoint(llvm::BasicBlock::Create(context, "entry", wrapper));
     std::vector<llvm::Value *> arguments;
     for (size_t i = 0; i < kernel.buffers.size(); ++i)
       arguments.push_back(b.CreateLoad(ptr, b.CreateConstInBoundsGEP1_64(ptr, wrapper->getArg(0), i)));
@@ -186,9 +228,7 @@ private:
   }
 
   TargetOptions options_;
-  llvm::LLVMContext context_;
-  std::unique_ptr<llvm::TargetMachine> machine_;
-  std::unique_ptr<llvm::Module> module_;
+  std::vector<Unit> units_;
   bool hasF16c_ = false;
 };
 

@@ -292,18 +292,7 @@ private:
   /// runJobs on the pool of -j workers, reporting each job done as progress of `phase`.
   void runReportedJobs(const char *phase, const char *unit, size_t count,
                        const std::function<void(size_t)> &job) const {
-    const ProgressCallback &progress = options_.build.progress;
-    if (progress)
-      progress({phase, unit, 0, count});
-    size_t done = 0;
-    std::mutex order; // guards done, so reports come in increasing order of it
-    runJobs(count, options_.build.jobs, [&](size_t index) {
-      job(index);
-      if (progress) {
-        std::lock_guard<std::mutex> lock(order);
-        progress({phase, unit, ++done, count});
-      }
-    });
+    sinter::runReportedJobs(options_.build.progress, phase, unit, count, options_.build.jobs, job);
   }
 
   // Eight kernels a module (BERT-base's eleven distinct kernels in two modules, ResNet-50's
