@@ -29,8 +29,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-PHASES = re.compile(r"time: import ([\d.]+) s, passes ([\d.]+) s, codegen ([\d.]+) s, backend ([\d.]+) s, "
-                    r"write ([\d.]+) s, total ([\d.]+) s")
+PHASES = re.compile(r"time: import ([\d.]+) s, passes ([\d.]+) s, codegen ([\d.]+) s, plan ([\d.]+) s, "
+                    r"backend ([\d.]+) s, write ([\d.]+) s, total ([\d.]+) s")
 TOOL = re.compile(r"info: (NVRTC|ptxas): (\d+) \w+ in ([\d.]+) s")
 WROTE = re.compile(r"wrote .*: (\d+) kernels \((\d+) distinct\)")
 CACHE = re.compile(r"kernel cache .*: (\d+) of (\d+) toolchain units from the cache")
@@ -82,7 +82,7 @@ def measure(command, timeout):
     result["peak_rss_mib"] = round(after.ru_maxrss / 1024, 1)
     log = result.pop("log")
     if (match := PHASES.search(log)):
-        names = ["import", "passes", "codegen", "backend", "write", "total"]
+        names = ["import", "passes", "codegen", "plan", "backend", "write", "total"]
         result["phases_s"] = {name: float(value) for name, value in zip(names, match.groups())}
     for tool, units, seconds in TOOL.findall(log):
         result.setdefault("toolchain", {})[tool] = {"units": int(units), "s": float(seconds)}
@@ -121,7 +121,7 @@ def measure_one(sinter, model, target, timeout, work):
 
 
 def markdown(rows):
-    lines = ["| model | target | kernels (distinct) | cold s (CPU s) | NVRTC s | ptxas s | import / passes / write s | warm s (cache hits) | peak RSS MiB |",
+    lines = ["| model | target | kernels (distinct) | cold s (CPU s) | NVRTC s | ptxas s | import / passes / plan / write s | warm s (cache hits) | peak RSS MiB |",
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for row in rows:
         cold, warm = row.get("cold", {}), row.get("warm", {})
@@ -136,7 +136,7 @@ def markdown(rows):
             f"| {row['model']} | {row['target']} | {cold.get('kernels')} ({cold.get('distinct_kernels')}) | "
             f"{cold['wall_s']} ({cold['cpu_s']}) | {tools.get('NVRTC', {}).get('s', '')} | "
             f"{tools.get('ptxas', {}).get('s', '')} | {phases.get('import')} / {phases.get('passes')} / "
-            f"{phases.get('write')} | {warm_text} | {max(cold.get('peak_rss_mib', 0), warm.get('peak_rss_mib', 0))} |")
+            f"{phases.get('plan')} / {phases.get('write')} | {warm_text} | {max(cold.get('peak_rss_mib', 0), warm.get('peak_rss_mib', 0))} |")
     return "\n".join(lines) + "\n"
 
 

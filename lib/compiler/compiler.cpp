@@ -126,9 +126,9 @@ uint64_t appendWeights(package::Manifest &manifest, const void *data, uint64_t b
   }
   uint64_t offset = (manifest.weights.size() + package::kWeightAlignment - 1) /
                     package::kWeightAlignment * package::kWeightAlignment;
-  manifest.weights.resize(offset + bytes);
-  std::copy(static_cast<const uint8_t *>(data), static_cast<const uint8_t *>(data) + bytes,
-            manifest.weights.begin() + offset);
+  manifest.weights.resize(offset); // the alignment's padding
+  manifest.weights.insert(manifest.weights.end(), static_cast<const uint8_t *>(data),
+                          static_cast<const uint8_t *>(data) + bytes);
   manifest.weightTable.push_back({name, offset, bytes});
   if (index) {
     index->offsetsByHash.emplace(hash, offset);
@@ -249,9 +249,18 @@ std::map<const Value *, package::BufferRef> placeConstants(const Graph &graph,
                                                            const std::set<const Value *> &replaced,
                                                            package::Manifest &manifest,
                                                            WeightIndex *weightIndex) {
+  auto placed = [&](const Value *constant) {
+    return (constant->hasUses() || graph.isOutput(constant)) && !replaced.count(constant);
+  };
+  // Room for all of them at once: the blob is copied into once, not again at every doubling.
+  uint64_t room = manifest.weights.size();
+  for (Value *constant : graph.constants())
+    if (placed(constant))
+      room += constant->constant().byteSize() + package::kWeightAlignment;
+  manifest.weights.reserve(room);
   std::map<const Value *, package::BufferRef> location;
   for (Value *constant : graph.constants()) {
-    if ((!constant->hasUses() && !graph.isOutput(constant)) || replaced.count(constant))
+    if (!placed(constant))
       continue;
     const Tensor &tensor = constant->constant();
     uint64_t offset =
@@ -444,6 +453,7 @@ void buildPlan(Graph &graph, const CompileOptions &options, codegen::Backend &ba
   auto start = Clock::now();
   const bool fuseKernels = runPasses(graph, options, capabilities);
   stats.passSeconds += secondsSince(start);
+  const auto planStart = Clock::now(); // stages 2 to 8 less the code generation in them
 
   // 2. Schedule: kernel groups, then view aliases and lifetimes over the groups' order.
   Schedule schedule = scheduleGraph(graph, fuseKernels, kernelSuffix);
@@ -484,8 +494,9 @@ void buildPlan(Graph &graph, const CompileOptions &options, codegen::Backend &ba
   //    outputs' slots (and the copies of constant outputs, which run after every launch).
   recordInputs(graph, declared, layout, plan);
   recordLaunches(schedule, lowered, generated, layout, manifest, plan, weightIndex, kernelIndex);
-  stats.codegenSeconds += codegenSeconds;
   recordOutputs(graph, schedule, layout, plan);
+  stats.codegenSeconds += codegenSeconds;
+  stats.planSeconds += secondsSince(planStart) - codegenSeconds;
 }
 
 /// Stage 9, packaging: the backend compiles what it kept (NVRTC and ptxas, or LLVM to an

@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 namespace sinter::package {
@@ -26,14 +27,26 @@ namespace fs = std::filesystem;
 /// whole shared object must stay well under 2 GiB.
 constexpr uint64_t kMaxBlobBytes = (uint64_t(2) << 30) - (uint64_t(64) << 20);
 
+/// Where the blob object (a copy of the whole artifact) is written before linking: $TMPDIR when
+/// the user set it; else /dev/shm when it is a writable folder with room for the object and
+/// 64 MiB more, since a file in memory is written and read back by the linker at about twice
+/// the speed of one on a disk's page cache (BERT-base's 440 MB: the write phase 2.3 -> 1.1 s on
+/// the 2-core development machine); else the system's temporary folder.
+fs::path scratchBase(uint64_t objectBytes) {
+  const char *chosen = std::getenv("TMPDIR");
+  struct statvfs space {};
+  if (!(chosen && *chosen) && access("/dev/shm", W_OK | X_OK) == 0 && statvfs("/dev/shm", &space) == 0 &&
+      uint64_t(space.f_bavail) * space.f_frsize >= objectBytes + (uint64_t(64) << 20))
+    return "/dev/shm";
+  std::error_code error;
+  fs::path base = fs::temp_directory_path(error);
+  return error ? fs::path("/tmp") : base;
+}
+
 /// A folder that exists for the lifetime of the object.
 class ScratchFolder {
 public:
-  ScratchFolder() {
-    std::error_code error;
-    fs::path base = fs::temp_directory_path(error);
-    if (error)
-      base = "/tmp";
+  explicit ScratchFolder(const fs::path &base) {
     std::string pattern = (base / "sinter-artifact-XXXXXX").string();
     if (!mkdtemp(pattern.data()))
       userError("cannot create a scratch folder in '", base.string(), "': ", std::strerror(errno));
@@ -108,7 +121,7 @@ void writeArtifact(const Manifest &manifest, const std::string &path,
               " MiB) are too large to embed in a shared object (at most ", kMaxBlobBytes >> 20,
               " MiB)");
 
-  ScratchFolder scratch;
+  ScratchFolder scratch(scratchBase(head.size() + manifest.weights.size()));
   std::string blobObject = (scratch.path() / "artifact.o").string();
   emitBlobObject(head, manifest.weights, blobObject);
   head.clear();

@@ -300,9 +300,9 @@ void runCompile(const CompileCommandFlags &command) {
                  options.target.build.cache->directory(), stats.cacheHits, units,
                  stats.cacheCorrupt ? fmt::format(" ({} damaged entries rebuilt)", stats.cacheCorrupt) : "");
   }
-  spdlog::info("time: import {:.2f} s, passes {:.2f} s, codegen {:.2f} s, backend {:.2f} s, write "
-               "{:.2f} s, total {:.2f} s",
-               importSeconds, stats.passSeconds, stats.codegenSeconds, stats.finishSeconds,
+  spdlog::info("time: import {:.2f} s, passes {:.2f} s, codegen {:.2f} s, plan {:.2f} s, backend {:.2f} s, "
+               "write {:.2f} s, total {:.2f} s",
+               importSeconds, stats.passSeconds, stats.codegenSeconds, stats.planSeconds, stats.finishSeconds,
                stats.writeSeconds, totalSeconds);
 }
 

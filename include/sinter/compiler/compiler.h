@@ -51,7 +51,10 @@ struct CompileOptions {
 };
 
 struct CompileStatistics {
-  double passSeconds = 0, codegenSeconds = 0, finishSeconds = 0, writeSeconds = 0;
+  /// Wall seconds by phase: the passes; lowering and the backend's code generation; planning
+  /// (scheduling, memory plan, weights laid out, launches recorded); the backend's toolchain
+  /// work (finish); linking and writing model.so.
+  double passSeconds = 0, codegenSeconds = 0, planSeconds = 0, finishSeconds = 0, writeSeconds = 0;
   /// Kernel launches in the plan, and the distinct kernels they launch (identical bodies are one).
   int kernelCount = 0, distinctKernelCount = 0;
   /// Toolchain units (an NVRTC or ptxas run each) the kernel cache had, did not have, and found
