@@ -2,6 +2,7 @@
 // allowzero, -1 is inferred, symbols cancel), Flatten, Squeeze, Unsqueeze, Transpose, Expand,
 // Tile, Concat, Split, DepthToSpace and SpaceToDepth.
 #include "infer_rules.h"
+#include "sinter/ir/op_attributes.h"
 
 #include <algorithm>
 #include <set>
@@ -327,15 +328,6 @@ Types split(const InferContext &ctx) {
   return types;
 }
 
-int64_t blockSizeOf(const InferContext &ctx) {
-  if (!ctx.node().hasAttr("blocksize"))
-    ctx.fail("attribute 'blocksize' is required");
-  int64_t block = ctx.node().attrInt("blocksize", 1);
-  if (block <= 0)
-    ctx.fail("attribute 'blocksize' must be positive, not ", block);
-  return block;
-}
-
 /// A dim divided exactly by `divisor`; `what` names it when it does not divide.
 Dim divideDim(const InferContext &ctx, const Dim &dim, int64_t divisor, const char *what) {
   if (!dim.isStatic())
@@ -347,10 +339,7 @@ Dim divideDim(const InferContext &ctx, const Dim &dim, int64_t divisor, const ch
 
 Types depthToSpace(const InferContext &ctx) {
   ctx.requireRank(0, 4);
-  int64_t block = blockSizeOf(ctx);
-  std::string mode = ctx.node().attrString("mode", "DCR");
-  if (mode != "DCR" && mode != "CRD")
-    ctx.fail("attribute 'mode' must be DCR or CRD, not \"", mode, "\"");
+  int64_t block = blockRearrangement(ctx.node()).blockSize;
   const Shape &in = ctx.shape(0);
   int64_t square = checkedMul(ctx, block, block);
   return {{ctx.dtype(0),
@@ -360,10 +349,7 @@ Types depthToSpace(const InferContext &ctx) {
 
 Types spaceToDepth(const InferContext &ctx) {
   ctx.requireRank(0, 4);
-  int64_t block = blockSizeOf(ctx);
-  std::string mode = ctx.node().attrString("mode", "DCR");
-  if (mode != "DCR" && mode != "CRD")
-    ctx.fail("attribute 'mode' must be DCR or CRD, not \"", mode, "\"");
+  int64_t block = blockRearrangement(ctx.node()).blockSize;
   const Shape &in = ctx.shape(0);
   int64_t square = checkedMul(ctx, block, block);
   return {{ctx.dtype(0),

@@ -25,6 +25,40 @@ ScatterReduction scatterReduction(const Node &node) {
   userError(node.describe(), ": unknown reduction '", name, "'");
 }
 
+BlockRearrangement blockRearrangement(const Node &node) {
+  BlockRearrangement rearrangement;
+  if (!node.hasAttr("blocksize"))
+    userError(node.describe(), ": attribute 'blocksize' is required");
+  rearrangement.blockSize = node.attrInt("blocksize", 1);
+  if (rearrangement.blockSize <= 0)
+    userError(node.describe(), ": attribute 'blocksize' must be positive, not ", rearrangement.blockSize);
+  std::string mode = node.attrString("mode", "DCR");
+  if (mode != "DCR" && mode != "CRD")
+    userError(node.describe(), ": attribute 'mode' must be DCR or CRD, not \"", mode, "\"");
+  rearrangement.channelsOutermost = mode == "CRD";
+  return rearrangement;
+}
+
+ResizeAttributes resizeAttributes(const Node &node) {
+  ResizeAttributes attributes;
+  std::string mode = node.attrString("mode", "nearest");
+  if (mode == "nearest")
+    attributes.mode = ResizeMode::Nearest;
+  else if (mode == "linear")
+    attributes.mode = ResizeMode::Linear;
+  else if (mode == "cubic")
+    attributes.mode = ResizeMode::Cubic;
+  else
+    userError(node.describe(), ": unknown mode '", mode, "'");
+  attributes.coordinateMode = node.attrString("coordinate_transformation_mode", attributes.coordinateMode);
+  attributes.nearestMode = node.attrString("nearest_mode", attributes.nearestMode);
+  attributes.cubicA = node.attrFloat("cubic_coeff_a", attributes.cubicA);
+  attributes.extrapolationValue = node.attrFloat("extrapolation_value", attributes.extrapolationValue);
+  attributes.excludeOutside = node.attrInt("exclude_outside", 0) != 0;
+  attributes.antialias = node.attrInt("antialias", 0) != 0;
+  return attributes;
+}
+
 std::vector<int64_t> spatialAttribute(const Node &node, const std::string &name, size_t count,
                                       int64_t fallback, int64_t minimum) {
   std::vector<int64_t> values = node.attrInts(name, std::vector<int64_t>(count, fallback));

@@ -5,6 +5,7 @@
 // Every rule copies bytes, so it is exact for every dtype. Shapes come from the input tensors.
 #include "indexing.h"
 #include "registry.h"
+#include "sinter/ir/op_attributes.h"
 #include "tensor_helpers.h"
 
 #include <algorithm>
@@ -162,13 +163,11 @@ Outputs evalTranspose(const Node &node, const Inputs &inputs) {
 }
 
 /// The checked [N, C, H, W] input of DepthToSpace / SpaceToDepth and its blocksize.
-int64_t blockSizeOf(const Node &node, const Tensor &x) {
-  int64_t block = node.attrInt("blocksize", 0);
+/// DepthToSpace's and SpaceToDepth's block size and order, for an [N, C, H, W] input.
+BlockRearrangement rearrangementOf(const Node &node, const Tensor &x) {
   if (x.rank() != 4)
     userError(node.describe(), ": input must be [N, C, H, W], got ", shapeStr(x.type().shape));
-  if (block < 1)
-    userError(node.describe(), ": blocksize ", block, " must be >= 1");
-  return block;
+  return blockRearrangement(node);
 }
 
 // DepthToSpace as the spec writes it: a reshape to 6-D, a transpose, a reshape back.
@@ -176,18 +175,14 @@ int64_t blockSizeOf(const Node &node, const Tensor &x) {
 //   CRD: [N, C/b^2, b, b, H, W], perm [0, 1, 4, 2, 5, 3]
 Outputs evalDepthToSpace(const Node &node, const Inputs &inputs) {
   const Tensor &x = requiredInput(node, inputs, 0);
-  int64_t b = blockSizeOf(node, x);
+  const BlockRearrangement rearrangement = rearrangementOf(node, x);
+  const int64_t b = rearrangement.blockSize;
   int64_t n = x.dims()[0], c = x.dims()[1], h = x.dims()[2], w = x.dims()[3];
   if (c % (b * b) != 0)
     userError(node.describe(), ": channels ", c, " are not a multiple of blocksize^2 = ", b * b);
-  std::string mode = node.attrString("mode", "DCR");
-  Tensor moved;
-  if (mode == "DCR")
-    moved = transposeTensor(x, {n, b, b, c / (b * b), h, w}, {0, 3, 4, 1, 5, 2});
-  else if (mode == "CRD")
-    moved = transposeTensor(x, {n, c / (b * b), b, b, h, w}, {0, 1, 4, 2, 5, 3});
-  else
-    userError(node.describe(), ": unknown mode '", mode, "' (expected DCR or CRD)");
+  Tensor moved = rearrangement.channelsOutermost
+                     ? transposeTensor(x, {n, c / (b * b), b, b, h, w}, {0, 1, 4, 2, 5, 3})
+                     : transposeTensor(x, {n, b, b, c / (b * b), h, w}, {0, 3, 4, 1, 5, 2});
   return {withDims(moved, {n, c / (b * b), h * b, w * b})};
 }
 
@@ -195,15 +190,13 @@ Outputs evalDepthToSpace(const Node &node, const Inputs &inputs) {
 //   DCR: perm [0, 3, 5, 1, 2, 4]   CRD (opset 28): perm [0, 1, 3, 5, 2, 4]
 Outputs evalSpaceToDepth(const Node &node, const Inputs &inputs) {
   const Tensor &x = requiredInput(node, inputs, 0);
-  int64_t b = blockSizeOf(node, x);
+  const BlockRearrangement rearrangement = rearrangementOf(node, x);
+  const int64_t b = rearrangement.blockSize;
   int64_t n = x.dims()[0], c = x.dims()[1], h = x.dims()[2], w = x.dims()[3];
   if (h % b != 0 || w % b != 0)
     userError(node.describe(), ": spatial dims ", h, "x", w, " are not multiples of blocksize ", b);
-  std::string mode = node.attrString("mode", "DCR");
-  if (mode != "DCR" && mode != "CRD")
-    userError(node.describe(), ": unknown mode '", mode, "' (expected DCR or CRD)");
-  std::vector<int64_t> perm = mode == "DCR" ? std::vector<int64_t>{0, 3, 5, 1, 2, 4}
-                                            : std::vector<int64_t>{0, 1, 3, 5, 2, 4};
+  std::vector<int64_t> perm = rearrangement.channelsOutermost ? std::vector<int64_t>{0, 1, 3, 5, 2, 4}
+                                                              : std::vector<int64_t>{0, 3, 5, 1, 2, 4};
   Tensor moved = transposeTensor(x, {n, c, h / b, b, w / b, b}, perm);
   return {withDims(moved, {n, c * b * b, h / b, w / b})};
 }

@@ -21,6 +21,7 @@
 // (to nearest even, saturating, for integer dtypes).
 #include "indexing.h"
 #include "registry.h"
+#include "sinter/ir/op_attributes.h"
 #include "tensor_helpers.h"
 
 #include <algorithm>
@@ -29,14 +30,7 @@
 namespace sinter::reference {
 namespace {
 
-enum class ResizeMode { Nearest, Linear, Cubic };
-
-struct ResizeOptions {
-  ResizeMode mode = ResizeMode::Nearest;
-  std::string coordinateMode, nearestMode;
-  double cubicA = -0.75, extrapolationValue = 0;
-  bool excludeOutside = false, antialias = false;
-};
+using ResizeOptions = ResizeAttributes; // sinter/ir/op_attributes.h
 
 /// How one axis is resized: for each output position, its taps start at `first` (before clamping
 /// to the input) with `weights`; or it takes the extrapolation value.
@@ -261,22 +255,7 @@ Outputs evalResize(const Node &node, const Inputs &inputs) {
   const Tensor *sizes = presentInput(inputs, 3);
   int64_t rank = x.rank();
 
-  ResizeOptions options;
-  std::string mode = node.attrString("mode", "nearest");
-  if (mode == "nearest")
-    options.mode = ResizeMode::Nearest;
-  else if (mode == "linear")
-    options.mode = ResizeMode::Linear;
-  else if (mode == "cubic")
-    options.mode = ResizeMode::Cubic;
-  else
-    userError(node.describe(), ": unknown mode '", mode, "'");
-  options.coordinateMode = node.attrString("coordinate_transformation_mode", "half_pixel");
-  options.nearestMode = node.attrString("nearest_mode", "round_prefer_floor");
-  options.cubicA = node.attrFloat("cubic_coeff_a", -0.75f);
-  options.extrapolationValue = node.attrFloat("extrapolation_value", 0.0f);
-  options.excludeOutside = node.attrInt("exclude_outside", 0) != 0;
-  options.antialias = node.attrInt("antialias", 0) != 0;
+  const ResizeOptions options = resizeAttributes(node);
   if (options.antialias && options.mode == ResizeMode::Nearest)
     userError(node.describe(), ": antialias applies to linear and cubic modes, not nearest");
   if (options.mode != ResizeMode::Nearest && !isFloat(x.dtype()) && !isInteger(x.dtype()))

@@ -19,6 +19,29 @@ float normalizationEpsilon(const Node &node);
 enum class ScatterReduction { None, Add, Mul, Max, Min };
 ScatterReduction scatterReduction(const Node &node);
 
+/// DepthToSpace's and SpaceToDepth's attributes: `blocksize` (required, positive) and `mode`,
+/// the order of the block's elements in the channel dim: DCR (ONNX default: depth, column, row:
+/// the block position outermost) or CRD (the channel outermost). UserError naming the node for a
+/// missing or non-positive blocksize or another mode.
+struct BlockRearrangement {
+  int64_t blockSize = 1;
+  bool channelsOutermost = false; ///< mode CRD
+};
+BlockRearrangement blockRearrangement(const Node &node);
+
+/// Resize's attributes with their ONNX defaults (opset 19): `mode`, `coordinate_transformation_mode`
+/// and `nearest_mode` (kept as named; their users reject what they do not know), `cubic_coeff_a`,
+/// `extrapolation_value`, `exclude_outside`, `antialias`. UserError naming the node for an
+/// unknown mode.
+enum class ResizeMode { Nearest, Linear, Cubic };
+struct ResizeAttributes {
+  ResizeMode mode = ResizeMode::Nearest;
+  std::string coordinateMode = "half_pixel", nearestMode = "round_prefer_floor";
+  float cubicA = -0.75f, extrapolationValue = 0.0f;
+  bool excludeOutside = false, antialias = false;
+};
+ResizeAttributes resizeAttributes(const Node &node);
+
 /// A per-spatial-dim attribute of a sliding-window op (strides, dilations, pads, ...): its
 /// `count` values, or `fallback` repeated when absent. UserError naming the node when it has
 /// another count or a value below `minimum`.

@@ -4,8 +4,8 @@
 // and clamped into range, so a bad index can never read out of bounds.
 #include "lowering_rules.h"
 
-#include "sinter/ir/op_attributes.h"
 #include "sinter/ir/data_dependence.h"
+#include "sinter/ir/op_attributes.h"
 #include "sinter/support/error.h"
 
 #include <algorithm>
@@ -314,9 +314,9 @@ ExprRef padRule(const RuleContext &ctx, int, const std::vector<ExprRef> &index) 
 
 ExprRef depthToSpaceRule(const RuleContext &ctx, int, const std::vector<ExprRef> &index) {
   // out[n, c, h*b + i, w*b + j] = in[n, DCR: (i*b + j)*C + c | CRD: c*b*b + i*b + j, h, w]
-  int64_t b = ctx.node().attrInt("blocksize", 1);
-  int64_t channels = ctx.outputDims(0)[1];
-  bool crd = ctx.node().attrString("mode", "DCR") == "CRD";
+  const BlockRearrangement rearrangement = blockRearrangement(ctx.node());
+  const int64_t b = rearrangement.blockSize, channels = ctx.outputDims(0)[1];
+  const bool crd = rearrangement.channelsOutermost;
   ExprRef i = rem(index[2], b), j = rem(index[3], b);
   ExprRef inner = add(mul(i, b), j);
   ExprRef c = crd ? add(mul(index[1], b * b), inner) : add(mul(inner, channels), index[1]);
@@ -325,9 +325,9 @@ ExprRef depthToSpaceRule(const RuleContext &ctx, int, const std::vector<ExprRef>
 
 ExprRef spaceToDepthRule(const RuleContext &ctx, int, const std::vector<ExprRef> &index) {
   // out[n, DCR: (i*b + j)*C + c | CRD: c*b*b + i*b + j, h, w] = in[n, c, h*b + i, w*b + j]
-  int64_t b = ctx.node().attrInt("blocksize", 1);
-  int64_t channels = ctx.inputDims(0)[1];
-  bool crd = ctx.node().attrString("mode", "DCR") == "CRD";
+  const BlockRearrangement rearrangement = blockRearrangement(ctx.node());
+  const int64_t b = rearrangement.blockSize, channels = ctx.inputDims(0)[1];
+  const bool crd = rearrangement.channelsOutermost;
   ExprRef c = crd ? div(index[1], b * b) : rem(index[1], channels);
   ExprRef block = crd ? rem(index[1], b * b) : div(index[1], channels);
   ExprRef i = div(block, b), j = rem(block, b);
@@ -379,12 +379,11 @@ ExprRef batchNormRule(const RuleContext &ctx, int output, const std::vector<Expr
 ExprRef resizeRule(const RuleContext &ctx, int, const std::vector<ExprRef> &index) {
   const Node &node = ctx.node();
   std::vector<int64_t> inDims = ctx.inputDims(0), outDims = ctx.outputDims(0);
-  std::string mode = node.attrString("mode", "nearest");
-  std::string transform = node.attrString("coordinate_transformation_mode", "half_pixel");
-  std::string nearestMode = node.attrString("nearest_mode", "round_prefer_floor");
-  if (mode != "nearest" && mode != "linear")
-    userError(node.describe(), ": Resize mode '", mode, "' cannot be compiled yet");
-  if (node.attrInt("antialias", 0) != 0 || transform == "tf_crop_and_resize")
+  const ResizeAttributes attributes = resizeAttributes(node);
+  const std::string &transform = attributes.coordinateMode, &nearestMode = attributes.nearestMode;
+  if (attributes.mode == ResizeMode::Cubic)
+    userError(node.describe(), ": Resize mode 'cubic' cannot be compiled yet");
+  if (attributes.antialias || transform == "tf_crop_and_resize")
     userError(node.describe(), ": Resize with antialias or tf_crop_and_resize cannot be compiled yet");
   // Scales: from the scales input when given, else out/in (what sizes implies).
   std::vector<double> scales(inDims.size(), 1.0);
@@ -433,7 +432,7 @@ ExprRef resizeRule(const RuleContext &ctx, int, const std::vector<ExprRef> &inde
       source[i] = fop(BinaryOp::Sub, fop(BinaryOp::Div, fop(BinaryOp::Add, x, f32(0.5)), f32(scale)), f32(0.5));
   }
 
-  if (mode == "nearest") {
+  if (attributes.mode == ResizeMode::Nearest) {
     std::vector<ExprRef> inIndex(inDims.size());
     for (size_t i = 0; i < inDims.size(); ++i) {
       ExprRef s = source[i];
