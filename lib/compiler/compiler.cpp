@@ -57,8 +57,6 @@ struct MemoryLayout {
   /// workspace when it has one.
   std::vector<std::vector<size_t>> scratchSlots;
   std::vector<std::optional<size_t>> workspaceSlot;
-  /// Per group: the bytes of its workspace (0 without one), as the backend declared them.
-  std::vector<uint64_t> workspaceBytes;
 };
 
 // ---- import checks -----------------------------------------------------------------------
@@ -300,7 +298,6 @@ MemoryLayout planMemory(const Schedule &schedule, const std::vector<codegen::Low
   MemoryLayout layout;
   layout.scratchSlots.resize(count);
   layout.workspaceSlot.resize(count);
-  layout.workspaceBytes.assign(count, 0);
   for (size_t i = 0; i < count; ++i)
     for (const codegen::BufferParam &buffer : lowered[i].kernel.buffers)
       if (buffer.scratch) {
@@ -309,7 +306,6 @@ MemoryLayout planMemory(const Schedule &schedule, const std::vector<codegen::Low
       }
   for (size_t i = 0; i < count; ++i)
     if (needs[i].workspaceBytes > 0) {
-      layout.workspaceBytes[i] = needs[i].workspaceBytes;
       layout.workspaceSlot[i] = lifetimes.size();
       lifetimes.push_back({needs[i].workspaceBytes, int64_t(i), int64_t(i)});
     }
@@ -359,7 +355,8 @@ uint32_t recordKernel(package::Kernel entry, package::Manifest &manifest,
 /// scratch buffers, the constants the backend derived (appended to the weights blob here) and
 /// its workspace, in that order (backend.h's LaunchShape).
 void recordLaunches(const Schedule &schedule, const std::vector<codegen::LoweredGroup> &lowered,
-                    GeneratedKernels &generated, const MemoryLayout &layout,
+                    const std::vector<codegen::KernelNeeds> &needs, GeneratedKernels &generated,
+                    const MemoryLayout &layout,
                     package::Manifest &manifest, package::Plan &plan, WeightIndex *weightIndex,
                     std::map<std::string, uint32_t> &kernelIndex) {
   for (size_t i = 0; i < schedule.groups.size(); ++i) {
@@ -405,7 +402,7 @@ void recordLaunches(const Schedule &schedule, const std::vector<codegen::Lowered
       add(place, bytes);
     if (layout.workspaceSlot[i])
       add({package::Region::Arena, layout.arena.offsets[*layout.workspaceSlot[i]]},
-          layout.workspaceBytes[i]);
+          needs[i].workspaceBytes);
     plan.steps.push_back(std::move(launch));
   }
 }
@@ -493,7 +490,7 @@ void buildPlan(Graph &graph, const CompileOptions &options, codegen::Backend &ba
   // 8. The plan: inputs' slots, one launch per kernel with every argument's place, then the
   //    outputs' slots (and the copies of constant outputs, which run after every launch).
   recordInputs(graph, declared, layout, plan);
-  recordLaunches(schedule, lowered, generated, layout, manifest, plan, weightIndex, kernelIndex);
+  recordLaunches(schedule, lowered, needs, generated, layout, manifest, plan, weightIndex, kernelIndex);
   recordOutputs(graph, schedule, layout, plan);
   stats.codegenSeconds += codegenSeconds;
   stats.planSeconds += secondsSince(planStart) - codegenSeconds;

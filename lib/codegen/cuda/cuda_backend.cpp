@@ -117,7 +117,7 @@ public:
   }
 
   KernelNeeds needs(const LoweredGroup &group) const override {
-    const cuda::KernelChoice choice = cuda::chooseKernel(group, options_.cuda, archNumbers_);
+    const cuda::KernelChoice &choice = choiceFor(group);
     KernelNeeds needs;
     if (choice.form == cuda::KernelForm::TensorCore)
       needs.workspaceBytes = cuda::mmaWorkspaceBytes(group.contraction->spec, choice.mmaTile, choice.operands,
@@ -127,8 +127,9 @@ public:
 
   package::Kernel addKernel(const LoweredGroup &group, LaunchShape &launch) override {
     const Kernel &kernel = group.kernel;
-    // Which kernel is cuda_kernel_choice.cpp's; each form has its printer.
-    const cuda::KernelChoice choice = cuda::chooseKernel(group, options_.cuda, archNumbers_);
+    // Which kernel is cuda_kernel_choice.cpp's (made once, when needs() asked); each form has
+    // its printer.
+    const cuda::KernelChoice choice = choiceFor(group);
     std::string source;
     switch (choice.form) {
     case cuda::KernelForm::FusedAttention:
@@ -289,6 +290,16 @@ private:
     return modules;
   }
 
+  /// The kernel choice for a group, made the first time needs() or addKernel() asks for it, so
+  /// the workspace planned for a kernel is the one its printer uses. By kernel name, which is
+  /// unique in a compile (a bucketed artifact's plans add their suffix).
+  const cuda::KernelChoice &choiceFor(const LoweredGroup &group) const {
+    auto [found, added] = choices_.try_emplace(group.kernel.name);
+    if (added)
+      found->second = cuda::chooseKernel(group, options_.cuda, archNumbers_);
+    return found->second;
+  }
+
   /// runJobs on the pool of -j workers, reporting each job done as progress of `phase`.
   void runReportedJobs(const char *phase, const char *unit, size_t count,
                        const std::function<void(size_t)> &job) const {
@@ -301,6 +312,7 @@ private:
   static constexpr size_t kKernelsPerModule = 8, kMaxModules = 16;
 
   TargetOptions options_;
+  mutable std::map<std::string, cuda::KernelChoice> choices_; ///< choiceFor's, by kernel name
   std::vector<int> archNumbers_; ///< options_.cuda.archs as numbers, oldest first
   /// The distinct kernels, in the order first added: source, entry point, generator.
   std::vector<std::string> sources_, sourceNames_, sourceGenerators_;
