@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -534,8 +535,17 @@ template <typename Build>
 CompileStatistics writeArtifactFrom(const std::string &outputPath, Build build) {
   namespace fs = std::filesystem;
   CompileStatistics stats;
-  fs::path work = fs::temp_directory_path() / ("sinter-compile-" + std::to_string(::getpid()));
-  fs::create_directories(work);
+  std::error_code error;
+  fs::path temporary = fs::temp_directory_path(error);
+  if (error) {
+    const char *chosen = std::getenv("TMPDIR");
+    userError("no temporary folder to compile in", chosen ? std::string(" (TMPDIR is '") + chosen + "')" : std::string(),
+              ": ", error.message());
+  }
+  fs::path work = temporary / ("sinter-compile-" + std::to_string(::getpid()));
+  fs::create_directories(work, error);
+  if (error)
+    userError("cannot create the compile's work folder '", work.string(), "': ", error.message());
   struct Cleanup {
     fs::path path;
     ~Cleanup() {

@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <sys/statvfs.h>
 #include <unistd.h>
+#include <vector>
 
 namespace sinter::package {
 namespace {
@@ -27,30 +28,38 @@ namespace fs = std::filesystem;
 /// whole shared object must stay well under 2 GiB.
 constexpr uint64_t kMaxBlobBytes = (uint64_t(2) << 30) - (uint64_t(64) << 20);
 
-/// Where the blob object (a copy of the whole artifact) is written before linking: $TMPDIR when
-/// the user set it; else /dev/shm when it is a writable folder with room for the object and
-/// 64 MiB more, since a file in memory is written and read back by the linker at about twice
-/// the speed of one on a disk's page cache (BERT-base's 440 MB: the write phase 2.3 -> 1.1 s on
-/// the 2-core development machine); else the system's temporary folder.
-fs::path scratchBase(uint64_t objectBytes) {
+/// Where the blob object (a copy of the whole artifact) may be written before linking, in order
+/// of preference: /dev/shm when TMPDIR is unset and /dev/shm is a writable folder with room for
+/// the object and 64 MiB more, since a file in memory is written and read back by the linker at
+/// about twice the speed of one on a disk's page cache (BERT-base's 440 MB: the write phase
+/// 2.3 -> 1.1 s on the 2-core development machine); then $TMPDIR or the system's temporary
+/// folder.
+std::vector<fs::path> scratchBases(uint64_t objectBytes) {
+  std::vector<fs::path> bases;
   const char *chosen = std::getenv("TMPDIR");
   struct statvfs space {};
   if (!(chosen && *chosen) && access("/dev/shm", W_OK | X_OK) == 0 && statvfs("/dev/shm", &space) == 0 &&
       uint64_t(space.f_bavail) * space.f_frsize >= objectBytes + (uint64_t(64) << 20))
-    return "/dev/shm";
+    bases.push_back("/dev/shm");
   std::error_code error;
   fs::path base = fs::temp_directory_path(error);
-  return error ? fs::path("/tmp") : base;
+  bases.push_back(error ? fs::path("/tmp") : base);
+  return bases;
 }
 
-/// A folder that exists for the lifetime of the object.
+/// A folder that exists for the lifetime of the object, in the first of `bases` that takes one.
 class ScratchFolder {
 public:
-  explicit ScratchFolder(const fs::path &base) {
-    std::string pattern = (base / "sinter-artifact-XXXXXX").string();
-    if (!mkdtemp(pattern.data()))
-      userError("cannot create a scratch folder in '", base.string(), "': ", std::strerror(errno));
-    path_ = pattern;
+  explicit ScratchFolder(const std::vector<fs::path> &bases) {
+    for (const fs::path &base : bases) {
+      std::string pattern = (base / "sinter-artifact-XXXXXX").string();
+      if (mkdtemp(pattern.data())) {
+        path_ = pattern;
+        return;
+      }
+      if (&base == &bases.back())
+        userError("cannot create a scratch folder in '", base.string(), "': ", std::strerror(errno));
+    }
   }
   ~ScratchFolder() {
     std::error_code error;
@@ -121,7 +130,7 @@ void writeArtifact(const Manifest &manifest, const std::string &path,
               " MiB) are too large to embed in a shared object (at most ", kMaxBlobBytes >> 20,
               " MiB)");
 
-  ScratchFolder scratch(scratchBase(head.size() + manifest.weights.size()));
+  ScratchFolder scratch(scratchBases(head.size() + manifest.weights.size()));
   std::string blobObject = (scratch.path() / "artifact.o").string();
   emitBlobObject(head, manifest.weights, blobObject);
   head.clear();

@@ -413,3 +413,28 @@ def test_run_needs_reference_and_an_existing_model(tmp_path, mlp):
     user_error("run", tmp_path / "missing.onnx", "--reference", mentions=["missing.onnx"])
     user_error("run", mlp, "--reference", files["x"], files["y"], "-o",
                tmp_path / "no" / "such" / "dir.npz", mentions=["does not exist"])
+
+
+def test_a_missing_temporary_folder_is_a_user_error(tmp_path, monkeypatch):
+    """A TMPDIR that does not exist is named in a one-line error, and no artifact is written."""
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "missing"))
+    output = tmp_path / "model.so"
+    user_error("compile", ROOT / "models" / "tiny_cnn.onnx", "-o", output, "--target", "cpu",
+               mentions=("TMPDIR", "missing"))
+    assert not output.exists()
+
+
+def test_where_the_scratch_object_goes_does_not_change_the_artifact(tmp_path, monkeypatch):
+    """The blob object goes to /dev/shm when TMPDIR is unset (and it has room), else to TMPDIR:
+    the artifact's bytes are the same either way."""
+    model = ROOT / "models" / "mobilenet_v2.onnx"
+    monkeypatch.delenv("TMPDIR", raising=False)
+    default = tmp_path / "default.so"
+    sinter("compile", model, "-o", default, "--target", "cpu", "--dim", "batch=1", expect=0)
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setenv("TMPDIR", str(scratch))
+    chosen = tmp_path / "chosen.so"
+    sinter("compile", model, "-o", chosen, "--target", "cpu", "--dim", "batch=1", expect=0)
+    assert chosen.read_bytes() == default.read_bytes()
+    assert not list(scratch.iterdir())  # the scratch folder is removed
