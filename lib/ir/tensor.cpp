@@ -9,7 +9,18 @@
 
 namespace sinter {
 
-Tensor::Tensor(DType dtype, std::vector<int64_t> dims) : dtype_(dtype), dims_(std::move(dims)) {
+Tensor::Tensor(DType dtype, std::vector<int64_t> dims) : Tensor(dtype, std::move(dims), Unallocated{}) {
+  bytes_.assign(byteSize(), std::byte{0});
+}
+
+Tensor Tensor::fromBytes(DType dtype, std::vector<int64_t> dims, const void *bytes) {
+  Tensor tensor(dtype, std::move(dims), Unallocated{});
+  const auto *begin = static_cast<const std::byte *>(bytes);
+  tensor.bytes_.assign(begin, begin + tensor.byteSize());
+  return tensor;
+}
+
+Tensor::Tensor(DType dtype, std::vector<int64_t> dims, Unallocated) : dtype_(dtype), dims_(std::move(dims)) {
   count_ = 1;
   for (int64_t dim : dims_) {
     if (dim < 0)
@@ -18,7 +29,6 @@ Tensor::Tensor(DType dtype, std::vector<int64_t> dims) : dtype_(dtype), dims_(st
       userError("tensor of shape ", shapeStr(shapeOf(dims_)), " is too large");
     count_ *= dim;
   }
-  bytes_.assign(byteSize(), std::byte{0});
 }
 
 float halfToFloat(uint16_t bits) {

@@ -20,6 +20,9 @@ public:
   Tensor() = default;
   /// Zero-filled tensor of the given type and dims. Throws UserError when the size overflows.
   Tensor(DType dtype, std::vector<int64_t> dims);
+  /// The tensor of the given type and dims whose bytes are a copy of the byteSize() bytes at
+  /// `bytes` (written once, not zero-filled first: an imported model's weights).
+  static Tensor fromBytes(DType dtype, std::vector<int64_t> dims, const void *bytes);
 
   DType dtype() const { return dtype_; }
   const std::vector<int64_t> &dims() const { return dims_; }
@@ -50,6 +53,10 @@ public:
   bool identical(const Tensor &other) const;
 
 private:
+  struct Unallocated {};
+  /// The type, dims and count checked and set, no bytes yet.
+  Tensor(DType dtype, std::vector<int64_t> dims, Unallocated);
+
   DType dtype_ = DType::Float32;
   std::vector<int64_t> dims_;
   int64_t count_ = 1;

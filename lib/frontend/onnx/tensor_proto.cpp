@@ -267,12 +267,13 @@ Tensor tensorFromProto(const ::onnx::TensorProto &proto, const TensorSource &sou
     if (int64_t(raw.size()) != bytes)
       userError(what, " (", typeText(proto, dtype), ") has ", raw.size(), " bytes of raw_data, ",
                 "expected ", bytes);
-    Tensor tensor(dtype, dimsOf(proto));
-    if (subByte)
-      unpackLowPrecision(dtype, reinterpret_cast<const uint8_t *>(raw.data()), count,
-                         tensor.data<uint8_t>());
-    else if (bytes)
-      std::memcpy(tensor.data(), raw.data(), size_t(bytes));
+    Tensor tensor;
+    if (subByte) {
+      tensor = Tensor(dtype, dimsOf(proto));
+      unpackLowPrecision(dtype, reinterpret_cast<const uint8_t *>(raw.data()), count, tensor.data<uint8_t>());
+    } else {
+      tensor = Tensor::fromBytes(dtype, dimsOf(proto), raw.data());
+    }
     normalizeBools(tensor);
     return tensor;
   }
