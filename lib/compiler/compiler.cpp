@@ -251,12 +251,16 @@ std::map<const Value *, package::BufferRef> placeConstants(const Graph &graph,
   auto placed = [&](const Value *constant) {
     return (constant->hasUses() || graph.isOutput(constant)) && !replaced.count(constant);
   };
-  // Room for all of them at once: the blob is copied into once, not again at every doubling.
-  uint64_t room = manifest.weights.size();
-  for (Value *constant : graph.constants())
-    if (placed(constant))
-      room += constant->constant().byteSize() + package::kWeightAlignment;
-  manifest.weights.reserve(room);
+  // Room for all of them at once, so the blob is copied into once, not again at every doubling.
+  // Only for the first plan: a bucketed artifact's later plans find most of their constants in
+  // the blob already (weightIndex), and reserving for all of them again would copy it each time.
+  if (manifest.weights.empty()) {
+    uint64_t room = 0;
+    for (Value *constant : graph.constants())
+      if (placed(constant))
+        room += constant->constant().byteSize() + package::kWeightAlignment;
+    manifest.weights.reserve(room);
+  }
   std::map<const Value *, package::BufferRef> location;
   for (Value *constant : graph.constants()) {
     if (!placed(constant))
