@@ -15,17 +15,13 @@
 #include "sinter/package/writer.h"
 #include "sinter/passes/independent_dims.h"
 #include "sinter/support/error.h"
+#include "sinter/support/temporary_folder.h"
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
-#include <cstring>
-#include <filesystem>
 #include <map>
 #include <optional>
 #include <set>
-
-#include <unistd.h>
 
 namespace sinter {
 
@@ -537,28 +533,10 @@ void usePlan(package::Manifest &manifest, package::Plan plan) {
 /// Writes the manifest and objects to outputPath through a private work folder.
 template <typename Build>
 CompileStatistics writeArtifactFrom(const std::string &outputPath, Build build) {
-  namespace fs = std::filesystem;
   CompileStatistics stats;
-  std::error_code error;
-  fs::path temporary = fs::temp_directory_path(error);
-  if (error) {
-    const char *chosen = std::getenv("TMPDIR");
-    userError("no temporary folder to compile in", chosen ? std::string(" (TMPDIR is '") + chosen + "')" : std::string(),
-              ": ", error.message());
-  }
-  fs::path work = temporary / ("sinter-compile-" + std::to_string(::getpid()));
-  fs::create_directories(work, error);
-  if (error)
-    userError("cannot create the compile's work folder '", work.string(), "': ", error.message());
-  struct Cleanup {
-    fs::path path;
-    ~Cleanup() {
-      std::error_code ignored;
-      fs::remove_all(path, ignored);
-    }
-  } cleanup{work};
+  TemporaryFolder work("sinter-compile");
   std::vector<std::string> objects;
-  package::Manifest manifest = build(work.string(), objects, stats);
+  package::Manifest manifest = build(work.path().string(), objects, stats);
   auto writeStart = Clock::now();
   package::writeArtifact(manifest, outputPath, objects);
   stats.writeSeconds = secondsSince(writeStart);

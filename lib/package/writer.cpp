@@ -10,6 +10,7 @@
 #include "sinter/package/file_digest.h"
 #include "sinter/package/format.h"
 #include "sinter/support/error.h"
+#include "sinter/support/temporary_folder.h"
 
 #include <cerrno>
 #include <cstdlib>
@@ -32,8 +33,7 @@ constexpr uint64_t kMaxBlobBytes = (uint64_t(2) << 30) - (uint64_t(64) << 20);
 /// of preference: /dev/shm when TMPDIR is unset and /dev/shm is a writable folder with room for
 /// the object and 64 MiB more, since a file in memory is written and read back by the linker at
 /// about twice the speed of one on a disk's page cache (BERT-base's 440 MB: the write phase
-/// 2.3 -> 1.1 s on the 2-core development machine); then $TMPDIR or the system's temporary
-/// folder.
+/// 2.3 -> 1.1 s on the 2-core development machine); then the temporary folder.
 std::vector<fs::path> scratchBases(uint64_t objectBytes) {
   std::vector<fs::path> bases;
   const char *chosen = std::getenv("TMPDIR");
@@ -41,37 +41,9 @@ std::vector<fs::path> scratchBases(uint64_t objectBytes) {
   if (!(chosen && *chosen) && access("/dev/shm", W_OK | X_OK) == 0 && statvfs("/dev/shm", &space) == 0 &&
       uint64_t(space.f_bavail) * space.f_frsize >= objectBytes + (uint64_t(64) << 20))
     bases.push_back("/dev/shm");
-  std::error_code error;
-  fs::path base = fs::temp_directory_path(error);
-  bases.push_back(error ? fs::path("/tmp") : base);
+  bases.push_back(temporaryDirectory());
   return bases;
 }
-
-/// A folder that exists for the lifetime of the object, in the first of `bases` that takes one.
-class ScratchFolder {
-public:
-  explicit ScratchFolder(const std::vector<fs::path> &bases) {
-    for (const fs::path &base : bases) {
-      std::string pattern = (base / "sinter-artifact-XXXXXX").string();
-      if (mkdtemp(pattern.data())) {
-        path_ = pattern;
-        return;
-      }
-      if (&base == &bases.back())
-        userError("cannot create a scratch folder in '", base.string(), "': ", std::strerror(errno));
-    }
-  }
-  ~ScratchFolder() {
-    std::error_code error;
-    fs::remove_all(path_, error);
-  }
-  ScratchFolder(const ScratchFolder &) = delete;
-  ScratchFolder &operator=(const ScratchFolder &) = delete;
-  const fs::path &path() const { return path_; }
-
-private:
-  fs::path path_;
-};
 
 /// Reserves a unique temporary name beside `destination`; removes it on destruction unless it
 /// was committed (renamed onto the destination).
@@ -130,7 +102,7 @@ void writeArtifact(const Manifest &manifest, const std::string &path,
               " MiB) are too large to embed in a shared object (at most ", kMaxBlobBytes >> 20,
               " MiB)");
 
-  ScratchFolder scratch(scratchBases(head.size() + manifest.weights.size()));
+  TemporaryFolder scratch("sinter-artifact", scratchBases(head.size() + manifest.weights.size()));
   std::string blobObject = (scratch.path() / "artifact.o").string();
   emitBlobObject(head, manifest.weights, blobObject);
   head.clear();

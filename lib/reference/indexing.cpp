@@ -1,107 +1,268 @@
+// Reference rules for indexed reads and writes: Gather, GatherElements, GatherND, ScatterElements
+// and ScatterND.
+//
+// Indices are int32 or int64; a negative index counts from the end of its axis, and one outside
+// [-extent, extent) is a UserError naming the node. Reads and plain writes copy bytes (exact for
+// every dtype); the scatter reductions (add, mul, max, min) compute in the dtype's compute type and
+// apply the updates in index order, so duplicate indices accumulate.
 #include "indexing.h"
+#include "registry.h"
+#include "tensor_helpers.h"
 
-#include "sinter/support/error.h"
+#include "sinter/ir/op_attributes.h"
+
+#include <cmath>
+#include <utility>
 
 namespace sinter::reference {
+namespace {
 
-std::vector<int64_t> stridesOf(const std::vector<int64_t> &dims) {
-  std::vector<int64_t> strides(dims.size(), 1);
-  for (int i = int(dims.size()) - 2; i >= 0; --i)
-    strides[i] = strides[i + 1] * dims[i + 1];
-  return strides;
+/// UserError unless input `inputIndex` holds integer indices.
+void requireIndices(const Node &node, const Tensor &indices, int inputIndex) {
+  if (indices.dtype() != DType::Int64 && indices.dtype() != DType::Int32)
+    userError(node.describe(), ": input ", inputIndex, " (indices) must be int32 or int64, not ",
+              dtypeName(indices.dtype()));
 }
 
-int64_t productOf(const std::vector<int64_t> &dims) {
-  int64_t product = 1;
-  for (int64_t dim : dims)
-    product *= dim;
-  return product;
+/// An index into an axis of `extent`, with negative values counted from the end.
+int64_t resolveIndex(const Node &node, int64_t index, int64_t extent, int inputIndex) {
+  if (index < -extent || index >= extent)
+    userError(node.describe(), ": index ", index, " in input ", inputIndex,
+              " is out of range for an axis of extent ", extent);
+  return index < 0 ? index + extent : index;
 }
 
-std::vector<int64_t> broadcastDims(const Node &node, const std::vector<std::vector<int64_t>> &shapes) {
-  size_t rank = 0;
-  for (const auto &shape : shapes)
-    rank = std::max(rank, shape.size());
-  std::vector<int64_t> out(rank, 1);
-  for (const auto &shape : shapes) {
-    size_t offset = rank - shape.size();
-    for (size_t i = 0; i < shape.size(); ++i) {
-      int64_t &dim = out[offset + i];
-      if (shape[i] == dim || shape[i] == 1)
-        continue;
-      if (dim != 1)
-        userError(node.describe(), ": shapes ", shapeStr(shapeOf(shapes[0])), " and ",
-                  shapeStr(shapeOf(shape)), " do not broadcast");
-      dim = shape[i];
+// ---- Gather ---------------------------------------------------------------------------------
+
+// out[a..., i..., b...] = data[a..., indices[i...], b...], the indices replacing dim `axis`.
+Outputs evalGather(const Node &node, const Inputs &inputs) {
+  const Tensor &data = requiredInput(node, inputs, 0);
+  const Tensor &indices = requiredInput(node, inputs, 1);
+  requireIndices(node, indices, 1);
+  if (data.rank() == 0)
+    userError(node.describe(), ": cannot gather from a scalar");
+  int64_t axis = normalizeAxis(node, node.attrInt("axis", 0), data.rank());
+  const std::vector<int64_t> &dims = data.dims();
+  std::vector<int64_t> outDims(dims.begin(), dims.begin() + axis);
+  outDims.insert(outDims.end(), indices.dims().begin(), indices.dims().end());
+  outDims.insert(outDims.end(), dims.begin() + axis + 1, dims.end());
+  AxisSplit from = splitAtAxis(dims, axis);
+  int64_t count = indices.elementCount();
+
+  Tensor out(data.dtype(), outDims);
+  for (int64_t j = 0; j < count; ++j) {
+    int64_t index = resolveIndex(node, indices.getInt(j), from.size, 1);
+    for (int64_t o = 0; o < from.outer; ++o)
+      copyElements(data, from.at(o, index, 0), out, (o * count + j) * from.inner, from.inner);
+  }
+  return {out};
+}
+
+/// For each position u of `indices` (same rank as the data), the data element that u reaches with
+/// its coordinate along `axis` replaced by indices[u]: GatherElements reads it, ScatterElements
+/// writes it.
+std::vector<int64_t> elementTargets(const Node &node, const std::vector<int64_t> &dataDims,
+                                    const Tensor &indices, int64_t axis) {
+  if (indices.rank() != int(dataDims.size()))
+    userError(node.describe(), ": indices ", shapeStr(indices.type().shape), " and data ",
+              shapeStr(shapeOf(dataDims)), " differ in rank");
+  for (size_t d = 0; d < dataDims.size(); ++d)
+    if (int64_t(d) != axis && indices.dims()[d] > dataDims[d])
+      userError(node.describe(), ": indices ", shapeStr(indices.type().shape), " exceed data ",
+                shapeStr(shapeOf(dataDims)), " along axis ", d);
+  std::vector<int64_t> dataStrides = stridesOf(dataDims), at(dataDims.size(), 0);
+  std::vector<int64_t> targets(static_cast<size_t>(indices.elementCount()));
+  for (int64_t u = 0; u < indices.elementCount(); ++u, nextIndex(at, indices.dims())) {
+    int64_t target = 0;
+    for (size_t d = 0; d < dataDims.size(); ++d) {
+      int64_t coordinate =
+          int64_t(d) == axis ? resolveIndex(node, indices.getInt(u), dataDims[d], 1) : at[d];
+      target += coordinate * dataStrides[d];
+    }
+    targets[u] = target;
+  }
+  return targets;
+}
+
+Outputs evalGatherElements(const Node &node, const Inputs &inputs) {
+  const Tensor &data = requiredInput(node, inputs, 0);
+  const Tensor &indices = requiredInput(node, inputs, 1);
+  requireIndices(node, indices, 1);
+  if (data.rank() == 0)
+    userError(node.describe(), ": cannot gather from a scalar");
+  int64_t axis = normalizeAxis(node, node.attrInt("axis", 0), data.rank());
+  std::vector<int64_t> targets = elementTargets(node, data.dims(), indices, axis);
+  Tensor out(data.dtype(), indices.dims());
+  for (int64_t u = 0; u < out.elementCount(); ++u)
+    copyElements(data, targets[u], out, u);
+  return {out};
+}
+
+/// For GatherND and ScatterND: the data offset of each index tuple (the last dim of `indices`)
+/// and the size of the slice it selects. With `batchDims` = b, the first b dims of data and
+/// indices are a shared batch: tuple t of batch β indexes data[β, ...].
+struct TupleTargets {
+  std::vector<int64_t> offsets; ///< one per tuple, in row-major order of indices[:-1]
+  int64_t sliceSize = 1;
+  std::vector<int64_t> sliceDims; ///< data dims past the batch and the indexed dims
+};
+
+TupleTargets tupleTargets(const Node &node, const std::vector<int64_t> &dataDims,
+                          const Tensor &indices, int64_t batchDims) {
+  int64_t dataRank = int64_t(dataDims.size()), indicesRank = indices.rank();
+  if (indicesRank < 1)
+    userError(node.describe(), ": indices must have rank >= 1");
+  if (batchDims < 0 || batchDims >= std::min(dataRank, indicesRank))
+    userError(node.describe(), ": batch_dims ", batchDims, " must be below the ranks of data (",
+              dataRank, ") and indices (", indicesRank, ")");
+  for (int64_t d = 0; d < batchDims; ++d)
+    if (dataDims[d] != indices.dims()[d])
+      userError(node.describe(), ": batch dim ", d, " is ", dataDims[d], " in data but ",
+                indices.dims()[d], " in indices");
+  int64_t depth = indices.dims().back();
+  if (depth < 1 || depth > dataRank - batchDims)
+    userError(node.describe(), ": index tuples of length ", depth, " do not fit data of rank ",
+              dataRank, " with ", batchDims, " batch dims");
+
+  TupleTargets result;
+  result.sliceDims.assign(dataDims.begin() + batchDims + depth, dataDims.end());
+  result.sliceSize = productOf(result.sliceDims);
+  std::vector<int64_t> dataStrides = stridesOf(dataDims);
+  int64_t batchCount = productOf({dataDims.begin(), dataDims.begin() + batchDims});
+  int64_t tuples = depth > 0 ? indices.elementCount() / depth : 0;
+  int64_t tuplesPerBatch = batchCount > 0 ? tuples / batchCount : 0;
+  int64_t batchStride = batchDims > 0 ? dataStrides[batchDims - 1] : 0;
+  for (int64_t t = 0; t < tuples; ++t) {
+    int64_t offset = (tuplesPerBatch > 0 ? t / tuplesPerBatch : 0) * batchStride;
+    for (int64_t j = 0; j < depth; ++j) {
+      int64_t d = batchDims + j;
+      offset += resolveIndex(node, indices.getInt(t * depth + j), dataDims[d], 1) * dataStrides[d];
+    }
+    result.offsets.push_back(offset);
+  }
+  return result;
+}
+
+// GatherND: out[indices dims except the last..., slice dims...].
+Outputs evalGatherND(const Node &node, const Inputs &inputs) {
+  const Tensor &data = requiredInput(node, inputs, 0);
+  const Tensor &indices = requiredInput(node, inputs, 1);
+  requireIndices(node, indices, 1);
+  TupleTargets targets = tupleTargets(node, data.dims(), indices, node.attrInt("batch_dims", 0));
+  std::vector<int64_t> outDims(indices.dims().begin(), indices.dims().end() - 1);
+  outDims.insert(outDims.end(), targets.sliceDims.begin(), targets.sliceDims.end());
+  Tensor out(data.dtype(), outDims);
+  for (size_t t = 0; t < targets.offsets.size(); ++t)
+    copyElements(data, targets.offsets[t], out, int64_t(t) * targets.sliceSize, targets.sliceSize);
+  return {out};
+}
+
+// ---- Scatter --------------------------------------------------------------------------------
+
+using Reduction = ScatterReduction;
+
+template <DType D> ComputeType<D> reduce(Reduction reduction, ComputeType<D> a, ComputeType<D> b) {
+  using T = ComputeType<D>;
+  if constexpr (kIsBool<D>) {
+    return reduction == Reduction::Add || reduction == Reduction::Max ? (a || b) : (a && b);
+  } else if constexpr (kIsInteger<D>) {
+    switch (reduction) {
+    case Reduction::Add:
+      return wrappingAdd<T>(a, b);
+    case Reduction::Mul:
+      return wrappingMul<T>(a, b);
+    case Reduction::Max:
+      return std::max(a, b);
+    default:
+      return std::min(a, b);
+    }
+  } else {
+    if ((reduction == Reduction::Max || reduction == Reduction::Min) &&
+        (std::isnan(a) || std::isnan(b)))
+      return std::nan("");
+    switch (reduction) {
+    case Reduction::Add:
+      return a + b;
+    case Reduction::Mul:
+      return a * b;
+    case Reduction::Max:
+      return std::max(a, b);
+    default:
+      return std::min(a, b);
     }
   }
+}
+
+/// Starts from a copy of `data` and applies each (target, update) pair in order.
+Tensor scatter(const Node &node, const Tensor &data, const Tensor &updates,
+               const std::vector<std::pair<int64_t, int64_t>> &writes) {
+  if (updates.dtype() != data.dtype())
+    userError(node.describe(), ": updates are ", dtypeName(updates.dtype()), " but data is ",
+              dtypeName(data.dtype()));
+  Tensor out(data.dtype(), data.dims());
+  copyElements(data, 0, out, 0, data.elementCount());
+  Reduction reduction = scatterReduction(node);
+  if (reduction == Reduction::None) {
+    for (auto [target, update] : writes)
+      copyElements(updates, update, out, target);
+    return out;
+  }
+  visitDType<AllDTypes>(node, data.dtype(), [&](auto tag) {
+    constexpr DType D = decltype(tag)::value;
+    for (auto [target, update] : writes)
+      storeElement<D>(
+          out, target,
+          reduce<D>(reduction, loadElement<D>(out, target), loadElement<D>(updates, update)));
+  });
   return out;
 }
 
-BroadcastIndexer::BroadcastIndexer(const std::vector<int64_t> &inDims,
-                                   const std::vector<int64_t> &outDims)
-    : outStrides_(stridesOf(outDims)), inStrides_(outDims.size(), 0) {
-  std::vector<int64_t> inStrides = stridesOf(inDims);
-  size_t offset = outDims.size() - inDims.size();
-  for (size_t i = 0; i < inDims.size(); ++i)
-    inStrides_[offset + i] = inDims[i] == 1 ? 0 : inStrides[i];
+Outputs evalScatterElements(const Node &node, const Inputs &inputs) {
+  const Tensor &data = requiredInput(node, inputs, 0);
+  const Tensor &indices = requiredInput(node, inputs, 1);
+  const Tensor &updates = requiredInput(node, inputs, 2);
+  requireIndices(node, indices, 1);
+  if (data.rank() == 0)
+    userError(node.describe(), ": cannot scatter into a scalar");
+  if (updates.dims() != indices.dims())
+    userError(node.describe(), ": updates ", shapeStr(updates.type().shape), " and indices ",
+              shapeStr(indices.type().shape), " differ in shape");
+  int64_t axis = normalizeAxis(node, node.attrInt("axis", 0), data.rank());
+  std::vector<int64_t> targets = elementTargets(node, data.dims(), indices, axis);
+  std::vector<std::pair<int64_t, int64_t>> writes;
+  for (size_t u = 0; u < targets.size(); ++u)
+    writes.emplace_back(targets[u], int64_t(u));
+  return {scatter(node, data, updates, writes)};
 }
 
-int64_t BroadcastIndexer::operator()(int64_t outIndex) const {
-  int64_t inIndex = 0;
-  for (size_t i = 0; i < outStrides_.size(); ++i) {
-    int64_t coordinate = outIndex / outStrides_[i];
-    outIndex -= coordinate * outStrides_[i];
-    inIndex += coordinate * inStrides_[i];
-  }
-  return inIndex;
+// ScatterND: updates are [indices dims except the last..., slice dims...]; each index tuple
+// selects a slice of data that the matching slice of updates is written into.
+Outputs evalScatterND(const Node &node, const Inputs &inputs) {
+  const Tensor &data = requiredInput(node, inputs, 0);
+  const Tensor &indices = requiredInput(node, inputs, 1);
+  const Tensor &updates = requiredInput(node, inputs, 2);
+  requireIndices(node, indices, 1);
+  TupleTargets targets = tupleTargets(node, data.dims(), indices, 0);
+  std::vector<int64_t> expected(indices.dims().begin(), indices.dims().end() - 1);
+  expected.insert(expected.end(), targets.sliceDims.begin(), targets.sliceDims.end());
+  if (updates.dims() != expected)
+    userError(node.describe(), ": updates are ", shapeStr(updates.type().shape), " but must be ",
+              shapeStr(shapeOf(expected)));
+  std::vector<std::pair<int64_t, int64_t>> writes;
+  for (size_t t = 0; t < targets.offsets.size(); ++t)
+    for (int64_t e = 0; e < targets.sliceSize; ++e)
+      writes.emplace_back(targets.offsets[t] + e, int64_t(t) * targets.sliceSize + e);
+  return {scatter(node, data, updates, writes)};
 }
 
-std::vector<int64_t> unravel(int64_t index, const std::vector<int64_t> &dims) {
-  std::vector<int64_t> out(dims.size(), 0);
-  for (int i = int(dims.size()) - 1; i >= 0; --i) {
-    if (dims[i] > 0) {
-      out[i] = index % dims[i];
-      index /= dims[i];
-    }
-  }
-  return out;
-}
+} // namespace
 
-int64_t ravel(const std::vector<int64_t> &index, const std::vector<int64_t> &dims) {
-  int64_t out = 0;
-  for (size_t i = 0; i < dims.size(); ++i)
-    out = out * dims[i] + index[i];
-  return out;
-}
-
-bool nextIndex(std::vector<int64_t> &index, const std::vector<int64_t> &dims) {
-  for (int i = int(dims.size()) - 1; i >= 0; --i) {
-    if (++index[i] < dims[i])
-      return true;
-    index[i] = 0;
-  }
-  return false;
-}
-
-int64_t normalizeAxis(const Node &node, int64_t axis, int64_t rank) {
-  int64_t normalized = axis < 0 ? axis + rank : axis;
-  if (normalized < 0 || normalized >= std::max<int64_t>(rank, 1))
-    userError(node.describe(), ": axis ", axis, " is out of range for rank ", rank);
-  return normalized;
-}
-
-AxisSplit splitAtAxis(const std::vector<int64_t> &dims, int64_t axis) {
-  AxisSplit split;
-  for (int64_t d = 0; d < int64_t(dims.size()); ++d) {
-    if (d < axis)
-      split.outer *= dims[d];
-    else if (d == axis)
-      split.size = dims[d];
-    else
-      split.inner *= dims[d];
-  }
-  return split;
+void registerGatherScatterRules(RuleTable &table) {
+  table.add(OpKind::Gather, evalGather);
+  table.add(OpKind::GatherElements, evalGatherElements);
+  table.add(OpKind::GatherND, evalGatherND);
+  table.add(OpKind::ScatterElements, evalScatterElements);
+  table.add(OpKind::ScatterND, evalScatterND);
 }
 
 } // namespace sinter::reference

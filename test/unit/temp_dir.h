@@ -1,12 +1,13 @@
 // A fresh folder per test under the system's temp folder, removed when the test ends.
 #pragma once
 
+#include "sinter/support/temporary_folder.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 #include <string>
-#include <unistd.h>
 
 namespace sinter::testing {
 
@@ -15,21 +16,9 @@ namespace fs = std::filesystem;
 /// A fresh folder under the system's temp folder, removed when the test ends.
 class TempDir {
 public:
-  TempDir() {
-    static int counter = 0;
-    const auto *test = ::testing::UnitTest::GetInstance()->current_test_info();
-    path_ = fs::temp_directory_path() /
-            ("sinter_test_" + std::to_string(getpid()) + "_" + std::to_string(counter++) + "_" +
-             (test ? std::string(test->name()) : std::string("test")));
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  const fs::path &path() const { return path_; }
-  std::string file(const std::string &name) const { return (path_ / name).string(); }
+  TempDir() : folder_(stem()) {}
+  const fs::path &path() const { return folder_.path(); }
+  std::string file(const std::string &name) const { return (path() / name).string(); }
   std::string write(const std::string &name, const std::string &bytes) const {
     std::string full = file(name);
     fs::create_directories(fs::path(full).parent_path());
@@ -38,7 +27,11 @@ public:
   }
 
 private:
-  fs::path path_;
+  static std::string stem() {
+    const auto *test = ::testing::UnitTest::GetInstance()->current_test_info();
+    return "sinter_test_" + (test ? std::string(test->name()) : std::string("test"));
+  }
+  TemporaryFolder folder_;
 };
 
 } // namespace sinter::testing

@@ -25,6 +25,7 @@
 #include "sinter/io/npy.h"
 #include "sinter/reference/evaluator.h"
 #include "sinter/support/error.h"
+#include "sinter/support/temporary_folder.h"
 
 #include <spdlog/spdlog.h>
 
@@ -192,20 +193,6 @@ const Tensor &truthOf(const std::string &name, const std::vector<std::string> &n
   userError("the truth (", truth, ") has no output '", name, "'; its outputs: ", list);
 }
 
-/// A temporary folder removed when it goes.
-struct WorkFolder {
-  fs::path path;
-  WorkFolder() {
-    path = fs::temp_directory_path() / ("sinter-verify-" + std::to_string(::getpid()));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~WorkFolder() {
-    std::error_code ignored;
-    fs::remove_all(path, ignored);
-  }
-};
-
 std::string storageName(DType precision) {
   return precision == DType::Float16 ? "fp16" : precision == DType::BFloat16 ? "bf16" : "fp32";
 }
@@ -307,7 +294,7 @@ void runVerify(const VerifyFlags &flags, const CLI::App &command) {
   }
 
   // The artifact: the given one, or the model compiled now for the inputs' shapes.
-  WorkFolder work;
+  TemporaryFolder work("sinter-verify");
   std::unique_ptr<Graph> imported = onnx::importModel(flags.model, importOptions);
   std::unique_ptr<Graph> compiledGraph;
   CompileOptions compileOptions = compileOptionsFrom(compileFlags);
@@ -315,7 +302,7 @@ void runVerify(const VerifyFlags &flags, const CLI::App &command) {
     compileOptions.boundInputs.emplace(name, bound.value);
   std::string artifactPath = flags.artifact;
   if (!artifact) {
-    artifactPath = flags.output.empty() ? (work.path / "model.so").string() : flags.output;
+    artifactPath = flags.output.empty() ? (work.path() / "model.so").string() : flags.output;
     compiledGraph = imported->clone();
     auto compileStart = std::chrono::steady_clock::now();
     CompileStatistics stats = compileGraph(*compiledGraph, compileOptions, artifactPath);
@@ -475,7 +462,7 @@ void runVerify(const VerifyFlags &flags, const CLI::App &command) {
     if (!compiledGraph) {
       // A given artifact: compile the model once as it would be, for the kernel names.
       compiledGraph = imported->clone();
-      compileGraph(*compiledGraph, request.options, (work.path / "as_compiled.so").string());
+      compileGraph(*compiledGraph, request.options, (work.path() / "as_compiled.so").string());
     }
     request.compiled = compiledGraph.get();
     report.bisect = bisectDivergence(request);

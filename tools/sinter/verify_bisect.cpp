@@ -4,6 +4,7 @@
 
 #include "sinter/codegen/schedule/fusion.h"
 #include "sinter/support/error.h"
+#include "sinter/support/temporary_folder.h"
 
 #include <spdlog/spdlog.h>
 
@@ -58,14 +59,7 @@ std::string nodeLabel(const Node &node) { return node.name().empty() ? node.desc
 
 class Bisector {
 public:
-  explicit Bisector(const BisectRequest &request) : request_(request) {
-    folder_ = fs::temp_directory_path() / ("sinter-bisect-" + std::to_string(::getpid()));
-    fs::create_directories(folder_);
-  }
-  ~Bisector() {
-    std::error_code ignored;
-    fs::remove_all(folder_, ignored);
-  }
+  explicit Bisector(const BisectRequest &request) : request_(request), folder_("sinter-bisect") {}
 
   /// Compiles the graph with the outputs of these nodes exposed and compares each with the truth.
   /// Returns one comparison per node (its first output that diverges, else its first compared).
@@ -92,7 +86,7 @@ public:
     }
     // The diverging graph output is compared too: exposing must not make it agree.
     exposed.emplace_back(-1, request_.divergingOutput);
-    std::string path = (folder_ / ("probe_" + std::to_string(compiles_) + ".so")).string();
+    std::string path = (folder_.path() / ("probe_" + std::to_string(compiles_) + ".so")).string();
     spdlog::info("bisect: compile {} with {} node{} exposed", compiles_, positions.size(),
                  positions.size() == 1 ? "" : "s");
     compileGraph(*copy, request_.options, path);
@@ -127,7 +121,7 @@ public:
       if (copy->outputs()[i]->name() == request_.divergingOutput)
         index = i;
     SINTER_ASSERT(index >= 0, "output '", request_.divergingOutput, "' is not an output of the graph");
-    std::string path = (folder_ / ("variant_" + std::to_string(compiles_) + ".so")).string();
+    std::string path = (folder_.path() / ("variant_" + std::to_string(compiles_) + ".so")).string();
     compileGraph(*copy, options, path);
     std::vector<Tensor> outputs;
     {
@@ -144,7 +138,7 @@ public:
 
 private:
   const BisectRequest &request_;
-  fs::path folder_;
+  TemporaryFolder folder_;
   int compiles_ = 0;
   bool outputStillDiverges_ = true;
 };

@@ -2,6 +2,7 @@
 
 #include "sinter/io/npy.h"
 #include "sinter/support/error.h"
+#include "sinter/support/temporary_folder.h"
 
 #include <spdlog/spdlog.h>
 
@@ -33,21 +34,6 @@ feeds = {port.name: np.load(f"{inputs}/input_{k}.npy") for k, port in enumerate(
 for k, value in enumerate(session.run(None, feeds)):
     np.save(f"{outputs}/output_{k}.npy", np.asarray(value))
 )";
-
-/// A folder under the temporary directory, removed with its contents when it goes.
-struct TemporaryFolder {
-  fs::path path;
-  explicit TemporaryFolder(const std::string &stem) {
-    static int counter = 0;
-    path = fs::temp_directory_path() / (stem + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TemporaryFolder() {
-    std::error_code ignored;
-    fs::remove_all(path, ignored);
-  }
-};
 
 } // namespace
 
@@ -99,7 +85,7 @@ std::vector<Tensor> runTruthCommand(const std::vector<std::string> &argv, const 
                                     const std::vector<const Tensor *> &inputs, size_t outputCount,
                                     const std::string &description) {
   TemporaryFolder folder("sinter-verify-truth");
-  fs::path inputDir = folder.path / "inputs", outputDir = folder.path / "outputs";
+  fs::path inputDir = folder.path() / "inputs", outputDir = folder.path() / "outputs";
   fs::create_directories(inputDir);
   fs::create_directories(outputDir);
   for (size_t k = 0; k < inputs.size(); ++k) {
