@@ -12,6 +12,7 @@ namespace infer {
 // ---- The table ------------------------------------------------------------------------------
 
 void InferTable::add(OpKind kind, InferFn fn) {
+  registrar_.admit(kind);
   SINTER_ASSERT(!rules_[static_cast<int>(kind)], "two inference rules for ", opName(kind));
   rules_[static_cast<int>(kind)] = fn;
 }
@@ -19,20 +20,24 @@ void InferTable::add(OpKind kind, InferFn fn) {
 const InferTable &inferTable() {
   static const InferTable table = [] {
     InferTable table;
-    registerElementwiseInference(table);
-    registerReductionInference(table);
-    registerNnInference(table);
-    registerContractionInference(table);
-    registerDataMovementInference(table);
-    registerIndexingInference(table);
-    registerCreationInference(table);
-    registerQuantizationInference(table);
-    registerAttentionInference(table);
-    registerRecurrentInference(table);
-    registerIntegerMatMulInference(table);
-    registerSignalInference(table);
-    registerImageInference(table);
-    registerCountingInference(table);
+    table.registerFamily(OpFamily::Elementwise, registerElementwiseInference);
+    table.registerFamily(OpFamily::Contraction, registerContractionInference);
+    table.registerFamily(OpFamily::Convolution, registerConvolutionInference);
+    table.registerFamily(OpFamily::Pooling, registerPoolingInference);
+    table.registerFamily(OpFamily::Normalization, registerNormalizationInference);
+    table.registerFamily(OpFamily::Reduction, registerReductionInference);
+    table.registerFamily(OpFamily::DataMovement, registerDataMovementInference);
+    table.registerFamily(OpFamily::Indexing, registerIndexingInference);
+    table.registerFamily(OpFamily::Resampling, registerResamplingInference);
+    table.registerFamily(OpFamily::Creation, registerCreationInference);
+    table.registerFamily(OpFamily::Attention, registerAttentionInference);
+    table.registerFamily(OpFamily::Recurrent, registerRecurrentInference);
+    table.registerFamily(OpFamily::Loss, registerLossInference);
+    table.registerFamily(OpFamily::Quantization, registerQuantizationInference);
+    table.registerFamily(OpFamily::Quantization, registerQuantizedMatMulInference);
+    table.registerFamily(OpFamily::Signal, registerSignalInference);
+    table.registerFamily(OpFamily::Detection, registerDetectionInference);
+    table.registerFamily(OpFamily::Counting, registerCountingInference);
     for (int i = 0; i < kNumOps; ++i)
       SINTER_ASSERT(table.find(static_cast<OpKind>(i)), "no inference rule for ",
                     opName(static_cast<OpKind>(i)));
@@ -282,6 +287,57 @@ bool isFloatType(DType type) { return isFloat(type); }
 bool isIntegerType(DType type) { return isInteger(type); }
 bool isIndexType(DType type) { return type == DType::Int32 || type == DType::Int64; }
 bool isUnsignedType(DType type) { return isInteger(type) && !isSigned(type); }
+
+void requireScalar(const InferContext &ctx, int i, const char *what) {
+  auto count = elementCount(ctx.shape(i));
+  if (ctx.rank(i) > 1 || (count && *count != 1))
+    ctx.failInput(i, "(", what, ") must be a scalar");
+}
+
+Dim divideBy(const InferContext &ctx, const Dim &dim, int64_t heads, const char *what) {
+  if (!dim.isStatic())
+    return Dim::unknown();
+  if (heads <= 0 || dim.value() % heads != 0)
+    ctx.fail(what, " ", dim.value(), " is not a multiple of the head count ", heads);
+  return Dim(dim.value() / heads);
+}
+
+// ---- Sliding windows ------------------------------------------------------------------------
+
+Window readWindow(const InferContext &ctx, int weight) {
+  size_t spatial = size_t(ctx.rank(0) - 2);
+  Window window;
+  window.attributes = windowAttributes(ctx.node(), spatial);
+  if (ctx.node().hasAttr("kernel_shape")) {
+    window.kernel = spatialAttribute(ctx.node(), "kernel_shape", spatial, 1, 1);
+    if (weight >= 0)
+      for (size_t i = 0; i < spatial; ++i) {
+        const Dim &dim = ctx.shape(weight)[2 + i];
+        if (dim.isStatic() && dim.value() != window.kernel[i])
+          ctx.fail("attribute 'kernel_shape' ", shapeStr(shapeOf(window.kernel)),
+                   " does not match the spatial dims of ", ctx.describeInput(weight));
+      }
+  } else if (weight >= 0) {
+    for (size_t i = 0; i < spatial; ++i) {
+      const Dim &dim = ctx.shape(weight)[2 + i];
+      if (dim.isStatic() && dim.value() == 0)
+        ctx.failInput(weight, "has a zero-sized kernel dim");
+      window.kernel.push_back(dim.isStatic() ? dim.value() : -1);
+    }
+  } else {
+    ctx.fail("attribute 'kernel_shape' is required");
+  }
+  return window;
+}
+
+Dim windowOutput(const InferContext &ctx, const Window &window, const Dim &input, size_t i, bool transposed) {
+  if (!input.isStatic() || window.kernel[i] < 0)
+    return Dim::unknown();
+  WindowExtent extent =
+      transposed ? transposedWindowExtent(ctx.node(), window.attributes, i, input.value(), window.kernel[i])
+                 : windowExtent(ctx.node(), window.attributes, i, input.value(), window.kernel[i]);
+  return Dim(extent.output);
+}
 
 } // namespace infer
 

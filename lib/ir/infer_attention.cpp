@@ -1,5 +1,4 @@
-// Inference for Attention, LinearAttention, CausalConvWithState and the losses
-// (NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss).
+// Inference for Attention and RotaryEmbedding.
 //
 // Attention: Q, K and V are all 3-D ([batch, sequence, heads * head_size], which needs
 // q_num_heads and kv_num_heads) or all 4-D ([batch, heads, sequence, head_size]). Outputs: Y
@@ -12,15 +11,6 @@ namespace {
 
 bool isAttentionFloat(DType t) {
   return t == DType::Float32 || t == DType::Float16 || t == DType::BFloat16 || t == DType::Float64;
-}
-
-/// dim / count when static and divisible; a UserError when static and not divisible.
-Dim divideBy(const InferContext &ctx, const Dim &dim, int64_t count, const char *what) {
-  if (!dim.isStatic())
-    return Dim::unknown();
-  if (count <= 0 || dim.value() % count != 0)
-    ctx.fail(what, " ", dim.value(), " is not a multiple of the head count ", count);
-  return Dim(dim.value() / count);
 }
 
 Types attention(const InferContext &ctx) {
@@ -96,73 +86,6 @@ Types attention(const InferContext &ctx) {
   return out;
 }
 
-/// The loss shape: the target's with reduction "none", else a scalar.
-Types loss(const InferContext &ctx) {
-  ctx.requireDType(0, isFloatType, "a float type");
-  ctx.requireDType(1, isIndexType, "i32 or i64");
-  ctx.requireRankAtLeast(0, 2);
-  ctx.requireRank(1, ctx.rank(0) - 1);
-  if (ctx.hasInput(2)) {
-    ctx.requireSameDType(2, 0);
-    ctx.requireRank(2, 1);
-  }
-  std::string reduction = ctx.node().attrString("reduction", "mean");
-  if (reduction != "none" && reduction != "sum" && reduction != "mean")
-    ctx.fail("attribute 'reduction' must be none, sum or mean, not \"", reduction, "\"");
-  const Shape &input = ctx.shape(0), &target = ctx.shape(1);
-  Shape perPosition{mergeDims(ctx, input[0], target[0], "the batch dims of input and target")};
-  for (size_t d = 2; d < input.size(); ++d)
-    perPosition.push_back(mergeDims(ctx, input[d], target[d - 1],
-                                    detail::concat("dim ", d, " of the input and dim ", d - 1,
-                                                   " of the target")));
-  Types out{{ctx.dtype(0), reduction == "none" ? perPosition : Shape{}}};
-  if (ctx.numOutputs() > 1)
-    out.push_back(ctx.type(0));
-  return out;
-}
-
-/// CausalConvWithState: output like the input [batch, channels, length]; present_state
-/// [batch, channels, k - 1] from weight [channels, 1, k].
-Types causalConvWithState(const InferContext &ctx) {
-  ctx.requireDType(0, isFloatType, "a float type");
-  ctx.requireSameDType(0, 1);
-  ctx.requireRank(0, 3);
-  ctx.requireRank(1, 3);
-  std::string activation = ctx.node().attrString("activation", "none");
-  if (activation != "none" && activation != "silu" && activation != "swish")
-    ctx.fail("attribute 'activation' must be none, silu or swish, not \"", activation, "\"");
-  const Shape &x = ctx.shape(0), &w = ctx.shape(1);
-  mergeDims(ctx, x[1], w[0], "the channels of input and weight");
-  Dim context = w[2].isStatic() ? Dim(w[2].value() - 1) : Dim::unknown();
-  if (w[2].isStatic() && w[2].value() < 1)
-    ctx.failInput(1, "has a kernel of size 0");
-  Types out{ctx.type(0)};
-  if (ctx.numOutputs() > 1)
-    out.push_back({ctx.hasInput(3) ? ctx.dtype(3) : ctx.dtype(0), {x[0], x[1], context}});
-  return out;
-}
-
-/// LinearAttention: output [batch, T, q_heads * d_v]; present_state [batch, kv_heads, d_k, d_v].
-Types linearAttention(const InferContext &ctx) {
-  for (int i : {0, 1, 2}) {
-    ctx.requireDType(i, isFloatType, "a float type");
-    ctx.requireRank(i, 3);
-  }
-  int64_t qHeads = ctx.node().attrInt("q_num_heads", 0), kvHeads = ctx.node().attrInt("kv_num_heads", 0);
-  if (qHeads <= 0 || kvHeads <= 0 || qHeads % kvHeads != 0)
-    ctx.fail("q_num_heads ", qHeads, " must be a positive multiple of kv_num_heads ", kvHeads);
-  std::string rule = ctx.node().attrString("update_rule", "gated_delta");
-  if (rule != "linear" && rule != "gated" && rule != "delta" && rule != "gated_delta")
-    ctx.fail("attribute 'update_rule' must be linear, gated, delta or gated_delta, not \"", rule, "\"");
-  const Shape &q = ctx.shape(0), &v = ctx.shape(2);
-  Dim dk = divideBy(ctx, q[2], qHeads, "the query's hidden size");
-  Dim dv = divideBy(ctx, v[2], kvHeads, "the value's hidden size");
-  Types out{{ctx.dtype(0), {q[0], q[1], mulDims(ctx, Dim(qHeads), dv)}}};
-  if (ctx.numOutputs() > 1)
-    out.push_back({ctx.hasInput(3) ? ctx.dtype(3) : ctx.dtype(0), {q[0], Dim(kvHeads), dk, dv}});
-  return out;
-}
-
 /// RotaryEmbedding: the input's type; 3-D input needs num_heads.
 Types rotaryEmbedding(const InferContext &ctx) {
   ctx.requireDType(0, isFloatType, "a float type");
@@ -182,31 +105,11 @@ Types rotaryEmbedding(const InferContext &ctx) {
   return {ctx.type(0)};
 }
 
-/// TensorScatter: the cache's type.
-Types tensorScatter(const InferContext &ctx) {
-  ctx.requireSameDType(0, 1);
-  ctx.requireRank(1, ctx.rank(0));
-  std::string mode = ctx.node().attrString("mode", "linear");
-  if (mode != "linear" && mode != "circular")
-    ctx.fail("attribute 'mode' must be linear or circular, not \"", mode, "\"");
-  int axis = ctx.normalizeAxis(ctx.node().attrInt("axis", -2), ctx.rank(0));
-  if (axis == 0)
-    ctx.fail("attribute 'axis' must not be the batch axis");
-  if (ctx.hasInput(2))
-    ctx.requireDType(2, isIndexType, "i32 or i64");
-  return {ctx.type(0)};
-}
-
 } // namespace
 
 void registerAttentionInference(InferTable &table) {
   table.add(OpKind::RotaryEmbedding, rotaryEmbedding);
-  table.add(OpKind::TensorScatter, tensorScatter);
   table.add(OpKind::Attention, attention);
-  table.add(OpKind::CausalConvWithState, causalConvWithState);
-  table.add(OpKind::LinearAttention, linearAttention);
-  table.add(OpKind::NegativeLogLikelihoodLoss, loss);
-  table.add(OpKind::SoftmaxCrossEntropyLoss, loss);
 }
 
 } // namespace sinter::infer

@@ -8,13 +8,6 @@
 namespace sinter::infer {
 namespace {
 
-/// Input i must hold one element: a scalar, or (as exporters often give) a 1-element vector.
-void requireScalar(const InferContext &ctx, int i, const char *what) {
-  auto count = elementCount(ctx.shape(i));
-  if (ctx.rank(i) > 1 || (count && *count != 1))
-    ctx.failInput(i, "(", what, ") must be a scalar");
-}
-
 Types shape(const InferContext &ctx) {
   int64_t rank = ctx.rank(0);
   auto clampAxis = [&](int64_t axis) {
@@ -163,29 +156,6 @@ Types dropout(const InferContext &ctx) {
   return types;
 }
 
-/// BitCast (opset 26): the input's shape in `to`, which must be as wide as the input's type.
-Types bitCast(const InferContext &ctx) {
-  DType to = dtypeFromOnnxAttr(ctx, ctx.node().attrInt("to", 0), "to");
-  if (dtypeBits(to) != dtypeBits(ctx.dtype(0))) // i4 and u4 are alike; i4 and i8 are not
-    ctx.fail("cannot reinterpret ", dtypeName(ctx.dtype(0)), " as ", dtypeName(to),
-             ": BitCast needs two types of one width");
-  return {{to, ctx.shape(0)}};
-}
-
-/// The window functions: [size] in output_datatype (default f32).
-Types window(const InferContext &ctx) {
-  requireScalar(ctx, 0, "size");
-  ctx.requireDType(0, isIndexType, "i32 or i64");
-  DType dtype = dtypeFromOnnxAttr(ctx, ctx.node().attrInt("output_datatype", 1), "output_datatype");
-  int64_t periodic = ctx.node().attrInt("periodic", 1);
-  if (periodic != 0 && periodic != 1)
-    ctx.fail("attribute 'periodic' must be 0 or 1, not ", periodic);
-  Dim length;
-  if (auto size = ctx.constantInts(0); size && size->size() == 1)
-    length = nonNegativeDim(ctx, size->front(), "size");
-  return {{dtype, {length}}};
-}
-
 } // namespace
 
 void registerCreationInference(InferTable &table) {
@@ -197,9 +167,6 @@ void registerCreationInference(InferTable &table) {
   table.add(OpKind::ConstantOfShape, constantOfShape);
   table.add(OpKind::Range, range);
   table.add(OpKind::EyeLike, eyeLike);
-  table.add(OpKind::BitCast, bitCast);
-  for (OpKind kind : {OpKind::HannWindow, OpKind::HammingWindow, OpKind::BlackmanWindow})
-    table.add(kind, window);
   table.add(OpKind::OneHot, oneHot);
   table.add(OpKind::NonZero, nonZero);
   table.add(OpKind::Dropout, dropout);

@@ -1,6 +1,7 @@
 // Inference for ops that move data without computing: Identity, Reshape (0 copies a dim unless
 // allowzero, -1 is inferred, symbols cancel), Flatten, Squeeze, Unsqueeze, Transpose, Expand,
-// Tile, Concat, Split, DepthToSpace and SpaceToDepth.
+// Tile, Concat, Split, Slice (negative steps, clamping), Pad (pads and axes inputs),
+// DepthToSpace, SpaceToDepth, Trilu, CenterCropPad and ReverseSequence.
 #include "infer_rules.h"
 #include "sinter/ir/op_attributes.h"
 
@@ -357,6 +358,180 @@ Types spaceToDepth(const InferContext &ctx) {
             divideDim(ctx, in[3], block, "width")}}};
 }
 
+/// Starts and ends at least this large mean "to the end" on a dim whose size is not static.
+constexpr int64_t kToTheEnd = 2147483647;
+
+void requireIndexVector(const InferContext &ctx, int i, const char *what) {
+  ctx.requireDType(i, isIndexType, "i32 or i64");
+  if (ctx.rank(i) != 1)
+    ctx.failInput(i, "(", what, ") must be 1-D");
+}
+
+/// The axes input (index `i`, optional) as normalised axes, defaulting to 0..count-1. nullopt
+/// when the axes are present but not constant.
+std::optional<std::vector<int>> axesInput(const InferContext &ctx, int i, size_t count,
+                                          int rank) {
+  if (!ctx.hasInput(i)) {
+    if (count > size_t(rank))
+      ctx.fail("has ", count, " entries per axis but the data has rank ", rank);
+    std::vector<int> axes(count);
+    for (size_t k = 0; k < count; ++k)
+      axes[k] = int(k);
+    return axes;
+  }
+  requireIndexVector(ctx, i, "axes");
+  auto axes = ctx.constantInts(i);
+  if (!axes)
+    return std::nullopt;
+  if (axes->size() != count)
+    ctx.failInput(i, "(axes) has ", axes->size(), " entries; expected ", count);
+  return ctx.normalizeAxes(*axes, rank);
+}
+
+/// The sliced size of a dim that is not static: itself when the slice takes all of it.
+Dim sliceSymbolic(const Dim &dim, const SymInt &start, const SymInt &end, int64_t step) {
+  auto isStart = [&](const SymInt &v) { return v.isConstant() && *v.value == 0; };
+  auto isEnd = [&](const SymInt &v) {
+    return (v.isConstant() && *v.value >= kToTheEnd) ||
+           (dim.isSymbol() && !v.isConstant() && v.symbol == dim.symbolName());
+  };
+  if (step == 1 && isStart(start) && isEnd(end))
+    return dim;
+  if (step == -1 && ((start.isConstant() && (*start.value == -1 || *start.value >= kToTheEnd)) ||
+                     isEnd(start)) &&
+      end.isConstant() && *end.value <= -kToTheEnd)
+    return dim;
+  return Dim::unknown();
+}
+
+Types slice(const InferContext &ctx) {
+  const Shape &in = ctx.shape(0);
+  int rank = int(in.size());
+  requireIndexVector(ctx, 1, "starts");
+  requireIndexVector(ctx, 2, "ends");
+  ctx.requireSameDType(1, 2);
+  auto starts = ctx.integerValues(1), ends = ctx.integerValues(2);
+  if (starts && ends && starts->size() != ends->size())
+    ctx.fail("starts and ends have different lengths (", starts->size(), " and ", ends->size(),
+             ")");
+  std::optional<size_t> count = starts ? starts->size() : ends ? std::optional(ends->size())
+                                                              : std::nullopt;
+  if (!count) // which axes are sliced is unknown
+    return {{ctx.dtype(0), unknownShape(rank)}};
+  auto axes = axesInput(ctx, 3, *count, rank);
+  std::optional<std::vector<int64_t>> steps = std::vector<int64_t>(*count, 1);
+  if (ctx.hasInput(4)) {
+    requireIndexVector(ctx, 4, "steps");
+    steps = ctx.constantInts(4);
+    if (steps && steps->size() != *count)
+      ctx.failInput(4, "(steps) has ", steps->size(), " entries; expected ", *count);
+    if (steps && std::find(steps->begin(), steps->end(), 0) != steps->end())
+      ctx.failInput(4, "(steps) has a 0 step");
+  }
+  if (!axes)
+    return {{ctx.dtype(0), unknownShape(rank)}};
+  Shape out = in;
+  for (size_t k = 0; k < *count; ++k) {
+    int axis = (*axes)[k];
+    if (!starts || !ends || !steps) {
+      out[axis] = Dim::unknown();
+      continue;
+    }
+    const SymInt &start = (*starts)[k], &end = (*ends)[k];
+    int64_t step = (*steps)[k];
+    if (in[axis].isStatic() && start.isConstant() && end.isConstant())
+      out[axis] = Dim(sliceBounds(in[axis].value(), *start.value, *end.value, step).count);
+    else
+      out[axis] = sliceSymbolic(in[axis], start, end, step);
+  }
+  return {{ctx.dtype(0), out}};
+}
+
+Types pad(const InferContext &ctx) {
+  const Shape &in = ctx.shape(0);
+  int rank = int(in.size());
+  std::string mode = ctx.node().attrString("mode", "constant");
+  if (mode != "constant" && mode != "reflect" && mode != "edge" && mode != "wrap")
+    ctx.fail("attribute 'mode' must be constant, reflect, edge or wrap, not \"", mode, "\"");
+  if (ctx.dtype(1) != DType::Int64 || ctx.rank(1) != 1)
+    ctx.failInput(1, "(pads) must be a 1-D i64 tensor");
+  if (ctx.hasInput(2)) {
+    ctx.requireSameDType(0, 2);
+    auto count = elementCount(ctx.shape(2));
+    if (count && *count != 1)
+      ctx.failInput(2, "(constant_value) must be a scalar");
+  }
+  auto pads = ctx.integerValues(1);
+  std::optional<std::vector<int>> axes;
+  if (pads) {
+    if (pads->size() % 2 != 0)
+      ctx.failInput(1, "(pads) has an odd number of entries (", pads->size(), ")");
+    axes = axesInput(ctx, 3, pads->size() / 2, rank);
+    if (!ctx.hasInput(3) && int(pads->size()) != 2 * rank)
+      ctx.failInput(1, "(pads) has ", pads->size(), " entries; expected 2 * rank = ", 2 * rank);
+  }
+  if (!axes)
+    return {{ctx.dtype(0), unknownShape(rank)}};
+  Shape out = in;
+  size_t count = axes->size();
+  for (size_t k = 0; k < count; ++k) {
+    int axis = (*axes)[k];
+    const SymInt &begin = (*pads)[k], &end = (*pads)[k + count];
+    if (!begin.isConstant() || !end.isConstant()) {
+      out[axis] = Dim::unknown();
+      continue;
+    }
+    int64_t total = checkedAdd(ctx, *begin.value, *end.value);
+    if (in[axis].isStatic()) {
+      int64_t size = checkedAdd(ctx, in[axis].value(), total);
+      if (size < 0)
+        ctx.fail("pads remove more than dim ", axis, " of ", ctx.describeInput(0), " holds");
+      out[axis] = Dim(size);
+    } else {
+      out[axis] = total == 0 ? in[axis] : Dim::unknown();
+    }
+  }
+  return {{ctx.dtype(0), out}};
+}
+
+Types trilu(const InferContext &ctx) {
+  ctx.requireRankAtLeast(0, 2);
+  if (ctx.hasInput(1)) {
+    if (ctx.dtype(1) != DType::Int64)
+      ctx.failInput(1, "(k) must be i64");
+    auto count = elementCount(ctx.shape(1));
+    if (ctx.rank(1) > 1 || (count && *count != 1))
+      ctx.failInput(1, "(k) must be a scalar");
+  }
+  int64_t upper = ctx.node().attrInt("upper", 1);
+  if (upper != 0 && upper != 1)
+    ctx.fail("attribute 'upper' must be 0 or 1, not ", upper);
+  return {ctx.type(0)};
+}
+
+/// ReverseSequence: the input's type.
+Types reverseSequence(const InferContext &ctx) {
+  ctx.requireRankAtLeast(0, 2);
+  ctx.requireDType(1, [](DType t) { return t == DType::Int64; }, "i64");
+  return {ctx.type(0)};
+}
+
+/// CenterCropPad: the listed axes (all by default) take the sizes of `shape` when they are known.
+Types centerCropPad(const InferContext &ctx) {
+  ctx.requireDType(1, isIndexType, "i32 or i64");
+  Shape shape = ctx.shape(0);
+  std::vector<int64_t> axes = ctx.node().attrInts("axes");
+  if (axes.empty())
+    for (int d = 0; d < ctx.rank(0); ++d)
+      axes.push_back(d);
+  std::vector<int> normalized = ctx.normalizeAxes(axes, ctx.rank(0));
+  std::optional<std::vector<int64_t>> sizes = ctx.constantInts(1);
+  for (size_t k = 0; k < normalized.size(); ++k)
+    shape[size_t(normalized[k])] =
+        sizes && sizes->size() == normalized.size() ? nonNegativeDim(ctx, (*sizes)[k], "shape") : Dim::unknown();
+  return {{ctx.dtype(0), shape}};
+}
+
 } // namespace
 
 void registerDataMovementInference(InferTable &table) {
@@ -372,6 +547,11 @@ void registerDataMovementInference(InferTable &table) {
   table.add(OpKind::Split, split);
   table.add(OpKind::DepthToSpace, depthToSpace);
   table.add(OpKind::SpaceToDepth, spaceToDepth);
+  table.add(OpKind::Slice, slice);
+  table.add(OpKind::Pad, pad);
+  table.add(OpKind::Trilu, trilu);
+  table.add(OpKind::ReverseSequence, reverseSequence);
+  table.add(OpKind::CenterCropPad, centerCropPad);
 }
 
 } // namespace sinter::infer

@@ -1,6 +1,6 @@
 // Inference for elementwise ops: unary math, activations, binary and variadic ops with numpy
-// broadcasting, comparisons and logic (bool results), Where, Cast and CastLike. Dtype checks
-// follow the ONNX type constraints of each op at opset 23.
+// broadcasting, comparisons and logic (bool results), Where, Cast, CastLike and BitCast. Dtype
+// checks follow the ONNX type constraints of each op at opset 23.
 #include "infer_rules.h"
 
 namespace sinter::infer {
@@ -120,6 +120,15 @@ Types gelu(const InferContext &ctx) {
   return floatUnary(ctx);
 }
 
+/// BitCast (opset 26): the input's shape in `to`, which must be as wide as the input's type.
+Types bitCast(const InferContext &ctx) {
+  DType to = dtypeFromOnnxAttr(ctx, ctx.node().attrInt("to", 0), "to");
+  if (dtypeBits(to) != dtypeBits(ctx.dtype(0))) // i4 and u4 are alike; i4 and i8 are not
+    ctx.fail("cannot reinterpret ", dtypeName(ctx.dtype(0)), " as ", dtypeName(to),
+             ": BitCast needs two types of one width");
+  return {{to, ctx.shape(0)}};
+}
+
 } // namespace
 
 void registerElementwiseInference(InferTable &table) {
@@ -202,6 +211,7 @@ void registerElementwiseInference(InferTable &table) {
   table.add(OpKind::CastLike, [](const InferContext &ctx) -> Types {
     return {{ctx.dtype(1), ctx.shape(0)}};
   });
+  table.add(OpKind::BitCast, bitCast);
 }
 
 } // namespace sinter::infer

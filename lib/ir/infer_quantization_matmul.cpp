@@ -52,7 +52,7 @@ Types dynamicQuantizeLinear(const InferContext &ctx) {
 
 } // namespace
 
-void registerIntegerMatMulInference(InferTable &table) {
+void registerQuantizedMatMulInference(InferTable &table) {
   table.add(OpKind::DynamicQuantizeLinear, dynamicQuantizeLinear);
   table.add(OpKind::MatMulInteger, matMulInteger);
   table.add(OpKind::QLinearMatMul, qlinearMatMul);

@@ -1,7 +1,8 @@
 // Inference for the recurrent ops RNN, GRU and LSTM (shapes in sinter/ir/recurrent.h): every
 // tensor input is checked against X, W and hidden_size, and the outputs are
 //   Y [seq, D, batch, H] (layout 1: [batch, seq, D, H]); Y_h, Y_c [D, batch, H] (layout 1:
-//   [batch, D, H]).
+//   [batch, D, H]);
+// and for the stateful sequence ops CausalConvWithState and LinearAttention.
 #include "infer_rules.h"
 
 #include "sinter/ir/recurrent.h"
@@ -75,11 +76,55 @@ Types recurrent(const InferContext &ctx) {
   return types;
 }
 
+/// CausalConvWithState: output like the input [batch, channels, length]; present_state
+/// [batch, channels, k - 1] from weight [channels, 1, k].
+Types causalConvWithState(const InferContext &ctx) {
+  ctx.requireDType(0, isFloatType, "a float type");
+  ctx.requireSameDType(0, 1);
+  ctx.requireRank(0, 3);
+  ctx.requireRank(1, 3);
+  std::string activation = ctx.node().attrString("activation", "none");
+  if (activation != "none" && activation != "silu" && activation != "swish")
+    ctx.fail("attribute 'activation' must be none, silu or swish, not \"", activation, "\"");
+  const Shape &x = ctx.shape(0), &w = ctx.shape(1);
+  mergeDims(ctx, x[1], w[0], "the channels of input and weight");
+  Dim context = w[2].isStatic() ? Dim(w[2].value() - 1) : Dim::unknown();
+  if (w[2].isStatic() && w[2].value() < 1)
+    ctx.failInput(1, "has a kernel of size 0");
+  Types out{ctx.type(0)};
+  if (ctx.numOutputs() > 1)
+    out.push_back({ctx.hasInput(3) ? ctx.dtype(3) : ctx.dtype(0), {x[0], x[1], context}});
+  return out;
+}
+
+/// LinearAttention: output [batch, T, q_heads * d_v]; present_state [batch, kv_heads, d_k, d_v].
+Types linearAttention(const InferContext &ctx) {
+  for (int i : {0, 1, 2}) {
+    ctx.requireDType(i, isFloatType, "a float type");
+    ctx.requireRank(i, 3);
+  }
+  int64_t qHeads = ctx.node().attrInt("q_num_heads", 0), kvHeads = ctx.node().attrInt("kv_num_heads", 0);
+  if (qHeads <= 0 || kvHeads <= 0 || qHeads % kvHeads != 0)
+    ctx.fail("q_num_heads ", qHeads, " must be a positive multiple of kv_num_heads ", kvHeads);
+  std::string rule = ctx.node().attrString("update_rule", "gated_delta");
+  if (rule != "linear" && rule != "gated" && rule != "delta" && rule != "gated_delta")
+    ctx.fail("attribute 'update_rule' must be linear, gated, delta or gated_delta, not \"", rule, "\"");
+  const Shape &q = ctx.shape(0), &v = ctx.shape(2);
+  Dim dk = divideBy(ctx, q[2], qHeads, "the query's hidden size");
+  Dim dv = divideBy(ctx, v[2], kvHeads, "the value's hidden size");
+  Types out{{ctx.dtype(0), {q[0], q[1], mulDims(ctx, Dim(qHeads), dv)}}};
+  if (ctx.numOutputs() > 1)
+    out.push_back({ctx.hasInput(3) ? ctx.dtype(3) : ctx.dtype(0), {q[0], Dim(kvHeads), dk, dv}});
+  return out;
+}
+
 } // namespace
 
 void registerRecurrentInference(InferTable &table) {
   for (OpKind kind : {OpKind::RNN, OpKind::GRU, OpKind::LSTM})
     table.add(kind, recurrent);
+  table.add(OpKind::CausalConvWithState, causalConvWithState);
+  table.add(OpKind::LinearAttention, linearAttention);
 }
 
 } // namespace sinter::infer

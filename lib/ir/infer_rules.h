@@ -16,6 +16,8 @@
 
 #include "sinter/ir/graph.h"
 #include "sinter/ir/infer.h"
+#include "sinter/ir/op_attributes.h"
+#include "sinter/ir/op_families.h"
 #include "sinter/support/error.h"
 
 #include <array>
@@ -113,32 +115,39 @@ using InferFn = Types (*)(const InferContext &ctx);
 
 class InferTable {
 public:
+  /// Runs a family file's registration; it may add only that family's ops (op_families.h).
+  void registerFamily(OpFamily family, void (*registerRules)(InferTable &)) { registrar_.run(*this, family, registerRules); }
   /// Registers the rule for an op; registering one op twice is an internal error.
   void add(OpKind kind, InferFn fn);
   InferFn find(OpKind kind) const { return rules_[static_cast<int>(kind)]; }
 
 private:
   std::array<InferFn, kNumOps> rules_{};
+  FamilyRegistrar registrar_{"inference"};
 };
 
 /// The table with every family registered (and, checked once, a rule for every op).
 const InferTable &inferTable();
 
-// One per family file; each registers only its own ops.
-void registerElementwiseInference(InferTable &table);   // infer_elementwise.cpp: unary, binary, variadic, activations, Cast
-void registerReductionInference(InferTable &table);     // infer_reduction.cpp: Reduce*, ArgMax/Min, Softmax family, CumSum, TopK
-void registerNnInference(InferTable &table);            // infer_nn.cpp: Conv, ConvTranspose, pools, normalisations
-void registerContractionInference(InferTable &table);   // infer_contraction.cpp: MatMul, Gemm, Einsum
-void registerDataMovementInference(InferTable &table);  // infer_data_movement.cpp: Reshape, Transpose, Concat, Split, ...
-void registerIndexingInference(InferTable &table);      // infer_indexing.cpp: Slice, Pad, Resize, Gather*, Scatter*, Trilu
-void registerCreationInference(InferTable &table);      // infer_creation.cpp: Shape, Size, Range, ConstantOfShape, OneHot, ...
-void registerQuantizationInference(InferTable &table);  // infer_quantization.cpp: QuantizeLinear, DequantizeLinear
-void registerAttentionInference(InferTable &table);     // infer_attention.cpp: Attention, LinearAttention, CausalConvWithState, losses
-void registerRecurrentInference(InferTable &table);     // infer_recurrent.cpp: RNN, GRU, LSTM
-void registerIntegerMatMulInference(InferTable &table); // infer_integer_matmul.cpp: MatMulInteger, QLinearMatMul, DynamicQuantizeLinear
-void registerSignalInference(InferTable &table);        // infer_signal.cpp: DFT, STFT, MelWeightMatrix
-void registerImageInference(InferTable &table);         // infer_image.cpp: Col2Im, DeformConv, RoiAlign, MaxUnpool
-void registerCountingInference(InferTable &table);      // infer_counting.cpp: Unique, TfIdfVectorizer
+// One per family (OpFamily), in infer_<family>*.cpp; each registers only its family's ops.
+void registerElementwiseInference(InferTable &table);   // infer_elementwise.cpp
+void registerContractionInference(InferTable &table);   // infer_contraction.cpp
+void registerConvolutionInference(InferTable &table);   // infer_convolution.cpp
+void registerPoolingInference(InferTable &table);       // infer_pooling.cpp
+void registerNormalizationInference(InferTable &table); // infer_normalization.cpp
+void registerReductionInference(InferTable &table);     // infer_reduction.cpp
+void registerDataMovementInference(InferTable &table);  // infer_data_movement.cpp
+void registerIndexingInference(InferTable &table);      // infer_indexing.cpp
+void registerResamplingInference(InferTable &table);    // infer_resampling.cpp
+void registerCreationInference(InferTable &table);      // infer_creation.cpp
+void registerAttentionInference(InferTable &table);     // infer_attention.cpp
+void registerRecurrentInference(InferTable &table);     // infer_recurrent.cpp
+void registerLossInference(InferTable &table);          // infer_loss.cpp
+void registerQuantizationInference(InferTable &table);  // infer_quantization.cpp
+void registerQuantizedMatMulInference(InferTable &table); // infer_quantization_matmul.cpp
+void registerSignalInference(InferTable &table);        // infer_signal.cpp
+void registerDetectionInference(InferTable &table);     // infer_detection.cpp
+void registerCountingInference(InferTable &table);      // infer_counting.cpp
 
 // ---- Shared helpers (infer.cpp) -------------------------------------------------------------
 
@@ -195,5 +204,29 @@ bool isFloatType(DType type);   ///< f16, bf16, f32, f64
 bool isIntegerType(DType type); ///< signed or unsigned integers
 bool isIndexType(DType type);   ///< i32 or i64
 bool isUnsignedType(DType type);
+
+/// Input i must hold one element (rank 0, or rank 1 of length 1).
+void requireScalar(const InferContext &ctx, int i, const char *what);
+
+/// dim / heads when static and divisible (an attention or linear-attention hidden size split into
+/// heads); unknown when not static; a UserError when static and not divisible.
+Dim divideBy(const InferContext &ctx, const Dim &dim, int64_t heads, const char *what);
+
+/// A sliding window over the spatial dims (all but the first two) of Conv, ConvTranspose or a
+/// pool: its attributes, decoded as the reference and lowering decode them, and its kernel as far
+/// as it is known.
+struct Window {
+  std::vector<int64_t> kernel; ///< -1 where the kernel dim is not static
+  WindowAttributes attributes;
+};
+
+/// Reads the window for a node whose input 0 is [N, C, spatial...]. The kernel comes from
+/// kernel_shape, or from `weight`'s dims 2.. when that attribute is absent (weight -1: a pool).
+Window readWindow(const InferContext &ctx, int weight);
+
+/// The output extent of spatial dim i (windowExtent, or transposedWindowExtent for
+/// ConvTranspose) where the input's extent and the kernel's are static; unknown otherwise.
+Dim windowOutput(const InferContext &ctx, const Window &window, const Dim &input, size_t i,
+                 bool transposed = false);
 
 } // namespace sinter::infer

@@ -1,4 +1,5 @@
-// Inference for the Fourier transforms DFT and STFT, and for MelWeightMatrix.
+// Inference for signal processing: the Fourier transforms DFT and STFT, the window functions
+// (HannWindow, HammingWindow, BlackmanWindow) and MelWeightMatrix.
 //
 // DFT (opset-20 form; the importer turns opset 17's axis attribute into input 2): input
 // [..., 1 or 2] (real, or complex as [re, im]); the transform runs along `axis` (input 2,
@@ -112,12 +113,28 @@ Types melWeightMatrix(const InferContext &ctx) {
   return {{dtype, {length ? Dim(*length / 2 + 1) : Dim::unknown(), bins ? Dim(*bins) : Dim::unknown()}}};
 }
 
+/// The window functions: [size] in output_datatype (default f32).
+Types window(const InferContext &ctx) {
+  requireScalar(ctx, 0, "size");
+  ctx.requireDType(0, isIndexType, "i32 or i64");
+  DType dtype = dtypeFromOnnxAttr(ctx, ctx.node().attrInt("output_datatype", 1), "output_datatype");
+  int64_t periodic = ctx.node().attrInt("periodic", 1);
+  if (periodic != 0 && periodic != 1)
+    ctx.fail("attribute 'periodic' must be 0 or 1, not ", periodic);
+  Dim length;
+  if (auto size = ctx.constantInts(0); size && size->size() == 1)
+    length = nonNegativeDim(ctx, size->front(), "size");
+  return {{dtype, {length}}};
+}
+
 } // namespace
 
 void registerSignalInference(InferTable &table) {
   table.add(OpKind::DFT, dft);
   table.add(OpKind::STFT, stft);
   table.add(OpKind::MelWeightMatrix, melWeightMatrix);
+  for (OpKind kind : {OpKind::HannWindow, OpKind::HammingWindow, OpKind::BlackmanWindow})
+    table.add(kind, window);
 }
 
 } // namespace sinter::infer

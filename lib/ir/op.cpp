@@ -1,4 +1,5 @@
 #include "sinter/ir/op.h"
+#include "sinter/ir/op_families.h"
 
 #include "sinter/support/error.h"
 
@@ -38,8 +39,8 @@ std::vector<AttrSchema> parseSchema(std::string_view op, const char *text) {
 
 const std::array<OpInfo, kNumOps> &table() {
   static const std::array<OpInfo, kNumOps> kTable = {{
-#define OP(Name, minIn, maxIn, minOut, maxOut, fusion, attrs)                                      \
-  {#Name, minIn, maxIn, minOut, maxOut, FusionClass::fusion, parseSchema(#Name, attrs)},
+#define OP(Name, minIn, maxIn, minOut, maxOut, fusion, family, attrs)                              \
+  {#Name, minIn, maxIn, minOut, maxOut, FusionClass::fusion, OpFamily::family, parseSchema(#Name, attrs)},
 #include "sinter/ir/ops.def"
   }};
   return kTable;
@@ -57,6 +58,35 @@ std::string_view fusionClassName(FusionClass fusion) {
   case FusionClass::Opaque: return "opaque";
   }
   return "?";
+}
+
+std::string_view opFamilyName(OpFamily family) {
+  switch (family) {
+  case OpFamily::Elementwise: return "elementwise";
+  case OpFamily::Contraction: return "contraction";
+  case OpFamily::Convolution: return "convolution";
+  case OpFamily::Pooling: return "pooling";
+  case OpFamily::Normalization: return "normalization";
+  case OpFamily::Reduction: return "reduction";
+  case OpFamily::DataMovement: return "data_movement";
+  case OpFamily::Indexing: return "indexing";
+  case OpFamily::Resampling: return "resampling";
+  case OpFamily::Creation: return "creation";
+  case OpFamily::Attention: return "attention";
+  case OpFamily::Recurrent: return "recurrent";
+  case OpFamily::Loss: return "loss";
+  case OpFamily::Quantization: return "quantization";
+  case OpFamily::Signal: return "signal";
+  case OpFamily::Detection: return "detection";
+  case OpFamily::Counting: return "counting";
+  }
+  return "?";
+}
+
+void FamilyRegistrar::admit(OpKind kind) const {
+  SINTER_ASSERT(family_, "a ", layer_, " rule for ", opName(kind), " registered outside its family's registration");
+  SINTER_ASSERT(opFamily(kind) == *family_, "the ", opFamilyName(*family_), " family's ", layer_, " rules register ",
+                opName(kind), ", which ops.def puts in the ", opFamilyName(opFamily(kind)), " family");
 }
 
 std::string_view attrKindName(AttrKind kind) {

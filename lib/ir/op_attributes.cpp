@@ -70,51 +70,152 @@ std::vector<int64_t> spatialAttribute(const Node &node, const std::string &name,
   return values;
 }
 
+namespace {
+
+/// a + b, a * b: a UserError naming the node and the dim on overflow (attributes are the user's,
+/// so any int64 may arrive).
+struct CheckedWindowArithmetic {
+  const Node &node;
+  size_t dim;
+
+  int64_t add(int64_t a, int64_t b) const {
+    int64_t result;
+    if (__builtin_add_overflow(a, b, &result))
+      overflow();
+    return result;
+  }
+  int64_t mul(int64_t a, int64_t b) const {
+    int64_t result;
+    if (__builtin_mul_overflow(a, b, &result))
+      overflow();
+    return result;
+  }
+  [[noreturn]] void overflow() const {
+    userError(node.describe(), ": the window arithmetic of spatial dim ", dim, " overflows 64 bits");
+  }
+};
+
+AutoPad autoPadOf(const Node &node) {
+  std::string autoPad = node.attrString("auto_pad", "NOTSET");
+  if (autoPad == "NOTSET" || autoPad.empty())
+    return AutoPad::NotSet;
+  if (autoPad == "VALID")
+    return AutoPad::Valid;
+  if (autoPad == "SAME_UPPER")
+    return AutoPad::SameUpper;
+  if (autoPad == "SAME_LOWER")
+    return AutoPad::SameLower;
+  userError(node.describe(), ": attribute 'auto_pad' must be NOTSET, SAME_UPPER, SAME_LOWER or VALID, not \"",
+            autoPad, "\"");
+}
+
+} // namespace
+
+WindowAttributes windowAttributes(const Node &node, size_t rank) {
+  WindowAttributes attributes;
+  attributes.autoPad = autoPadOf(node);
+  attributes.strides = spatialAttribute(node, "strides", rank, 1, 1);
+  attributes.dilations = spatialAttribute(node, "dilations", rank, 1, 1);
+  attributes.pads = spatialAttribute(node, "pads", 2 * rank, 0, 0);
+  if (attributes.autoPad != AutoPad::NotSet) // auto_pad decides the padding; explicit pads are ignored
+    attributes.pads.assign(2 * rank, 0);
+  if (node.info().findAttribute("ceil_mode")) {
+    int64_t ceilMode = node.attrInt("ceil_mode", 0);
+    if (ceilMode != 0 && ceilMode != 1)
+      userError(node.describe(), ": attribute 'ceil_mode' must be 0 or 1, not ", ceilMode);
+    attributes.ceilMode = ceilMode == 1;
+  }
+  if (node.info().findAttribute("output_padding")) {
+    attributes.outputPadding = spatialAttribute(node, "output_padding", rank, 0, 0);
+    attributes.outputShape = node.attrInts("output_shape");
+    if (attributes.outputShape.size() == rank + 2) // tolerate [N, M, spatial...]
+      attributes.outputShape.erase(attributes.outputShape.begin(), attributes.outputShape.begin() + 2);
+    if (!attributes.outputShape.empty() && attributes.outputShape.size() != rank)
+      userError(node.describe(), ": attribute 'output_shape' has ", attributes.outputShape.size(),
+                " values; expected ", rank);
+    for (int64_t extent : attributes.outputShape)
+      if (extent < 0)
+        userError(node.describe(), ": attribute 'output_shape' has the negative extent ", extent);
+  }
+  return attributes;
+}
+
+WindowExtent windowExtent(const Node &node, const WindowAttributes &attributes, size_t i, int64_t input,
+                          int64_t kernel) {
+  CheckedWindowArithmetic checked{node, i};
+  const size_t rank = attributes.strides.size();
+  const int64_t stride = attributes.strides[i];
+  const int64_t window = checked.add(checked.mul(kernel - 1, attributes.dilations[i]), 1);
+  WindowExtent extent;
+  if (attributes.samePadding()) {
+    extent.output = input / stride + (input % stride != 0);
+    int64_t total = std::max<int64_t>(0, checked.add(checked.add(checked.mul(extent.output - 1, stride), window), -input));
+    int64_t half = total / 2;
+    extent.padBegin = attributes.autoPad == AutoPad::SameUpper ? half : total - half;
+    extent.padEnd = total - extent.padBegin;
+    return extent;
+  }
+  extent.padBegin = attributes.pads[i];
+  extent.padEnd = attributes.pads[rank + i];
+  int64_t padded = checked.add(checked.add(input, extent.padBegin), extent.padEnd);
+  if (padded < window)
+    userError(node.describe(), ": spatial dim ", i, " of the input is ", input, " (", padded,
+              " with padding), smaller than the ", window, "-wide (dilated) kernel");
+  int64_t span = padded - window;
+  extent.output = (attributes.ceilMode ? checked.add(span, stride - 1) : span) / stride + 1;
+  // A window may not start in the end padding (PyTorch's rule, adopted by ONNX).
+  if (attributes.ceilMode && (extent.output - 1) * stride >= input + extent.padBegin)
+    --extent.output;
+  return extent;
+}
+
+WindowExtent transposedWindowExtent(const Node &node, const WindowAttributes &attributes, size_t i,
+                                    int64_t input, int64_t kernel) {
+  CheckedWindowArithmetic checked{node, i};
+  const size_t rank = attributes.strides.size();
+  const int64_t stride = attributes.strides[i];
+  const int64_t window = checked.add(checked.mul(kernel - 1, attributes.dilations[i]), 1);
+  const int64_t natural = checked.add(checked.add(checked.mul(stride, input - 1), attributes.outputPadding[i]), window);
+  WindowExtent extent;
+  if (!attributes.outputShape.empty() || attributes.samePadding()) {
+    int64_t target = attributes.outputShape.empty() ? checked.mul(input, stride) : attributes.outputShape[i];
+    int64_t total = natural - target;
+    if (total < 0 && attributes.outputShape.empty())
+      target = natural; // SAME_* never pads negatively
+    extent.padBegin = total <= 0 ? 0 : attributes.autoPad == AutoPad::SameUpper ? total / 2 : total - total / 2;
+    extent.output = target;
+  } else {
+    extent.padBegin = attributes.pads[i];
+    extent.output = checked.add(natural, -checked.add(attributes.pads[i], attributes.pads[rank + i]));
+  }
+  if (extent.output < 0)
+    userError(node.describe(), ": the output extent along spatial dim ", i, " would be ", extent.output,
+              "; the pads are larger than the output");
+  extent.padEnd = natural - extent.padBegin - extent.output;
+  return extent;
+}
+
 WindowGeometry windowGeometry(const Node &node, const std::vector<int64_t> &input,
-                              const std::vector<int64_t> &kernel, bool ceilMode) {
-  // Divisions rounding towards negative and positive infinity (the span below may be negative
-  // only where it is rejected; strides are positive).
-  auto floorDiv = [](int64_t a, int64_t b) { return a / b - ((a % b != 0) && (a < 0)); };
-  auto ceilDiv = [](int64_t a, int64_t b) { return a / b + ((a % b != 0) && (a > 0)); };
+                              const std::vector<int64_t> &kernel) {
   const size_t rank = input.size();
   if (kernel.size() != rank)
     userError(node.describe(), ": the kernel has ", kernel.size(), " dims but the input has ", rank, " spatial dims");
-  WindowGeometry g;
-  g.input = input;
-  g.kernel = kernel;
   for (int64_t extent : kernel)
     if (extent < 1)
       userError(node.describe(), ": kernel extent ", extent, " must be >= 1");
-  g.strides = spatialAttribute(node, "strides", rank, 1, 1);
-  g.dilations = spatialAttribute(node, "dilations", rank, 1, 1);
-  std::vector<int64_t> pads = spatialAttribute(node, "pads", 2 * rank, 0, 0);
-  std::string autoPad = node.attrString("auto_pad", "NOTSET");
-  g.padBegin.assign(rank, 0);
-  g.padEnd.assign(rank, 0);
-  g.output.assign(rank, 0);
+  const WindowAttributes attributes = windowAttributes(node, rank);
+  const bool transposed = node.kind() == OpKind::ConvTranspose;
+  WindowGeometry g;
+  g.input = input;
+  g.kernel = kernel;
+  g.strides = attributes.strides;
+  g.dilations = attributes.dilations;
   for (size_t i = 0; i < rank; ++i) {
-    int64_t stride = g.strides[i], window = g.window(i);
-    if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
-      g.output[i] = ceilDiv(input[i], stride);
-      int64_t total = std::max<int64_t>(0, (g.output[i] - 1) * stride + window - input[i]);
-      int64_t half = total / 2;
-      g.padBegin[i] = autoPad == "SAME_UPPER" ? half : total - half;
-      g.padEnd[i] = total - g.padBegin[i];
-      continue;
-    }
-    if (autoPad == "NOTSET" || autoPad.empty()) {
-      g.padBegin[i] = pads[i];
-      g.padEnd[i] = pads[rank + i];
-    } else if (autoPad != "VALID") {
-      userError(node.describe(), ": unknown auto_pad '", autoPad, "'");
-    }
-    int64_t span = input[i] + g.padBegin[i] + g.padEnd[i] - window;
-    if (span < 0)
-      userError(node.describe(), ": the window (", window, ") is larger than the padded input (",
-                input[i] + g.padBegin[i] + g.padEnd[i], ") along spatial dim ", i);
-    g.output[i] = (ceilMode ? ceilDiv(span, stride) : floorDiv(span, stride)) + 1;
-    if (ceilMode && (g.output[i] - 1) * stride >= input[i] + g.padBegin[i])
-      --g.output[i];
+    WindowExtent extent = transposed ? transposedWindowExtent(node, attributes, i, input[i], kernel[i])
+                                     : windowExtent(node, attributes, i, input[i], kernel[i]);
+    g.padBegin.push_back(extent.padBegin);
+    g.padEnd.push_back(extent.padEnd);
+    g.output.push_back(extent.output);
   }
   return g;
 }

@@ -310,59 +310,11 @@ Outputs evalRotaryEmbedding(const Node &node, const Inputs &inputs) {
   return {fromDoubles(x.dtype(), x.dims(), out)};
 }
 
-// TensorScatter (opset 24): a copy of past_cache with update written along `axis` (default -2)
-// from write_indices[b] (0 when absent) for each batch b; mode "circular" wraps positions
-// modulo the cache length, "linear" (the default) must stay inside it.
-Outputs evalTensorScatter(const Node &node, const Inputs &inputs) {
-  const Tensor &cache = requiredInput(node, inputs, 0);
-  const Tensor &update = requiredInput(node, inputs, 1);
-  const Tensor *writeIndices = optionalInput(inputs, 2);
-  std::string mode = node.attrString("mode", "linear");
-  if (mode != "linear" && mode != "circular")
-    userError(node.describe(), ": mode '", mode, "' is not linear or circular");
-  int rank = cache.rank();
-  int64_t axis = node.attrInt("axis", -2);
-  if (axis < -rank || axis >= rank || rank < 1)
-    userError(node.describe(), ": axis ", axis, " is out of range for rank ", rank);
-  if (axis < 0)
-    axis += rank;
-  if (axis == 0)
-    userError(node.describe(), ": axis must not be the batch axis");
-  if (update.rank() != rank || update.dtype() != cache.dtype())
-    userError(node.describe(), ": update must have the cache's rank and type");
-  for (int d = 0; d < rank; ++d)
-    if (d == axis ? update.dims()[d] > cache.dims()[d] : update.dims()[d] != cache.dims()[d])
-      userError(node.describe(), ": update ", shapeStr(shapeOf(update.dims())), " does not fit cache ",
-                shapeStr(shapeOf(cache.dims())), " along axis ", axis);
-  Tensor out = cache;
-  int64_t length = cache.dims()[axis], steps = update.dims()[axis];
-  int64_t outer = 1, inner = 1;
-  for (int d = 0; d < axis; ++d)
-    outer *= cache.dims()[d];
-  for (int d = axis + 1; d < rank; ++d)
-    inner *= cache.dims()[d];
-  int64_t perBatch = outer / std::max<int64_t>(cache.dims()[0], 1);
-  for (int64_t o = 0; o < outer; ++o) {
-    int64_t batch = perBatch == 0 ? 0 : o / perBatch;
-    int64_t start = writeIndices ? writeIndices->getInt(batch) : 0;
-    for (int64_t step = 0; step < steps; ++step) {
-      int64_t position = start + step;
-      if (mode == "circular")
-        position = ((position % length) + length) % length;
-      if (position < 0 || position >= length)
-        userError(node.describe(), ": write position ", position, " is outside the cache of length ", length);
-      copyElements(update, (o * steps + step) * inner, out, (o * length + position) * inner, inner);
-    }
-  }
-  return {out};
-}
-
 } // namespace
 
 void registerAttentionRules(RuleTable &table) {
   table.add(OpKind::Attention, evalAttention);
   table.add(OpKind::RotaryEmbedding, evalRotaryEmbedding);
-  table.add(OpKind::TensorScatter, evalTensorScatter);
 }
 
 } // namespace sinter::reference

@@ -3,7 +3,7 @@
 // Every product is summed in an accumulator wider than the element: double for the float types,
 // wrapping int64 arithmetic for the integer types (two's complement, so unsigned 64-bit values
 // come out right too). The sum is rounded once when it is stored.
-#include "indexing.h"
+#include "tensor_index.h"
 #include "registry.h"
 #include "tensor_helpers.h"
 

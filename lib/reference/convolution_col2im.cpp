@@ -2,7 +2,7 @@
 // of the L block positions (row-major over the sweep of the block across the padded image), the
 // block's C * prod(block) values; each is added into the image element it covers (elements in
 // the padding are dropped). Output [N, C, image_shape...].
-#include "indexing.h"
+#include "tensor_index.h"
 #include "registry.h"
 #include "tensor_helpers.h"
 

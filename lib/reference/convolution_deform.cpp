@@ -4,7 +4,7 @@
 //   y[n, o, p] = B[o] + sum_{c in o's group, k} W[o, c, k] * mask[n, g, k, p]
 //                * bilinear(X[n, c], p * stride - pad + k * dilation + offset[n, g, k, p])
 // with g the offset group of channel c (offset's channels: per group, per tap, (dy, dx)).
-#include "indexing.h"
+#include "tensor_index.h"
 #include "registry.h"
 #include "tensor_helpers.h"
 

@@ -3,7 +3,7 @@
 // order of first occurrence. Outputs: Y; indices (each Y entry's first occurrence in X);
 // inverse_indices (each X entry's place in Y); counts. Slices compare element by element in
 // row-major order of the dims other than the axis, as numpy.unique does.
-#include "indexing.h"
+#include "tensor_index.h"
 #include "registry.h"
 #include "tensor_helpers.h"
 

@@ -1,6 +1,6 @@
-// Reference rules for ops that make tensors or describe them: Identity, Shape, Size,
-// ConstantOfShape, Range, EyeLike, OneHot, NonZero and Dropout (inference only).
-#include "indexing.h"
+// Reference rules for ops that make tensors or describe them: Shape, Size, ConstantOfShape,
+// Range, EyeLike, OneHot, NonZero and Dropout (inference only).
+#include "tensor_index.h"
 #include "registry.h"
 #include "tensor_helpers.h"
 
@@ -9,16 +9,6 @@
 
 namespace sinter::reference {
 namespace {
-
-Tensor copyOf(const Tensor &x) {
-  Tensor out(x.dtype(), x.dims());
-  copyElements(x, 0, out, 0, x.elementCount());
-  return out;
-}
-
-Outputs evalIdentity(const Node &node, const Inputs &inputs) {
-  return {copyOf(requiredInput(node, inputs, 0))};
-}
 
 // Shape: dims [start, end) of the input's shape; negative bounds count from the end, and both
 // clamp to [0, rank].
@@ -222,7 +212,6 @@ Outputs evalDropout(const Node &node, const Inputs &inputs) {
 } // namespace
 
 void registerCreationRules(RuleTable &table) {
-  table.add(OpKind::Identity, evalIdentity);
   table.add(OpKind::Shape, evalShape);
   table.add(OpKind::Size, evalSize);
   table.add(OpKind::ConstantOfShape, evalConstantOfShape);

@@ -1,9 +1,13 @@
-// Reference rules for ops that move elements without computing on them: Reshape, Flatten, Squeeze,
-// Unsqueeze, Transpose, DepthToSpace, SpaceToDepth, Concat, Split, Slice, Expand, Tile and Pad.
-// (Gather and Scatter are in gather_scatter.cpp, Resize in resize.cpp.)
+// Reference rules for ops that move elements without computing on them: Identity, Reshape,
+// Flatten, Squeeze, Unsqueeze, Transpose, DepthToSpace, SpaceToDepth, Concat, Split, Slice,
+// Expand, Tile, Pad, Trilu, ReverseSequence and CenterCropPad.
 //
 // Every rule copies bytes, so it is exact for every dtype. Shapes come from the input tensors.
-#include "indexing.h"
+//   ReverseSequence  for each batch b (along batch_axis), the first sequence_lens[b] elements
+//                    along time_axis in reverse order; the rest unchanged.
+//   CenterCropPad    each listed axis cropped or zero-padded to `shape`, centred (an odd
+//                    difference leaves the extra element at the end).
+#include "tensor_index.h"
 #include "registry.h"
 #include "sinter/ir/op_attributes.h"
 #include "tensor_helpers.h"
@@ -199,21 +203,6 @@ Outputs evalSpaceToDepth(const Node &node, const Inputs &inputs) {
                                                               : std::vector<int64_t>{0, 3, 5, 1, 2, 4};
   Tensor moved = transposeTensor(x, {n, c, h / b, b, w / b, b}, perm);
   return {withDims(moved, {n, c * b * b, h / b, w / b})};
-}
-
-// BitCast (opset 26): the same bytes read as `to`, a type of the same width.
-Outputs evalBitCast(const Node &node, const Inputs &inputs) {
-  const Tensor &x = requiredInput(node, inputs, 0);
-  std::optional<DType> to = dtypeFromOnnx(int(node.attrInt("to", 0)));
-  if (!to || dtypeBits(*to) != dtypeBits(x.dtype()))
-    userError(node.describe(), ": 'to' must name a type as wide as ", dtypeName(x.dtype()));
-  Tensor out(*to, x.dims());
-  if (out.byteSize() > 0)
-    std::memcpy(out.data(), x.data(), out.byteSize());
-  if (dtypeBits(*to) < 8) // the same low bits, in `to`'s canonical byte (i4 sign-extends, u4 not)
-    for (int64_t i = 0; i < out.elementCount(); ++i)
-      out.data<uint8_t>()[i] = canonicalLowPrecisionByte(*to, out.data<uint8_t>()[i]);
-  return {out};
 }
 
 // ---- Joining and splitting ------------------------------------------------------------------
@@ -501,6 +490,102 @@ Outputs evalPad(const Node &node, const Inputs &inputs) {
   return {out};
 }
 
+/// Trilu: keeps the upper (column - row >= k) or lower (column - row <= k) triangle of each
+/// matrix in the last two dims and zeroes the rest; copies element bytes, so any dtype works.
+Tensor triluOf(const Node &node, const Inputs &inputs) {
+  const Tensor &x = *inputs[0];
+  if (x.rank() < 2)
+    userError(node.describe(), ": the input must have rank 2 or more, not ", x.rank());
+  int64_t k = scalarIntInput(node, inputs.size() > 1 ? inputs[1] : nullptr, 1, 0);
+  bool upper = node.attrInt("upper", 1) != 0;
+  int64_t rows = x.dims()[x.rank() - 2];
+  int64_t columns = x.dims()[x.rank() - 1];
+  Tensor out(x.dtype(), x.dims()); // zero-filled
+  size_t size = dtypeSize(x.dtype());
+  for (int64_t i = 0; i < x.elementCount(); ++i) {
+    int64_t column = i % columns;
+    int64_t row = (i / columns) % rows;
+    bool keep = upper ? column - row >= k : column - row <= k;
+    if (keep)
+      std::memcpy(out.data() + i * size, x.data() + i * size, size);
+  }
+  return out;
+}
+
+Outputs evalIdentity(const Node &node, const Inputs &inputs) {
+  return {copyOf(requiredInput(node, inputs, 0))};
+}
+
+Outputs evalReverseSequence(const Node &node, const Inputs &inputs) {
+  const Tensor &x = requiredInput(node, inputs, 0);
+  const Tensor &lengths = requiredInput(node, inputs, 1);
+  if (x.rank() < 2)
+    userError(node.describe(), ": the input must have rank 2 or more");
+  int64_t batchAxis = node.attrInt("batch_axis", 1), timeAxis = node.attrInt("time_axis", 0);
+  if ((batchAxis != 0 && batchAxis != 1) || (timeAxis != 0 && timeAxis != 1) || batchAxis == timeAxis)
+    userError(node.describe(), ": batch_axis and time_axis must be 0 and 1 in some order");
+  int64_t batch = x.dims()[batchAxis], time = x.dims()[timeAxis];
+  if (lengths.elementCount() != batch)
+    userError(node.describe(), ": sequence_lens has ", lengths.elementCount(), " entries for a batch of ", batch);
+  std::vector<int64_t> strides = stridesOf(x.dims());
+  int64_t inner = strides[1];
+  Tensor out = x;
+  for (int64_t b = 0; b < batch; ++b) {
+    int64_t length = lengths.getInt(b);
+    if (length < 0 || length > time)
+      userError(node.describe(), ": sequence length ", length, " is outside [0, ", time, "]");
+    for (int64_t t = 0; t < length; ++t) {
+      int64_t from = b * strides[batchAxis] + t * strides[timeAxis];
+      int64_t to = b * strides[batchAxis] + (length - 1 - t) * strides[timeAxis];
+      copyElements(x, from, out, to, inner);
+    }
+  }
+  return {out};
+}
+
+Outputs evalCenterCropPad(const Node &node, const Inputs &inputs) {
+  const Tensor &x = requiredInput(node, inputs, 0);
+  std::vector<int64_t> shape = requiredInput(node, inputs, 1).toInts();
+  int rank = x.rank();
+  std::vector<int64_t> axes = node.attrInts("axes");
+  if (axes.empty())
+    for (int d = 0; d < rank; ++d)
+      axes.push_back(d);
+  if (shape.size() != axes.size())
+    userError(node.describe(), ": shape has ", shape.size(), " entries for ", axes.size(), " axes");
+  std::vector<int64_t> outDims = x.dims(), sourceStart(size_t(rank), 0), targetStart(size_t(rank), 0);
+  std::vector<int64_t> copyCount = x.dims();
+  for (size_t k = 0; k < axes.size(); ++k) {
+    int64_t axis = normalizeAxis(node, axes[k], rank);
+    int64_t have = x.dims()[axis], want = shape[k];
+    if (want < 0)
+      userError(node.describe(), ": shape has a negative entry");
+    outDims[axis] = want;
+    copyCount[axis] = std::min(have, want);
+    if (want < have)
+      sourceStart[axis] = (have - want) / 2;
+    else
+      targetStart[axis] = (want - have) / 2;
+  }
+  Tensor out(x.dtype(), outDims);
+  std::memset(out.data(), 0, out.byteSize());
+  std::vector<int64_t> inStrides = stridesOf(x.dims()), outStrides = stridesOf(outDims);
+  int64_t total = 1;
+  for (int64_t c : copyCount)
+    total *= c;
+  for (int64_t i = 0; i < total; ++i) {
+    int64_t rest = i, from = 0, to = 0;
+    for (int d = rank - 1; d >= 0; --d) {
+      int64_t position = rest % copyCount[d];
+      rest /= copyCount[d];
+      from += (position + sourceStart[d]) * inStrides[d];
+      to += (position + targetStart[d]) * outStrides[d];
+    }
+    copyElements(x, from, out, to);
+  }
+  return {out};
+}
+
 } // namespace
 
 void registerDataMovementRules(RuleTable &table) {
@@ -511,13 +596,18 @@ void registerDataMovementRules(RuleTable &table) {
   table.add(OpKind::Transpose, evalTranspose);
   table.add(OpKind::DepthToSpace, evalDepthToSpace);
   table.add(OpKind::SpaceToDepth, evalSpaceToDepth);
-  table.add(OpKind::BitCast, evalBitCast);
   table.add(OpKind::Concat, evalConcat);
   table.add(OpKind::Split, evalSplit);
   table.add(OpKind::Slice, evalSlice);
   table.add(OpKind::Expand, evalExpand);
   table.add(OpKind::Tile, evalTile);
   table.add(OpKind::Pad, evalPad);
+  table.add(OpKind::Trilu, [](const Node &node, const Inputs &inputs) -> Outputs {
+    return {triluOf(node, inputs)};
+  });
+  table.add(OpKind::Identity, evalIdentity);
+  table.add(OpKind::ReverseSequence, evalReverseSequence);
+  table.add(OpKind::CenterCropPad, evalCenterCropPad);
 }
 
 } // namespace sinter::reference

@@ -1,7 +1,8 @@
 // Reference rules for the elementwise family (ai.onnx opset 23). Unary math and activations live
 // in elementwise_unary.cpp, binary and variadic ops in elementwise_binary.cpp; this file registers
-// them all and holds the rest: Cast, CastLike, Clip, Where and Trilu.
+// them all and holds the rest: Cast, CastLike, BitCast, Clip and Where.
 #include "elementwise.h"
+#include "tensor_helpers.h"
 
 #include <cstring>
 
@@ -82,26 +83,19 @@ Tensor whereOf(const Node &node, const Inputs &inputs) {
   return out;
 }
 
-/// Trilu: keeps the upper (column - row >= k) or lower (column - row <= k) triangle of each
-/// matrix in the last two dims and zeroes the rest; copies element bytes, so any dtype works.
-Tensor triluOf(const Node &node, const Inputs &inputs) {
-  const Tensor &x = *inputs[0];
-  if (x.rank() < 2)
-    userError(node.describe(), ": the input must have rank 2 or more, not ", x.rank());
-  int64_t k = scalarIntInput(node, inputs.size() > 1 ? inputs[1] : nullptr, 1, 0);
-  bool upper = node.attrInt("upper", 1) != 0;
-  int64_t rows = x.dims()[x.rank() - 2];
-  int64_t columns = x.dims()[x.rank() - 1];
-  Tensor out(x.dtype(), x.dims()); // zero-filled
-  size_t size = dtypeSize(x.dtype());
-  for (int64_t i = 0; i < x.elementCount(); ++i) {
-    int64_t column = i % columns;
-    int64_t row = (i / columns) % rows;
-    bool keep = upper ? column - row >= k : column - row <= k;
-    if (keep)
-      std::memcpy(out.data() + i * size, x.data() + i * size, size);
-  }
-  return out;
+// BitCast (opset 26): the same bytes read as `to`, a type of the same width.
+Outputs evalBitCast(const Node &node, const Inputs &inputs) {
+  const Tensor &x = requiredInput(node, inputs, 0);
+  std::optional<DType> to = dtypeFromOnnx(int(node.attrInt("to", 0)));
+  if (!to || dtypeBits(*to) != dtypeBits(x.dtype()))
+    userError(node.describe(), ": 'to' must name a type as wide as ", dtypeName(x.dtype()));
+  Tensor out(*to, x.dims());
+  if (out.byteSize() > 0)
+    std::memcpy(out.data(), x.data(), out.byteSize());
+  if (dtypeBits(*to) < 8) // the same low bits, in `to`'s canonical byte (i4 sign-extends, u4 not)
+    for (int64_t i = 0; i < out.elementCount(); ++i)
+      out.data<uint8_t>()[i] = canonicalLowPrecisionByte(*to, out.data<uint8_t>()[i]);
+  return {out};
 }
 
 } // namespace
@@ -124,9 +118,7 @@ void registerElementwiseRules(RuleTable &table) {
   table.add(OpKind::Where, [](const Node &node, const Inputs &inputs) -> Outputs {
     return {whereOf(node, inputs)};
   });
-  table.add(OpKind::Trilu, [](const Node &node, const Inputs &inputs) -> Outputs {
-    return {triluOf(node, inputs)};
-  });
+  table.add(OpKind::BitCast, evalBitCast);
 }
 
 } // namespace sinter::reference

@@ -3,7 +3,7 @@
 #pragma once
 
 #include "dispatch.h"
-#include "indexing.h"
+#include "tensor_index.h"
 #include "registry.h"
 
 namespace sinter::reference {

@@ -1,11 +1,13 @@
-// Reference rules for indexed reads and writes: Gather, GatherElements, GatherND, ScatterElements
-// and ScatterND.
+// Reference rules for indexed reads and writes: Gather, GatherElements, GatherND, ScatterElements,
+// ScatterND, TensorScatter (a KV cache's update) and Compress (the slices along `axis`, or the
+// elements of the flattened input without `axis`, whose entry in the bool `condition` is true; a
+// condition shorter than the axis leaves the rest out).
 //
 // Indices are int32 or int64; a negative index counts from the end of its axis, and one outside
 // [-extent, extent) is a UserError naming the node. Reads and plain writes copy bytes (exact for
 // every dtype); the scatter reductions (add, mul, max, min) compute in the dtype's compute type and
 // apply the updates in index order, so duplicate indices accumulate.
-#include "indexing.h"
+#include "tensor_index.h"
 #include "registry.h"
 #include "tensor_helpers.h"
 
@@ -255,14 +257,98 @@ Outputs evalScatterND(const Node &node, const Inputs &inputs) {
   return {scatter(node, data, updates, writes)};
 }
 
+Outputs evalCompress(const Node &node, const Inputs &inputs) {
+  const Tensor &x = requiredInput(node, inputs, 0);
+  const Tensor &condition = requiredInput(node, inputs, 1);
+  if (condition.rank() != 1)
+    userError(node.describe(), ": condition must be 1-D");
+  auto keep = [&](int64_t i) { return i < condition.elementCount() && condition.getInt(i) != 0; };
+  if (!node.hasAttr("axis")) {
+    std::vector<int64_t> kept;
+    for (int64_t i = 0; i < x.elementCount(); ++i)
+      if (keep(i))
+        kept.push_back(i);
+    Tensor out(x.dtype(), {int64_t(kept.size())});
+    for (size_t i = 0; i < kept.size(); ++i)
+      copyElements(x, kept[i], out, int64_t(i));
+    return {out};
+  }
+  int64_t axis = normalizeAxis(node, node.attrInt("axis", 0), x.rank());
+  int64_t outer = 1, inner = 1, length = x.dims()[axis];
+  for (int64_t d = 0; d < axis; ++d)
+    outer *= x.dims()[d];
+  for (int64_t d = axis + 1; d < x.rank(); ++d)
+    inner *= x.dims()[d];
+  std::vector<int64_t> kept;
+  for (int64_t i = 0; i < length; ++i)
+    if (keep(i))
+      kept.push_back(i);
+  std::vector<int64_t> dims = x.dims();
+  dims[axis] = int64_t(kept.size());
+  Tensor out(x.dtype(), dims);
+  for (int64_t o = 0; o < outer; ++o)
+    for (size_t k = 0; k < kept.size(); ++k)
+      copyElements(x, (o * length + kept[k]) * inner, out, (o * int64_t(kept.size()) + int64_t(k)) * inner, inner);
+  return {out};
+}
+
+// TensorScatter (opset 24): a copy of past_cache with update written along `axis` (default -2)
+// from write_indices[b] (0 when absent) for each batch b; mode "circular" wraps positions
+// modulo the cache length, "linear" (the default) must stay inside it.
+Outputs evalTensorScatter(const Node &node, const Inputs &inputs) {
+  const Tensor &cache = requiredInput(node, inputs, 0);
+  const Tensor &update = requiredInput(node, inputs, 1);
+  const Tensor *writeIndices = optionalInput(inputs, 2);
+  std::string mode = node.attrString("mode", "linear");
+  if (mode != "linear" && mode != "circular")
+    userError(node.describe(), ": mode '", mode, "' is not linear or circular");
+  int rank = cache.rank();
+  int64_t axis = node.attrInt("axis", -2);
+  if (axis < -rank || axis >= rank || rank < 1)
+    userError(node.describe(), ": axis ", axis, " is out of range for rank ", rank);
+  if (axis < 0)
+    axis += rank;
+  if (axis == 0)
+    userError(node.describe(), ": axis must not be the batch axis");
+  if (update.rank() != rank || update.dtype() != cache.dtype())
+    userError(node.describe(), ": update must have the cache's rank and type");
+  for (int d = 0; d < rank; ++d)
+    if (d == axis ? update.dims()[d] > cache.dims()[d] : update.dims()[d] != cache.dims()[d])
+      userError(node.describe(), ": update ", shapeStr(shapeOf(update.dims())), " does not fit cache ",
+                shapeStr(shapeOf(cache.dims())), " along axis ", axis);
+  Tensor out = cache;
+  int64_t length = cache.dims()[axis], steps = update.dims()[axis];
+  int64_t outer = 1, inner = 1;
+  for (int d = 0; d < axis; ++d)
+    outer *= cache.dims()[d];
+  for (int d = axis + 1; d < rank; ++d)
+    inner *= cache.dims()[d];
+  int64_t perBatch = outer / std::max<int64_t>(cache.dims()[0], 1);
+  for (int64_t o = 0; o < outer; ++o) {
+    int64_t batch = perBatch == 0 ? 0 : o / perBatch;
+    int64_t start = writeIndices ? writeIndices->getInt(batch) : 0;
+    for (int64_t step = 0; step < steps; ++step) {
+      int64_t position = start + step;
+      if (mode == "circular")
+        position = ((position % length) + length) % length;
+      if (position < 0 || position >= length)
+        userError(node.describe(), ": write position ", position, " is outside the cache of length ", length);
+      copyElements(update, (o * steps + step) * inner, out, (o * length + position) * inner, inner);
+    }
+  }
+  return {out};
+}
+
 } // namespace
 
-void registerGatherScatterRules(RuleTable &table) {
+void registerIndexingRules(RuleTable &table) {
   table.add(OpKind::Gather, evalGather);
   table.add(OpKind::GatherElements, evalGatherElements);
   table.add(OpKind::GatherND, evalGatherND);
   table.add(OpKind::ScatterElements, evalScatterElements);
   table.add(OpKind::ScatterND, evalScatterND);
+  table.add(OpKind::Compress, evalCompress);
+  table.add(OpKind::TensorScatter, evalTensorScatter);
 }
 
 } // namespace sinter::reference

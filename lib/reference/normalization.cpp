@@ -7,7 +7,7 @@
 // population variances (divide by the count), as the spec's formulas say. Epsilon attributes are
 // floats in ONNX and are used at float precision, as exporters wrote them.
 #include "dispatch.h"
-#include "indexing.h"
+#include "tensor_index.h"
 #include "reduction.h"
 #include "registry.h"
 

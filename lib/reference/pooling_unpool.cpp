@@ -2,7 +2,7 @@
 // flat index into the unpooled shape, (in - 1) * stride - pads + kernel per spatial dim, as
 // MaxPool's indices give it). With output_shape the unpooled tensor sits at the start of each
 // dim of the larger output.
-#include "indexing.h"
+#include "tensor_index.h"
 #include "registry.h"
 #include "tensor_helpers.h"
 

@@ -18,7 +18,7 @@
 //                     low-precision floats subtract their values in float32.
 // A NaN quotient quantises to the zero point for integer types (ONNX leaves it undefined).
 #include "dispatch.h"
-#include "indexing.h"
+#include "tensor_index.h"
 #include "registry.h"
 
 #include <cmath>

@@ -7,7 +7,7 @@
 // operation), as ONNX's reference does. A's scale and zero point are a scalar, a vector of M (per
 // row) or [..., M, 1]; B's a scalar, a vector of N (per column) or [..., 1, N] (broadcast against
 // the output, dims aligned to the right); Y's a scalar.
-#include "indexing.h"
+#include "tensor_index.h"
 #include "registry.h"
 #include "tensor_helpers.h"
 
@@ -163,7 +163,7 @@ Outputs evalQLinearMatMul(const Node &node, const Inputs &inputs) {
 
 } // namespace
 
-void registerIntegerMatMulRules(RuleTable &table) {
+void registerQuantizedMatMulRules(RuleTable &table) {
   table.add(OpKind::MatMulInteger, evalMatMulInteger);
   table.add(OpKind::QLinearMatMul, evalQLinearMatMul);
 }

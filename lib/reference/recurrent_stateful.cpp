@@ -171,7 +171,7 @@ Outputs evalLinearAttention(const Node &node, const Inputs &inputs) {
 
 } // namespace
 
-void registerStatefulRules(RuleTable &table) {
+void registerStatefulRecurrentRules(RuleTable &table) {
   table.add(OpKind::CausalConvWithState, evalCausalConvWithState);
   table.add(OpKind::LinearAttention, evalLinearAttention);
 }

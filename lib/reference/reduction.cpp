@@ -12,7 +12,7 @@
 #include "reduction.h"
 
 #include "dispatch.h"
-#include "indexing.h"
+#include "tensor_index.h"
 
 #include <algorithm>
 #include <cmath>

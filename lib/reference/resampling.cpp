@@ -19,7 +19,7 @@
 //
 // Nearest copies bytes (exact for every dtype); linear and cubic compute in double and round once
 // (to nearest even, saturating, for integer dtypes).
-#include "indexing.h"
+#include "tensor_index.h"
 #include "registry.h"
 #include "sinter/ir/op_attributes.h"
 #include "tensor_helpers.h"
@@ -571,7 +571,7 @@ Outputs evalAffineGrid(const Node &node, const Inputs &inputs) {
 
 } // namespace
 
-void registerResizeRules(RuleTable &table) {
+void registerResamplingRules(RuleTable &table) {
   table.add(OpKind::Resize, evalResize);
   table.add(OpKind::AffineGrid, evalAffineGrid);
   table.add(OpKind::GridSample, evalGridSample);

@@ -5,7 +5,7 @@
 //   inverse one-sided (a real result): the spectrum's first n / 2 + 1 points stand for the
 //   Hermitian whole, X[n - k] = conj(X[k]); the output is the real part.
 // A line shorter than n is padded with zeros; a longer one is cut to n (numpy's fft(n=...)).
-#include "indexing.h"
+#include "tensor_index.h"
 #include "registry.h"
 #include "tensor_helpers.h"
 

@@ -27,6 +27,13 @@ inline void copyElements(const Tensor &source, int64_t from, Tensor &target, int
                 static_cast<size_t>(count) * size);
 }
 
+/// A copy of x (its dtype, dims and bytes).
+inline Tensor copyOf(const Tensor &x) {
+  Tensor out(x.dtype(), x.dims());
+  copyElements(x, 0, out, 0, x.elementCount());
+  return out;
+}
+
 /// A tensor's elements as doubles (exact except for 64-bit integers beyond 2^53).
 inline std::vector<double> toDoubles(const Tensor &tensor) {
   std::vector<double> values(static_cast<size_t>(tensor.elementCount()));
@@ -76,6 +83,21 @@ inline void requireSameDTypes(const Node &node, const std::vector<const Tensor *
   }
 }
 
+/// UserError unless `x` is [N, C, spatial...] with at least `minRank` dims.
+inline void requireImage(const Node &node, const Tensor &x, int minRank) {
+  if (x.rank() < minRank)
+    userError(node.describe(), ": input must be [N, C, D1, ...] of rank >= ", minRank, ", got ",
+              shapeStr(x.type().shape));
+}
+
+inline void requireFloat(const Node &node, const Tensor &x) {
+  if (!isFloat(x.dtype()))
+    unsupportedDType(node, x.dtype());
+}
+
+inline std::vector<int64_t> spatialDims(const Tensor &x) {
+  return std::vector<int64_t>(x.dims().begin() + 2, x.dims().end());
+}
 /// Floor and ceiling of a / b for b > 0 (C++ division truncates toward zero).
 inline int64_t floorDiv(int64_t a, int64_t b) { return a / b - ((a % b != 0) && (a < 0)); }
 inline int64_t ceilDiv(int64_t a, int64_t b) { return a / b + ((a % b != 0) && (a > 0)); }

@@ -1,4 +1,4 @@
-#include "indexing.h"
+#include "tensor_index.h"
 
 #include "sinter/support/error.h"
 

@@ -1,4 +1,4 @@
-"""Forms of the ops lowered in lib/codegen/lower_scatter.cpp and lower_linear_algebra.cpp that the
+"""Forms of the ops lowered in lib/codegen/lowering/lower_indexing_scatter.cpp and lower_contraction_linear_algebra.cpp that the
 ONNX node tests leave out: scatters of bool and integer data, duplicate indices under a
 reduction, negative indices, a scatter with a fused epilogue, Einsum diagonals and broadcasting,
 Det of larger and singular matrices, and Gather by constant indices. Each one-node (or two-node) model is compiled with

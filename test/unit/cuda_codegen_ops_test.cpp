@@ -1,5 +1,5 @@
-// The CUDA C backend without a GPU, for the op families lowered in lower_scatter.cpp,
-// lower_quantization.cpp, lower_sequence_models.cpp, lower_sampling.cpp, lower_linear_algebra.cpp
+// The CUDA C backend without a GPU, for the op families lowered in lower_indexing_scatter.cpp,
+// lower_quantization.cpp, lower_recurrent_stateful.cpp, lower_resampling.cpp, lower_contraction_linear_algebra.cpp
 // and the newer rules of lower_data_movement.cpp and lower_elementwise.cpp: every node's kernel is
 // generated, compiled by NVRTC and assembled by ptxas, and the PTX has an entry for each. Their
 // numerical results are checked against the ONNX node tests by the conformance runner.

@@ -1,14 +1,11 @@
-// Lowering of Attention and the losses (NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss) as
-// kernel rules. The semantics are those of lib/reference/attention.cpp and loss.cpp.
+// Lowering of Attention (a kernel rule) and RotaryEmbedding (an injective rule). The semantics
+// are those of lib/reference/attention.cpp.
 //
 // Attention: one parallel index per query row (batch, head, query). The row's logits are
 // recomputed in each of three passes over the keys (maximum, sum of exponentials, then per value
 // dim the weighted sum), so no row-sized scratch is needed: a straightforward kernel, not a fast
 // one. The thread of query 0 of each of the first kv_heads heads also writes present_key and
 // present_value for its (batch, head).
-//
-// Losses: with reduction "none" one parallel index per target position; with "sum" or "mean" a
-// single index loops over every position and accumulates the loss and the weights.
 #include "lowering_rules.h"
 
 #include "sinter/support/error.h"
@@ -20,11 +17,6 @@ namespace sinter::codegen {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-
-ExprRef clampTo(ExprRef index, int64_t size) {
-  index = binary(BinaryOp::Max, index, intConstant(0));
-  return binary(BinaryOp::Min, index, intConstant(std::max<int64_t>(size - 1, 0)));
-}
 
 ExprRef logicalAnd(ExprRef a, ExprRef b) { return binary(BinaryOp::LogicalAnd, a, b); }
 
@@ -74,12 +66,12 @@ void attentionRule(const RuleContext &ctx) {
   // Key or value j of the present cache (past first, then the new ones), head `head`.
   auto cacheAt = [&](int input, int pastInput, int64_t size, ExprRef head, ExprRef j, ExprRef d) {
     ExprRef fresh = sub(j, intConstant(pastLength));
-    ExprRef current = packed ? ctx.input(input)({bIndex, clampTo(fresh, kvLen), add(mul(head, size), d)})
-                             : ctx.input(input)({bIndex, head, clampTo(fresh, kvLen), d});
+    ExprRef current = packed ? ctx.input(input)({bIndex, clampIndex(fresh, kvLen), add(mul(head, size), d)})
+                             : ctx.input(input)({bIndex, head, clampIndex(fresh, kvLen), d});
     current = cast(current, type);
     if (!hasPast)
       return current;
-    ExprRef past = cast(ctx.input(pastInput)({bIndex, head, clampTo(j, pastLength), d}), type);
+    ExprRef past = cast(ctx.input(pastInput)({bIndex, head, clampIndex(j, pastLength), d}), type);
     return select(binary(BinaryOp::Lt, j, intConstant(pastLength)), past, current);
   };
 
@@ -110,7 +102,7 @@ void attentionRule(const RuleContext &ctx) {
       std::vector<int64_t> aligned(4, 1);
       std::copy(maskDims.begin(), maskDims.end(), aligned.begin() + (4 - maskDims.size()));
       int64_t maskLength = aligned[3];
-      std::vector<ExprRef> full = {bIndex, hIndex, iIndex, clampTo(j, maskLength)};
+      std::vector<ExprRef> full = {bIndex, hIndex, iIndex, clampIndex(j, maskLength)};
       std::vector<ExprRef> index;
       for (size_t k = 4 - maskDims.size(); k < 4; ++k)
         index.push_back(aligned[k] == 1 ? intConstant(0) : full[k]);
@@ -204,75 +196,69 @@ void attentionRule(const RuleContext &ctx) {
   }
 }
 
-void lossRule(const RuleContext &ctx) {
+// ---- RotaryEmbedding ------------------------------------------------------------------------
+// X is [batch, heads, sequence, head_size] or [batch, sequence, heads * head_size]. Element d of a
+// head (d < rotary_embedding_dim) pairs with d +- dim/2 (or its neighbour when interleaved) and
+// rotates by the angle of its position: first of a pair cos*x1 - sin*x2, second sin*x1 + cos*x2.
+ExprRef rotaryEmbeddingRule(const RuleContext &ctx, int, const std::vector<ExprRef> &index) {
   const Node &node = ctx.node();
-  KernelBuilder &b = ctx.builder();
-  DType type = ctx.outputType(0);
-  std::vector<int64_t> dims = ctx.inputDims(0), targetDims = ctx.inputDims(1);
-  int64_t n = dims[0], classes = dims[1], rest = productOf(dims, 2);
-  int64_t positions = n * rest;
-  std::string reduction = node.attrString("reduction", "mean");
-  bool softmax = node.kind() == OpKind::SoftmaxCrossEntropyLoss;
-  bool perPosition = reduction == "none";
-  bool hasIgnore = node.hasAttr("ignore_index");
-  int64_t ignore = node.attrInt("ignore_index", 0);
+  std::vector<int64_t> dims = ctx.inputDims(0), cacheDims = ctx.inputDims(1);
+  bool packed = dims.size() == 3;
+  if (dims.size() != 3 && dims.size() != 4)
+    userError(node.describe(), ": the input must be 3-D or 4-D");
+  int64_t heads = node.attrInt("num_heads", 0);
+  if (packed && (heads <= 0 || dims[2] % heads != 0))
+    userError(node.describe(), ": num_heads ", heads, " does not divide the hidden size ", dims[2]);
+  int64_t headSize = packed ? dims[2] / heads : dims[3];
+  int64_t dim = node.attrInt("rotary_embedding_dim", 0);
+  if (dim == 0)
+    dim = headSize;
+  int64_t half = dim / 2;
+  if (dim % 2 != 0 || dim > headSize || cacheDims.empty() || cacheDims.back() != half ||
+      ctx.inputDims(2) != cacheDims)
+    userError(node.describe(), ": rotary_embedding_dim ", dim, " must be even, at most the head size, "
+                               "and twice the caches' last dim");
+  bool interleaved = node.attrInt("interleaved", 0) != 0;
 
-  int p = b.addVariable("p", DType::Int64);
-  b.setParallelExtent(perPosition ? positions : 1);
-  ExprRef position = perPosition ? b.gid() : var(p, DType::Int64);
-  ExprRef sample = div(position, rest), inner = rem(position, rest);
-  auto score = [&](ExprRef c) {
-    return cast(ctx.input(0)(unravelIndex(add(mul(add(mul(sample, classes), c), rest), inner), dims)), type);
+  ExprRef batch = index[0];
+  ExprRef sequence = packed ? index[1] : index[2];
+  ExprRef d = packed ? rem(index[2], headSize) : index[3];
+  ExprRef headBase = packed ? sub(index[2], d) : intConstant(0);
+  auto xAt = [&](ExprRef position) {
+    std::vector<ExprRef> at = index;
+    at.back() = packed ? add(headBase, position) : position;
+    return ctx.input(0)(at);
   };
-  ExprRef label = cast(ctx.input(1)(unravelIndex(position, targetDims)), DType::Int64);
-  ExprRef safeLabel = clampTo(label, classes);
-  ExprRef counts = hasIgnore ? binary(BinaryOp::Ne, label, intConstant(ignore)) : boolConstant(true);
-  ExprRef weight = ctx.hasInput(2) ? cast(ctx.input(2)({safeLabel}), type) : typedConstant(type, 1);
-  weight = select(counts, weight, typedConstant(type, 0));
-
-  std::vector<StmtRef> body;
-  int peak = b.addVariable("peak", type), sum = b.addVariable("sum", type), c = b.addVariable("c", DType::Int64);
-  int c2 = b.addVariable("c2", DType::Int64), c3 = b.addVariable("c3", DType::Int64);
-  ExprRef logSum = typedConstant(type, 0);
-  if (softmax) {
-    ExprRef peakValue = var(peak, type), sumValue = var(sum, type);
-    body.push_back(assign(peak, typedConstant(type, -kInf)));
-    body.push_back(forLoop(c, intConstant(classes), {assign(peak, binary(BinaryOp::Max, peakValue, score(var(c, DType::Int64))))}));
-    body.push_back(assign(sum, typedConstant(type, 0)));
-    body.push_back(forLoop(c2, intConstant(classes),
-                           {assign(sum, binary(BinaryOp::Add, sumValue,
-                                               unary(UnaryOp::Exp, binary(BinaryOp::Sub, score(var(c2, DType::Int64)), peakValue))))}));
-    logSum = binary(BinaryOp::Add, peakValue, unary(UnaryOp::Log, sumValue));
-    if (ctx.hasOutput(1)) {
-      ExprRef cv = var(c3, DType::Int64);
-      ExprRef flat = add(mul(add(mul(sample, classes), cv), rest), inner);
-      body.push_back(forLoop(c3, intConstant(classes), {ctx.store(1, flat, binary(BinaryOp::Sub, score(cv), logSum))}));
-    }
-  }
-  ExprRef logProbability = binary(BinaryOp::Sub, score(safeLabel), logSum);
-  ExprRef loss = select(counts, binary(BinaryOp::Mul, unary(UnaryOp::Neg, logProbability), weight), typedConstant(type, 0));
-  if (perPosition) {
-    body.push_back(ctx.store(0, position, loss));
-    for (const StmtRef &statement : body)
-      b.emit(statement);
-    return;
-  }
-  int lossSum = b.addVariable("loss_sum", type), weightSum = b.addVariable("weight_sum", type);
-  body.push_back(assign(lossSum, binary(BinaryOp::Add, var(lossSum, type), loss)));
-  body.push_back(assign(weightSum, binary(BinaryOp::Add, var(weightSum, type), weight)));
-  b.emit(assign(lossSum, typedConstant(type, 0)));
-  b.emit(assign(weightSum, typedConstant(type, 0)));
-  b.emit(forLoop(p, intConstant(positions), body));
-  ExprRef result = reduction == "sum" ? var(lossSum, type) : binary(BinaryOp::Div, var(lossSum, type), var(weightSum, type));
-  b.emit(ctx.store(0, intConstant(0), result));
+  // The cache row: position_ids[batch, sequence], else (batch, sequence) of a [batch, seq, half] cache.
+  int64_t sequenceLength = packed ? dims[1] : dims[2];
+  ExprRef row = ctx.hasInput(3) ? clampIndex(cast(ctx.input(3)({batch, sequence}), DType::Int64), cacheDims[0])
+                                : add(mul(batch, sequenceLength), sequence);
+  ExprRef first = interleaved ? binary(BinaryOp::Eq, rem(d, 2), intConstant(0))
+                              : binary(BinaryOp::Lt, d, intConstant(half));
+  ExprRef pairIndex = interleaved ? div(d, 2) : select(first, d, sub(d, intConstant(half)));
+  pairIndex = clampIndex(pairIndex, half);
+  ExprRef partner = interleaved ? select(first, add(d, 1), sub(d, intConstant(1)))
+                                : select(first, add(d, half), sub(d, intConstant(half)));
+  partner = clampIndex(partner, headSize);
+  ExprRef flat = add(mul(row, half), pairIndex);
+  ExprRef cosine = ctx.input(1)(unravelIndex(flat, cacheDims));
+  ExprRef sine = ctx.input(2)(unravelIndex(flat, cacheDims));
+  DType type = ctx.outputType(0);
+  cosine = cast(cosine, type);
+  sine = cast(sine, type);
+  ExprRef x = xAt(d), other = xAt(partner);
+  ExprRef signedSine = select(first, unary(UnaryOp::Neg, sine), sine);
+  ExprRef rotated = fadd(fmul(cosine, x), fmul(signedSine, other));
+  if (dim == headSize)
+    return rotated;
+  return select(binary(BinaryOp::Lt, d, intConstant(dim)), rotated, x);
 }
 
 } // namespace
 
 void registerAttentionLowering(LoweringTable &table) {
   table.addKernel(OpKind::Attention, attentionRule);
-  table.addKernel(OpKind::NegativeLogLikelihoodLoss, lossRule);
-  table.addKernel(OpKind::SoftmaxCrossEntropyLoss, lossRule);
+  table.addInjective(OpKind::RotaryEmbedding, rotaryEmbeddingRule);
 }
 
 } // namespace sinter::codegen

@@ -1,4 +1,4 @@
-// Lowering of TfIdfVectorizer (semantics in lib/reference/tfidf.cpp): one parallel index per
+// Lowering of TfIdfVectorizer (semantics in lib/reference/counting_tfidf.cpp): one parallel index per
 // (row, output column). The pool is known when compiling, so each column's n-grams are written
 // into the kernel as constants: for each, loops over the skip distances and start positions
 // count the places where every token matches. Code grows with the pool; fine for the small

@@ -16,12 +16,6 @@ ExprRef operand(const RuleContext &ctx, int i, const std::vector<ExprRef> &index
 
 ExprRef k(const ExprRef &like, double value) { return typedConstant(like->type, value); }
 
-ExprRef fadd(ExprRef a, ExprRef b) { return binary(BinaryOp::Add, a, b); }
-ExprRef fsub(ExprRef a, ExprRef b) { return binary(BinaryOp::Sub, a, b); }
-ExprRef fmul(ExprRef a, ExprRef b) { return binary(BinaryOp::Mul, a, b); }
-ExprRef fdiv(ExprRef a, ExprRef b) { return binary(BinaryOp::Div, a, b); }
-ExprRef fmax(ExprRef a, ExprRef b) { return binary(BinaryOp::Max, a, b); }
-ExprRef fmin(ExprRef a, ExprRef b) { return binary(BinaryOp::Min, a, b); }
 ExprRef less(ExprRef a, ExprRef b) { return binary(BinaryOp::Lt, a, b); }
 
 template <UnaryOp Op>

@@ -1,5 +1,5 @@
 // Lowering of the scatters: ScatterElements and ScatterND (kernel rules) and TensorScatter (an
-// injective rule). The semantics are those of lib/reference/gather_scatter.cpp and attention.cpp.
+// injective rule). The semantics are those of lib/reference/indexing.cpp.
 //
 // A scatter is lowered in gather form: one parallel index per output element, which starts from
 // the data and walks, in index order, every update that could land on it, applying those that

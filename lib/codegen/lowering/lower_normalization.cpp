@@ -189,6 +189,19 @@ void meanVarianceRule(const RuleContext &ctx) {
   b.emit(parallelLoop(r, intConstant(count), {ctx.store(0, ravelIndex(full(rv), dims), y)}));
 }
 
+ExprRef batchNormRule(const RuleContext &ctx, int output, const std::vector<ExprRef> &index) {
+  if (ctx.node().attrInt("training_mode", 0) != 0)
+    userError(ctx.node().describe(), ": training-mode BatchNormalization cannot be compiled");
+  ExprRef channel = index.size() > 1 ? index[1] : intConstant(0);
+  ExprRef x = ctx.input(0)(index);
+  ExprRef scale = ctx.input(1)({channel}), bias = ctx.input(2)({channel});
+  ExprRef mean = ctx.input(3)({channel}), variance = ctx.input(4)({channel});
+  ExprRef epsilon = typedConstant(x->type, normalizationEpsilon(ctx.node()));
+  ExprRef normalized = binary(BinaryOp::Div, binary(BinaryOp::Sub, x, mean),
+                              unary(UnaryOp::Sqrt, binary(BinaryOp::Add, variance, epsilon)));
+  return binary(BinaryOp::Add, binary(BinaryOp::Mul, normalized, scale), bias);
+}
+
 } // namespace
 
 void registerNormalizationLowering(LoweringTable &table) {
@@ -199,6 +212,7 @@ void registerNormalizationLowering(LoweringTable &table) {
   table.addKernel(OpKind::LpNormalization, lpNormalizationRule);
   table.addKernel(OpKind::LRN, lrnRule);
   table.addKernel(OpKind::MeanVarianceNormalization, meanVarianceRule);
+  table.addInjective(OpKind::BatchNormalization, batchNormRule);
 }
 
 } // namespace sinter::codegen

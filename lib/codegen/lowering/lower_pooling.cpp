@@ -1,5 +1,7 @@
-// Lowering of pooling (MaxPool, AveragePool, LpPool and their global forms): one parallel index
-// per output element and a sequential loop over the window.
+// Lowering of pooling: MaxPool, AveragePool, LpPool and their global forms, one parallel index
+// per output element and a sequential loop over the window; and MaxUnpool, which zeroes the
+// output, then writes each input at its index (one thread: indices may repeat, and the last write
+// wins, as in the reference, lib/reference/pooling_unpool.cpp).
 #include "lowering_rules.h"
 
 #include "sinter/ir/op_attributes.h"
@@ -25,7 +27,7 @@ void poolRule(const RuleContext &ctx) {
     window.dilations.assign(n, 1);
     window.padBegin.assign(n, 0);
   } else {
-    window = windowGeometry(node, {x.begin() + 2, x.end()}, kernel, node.attrInt("ceil_mode", 0) != 0);
+    window = windowGeometry(node, {x.begin() + 2, x.end()}, kernel);
   }
   DType type = ctx.outputType(0);
   b.setParallelExtent(productOf(out));
@@ -112,12 +114,37 @@ void poolRule(const RuleContext &ctx) {
     b.emit(ctx.store(1, b.gid(), var(where, DType::Int64)));
 }
 
+void maxUnpoolRule(const RuleContext &ctx) {
+  KernelBuilder &b = ctx.builder();
+  const Node &node = ctx.node();
+  std::vector<int64_t> x = ctx.inputDims(0), out = ctx.outputDims(0);
+  size_t n = x.size() - 2;
+  std::vector<int64_t> kernel = node.attrInts("kernel_shape");
+  std::vector<int64_t> strides = node.attrInts("strides", std::vector<int64_t>(n, 1));
+  std::vector<int64_t> pads = node.attrInts("pads", std::vector<int64_t>(2 * n, 0));
+  std::vector<int64_t> unpooled = {x[0], x[1]};
+  for (size_t d = 0; d < n; ++d)
+    unpooled.push_back((x[2 + d] - 1) * strides[d] - pads[d] - pads[d + n] + kernel[d]);
+  int64_t total = productOf(unpooled);
+  b.setParallelExtent(1);
+  int e = b.addVariable("e", DType::Int64), i = b.addVariable("i", DType::Int64), at = b.addVariable("at", DType::Int64);
+  ExprRef iv = var(i, DType::Int64), atv = var(at, DType::Int64);
+  b.emit(forLoop(e, intConstant(productOf(out)), {ctx.store(0, var(e, DType::Int64), typedConstant(ctx.outputType(0), 0))}));
+  std::vector<ExprRef> where = unravelIndex(iv, x);
+  ExprRef valid = binary(BinaryOp::LogicalAnd, binary(BinaryOp::Ge, atv, intConstant(0)), binary(BinaryOp::Lt, atv, intConstant(total)));
+  ExprRef clamped = binary(BinaryOp::Min, binary(BinaryOp::Max, atv, intConstant(0)), intConstant(total - 1));
+  b.emit(forLoop(i, intConstant(productOf(x)),
+                 {assign(at, ctx.input(1)(where)),
+                  ifThen(valid, {ctx.store(0, ravelIndex(unravelIndex(clamped, unpooled), out), ctx.input(0)(where))})}));
+}
+
 } // namespace
 
 void registerPoolingLowering(LoweringTable &table) {
   for (OpKind kind : {OpKind::MaxPool, OpKind::AveragePool, OpKind::LpPool, OpKind::GlobalAveragePool,
                       OpKind::GlobalMaxPool})
     table.addKernel(kind, poolRule);
+  table.addKernel(OpKind::MaxUnpool, maxUnpoolRule);
 }
 
 } // namespace sinter::codegen

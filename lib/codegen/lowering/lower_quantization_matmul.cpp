@@ -1,5 +1,5 @@
 // Lowering of MatMulInteger, QLinearMatMul and DynamicQuantizeLinear (semantics in
-// lib/reference/integer_matmul.cpp and dynamic_quantization.cpp). The products:
+// lib/reference/quantization_matmul.cpp and quantization_dynamic.cpp). The products:
 // one parallel index per output element and a sequential int32 sum over K. QLinearMatMul then
 // scales the sum in the scales' type, rounds half to even, adds the output zero point and
 // saturates to the 8-bit range.
@@ -114,7 +114,7 @@ void dynamicQuantizeRule(const RuleContext &ctx) {
 
 } // namespace
 
-void registerIntegerMatMulLowering(LoweringTable &table) {
+void registerQuantizedMatMulLowering(LoweringTable &table) {
   table.addKernel(OpKind::DynamicQuantizeLinear, dynamicQuantizeRule);
   table.addKernel(OpKind::MatMulInteger, integerMatMulRule);
   table.addKernel(OpKind::QLinearMatMul, integerMatMulRule);

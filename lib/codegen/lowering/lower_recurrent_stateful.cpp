@@ -1,6 +1,5 @@
-// Lowering of the sequence-model ops of opsets 23 to 27: RotaryEmbedding (an injective rule),
-// CausalConvWithState and LinearAttention (kernel rules). The semantics are those of
-// lib/reference/attention.cpp (RotaryEmbedding) and lib/reference/stateful.cpp.
+// Lowering of the stateful sequence ops of opsets 23 to 27, CausalConvWithState and
+// LinearAttention, as kernel rules. The semantics are those of lib/reference/recurrent_stateful.cpp.
 //
 // CausalConvWithState: one parallel index per (batch, channel, position); position t computes
 // output t when t < length and present_state t when t < k - 1, each a k-tap sum over the input
@@ -18,72 +17,6 @@
 
 namespace sinter::codegen {
 namespace {
-
-ExprRef clampTo(ExprRef index, int64_t size) {
-  index = binary(BinaryOp::Max, index, intConstant(0));
-  return binary(BinaryOp::Min, index, intConstant(std::max<int64_t>(size - 1, 0)));
-}
-
-ExprRef fadd(ExprRef a, ExprRef b) { return binary(BinaryOp::Add, a, b); }
-ExprRef fmul(ExprRef a, ExprRef b) { return binary(BinaryOp::Mul, a, b); }
-
-// ---- RotaryEmbedding ------------------------------------------------------------------------
-// X is [batch, heads, sequence, head_size] or [batch, sequence, heads * head_size]. Element d of a
-// head (d < rotary_embedding_dim) pairs with d +- dim/2 (or its neighbour when interleaved) and
-// rotates by the angle of its position: first of a pair cos*x1 - sin*x2, second sin*x1 + cos*x2.
-ExprRef rotaryEmbeddingRule(const RuleContext &ctx, int, const std::vector<ExprRef> &index) {
-  const Node &node = ctx.node();
-  std::vector<int64_t> dims = ctx.inputDims(0), cacheDims = ctx.inputDims(1);
-  bool packed = dims.size() == 3;
-  if (dims.size() != 3 && dims.size() != 4)
-    userError(node.describe(), ": the input must be 3-D or 4-D");
-  int64_t heads = node.attrInt("num_heads", 0);
-  if (packed && (heads <= 0 || dims[2] % heads != 0))
-    userError(node.describe(), ": num_heads ", heads, " does not divide the hidden size ", dims[2]);
-  int64_t headSize = packed ? dims[2] / heads : dims[3];
-  int64_t dim = node.attrInt("rotary_embedding_dim", 0);
-  if (dim == 0)
-    dim = headSize;
-  int64_t half = dim / 2;
-  if (dim % 2 != 0 || dim > headSize || cacheDims.empty() || cacheDims.back() != half ||
-      ctx.inputDims(2) != cacheDims)
-    userError(node.describe(), ": rotary_embedding_dim ", dim, " must be even, at most the head size, "
-                               "and twice the caches' last dim");
-  bool interleaved = node.attrInt("interleaved", 0) != 0;
-
-  ExprRef batch = index[0];
-  ExprRef sequence = packed ? index[1] : index[2];
-  ExprRef d = packed ? rem(index[2], headSize) : index[3];
-  ExprRef headBase = packed ? sub(index[2], d) : intConstant(0);
-  auto xAt = [&](ExprRef position) {
-    std::vector<ExprRef> at = index;
-    at.back() = packed ? add(headBase, position) : position;
-    return ctx.input(0)(at);
-  };
-  // The cache row: position_ids[batch, sequence], else (batch, sequence) of a [batch, seq, half] cache.
-  int64_t sequenceLength = packed ? dims[1] : dims[2];
-  ExprRef row = ctx.hasInput(3) ? clampTo(cast(ctx.input(3)({batch, sequence}), DType::Int64), cacheDims[0])
-                                : add(mul(batch, sequenceLength), sequence);
-  ExprRef first = interleaved ? binary(BinaryOp::Eq, rem(d, 2), intConstant(0))
-                              : binary(BinaryOp::Lt, d, intConstant(half));
-  ExprRef pairIndex = interleaved ? div(d, 2) : select(first, d, sub(d, intConstant(half)));
-  pairIndex = clampTo(pairIndex, half);
-  ExprRef partner = interleaved ? select(first, add(d, 1), sub(d, intConstant(1)))
-                                : select(first, add(d, half), sub(d, intConstant(half)));
-  partner = clampTo(partner, headSize);
-  ExprRef flat = add(mul(row, half), pairIndex);
-  ExprRef cosine = ctx.input(1)(unravelIndex(flat, cacheDims));
-  ExprRef sine = ctx.input(2)(unravelIndex(flat, cacheDims));
-  DType type = ctx.outputType(0);
-  cosine = cast(cosine, type);
-  sine = cast(sine, type);
-  ExprRef x = xAt(d), other = xAt(partner);
-  ExprRef signedSine = select(first, unary(UnaryOp::Neg, sine), sine);
-  ExprRef rotated = fadd(fmul(cosine, x), fmul(signedSine, other));
-  if (dim == headSize)
-    return rotated;
-  return select(binary(BinaryOp::Lt, d, intConstant(dim)), rotated, x);
-}
 
 // ---- CausalConvWithState --------------------------------------------------------------------
 
@@ -107,10 +40,10 @@ void causalConvWithStateRule(const RuleContext &ctx) {
   ExprRef n = div(row, channels), c = rem(row, channels);
   // Position p of past_state followed by the input.
   auto padded = [&](ExprRef p) {
-    ExprRef current = cast(ctx.input(0)({n, c, clampTo(sub(p, intConstant(k - 1)), length)}), type);
+    ExprRef current = cast(ctx.input(0)({n, c, clampIndex(sub(p, intConstant(k - 1)), length)}), type);
     if (k == 1)
       return current;
-    ExprRef past = hasPast ? cast(ctx.input(3)({n, c, clampTo(p, k - 1)}), type) : typedConstant(type, 0);
+    ExprRef past = hasPast ? cast(ctx.input(3)({n, c, clampIndex(p, k - 1)}), type) : typedConstant(type, 0);
     return select(binary(BinaryOp::Lt, p, intConstant(k - 1)), past, current);
   };
   if (ctx.hasOutput(0)) {
@@ -215,8 +148,7 @@ void linearAttentionRule(const RuleContext &ctx) {
 
 } // namespace
 
-void registerSequenceModelLowering(LoweringTable &table) {
-  table.addInjective(OpKind::RotaryEmbedding, rotaryEmbeddingRule);
+void registerStatefulRecurrentLowering(LoweringTable &table) {
   table.addKernel(OpKind::CausalConvWithState, causalConvWithStateRule);
   table.addKernel(OpKind::LinearAttention, linearAttentionRule);
 }

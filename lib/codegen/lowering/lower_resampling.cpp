@@ -1,4 +1,5 @@
-// Lowering of GridSample as a kernel rule, with the semantics of lib/reference/resize.cpp: X
+// Lowering of resampling: Resize as an injective rule (below), and GridSample as a kernel rule,
+// with the semantics of lib/reference/resampling.cpp: X
 // [N, C, D1..Dr] sampled at grid [N, G1..Gr, r] (x first in the last dim). One parallel index per
 // output element computes, per spatial dim, the source coordinate (padding "border" clamps and
 // "reflection" reflects it into range) and its taps: 1 (nearest, half to even), 2 (linear) or 4
@@ -7,6 +8,8 @@
 // the input weighs 0 with padding "zeros", and a term whose weight is 0 is skipped, as the
 // reference skips it (so an infinity there does not become NaN).
 #include "lowering_rules.h"
+
+#include "sinter/ir/op_attributes.h"
 
 #include "sinter/support/error.h"
 
@@ -170,10 +173,117 @@ void gridSampleRule(const RuleContext &ctx) {
   b.emit(ctx.store(0, b.gid(), cast(var(sum, type), ctx.outputType(0))));
 }
 
+/// Resize in nearest and linear modes (cubic is not lowered yet).
+ExprRef resizeRule(const RuleContext &ctx, int, const std::vector<ExprRef> &index) {
+  const Node &node = ctx.node();
+  std::vector<int64_t> inDims = ctx.inputDims(0), outDims = ctx.outputDims(0);
+  const ResizeAttributes attributes = resizeAttributes(node);
+  const std::string &transform = attributes.coordinateMode, &nearestMode = attributes.nearestMode;
+  if (attributes.mode == ResizeMode::Cubic)
+    userError(node.describe(), ": Resize mode 'cubic' cannot be compiled yet");
+  if (attributes.antialias || transform == "tf_crop_and_resize")
+    userError(node.describe(), ": Resize with antialias or tf_crop_and_resize cannot be compiled yet");
+  // Scales: from the scales input when given, else out/in (what sizes implies).
+  std::vector<double> scales(inDims.size(), 1.0);
+  const Value *scalesInput = node.input(2);
+  std::vector<int64_t> axes = node.attrInts("axes");
+  if (scalesInput && scalesInput->isConstant() && scalesInput->constant().elementCount() > 0) {
+    const Tensor &t = scalesInput->constant();
+    if (axes.empty())
+      for (int64_t i = 0; i < t.elementCount(); ++i)
+        scales[i] = t.getDouble(i);
+    else
+      for (size_t i = 0; i < axes.size(); ++i)
+        scales[normalizedAxis(ctx.node(), axes[i], int64_t(inDims.size()))] = t.getDouble(int64_t(i));
+  } else {
+    for (size_t i = 0; i < inDims.size(); ++i)
+      scales[i] = inDims[i] ? double(outDims[i]) / double(inDims[i]) : 1.0;
+  }
+  auto f32 = [](double v) { return constant(DType::Float32, v); };
+  auto fop = [](BinaryOp op, ExprRef a, ExprRef b) { return binary(op, a, b); };
+
+  // Source coordinate (float) per axis.
+  std::vector<ExprRef> source(inDims.size());
+  for (size_t i = 0; i < inDims.size(); ++i) {
+    ExprRef x = cast(index[i], DType::Float32);
+    double scale = scales[i];
+    if (inDims[i] == outDims[i] && scale == 1.0) {
+      source[i] = x;
+      continue;
+    }
+    // The fractional output width, as ONNX's reference (lib/reference/resampling.cpp) uses it: with
+    // scales that do not give whole elements it differs from the output dim.
+    double outputWidth = scale * double(inDims[i]);
+    if (transform == "asymmetric")
+      source[i] = fop(BinaryOp::Div, x, f32(scale));
+    else if (transform == "align_corners")
+      source[i] = outputWidth == 1 ? f32(0)
+                                   : fop(BinaryOp::Mul, x, f32(double(inDims[i] - 1) / (outputWidth - 1)));
+    else if (transform == "pytorch_half_pixel" && outputWidth == 1)
+      source[i] = f32(0);
+    else if (transform == "half_pixel_symmetric") {
+      double adjustment = double(outDims[i]) / (scale * double(inDims[i]));
+      double center = double(inDims[i]) / 2.0;
+      double offset = center * (1 - adjustment);
+      source[i] = fop(BinaryOp::Sub, fop(BinaryOp::Add, f32(offset), fop(BinaryOp::Div, fop(BinaryOp::Add, x, f32(0.5)), f32(scale))), f32(0.5));
+    } else // half_pixel, pytorch_half_pixel
+      source[i] = fop(BinaryOp::Sub, fop(BinaryOp::Div, fop(BinaryOp::Add, x, f32(0.5)), f32(scale)), f32(0.5));
+  }
+
+  if (attributes.mode == ResizeMode::Nearest) {
+    std::vector<ExprRef> inIndex(inDims.size());
+    for (size_t i = 0; i < inDims.size(); ++i) {
+      ExprRef s = source[i];
+      ExprRef rounded;
+      if (nearestMode == "floor")
+        rounded = unary(UnaryOp::Floor, s);
+      else if (nearestMode == "ceil")
+        rounded = unary(UnaryOp::Ceil, s);
+      else if (nearestMode == "round_prefer_ceil")
+        rounded = unary(UnaryOp::Floor, fop(BinaryOp::Add, s, f32(0.5)));
+      else // round_prefer_floor: halves go down
+        rounded = unary(UnaryOp::Ceil, fop(BinaryOp::Sub, s, f32(0.5)));
+      inIndex[i] = clampIndex(cast(rounded, DType::Int64), inDims[i]);
+    }
+    return ctx.input(0)(inIndex);
+  }
+  // Linear: a weighted sum over the 2^k corners of the axes that resize.
+  std::vector<size_t> resized;
+  std::vector<ExprRef> low(inDims.size()), high(inDims.size()), weight(inDims.size());
+  std::vector<ExprRef> base(inDims.size());
+  for (size_t i = 0; i < inDims.size(); ++i) {
+    if (source[i] == nullptr || (inDims[i] == outDims[i] && scales[i] == 1.0)) {
+      base[i] = index[i];
+      continue;
+    }
+    ExprRef s = fop(BinaryOp::Max, source[i], f32(0));
+    ExprRef floor = unary(UnaryOp::Floor, s);
+    low[i] = clampIndex(cast(floor, DType::Int64), inDims[i]);
+    high[i] = clampIndex(add(cast(floor, DType::Int64), 1), inDims[i]);
+    weight[i] = fop(BinaryOp::Min, fop(BinaryOp::Sub, s, floor), f32(1));
+    resized.push_back(i);
+  }
+  ExprRef total;
+  for (int corner = 0; corner < (1 << resized.size()); ++corner) {
+    std::vector<ExprRef> at = base;
+    ExprRef w = f32(1);
+    for (size_t r = 0; r < resized.size(); ++r) {
+      size_t axis = resized[r];
+      bool up = (corner >> r) & 1;
+      at[axis] = up ? high[axis] : low[axis];
+      w = fop(BinaryOp::Mul, w, up ? weight[axis] : fop(BinaryOp::Sub, f32(1), weight[axis]));
+    }
+    ExprRef term = fop(BinaryOp::Mul, cast(ctx.input(0)(at), DType::Float32), w);
+    total = total ? fop(BinaryOp::Add, total, term) : term;
+  }
+  return cast(total, ctx.outputType(0));
+}
+
 } // namespace
 
-void registerSamplingLowering(LoweringTable &table) {
+void registerResamplingLowering(LoweringTable &table) {
   table.addKernel(OpKind::GridSample, gridSampleRule);
+  table.addInjective(OpKind::Resize, resizeRule);
 }
 
 } // namespace sinter::codegen

@@ -1,4 +1,4 @@
-// Lowering of DFT and STFT (semantics in lib/reference/fourier.cpp): one parallel index per
+// Lowering of DFT and STFT (semantics in lib/reference/signal_fourier.cpp): one parallel index per
 // output point (all dims but the last, complex one), summing its n terms in a sequential loop in
 // f64 (for STFT, the frame's windowed samples).
 // The angle 2 pi ((k m) mod n) / n is reduced in integers first, as the reference does.

@@ -2,6 +2,7 @@
 
 #include "sinter/codegen/kernel/low_precision_cast.h"
 #include "lowering_rules.h"
+#include "sinter/ir/data_dependence.h"
 #include "sinter/support/error.h"
 
 #include <algorithm>
@@ -38,10 +39,12 @@ StmtRef RuleContext::store(int output, ExprRef flatIndex, ExprRef value) const {
 }
 
 void LoweringTable::addInjective(OpKind kind, InjectiveRule rule) {
+  registrar_.admit(kind);
   SINTER_ASSERT(!injective_[int(kind)] && !kernel_[int(kind)], "two lowering rules for ", opName(kind));
   injective_[int(kind)] = rule;
 }
 void LoweringTable::addKernel(OpKind kind, KernelRule rule) {
+  registrar_.admit(kind);
   SINTER_ASSERT(!injective_[int(kind)] && !kernel_[int(kind)], "two lowering rules for ", opName(kind));
   kernel_[int(kind)] = rule;
 }
@@ -49,23 +52,27 @@ void LoweringTable::addKernel(OpKind kind, KernelRule rule) {
 const LoweringTable &loweringTable() {
   static const LoweringTable table = [] {
     LoweringTable table;
-    registerElementwiseLowering(table);
-    registerDataMovementLowering(table);
-    registerReductionLowering(table);
-    registerNormalizationLowering(table);
-    registerContractionLowering(table);
-    registerPoolingLowering(table);
-    registerAttentionLowering(table);
-    registerScatterLowering(table);
-    registerQuantizationLowering(table);
-    registerSequenceModelLowering(table);
-    registerSamplingLowering(table);
-    registerLinearAlgebraLowering(table);
-    registerRecurrentLowering(table);
-    registerIntegerMatMulLowering(table);
-    registerSignalLowering(table);
-    registerImageLowering(table);
-    registerCountingLowering(table);
+    table.registerFamily(OpFamily::Elementwise, registerElementwiseLowering);
+    table.registerFamily(OpFamily::Contraction, registerContractionLowering);
+    table.registerFamily(OpFamily::Contraction, registerLinearAlgebraLowering);
+    table.registerFamily(OpFamily::Convolution, registerConvolutionLowering);
+    table.registerFamily(OpFamily::Pooling, registerPoolingLowering);
+    table.registerFamily(OpFamily::Normalization, registerNormalizationLowering);
+    table.registerFamily(OpFamily::Reduction, registerReductionLowering);
+    table.registerFamily(OpFamily::DataMovement, registerDataMovementLowering);
+    table.registerFamily(OpFamily::Indexing, registerIndexingLowering);
+    table.registerFamily(OpFamily::Indexing, registerScatterLowering);
+    table.registerFamily(OpFamily::Resampling, registerResamplingLowering);
+    table.registerFamily(OpFamily::Creation, registerCreationLowering);
+    table.registerFamily(OpFamily::Attention, registerAttentionLowering);
+    table.registerFamily(OpFamily::Recurrent, registerRecurrentLowering);
+    table.registerFamily(OpFamily::Recurrent, registerStatefulRecurrentLowering);
+    table.registerFamily(OpFamily::Loss, registerLossLowering);
+    table.registerFamily(OpFamily::Quantization, registerQuantizationLowering);
+    table.registerFamily(OpFamily::Quantization, registerQuantizedMatMulLowering);
+    table.registerFamily(OpFamily::Signal, registerSignalLowering);
+    table.registerFamily(OpFamily::Detection, registerDetectionLowering);
+    table.registerFamily(OpFamily::Counting, registerCountingLowering);
     return table;
   }();
   return table;
@@ -183,6 +190,27 @@ ExprRef typedConstant(DType type, double value) {
   if (type == DType::Bool)
     return boolConstant(value != 0);
   return intConstant(int64_t(value), type);
+}
+
+ExprRef clampIndex(ExprRef index, int64_t size) {
+  index = binary(BinaryOp::Max, index, intConstant(0));
+  return binary(BinaryOp::Min, index, intConstant(std::max<int64_t>(size - 1, 0)));
+}
+
+ExprRef dataIndex(ExprRef raw, int64_t size) {
+  ExprRef index = cast(raw, DType::Int64);
+  index = select(binary(BinaryOp::Lt, index, intConstant(0)), add(index, size), index);
+  return clampIndex(index, size);
+}
+
+std::vector<int64_t> constantInts(const RuleContext &ctx, int i, const char *what) {
+  const Value *value = ctx.node().input(i);
+  if (!value)
+    return {};
+  if (!value->isConstant())
+    userError(ctx.node().describe(), ": ", what, " must be a constant to compile",
+              bindInputHint(graphInputsFeeding(*value)));
+  return value->constant().toInts();
 }
 
 bool isInjective(const Node &node) { return loweringTable().injective(node.kind()) != nullptr; }

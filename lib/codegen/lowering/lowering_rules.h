@@ -16,6 +16,7 @@
 #include "sinter/codegen/lowering/contraction.h"
 #include "sinter/codegen/kernel/kernel_ir.h"
 #include "sinter/codegen/lowering/lowering.h"
+#include "sinter/ir/op_families.h"
 
 #include <array>
 #include <cstdint>
@@ -76,6 +77,8 @@ using KernelRule = void (*)(const RuleContext &ctx);
 
 class LoweringTable {
 public:
+  /// Runs a family file's registration; it may add only that family's ops (op_families.h).
+  void registerFamily(OpFamily family, void (*registerRules)(LoweringTable &)) { registrar_.run(*this, family, registerRules); }
   void addInjective(OpKind kind, InjectiveRule rule);
   void addKernel(OpKind kind, KernelRule rule);
   InjectiveRule injective(OpKind kind) const { return injective_[static_cast<int>(kind)]; }
@@ -84,28 +87,34 @@ public:
 private:
   std::array<InjectiveRule, kNumOps> injective_{};
   std::array<KernelRule, kNumOps> kernel_{};
+  FamilyRegistrar registrar_{"lowering"};
 };
 
 const LoweringTable &loweringTable();
 
-// One per family file, called from lowering.cpp.
-void registerElementwiseLowering(LoweringTable &table);   // lower_elementwise.cpp
-void registerDataMovementLowering(LoweringTable &table);  // lower_data_movement.cpp
-void registerReductionLowering(LoweringTable &table);     // lower_reduction.cpp
-void registerNormalizationLowering(LoweringTable &table); // lower_normalization.cpp
-void registerContractionLowering(LoweringTable &table);   // lower_contraction.cpp (MatMul, Gemm, Conv, ConvTranspose)
-void registerPoolingLowering(LoweringTable &table);       // lower_pooling.cpp
-void registerAttentionLowering(LoweringTable &table);     // lower_attention.cpp (Attention, losses)
-void registerScatterLowering(LoweringTable &table);       // lower_scatter.cpp (ScatterElements, ScatterND, TensorScatter)
-void registerQuantizationLowering(LoweringTable &table);  // lower_quantization.cpp
-void registerSequenceModelLowering(LoweringTable &table); // lower_sequence_models.cpp (RotaryEmbedding, CausalConvWithState, LinearAttention)
-void registerSamplingLowering(LoweringTable &table);      // lower_sampling.cpp (GridSample)
-void registerLinearAlgebraLowering(LoweringTable &table); // lower_linear_algebra.cpp (Einsum, Det)
-void registerRecurrentLowering(LoweringTable &table);     // lower_recurrent.cpp (RNN, GRU, LSTM)
-void registerIntegerMatMulLowering(LoweringTable &table); // lower_integer_matmul.cpp (MatMulInteger, QLinearMatMul)
-void registerSignalLowering(LoweringTable &table);        // lower_signal.cpp (DFT, STFT)
-void registerImageLowering(LoweringTable &table);         // lower_image.cpp (Col2Im, DeformConv)
-void registerCountingLowering(LoweringTable &table);      // lower_counting.cpp (TfIdfVectorizer)
+// One per file, called from lowering.cpp with its family (OpFamily), whose ops alone it may
+// register (op_families.h).
+void registerElementwiseLowering(LoweringTable &table);      // lower_elementwise.cpp
+void registerContractionLowering(LoweringTable &table);      // lower_contraction.cpp (MatMul, Gemm)
+void registerLinearAlgebraLowering(LoweringTable &table);    // lower_contraction_linear_algebra.cpp (Einsum, Det)
+void registerConvolutionLowering(LoweringTable &table);      // lower_convolution.cpp
+void registerPoolingLowering(LoweringTable &table);          // lower_pooling.cpp
+void registerNormalizationLowering(LoweringTable &table);    // lower_normalization.cpp
+void registerReductionLowering(LoweringTable &table);        // lower_reduction.cpp
+void registerDataMovementLowering(LoweringTable &table);     // lower_data_movement.cpp
+void registerIndexingLowering(LoweringTable &table);         // lower_indexing.cpp (the gathers)
+void registerScatterLowering(LoweringTable &table);          // lower_indexing_scatter.cpp (ScatterElements, ScatterND, TensorScatter)
+void registerResamplingLowering(LoweringTable &table);       // lower_resampling.cpp (Resize, GridSample)
+void registerCreationLowering(LoweringTable &table);         // lower_creation.cpp (Dropout, EyeLike, OneHot)
+void registerAttentionLowering(LoweringTable &table);        // lower_attention.cpp (Attention, RotaryEmbedding)
+void registerRecurrentLowering(LoweringTable &table);        // lower_recurrent.cpp (RNN, GRU, LSTM)
+void registerStatefulRecurrentLowering(LoweringTable &table); // lower_recurrent_stateful.cpp (CausalConvWithState, LinearAttention)
+void registerLossLowering(LoweringTable &table);             // lower_loss.cpp
+void registerQuantizationLowering(LoweringTable &table);     // lower_quantization.cpp
+void registerQuantizedMatMulLowering(LoweringTable &table);  // lower_quantization_matmul.cpp (MatMulInteger, QLinearMatMul, DynamicQuantizeLinear)
+void registerSignalLowering(LoweringTable &table);           // lower_signal.cpp (DFT, STFT)
+void registerDetectionLowering(LoweringTable &table);        // lower_detection.cpp (RoiAlign)
+void registerCountingLowering(LoweringTable &table);         // lower_counting.cpp (TfIdfVectorizer)
 
 /// A group's buffers declared in a builder (its inputs, then its outputs, as lowerGroup orders
 /// them): an accessor for each input and the buffer of each output.
@@ -129,6 +138,20 @@ bool lowerGroupNodes(const KernelGroup &group, KernelBuilder &builder, GroupBuff
 /// variables declared in ctx.builder().
 ContractionSpec describeContraction(const RuleContext &ctx);
 
+// ---- Shared by the contraction and convolution families --------------------------------------
+
+/// The variables of a contraction; b is the constant 0 when there is one batch.
+struct ContractionVariables {
+  ExprRef b, i, j, r;
+};
+/// Declares spec's variables (b, i, j, r, acc) in the builder (lower_contraction.cpp).
+ContractionVariables declareVariables(KernelBuilder &builder, ContractionSpec &spec);
+/// The naive kernel of a contraction: one parallel index per (b, i, j), a reduction loop over r
+/// (lower_contraction.cpp).
+void naiveContractionRule(const RuleContext &ctx);
+/// Conv as an implicit GEMM (lower_convolution.cpp).
+ContractionSpec describeConv(const RuleContext &ctx);
+
 // ---- Index helpers ---------------------------------------------------------------------------
 
 /// Row-major flat index of a multi-index over static dims.
@@ -146,5 +169,24 @@ int64_t normalizedAxis(const Node &node, int64_t axis, int64_t rank);
 int64_t productOf(const std::vector<int64_t> &dims, size_t begin = 0, size_t end = SIZE_MAX);
 /// A constant in a compute type.
 ExprRef typedConstant(DType type, double value);
+/// An index clamped into [0, size), so that a load at it stays inside its tensor.
+ExprRef clampIndex(ExprRef index, int64_t size);
+/// A data-derived index (a gather's, a scatter's): negative values count from the end; then
+/// clamped into [0, size) (an out-of-range index is undefined in ONNX).
+ExprRef dataIndex(ExprRef raw, int64_t size);
+/// The constant data of input i as integers (none for an absent input); UserError naming the
+/// node (and the graph inputs it depends on) when it is not constant.
+std::vector<int64_t> constantInts(const RuleContext &ctx, int i, const char *what);
+/// The injective rule of ops that keep the elements and change the shape (Reshape, Flatten,
+/// Squeeze, Unsqueeze, Identity, Dropout's output).
+ExprRef reshapeRule(const RuleContext &ctx, int output, const std::vector<ExprRef> &index);
+
+// Arithmetic in an expression's own type.
+inline ExprRef fadd(ExprRef a, ExprRef b) { return binary(BinaryOp::Add, a, b); }
+inline ExprRef fsub(ExprRef a, ExprRef b) { return binary(BinaryOp::Sub, a, b); }
+inline ExprRef fmul(ExprRef a, ExprRef b) { return binary(BinaryOp::Mul, a, b); }
+inline ExprRef fdiv(ExprRef a, ExprRef b) { return binary(BinaryOp::Div, a, b); }
+inline ExprRef fmax(ExprRef a, ExprRef b) { return binary(BinaryOp::Max, a, b); }
+inline ExprRef fmin(ExprRef a, ExprRef b) { return binary(BinaryOp::Min, a, b); }
 
 } // namespace sinter::codegen
