@@ -38,12 +38,18 @@ void checkBias(const InferContext &ctx, const Dim &channels) {
   mergeDims(ctx, ctx.shape(2)[0], channels, "the bias length and the output channels");
 }
 
-Types conv(const InferContext &ctx) {
+/// What Conv and ConvTranspose check alike: a float [N, C, spatial...] input, weights of its
+/// dtype and rank. Returns the group.
+int64_t checkConvolutionInputs(const InferContext &ctx) {
   requireSpatialInput(ctx);
   ctx.requireSameDType(0, 1);
   if (ctx.rank(1) != ctx.rank(0))
     ctx.failInput(1, "(weights) must have the rank of input 0 (", ctx.rank(0), ")");
-  int64_t group = groupOf(ctx);
+  return groupOf(ctx);
+}
+
+Types conv(const InferContext &ctx) {
+  int64_t group = checkConvolutionInputs(ctx);
   const Shape &x = ctx.shape(0), &w = ctx.shape(1);
   if (x[1].isStatic() && w[1].isStatic() && x[1].value() != checkedMul(ctx, w[1].value(), group))
     ctx.fail("input 0 has ", x[1].value(), " channels, but the weights expect ", w[1].value(),
@@ -59,11 +65,7 @@ Types conv(const InferContext &ctx) {
 }
 
 Types convTranspose(const InferContext &ctx) {
-  requireSpatialInput(ctx);
-  ctx.requireSameDType(0, 1);
-  if (ctx.rank(1) != ctx.rank(0))
-    ctx.failInput(1, "(weights) must have the rank of input 0 (", ctx.rank(0), ")");
-  int64_t group = groupOf(ctx);
+  int64_t group = checkConvolutionInputs(ctx);
   const Shape &x = ctx.shape(0), &w = ctx.shape(1);
   mergeDims(ctx, x[1], w[0], "the input channels and the weights' dim 0");
   if (x[1].isStatic() && x[1].value() % group != 0)

@@ -8,6 +8,8 @@
 // output f32 [C] or [B, C] with C = max(ngram_indexes) + 1.
 #include "infer_rules.h"
 
+#include "sinter/ir/op_attributes.h"
+
 #include <algorithm>
 
 namespace sinter::infer {
@@ -42,41 +44,7 @@ Types tfIdf(const InferContext &ctx) {
   ctx.requireDType(0, [](DType t) { return t == DType::Int32 || t == DType::Int64; }, "i32 or i64");
   if (ctx.rank(0) != 1 && ctx.rank(0) != 2)
     ctx.failInput(0, "must be 1-D or 2-D");
-  const Node &node = ctx.node();
-  std::string mode = node.attrString("mode", "");
-  if (mode != "TF" && mode != "IDF" && mode != "TFIDF")
-    ctx.fail("mode '", mode, "' is not one of TF, IDF, TFIDF");
-  int64_t minGram = node.attrInt("min_gram_length", 0), maxGram = node.attrInt("max_gram_length", 0);
-  if (minGram < 1 || maxGram < minGram)
-    ctx.fail("n-gram lengths must satisfy 1 <= min_gram_length (", minGram, ") <= max_gram_length (", maxGram, ")");
-  if (node.attrInt("max_skip_count", 0) < 0)
-    ctx.fail("max_skip_count must not be negative");
-  if (!node.attrStrings("pool_strings").empty())
-    ctx.fail("pool_strings needs string tensors, which sinter does not have");
-  std::vector<int64_t> indexes = node.attrInts("ngram_indexes");
-  std::vector<int64_t> pool = node.attrInts("pool_int64s");
-  std::vector<int64_t> counts = node.attrInts("ngram_counts");
-  std::vector<float> weights = node.attrFloats("weights");
-  if (counts.size() < size_t(maxGram))
-    ctx.fail("ngram_counts has ", counts.size(), " entries; max_gram_length needs ", maxGram);
-  // The pool holds the 1-grams, then the 2-grams, ...; ngram_counts gives where each starts.
-  int64_t grams = 0;
-  for (size_t n = 0; n < counts.size(); ++n) {
-    int64_t end = n + 1 < counts.size() ? counts[n + 1] : int64_t(pool.size());
-    if (counts[n] < 0 || end < counts[n] || end > int64_t(pool.size()) || (end - counts[n]) % int64_t(n + 1) != 0)
-      ctx.fail("ngram_counts ", counts[n], " does not split pool_int64s into whole ", n + 1, "-grams");
-    grams += (end - counts[n]) / int64_t(n + 1);
-  }
-  if (int64_t(indexes.size()) != grams)
-    ctx.fail("ngram_indexes has ", indexes.size(), " entries for ", grams, " n-grams");
-  if (!weights.empty() && weights.size() != indexes.size())
-    ctx.fail("weights has ", weights.size(), " entries for ", indexes.size(), " n-grams");
-  int64_t width = 0;
-  for (int64_t index : indexes) {
-    if (index < 0)
-      ctx.fail("ngram_indexes has a negative entry ", index);
-    width = std::max(width, index + 1);
-  }
+  int64_t width = tfIdfAttributes(ctx.node()).width;
   Shape out = ctx.rank(0) == 1 ? Shape{Dim(width)} : Shape{ctx.shape(0)[0], Dim(width)};
   return {{DType::Float32, out}};
 }

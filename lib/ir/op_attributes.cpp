@@ -59,6 +59,58 @@ ResizeAttributes resizeAttributes(const Node &node) {
   return attributes;
 }
 
+TfIdfAttributes tfIdfAttributes(const Node &node) {
+  TfIdfAttributes attributes;
+  std::string mode = node.attrString("mode", "");
+  if (mode == "TF")
+    attributes.mode = TfIdfMode::Tf;
+  else if (mode == "IDF")
+    attributes.mode = TfIdfMode::Idf;
+  else if (mode == "TFIDF")
+    attributes.mode = TfIdfMode::TfIdf;
+  else
+    userError(node.describe(), ": mode '", mode, "' is not one of TF, IDF, TFIDF");
+  attributes.minGram = node.attrInt("min_gram_length", 0);
+  attributes.maxGram = node.attrInt("max_gram_length", 0);
+  if (attributes.minGram < 1 || attributes.maxGram < attributes.minGram)
+    userError(node.describe(), ": n-gram lengths must satisfy 1 <= min_gram_length (", attributes.minGram,
+              ") <= max_gram_length (", attributes.maxGram, ")");
+  attributes.maxSkip = node.attrInt("max_skip_count", 0);
+  if (attributes.maxSkip < 0)
+    userError(node.describe(), ": max_skip_count must not be negative");
+  if (!node.attrStrings("pool_strings").empty())
+    userError(node.describe(), ": pool_strings needs string tensors, which sinter does not have");
+  std::vector<int64_t> indexes = node.attrInts("ngram_indexes");
+  std::vector<int64_t> pool = node.attrInts("pool_int64s");
+  std::vector<int64_t> counts = node.attrInts("ngram_counts");
+  std::vector<float> weights = node.attrFloats("weights");
+  if (counts.size() < size_t(attributes.maxGram))
+    userError(node.describe(), ": ngram_counts has ", counts.size(), " entries; max_gram_length needs ",
+              attributes.maxGram);
+  for (size_t n = 0; n < counts.size(); ++n) {
+    int64_t end = n + 1 < counts.size() ? counts[n + 1] : int64_t(pool.size());
+    if (counts[n] < 0 || end < counts[n] || end > int64_t(pool.size()) || (end - counts[n]) % int64_t(n + 1) != 0)
+      userError(node.describe(), ": ngram_counts ", counts[n], " does not split pool_int64s into whole ", n + 1,
+                "-grams");
+    for (int64_t at = counts[n]; at < end; at += int64_t(n + 1))
+      attributes.grams.push_back({std::vector<int64_t>(pool.begin() + at, pool.begin() + at + int64_t(n + 1)), 0, 1});
+  }
+  if (indexes.size() != attributes.grams.size())
+    userError(node.describe(), ": ngram_indexes has ", indexes.size(), " entries for ", attributes.grams.size(),
+              " n-grams");
+  if (!weights.empty() && weights.size() != indexes.size())
+    userError(node.describe(), ": weights has ", weights.size(), " entries for ", indexes.size(), " n-grams");
+  for (size_t g = 0; g < attributes.grams.size(); ++g) {
+    if (indexes[g] < 0)
+      userError(node.describe(), ": ngram_indexes has a negative entry ", indexes[g]);
+    attributes.grams[g].column = indexes[g];
+    if (!weights.empty())
+      attributes.grams[g].weight = double(weights[g]);
+    attributes.width = std::max(attributes.width, indexes[g] + 1);
+  }
+  return attributes;
+}
+
 std::vector<int64_t> spatialAttribute(const Node &node, const std::string &name, size_t count,
                                       int64_t fallback, int64_t minimum) {
   std::vector<int64_t> values = node.attrInts(name, std::vector<int64_t>(count, fallback));

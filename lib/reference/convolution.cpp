@@ -12,6 +12,7 @@
 
 #include <cmath>
 #include <limits>
+#include <utility>
 
 namespace sinter::reference {
 namespace {
@@ -35,9 +36,9 @@ std::vector<double> biasValues(const Node &node, const Tensor *bias, int64_t cha
   return toDoubles(*bias);
 }
 
-// ---- Conv -----------------------------------------------------------------------------------
-
-Outputs evalConv(const Node &node, const Inputs &inputs) {
+/// Conv's and ConvTranspose's input and weights, checked alike: one float dtype (the bias's too),
+/// [N, C, spatial...] and weights of the same rank.
+std::pair<const Tensor &, const Tensor &> convolutionOperands(const Node &node, const Inputs &inputs) {
   const Tensor &x = requiredInput(node, inputs, 0);
   const Tensor &w = requiredInput(node, inputs, 1);
   requireSameDTypes(node, inputs, {0, 1, 2});
@@ -46,6 +47,13 @@ Outputs evalConv(const Node &node, const Inputs &inputs) {
   if (w.rank() != x.rank())
     userError(node.describe(), ": weights ", shapeStr(w.type().shape), " and input ",
               shapeStr(x.type().shape), " differ in rank");
+  return {x, w};
+}
+
+// ---- Conv -----------------------------------------------------------------------------------
+
+Outputs evalConv(const Node &node, const Inputs &inputs) {
+  const auto [x, w] = convolutionOperands(node, inputs);
   int64_t batch = x.dims()[0], channels = x.dims()[1], features = w.dims()[0];
   int64_t group = node.attrInt("group", 1);
   if (group < 1 || channels != w.dims()[1] * group || features % group != 0)
@@ -97,14 +105,7 @@ Outputs evalConv(const Node &node, const Inputs &inputs) {
 // windowGeometry gives (transposedWindowExtent: output_shape, SAME_* and output_padding).
 // W is [C, M / group, k...].
 Outputs evalConvTranspose(const Node &node, const Inputs &inputs) {
-  const Tensor &x = requiredInput(node, inputs, 0);
-  const Tensor &w = requiredInput(node, inputs, 1);
-  requireSameDTypes(node, inputs, {0, 1, 2});
-  requireFloat(node, x);
-  requireImage(node, x, 3);
-  if (w.rank() != x.rank())
-    userError(node.describe(), ": weights ", shapeStr(w.type().shape), " and input ",
-              shapeStr(x.type().shape), " differ in rank");
+  const auto [x, w] = convolutionOperands(node, inputs);
   int64_t batch = x.dims()[0], channels = x.dims()[1];
   int64_t group = node.attrInt("group", 1);
   if (group < 1 || w.dims()[0] != channels || channels % group != 0)

@@ -10,6 +10,8 @@
 #include "registry.h"
 #include "tensor_helpers.h"
 
+#include "sinter/ir/op_attributes.h"
+
 #include <algorithm>
 #include <map>
 
@@ -20,28 +22,14 @@ Outputs evalTfIdf(const Node &node, const Inputs &inputs) {
   const Tensor &x = requiredInput(node, inputs, 0);
   if (x.rank() != 1 && x.rank() != 2)
     userError(node.describe(), ": X must be 1-D or 2-D");
-  std::string mode = node.attrString("mode", "TF");
-  int64_t minGram = node.attrInt("min_gram_length", 1), maxGram = node.attrInt("max_gram_length", 1);
-  int64_t maxSkip = node.attrInt("max_skip_count", 0);
-  std::vector<int64_t> pool = node.attrInts("pool_int64s"), counts = node.attrInts("ngram_counts");
-  std::vector<int64_t> indexes = node.attrInts("ngram_indexes");
-  std::vector<float> weights = node.attrFloats("weights");
+  const TfIdfAttributes attributes = tfIdfAttributes(node);
+  const int64_t minGram = attributes.minGram, maxGram = attributes.maxGram, maxSkip = attributes.maxSkip;
+  const int64_t width = attributes.width;
+  const size_t next = attributes.grams.size();
   // n-gram (tokens) -> its place in the pool.
   std::map<std::vector<int64_t>, int64_t> columns;
-  size_t next = 0;
-  for (size_t n = 0; n < counts.size(); ++n) {
-    int64_t end = n + 1 < counts.size() ? counts[n + 1] : int64_t(pool.size());
-    for (int64_t at = counts[n]; at + int64_t(n) < end; at += int64_t(n + 1)) {
-      if (next >= indexes.size())
-        userError(node.describe(), ": ngram_indexes has fewer entries than the pool has n-grams");
-      columns[std::vector<int64_t>(pool.begin() + at, pool.begin() + at + int64_t(n + 1))] = int64_t(next++);
-    }
-  }
-  int64_t width = 0;
-  for (int64_t index : indexes)
-    width = std::max(width, index + 1);
-  if (!weights.empty() && weights.size() < next)
-    userError(node.describe(), ": weights has ", weights.size(), " entries for ", next, " n-grams");
+  for (size_t g = 0; g < next; ++g)
+    columns[attributes.grams[g].tokens] = int64_t(g);
   int64_t rows = x.rank() == 2 ? x.dims()[0] : 1, length = x.dims().back();
   std::vector<double> frequency(size_t(rows) * next, 0.0);
   for (int64_t row = 0; row < rows; ++row)
@@ -58,10 +46,10 @@ Outputs evalTfIdf(const Node &node, const Inputs &inputs) {
   std::vector<double> out(size_t(rows * width), 0.0);
   for (int64_t row = 0; row < rows; ++row)
     for (size_t gram = 0; gram < next; ++gram) {
-      double weight = weights.empty() ? 1.0 : double(weights[gram]);
+      double weight = attributes.grams[gram].weight;
       double f = frequency[size_t(row) * next + gram];
-      double value = mode == "IDF" ? (f > 0 ? weight : 0.0) : mode == "TFIDF" ? f * weight : f;
-      out[size_t(row * width + indexes[gram])] += value;
+      double value = attributes.mode == TfIdfMode::Idf ? (f > 0 ? weight : 0.0) : attributes.mode == TfIdfMode::TfIdf ? f * weight : f;
+      out[size_t(row * width + attributes.grams[gram].column)] += value;
     }
   std::vector<int64_t> outDims = x.rank() == 2 ? std::vector<int64_t>{rows, width} : std::vector<int64_t>{width};
   return {fromDoubles(DType::Float32, outDims, out)};

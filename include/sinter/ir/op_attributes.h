@@ -42,6 +42,27 @@ struct ResizeAttributes {
 };
 ResizeAttributes resizeAttributes(const Node &node);
 
+/// TfIdfVectorizer's attributes, checked once for shape inference, the reference and lowering:
+/// mode (TF, IDF or TFIDF), 1 <= min_gram_length <= max_gram_length, max_skip_count >= 0, and the
+/// integer pool split into its n-grams: pool_int64s holds the 1-grams, then the 2-grams, ...,
+/// ngram_counts[n - 1] giving where the n-grams start, ngram_indexes each n-gram's output column
+/// and weights (optional) its weight. UserError naming the node for pool_strings (sinter has no
+/// string tensors), counts that do not split the pool into whole n-grams, or index and weight
+/// lists of another length than the n-grams'.
+enum class TfIdfMode { Tf, Idf, TfIdf };
+struct TfIdfGram {
+  std::vector<int64_t> tokens;
+  int64_t column = 0;
+  double weight = 1; ///< 1 without weights
+};
+struct TfIdfAttributes {
+  TfIdfMode mode = TfIdfMode::Tf;
+  int64_t minGram = 1, maxGram = 1, maxSkip = 0;
+  std::vector<TfIdfGram> grams; ///< in pool order
+  int64_t width = 0;            ///< the output's columns: the largest ngram_indexes entry + 1
+};
+TfIdfAttributes tfIdfAttributes(const Node &node);
+
 /// A per-spatial-dim attribute of a sliding-window op (strides, dilations, pads, ...): its
 /// `count` values, or `fallback` repeated when absent. UserError naming the node when it has
 /// another count or a value below `minimum`.

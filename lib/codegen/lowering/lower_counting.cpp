@@ -5,6 +5,7 @@
 // vocabularies this op is used with.
 #include "lowering_rules.h"
 
+#include "sinter/ir/op_attributes.h"
 #include "sinter/support/error.h"
 
 #include <algorithm>
@@ -17,23 +18,13 @@ void tfIdfRule(const RuleContext &ctx) {
   const Node &node = ctx.node();
   KernelBuilder &b = ctx.builder();
   std::vector<int64_t> in = ctx.inputDims(0), out = ctx.outputDims(0);
-  std::string mode = node.attrString("mode", "TF");
-  int64_t minGram = node.attrInt("min_gram_length", 1), maxGram = node.attrInt("max_gram_length", 1);
-  int64_t maxSkip = node.attrInt("max_skip_count", 0);
-  std::vector<int64_t> pool = node.attrInts("pool_int64s"), counts = node.attrInts("ngram_counts");
-  std::vector<int64_t> indexes = node.attrInts("ngram_indexes");
-  std::vector<float> weights = node.attrFloats("weights");
+  const TfIdfAttributes attributes = tfIdfAttributes(node);
+  const int64_t minGram = attributes.minGram, maxGram = attributes.maxGram, maxSkip = attributes.maxSkip;
   int64_t width = out.back(), length = in.back();
   // Output column -> its n-grams (place in the pool, tokens).
   std::map<int64_t, std::vector<std::pair<size_t, std::vector<int64_t>>>> grams;
-  size_t next = 0;
-  for (size_t n = 0; n < counts.size(); ++n) {
-    int64_t end = n + 1 < counts.size() ? counts[n + 1] : int64_t(pool.size());
-    for (int64_t at = counts[n]; at + int64_t(n) < end && next < indexes.size(); at += int64_t(n + 1), ++next)
-      grams[indexes[next]].push_back({next, std::vector<int64_t>(pool.begin() + at, pool.begin() + at + int64_t(n + 1))});
-  }
-  if (!weights.empty() && weights.size() < next)
-    userError(node.describe(), ": weights has ", weights.size(), " entries for ", next, " n-grams");
+  for (size_t place = 0; place < attributes.grams.size(); ++place)
+    grams[attributes.grams[place].column].push_back({place, attributes.grams[place].tokens});
 
   b.setParallelExtent(productOf(out));
   ExprRef row = div(b.gid(), width), column = rem(b.gid(), width);
@@ -67,10 +58,10 @@ void tfIdfRule(const RuleContext &ctx) {
           {forLoop(start, intConstant(length), {ifThen(match, {assign(count, add(var(count, DType::Int64), 1))})})}));
       // TF the count, IDF the weight where the count is positive, TFIDF weight * count.
       ExprRef frequency = cast(var(count, DType::Int64), f32);
-      ExprRef weight = constant(f32, weights.empty() ? 1.0 : double(weights[place]));
-      ExprRef value = mode == "IDF"     ? select(binary(BinaryOp::Gt, frequency, constant(f32, 0)), weight, constant(f32, 0))
-                      : mode == "TFIDF" ? binary(BinaryOp::Mul, frequency, weight)
-                                        : frequency;
+      ExprRef weight = constant(f32, attributes.grams[place].weight);
+      ExprRef value = attributes.mode == TfIdfMode::Idf     ? select(binary(BinaryOp::Gt, frequency, constant(f32, 0)), weight, constant(f32, 0))
+                      : attributes.mode == TfIdfMode::TfIdf ? binary(BinaryOp::Mul, frequency, weight)
+                                                            : frequency;
       perColumn.push_back(assign(total, binary(BinaryOp::Add, var(total, f32), value)));
     }
     if (!perColumn.empty())
