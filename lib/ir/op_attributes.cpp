@@ -180,8 +180,6 @@ WindowAttributes windowAttributes(const Node &node, size_t rank) {
   if (node.info().findAttribute("output_padding")) {
     attributes.outputPadding = spatialAttribute(node, "output_padding", rank, 0, 0);
     attributes.outputShape = node.attrInts("output_shape");
-    if (attributes.outputShape.size() == rank + 2) // tolerate [N, M, spatial...]
-      attributes.outputShape.erase(attributes.outputShape.begin(), attributes.outputShape.begin() + 2);
     if (!attributes.outputShape.empty() && attributes.outputShape.size() != rank)
       userError(node.describe(), ": attribute 'output_shape' has ", attributes.outputShape.size(),
                 " values; expected ", rank);

@@ -319,7 +319,7 @@ TEST(ReferenceConv, Errors) {
                     "kernel_shape");
   EXPECT_USER_ERROR(runOne(OpKind::Conv, {x, f32({1, 2, 4, 4}, std::vector<double>(32, 1))},
                            typeOf(DType::Float32, {1, 1, 1, 1})),
-                    "larger than the padded input");
+                    "smaller than the 4-wide (dilated) kernel");
   EXPECT_USER_ERROR(runOne(OpKind::Conv, {x, f32({1, 2, 1, 1}, {1, 1}), f32({2}, {1, 1})},
                            typeOf(DType::Float32, {1, 1, 3, 3})),
                     "bias");

@@ -78,7 +78,7 @@ enum class AutoPad { NotSet, Valid, SameUpper, SameLower };
 /// spatial dims, each default written here once: strides and dilations 1, pads 0 (rank begins,
 /// then rank ends; all 0 unless auto_pad is NOTSET, which alone reads them), auto_pad NOTSET,
 /// ceil_mode 0 (the pools'), and ConvTranspose's output_padding 0 and output_shape none (its
-/// spatial extents; a leading [N, M] is tolerated). Shape inference, the reference and lowering
+/// spatial extents). Shape inference, the reference and lowering
 /// all decode them through this. UserError naming the node for a count that does not match,
 /// a stride or dilation below 1, a negative pad, an unknown auto_pad, a ceil_mode not 0 or 1.
 struct WindowAttributes {
