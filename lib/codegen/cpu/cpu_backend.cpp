@@ -12,6 +12,9 @@
 //
 // MatMul, Gemm and Conv worth tiling get a blocked, packed, vectorised kernel instead
 // (cpu_contraction.h), whose parallel index runs over output tiles.
+//
+// Kernels whose code is the same but for their names (repeated layers) are built once: the later
+// ones take the first one's entry point (CpuBackend::distinct), as the CUDA backend's do.
 #include "sinter/codegen/cpu/cpu_backend.h"
 #include "cpu_contraction.h"
 #include "sinter/codegen/llvm/kernel_emitter.h"
@@ -21,13 +24,16 @@
 #include "sinter/support/job_pool.h"
 
 #include <llvm/Config/llvm-config.h>
+#include <llvm/IR/Instructions.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/MC/MCSubtargetInfo.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <optional>
 
 namespace sinter::codegen {
@@ -54,15 +60,13 @@ public:
   package::Kernel addKernel(const LoweredGroup &group, LaunchShape &launch) override {
     const Kernel &kernel = group.kernel;
     Unit &unit = unitForNextKernel();
+    emitKernelSource(kernel);
     if (std::optional<Kernel> blocked = llvmgen::addBlockedContraction(group, options_.cpu.level, *unit.module, launch,
-                                                                             hasF16c_)) {
-      emitKernelSource(kernel);
-      return describeKernel(group, *blocked, "llvm-x86-blocked");
-    }
+                                                                             hasF16c_))
+      return distinct(describeKernel(group, *blocked, "llvm-x86-blocked"), unit);
     buildKernel(kernel, unit);
     launch.parallelExtent = kernel.parallelExtent;
-    emitKernelSource(kernel);
-    return describeKernel(group, kernel, "llvm-x86");
+    return distinct(describeKernel(group, kernel, "llvm-x86"), unit);
   }
 
   /// With --emit-source: the kernel IR of the group (the naive form for a blocked kernel).
@@ -158,6 +162,62 @@ private:
     return units_.back();
   }
 
+  /// One kernel per distinct body: a kernel whose functions print as an earlier kernel's but for
+  /// its name (a model's repeated layers: their weights and packed constants are arguments, not
+  /// code), with the same ops, generator, flops and bytes, is that kernel. Its functions leave the
+  /// module, it takes the earlier one's entry point, and the compile driver gives both launches
+  /// one manifest entry; the launch shape (parallel extent, derived constants) stays its own.
+  package::Kernel distinct(package::Kernel entry, Unit &unit) {
+    std::vector<llvm::Function *> functions;
+    for (llvm::Function &function : *unit.module)
+      if (!function.isDeclaration() &&
+          (function.getName() == entry.name || function.getName().starts_with(entry.name + ".")))
+        functions.push_back(&function);
+    auto [found, inserted] = distinctKernels_.emplace(distinctKernelKey(codeOf(functions), entry.name, entry), entry.name);
+    if (inserted)
+      return entry;
+    for (llvm::Function *function : functions)
+      function->dropAllReferences(); // the wrapper calls the body: unlink before erasing
+    for (llvm::Function *function : functions)
+      function->eraseFromParent();
+    --unit.kernels;
+    entry.name = found->second;
+    return entry;
+  }
+
+  /// The functions' LLVM IR as it decides what they do, the same in every module: the text with
+  /// the module-wide attribute group numbers (` #3`) taken out, and the attributes themselves (the
+  /// functions', their parameters' and their call sites') spelled out after it.
+  static std::string codeOf(const std::vector<llvm::Function *> &functions) {
+    std::string code;
+    auto spell = [&](const llvm::AttributeList &attributes) {
+      for (unsigned index : attributes.indexes())
+        code += std::to_string(index) + ":" + attributes.getAsString(index) + ";";
+      code += '\n';
+    };
+    for (llvm::Function *function : functions) {
+      std::string text;
+      llvm::raw_string_ostream stream(text);
+      function->print(stream);
+      stream.flush();
+      for (size_t i = 0; i < text.size(); ++i) {
+        if (text[i] == ' ' && i + 2 < text.size() && text[i + 1] == '#' && std::isdigit(static_cast<unsigned char>(text[i + 2]))) {
+          i += 2;
+          while (i + 1 < text.size() && std::isdigit(static_cast<unsigned char>(text[i + 1])))
+            ++i;
+          continue;
+        }
+        code += text[i];
+      }
+      spell(function->getAttributes());
+      for (llvm::BasicBlock &block : *function)
+        for (llvm::Instruction &instruction : block)
+          if (auto *call = llvm::dyn_cast<llvm::CallBase>(&instruction))
+            spell(call->getAttributes());
+    }
+    return code;
+  }
+
   static void writeModule(const llvm::Module &module, const fs::path &path) {
     std::string text;
     llvm::raw_string_ostream stream(text);
@@ -230,6 +290,8 @@ private:
   TargetOptions options_;
   std::vector<Unit> units_;
   bool hasF16c_ = false;
+  /// distinctKernelKey of each distinct kernel -> its entry point.
+  std::map<std::string, std::string> distinctKernels_;
 };
 
 } // namespace

@@ -46,44 +46,6 @@ int archNumber(const std::string &arch) {
   return number;
 }
 
-/// What decides whether two kernels are one: the source with the kernel's name (as a whole
-/// identifier) and the comment line naming its buffers taken out, and every field of the
-/// manifest entry but the name (generator, ops, flops, bytes), so a shared entry describes each
-/// launch exactly. Names inside longer identifiers stay (a stream-K kernel's `NAME_arrivals`
-/// counters, state of its own in the module), so such kernels are never merged.
-std::string distinctKernelKey(const std::string &source, const std::string &name,
-                              const package::Kernel &entry) {
-  std::string key;
-  key.reserve(source.size() + 256);
-  auto isIdentifierChar = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
-  for (size_t at = 0; at < source.size();) {
-    size_t lineEnd = source.find('\n', at);
-    lineEnd = lineEnd == std::string::npos ? source.size() : lineEnd + 1;
-    std::string_view line(source.data() + at, lineEnd - at);
-    size_t first = line.find_first_not_of(' ');
-    if (first != std::string_view::npos && line.substr(first).rfind("// buffers:", 0) == 0) {
-      at = lineEnd;
-      continue;
-    }
-    for (size_t i = 0; i < line.size();) {
-      if (line.compare(i, name.size(), name) == 0 && (i == 0 || !isIdentifierChar(line[i - 1])) &&
-          (i + name.size() == line.size() || !isIdentifierChar(line[i + name.size()]))) {
-        key += "\x01KERNEL\x01";
-        i += name.size();
-      } else {
-        key += line[i++];
-      }
-    }
-    at = lineEnd;
-  }
-  key += '\0' + entry.generator + '\0';
-  for (const std::string &op : entry.ops)
-    key += op + ',';
-  char numbers[64];
-  std::snprintf(numbers, sizeof numbers, "%a %a", entry.flops, entry.bytesMoved);
-  return key + '\0' + numbers;
-}
-
 void writeText(const fs::path &path, const std::string &text) {
   std::ofstream out(path, std::ios::binary);
   out << text;

@@ -144,4 +144,13 @@ LoweredGroup lowerForBackend(const KernelGroup &group, const BackendCapabilities
 package::Kernel describeKernel(const LoweredGroup &group, const Kernel &kernel,
                                const std::string &generator);
 
+/// What decides whether two kernels are one (a model's repeated layers), for a backend that
+/// gives such kernels one entry point: the kernel's code (CUDA C, LLVM IR) with the kernel's
+/// name, as a whole identifier, and any comment line naming its buffers (`// buffers:`) taken
+/// out, and every field of the manifest entry but the name (generator, ops, flops, bytes), so a
+/// shared entry describes each launch exactly. Names inside longer identifiers stay (a stream-K
+/// kernel's `NAME_arrivals` counters, state of its own in the module), so such kernels are
+/// never merged.
+std::string distinctKernelKey(const std::string &code, const std::string &name, const package::Kernel &entry);
+
 } // namespace sinter::codegen
