@@ -18,14 +18,14 @@ def repeated_layers_model(path, layers=4, width=128):
     nodes, initializers = [], []
     current = "x"
     for i in range(layers):
-        weight = rng.standard_normal((width, width)).astype(np.float32) / np.sqrt(width)
-        bias = rng.standard_normal(width).astype(np.float32) * 0.1
+        weight = (rng.standard_normal((width, width)) / np.sqrt(width)).astype(np.float32)
+        bias = (rng.standard_normal(width) * 0.1).astype(np.float32)
         initializers += [numpy_helper.from_array(weight, f"w{i}"), numpy_helper.from_array(bias, f"b{i}")]
         nodes += [helper.make_node("MatMul", [current, f"w{i}"], [f"m{i}"]),
                   helper.make_node("Add", [f"m{i}", f"b{i}"], [f"a{i}"]),
                   helper.make_node("Relu", [f"a{i}"], [f"h{i}"])]
         current = f"h{i}"
-    head = rng.standard_normal((width, 10)).astype(np.float32) / np.sqrt(width)
+    head = (rng.standard_normal((width, 10)) / np.sqrt(width)).astype(np.float32)
     initializers.append(numpy_helper.from_array(head, "head"))
     nodes.append(helper.make_node("MatMul", [current, "head"], ["logits"]))
     shift = rng.standard_normal(64).astype(np.float32)
@@ -43,7 +43,7 @@ def repeated_layers_model(path, layers=4, width=128):
          helper.make_tensor_value_info("y_out", TensorProto.FLOAT, [4, 64]),
          helper.make_tensor_value_info("z_out", TensorProto.FLOAT, [4, 64])],
         initializers)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
     onnx.checker.check_model(model)
     onnx.save(model, str(path))
 
@@ -58,7 +58,7 @@ def test_repeated_layers_share_one_kernel_and_match_onnxruntime(tmp_path):
     actual = run_cpu(model, inputs, tmp_path)
     assert_outputs_match(actual, run_onnxruntime(model, inputs), "repeated layers at the CPU target")
 
-    summary = run_cli(["inspect", tmp_path / "model.so"]).stdout
+    summary = run_cli(["inspect", "--plan", tmp_path / "model.so"]).stdout
     match = re.search(r"-> (\d+) kernels(?: \([^)]*\))?, (\d+) distinct", summary)
     assert match, f"inspect does not report distinct kernels:\n{summary}"
     launched, distinct = int(match.group(1)), int(match.group(2))
