@@ -9,15 +9,7 @@ namespace sinter::infer {
 namespace {
 
 Types shape(const InferContext &ctx) {
-  int64_t rank = ctx.rank(0);
-  auto clampAxis = [&](int64_t axis) {
-    if (axis < 0)
-      axis += rank;
-    return std::clamp<int64_t>(axis, 0, rank);
-  };
-  int64_t start = clampAxis(ctx.node().attrInt("start", 0));
-  int64_t end = clampAxis(ctx.node().attrInt("end", rank));
-  return {{DType::Int64, {Dim(std::max<int64_t>(end - start, 0))}}};
+  return {{DType::Int64, {Dim(shapeRange(ctx.node(), ctx.rank(0)).size())}}};
 }
 
 Types constantOfShape(const InferContext &ctx) {

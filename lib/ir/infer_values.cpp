@@ -50,16 +50,9 @@ std::optional<Values> fromConstant(const Tensor &tensor) {
 /// Shape(x) with start/end, clamped as ONNX does.
 Values traceShape(const Node &node) {
   const Shape &shape = node.input(0)->shape();
-  int64_t rank = int64_t(shape.size());
-  auto clampAxis = [&](int64_t axis) {
-    if (axis < 0)
-      axis += rank;
-    return std::clamp<int64_t>(axis, 0, rank);
-  };
-  int64_t start = clampAxis(node.attrInt("start", 0));
-  int64_t end = clampAxis(node.attrInt("end", rank));
+  DimRange range = shapeRange(node, int64_t(shape.size()));
   Values values;
-  for (int64_t i = start; i < end; ++i)
+  for (int64_t i = range.start; i < range.end; ++i)
     values.push_back(SymInt::ofDim(shape[i]));
   return values;
 }

@@ -59,6 +59,11 @@ ResizeAttributes resizeAttributes(const Node &node) {
   return attributes;
 }
 
+DimRange shapeRange(const Node &node, int64_t rank) {
+  auto clamp = [rank](int64_t axis) { return std::clamp<int64_t>(axis < 0 ? axis + rank : axis, 0, rank); };
+  return {clamp(node.attrInt("start", 0)), clamp(node.attrInt("end", rank))};
+}
+
 TfIdfAttributes tfIdfAttributes(const Node &node) {
   TfIdfAttributes attributes;
   std::string mode = node.attrString("mode", "");

@@ -1,6 +1,7 @@
 #include "fold_constants.h"
 
 #include "sinter/ir/graph.h"
+#include "sinter/ir/op_attributes.h"
 #include "sinter/reference/evaluator.h"
 
 #include <algorithm>
@@ -18,16 +19,9 @@ static std::optional<Tensor> foldFromType(const Node &node) {
   std::vector<int64_t> dims = staticDims(input->shape());
   if (node.kind() == OpKind::Size)
     return Tensor::scalar(DType::Int64, double(*elementCount(input->shape())));
-  int64_t rank = int64_t(dims.size());
-  auto clampAxis = [&](int64_t axis) {
-    if (axis < 0)
-      axis += rank;
-    return std::clamp<int64_t>(axis, 0, rank);
-  };
-  int64_t start = clampAxis(node.attrInt("start", 0));
-  int64_t end = clampAxis(node.attrInt("end", rank));
+  DimRange range = shapeRange(node, int64_t(dims.size()));
   std::vector<int64_t> slice;
-  for (int64_t i = start; i < end; ++i)
+  for (int64_t i = range.start; i < range.end; ++i)
     slice.push_back(dims[i]);
   return Tensor::fromInts(slice);
 }

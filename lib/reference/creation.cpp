@@ -4,6 +4,8 @@
 #include "registry.h"
 #include "tensor_helpers.h"
 
+#include "sinter/ir/op_attributes.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -14,13 +16,9 @@ namespace {
 // clamp to [0, rank].
 Outputs evalShape(const Node &node, const Inputs &inputs) {
   const Tensor &x = requiredInput(node, inputs, 0);
-  int64_t rank = x.rank();
-  auto bound = [rank](int64_t value) {
-    return std::clamp<int64_t>(value < 0 ? value + rank : value, 0, rank);
-  };
-  int64_t start = bound(node.attrInt("start", 0)), end = bound(node.attrInt("end", rank));
+  DimRange range = shapeRange(node, x.rank());
   std::vector<int64_t> dims;
-  for (int64_t i = start; i < end; ++i)
+  for (int64_t i = range.start; i < range.end; ++i)
     dims.push_back(x.dims()[i]);
   return {Tensor::fromInts(dims)};
 }

@@ -63,6 +63,15 @@ struct TfIdfAttributes {
 };
 TfIdfAttributes tfIdfAttributes(const Node &node);
 
+/// Shape's `start` and `end` (ONNX defaults 0 and the rank) for an input of `rank` dims: a
+/// negative value counts from the end, and both are clamped into [0, rank], as ONNX does. Shape
+/// gives dims [start, end), none when end <= start.
+struct DimRange {
+  int64_t start = 0, end = 0;
+  int64_t size() const { return end > start ? end - start : 0; }
+};
+DimRange shapeRange(const Node &node, int64_t rank);
+
 /// A per-spatial-dim attribute of a sliding-window op (strides, dilations, pads, ...): its
 /// `count` values, or `fallback` repeated when absent. UserError naming the node when it has
 /// another count or a value below `minimum`.

@@ -5,6 +5,7 @@
 #include "onnx_internal.h"
 
 #include "sinter/ir/infer.h"
+#include "sinter/ir/op_attributes.h"
 #include "sinter/reference/evaluator.h"
 #include "sinter/support/error.h"
 
@@ -97,11 +98,9 @@ std::optional<Tensor> Builder::staticShapeValue(const Node &node) const {
   int64_t rank = int64_t(shape.size());
   int64_t start = 0, end = rank;
   if (node.kind() == OpKind::Shape) {
-    auto clampAxis = [&](int64_t axis) {
-      return std::clamp(axis < 0 ? axis + rank : axis, int64_t(0), rank);
-    };
-    start = clampAxis(node.attrInt("start", 0));
-    end = clampAxis(node.attrInt("end", rank));
+    DimRange range = shapeRange(node, rank);
+    start = range.start;
+    end = range.end;
   }
   std::vector<int64_t> dims;
   for (int64_t i = start; i < end; ++i) {
