@@ -97,6 +97,16 @@ int32_t sinter_model_step_count(const sinter_model *model) {
   return count;
 }
 
+const char *sinter_model_cpu_level(const sinter_model *model) {
+  const char *level = nullptr;
+  guardCall([&] {
+    std::shared_ptr<const LoadedArtifact> artifact = findModel(model);
+    if (artifact->manifest().target == package::Target::Cpu)
+      level = artifact->cpuLevel.c_str();
+  });
+  return level;
+}
+
 const char *sinter_model_step_name(const sinter_model *model, int32_t index) {
   const char *name = nullptr;
   guardCall([&] {

@@ -6,6 +6,7 @@
 
 #include <cpuid.h>
 #include <cstdint>
+#include <cstdlib>
 
 namespace sinter::rt {
 namespace {
@@ -91,13 +92,24 @@ bool hasFeature(const Feature &feature) {
   return (registers[feature.reg] >> feature.bit) & 1u;
 }
 
+const NamedLevel *findLevel(const std::string &name) {
+  for (const NamedLevel &entry : kLevels)
+    if (name == entry.name)
+      return &entry;
+  return nullptr;
+}
+
+std::string joined(const std::vector<std::string> &names) {
+  std::string text;
+  for (const std::string &name : names)
+    text += (text.empty() ? "" : ", ") + name;
+  return text;
+}
+
 } // namespace
 
 std::vector<std::string> missingCpuFeatures(const std::string &cpuLevel) {
-  const NamedLevel *found = nullptr;
-  for (const NamedLevel &entry : kLevels)
-    if (cpuLevel == entry.name)
-      found = &entry;
+  const NamedLevel *found = findLevel(cpuLevel);
   if (!found)
     fail(SINTER_ERROR_UNSUPPORTED, "the artifact was compiled for the CPU '", cpuLevel,
          "', whose instruction set this runtime cannot check; compile for x86-64-v2, "
@@ -107,6 +119,36 @@ std::vector<std::string> missingCpuFeatures(const std::string &cpuLevel) {
     if (feature.level <= found->level && !hasFeature(feature))
       missing.push_back(feature.name);
   return missing;
+}
+
+std::string chooseCpuLevel(const std::vector<std::string> &levels, const std::string &path) {
+  if (levels.empty())
+    return "x86-64"; // an artifact that names no level needs nothing beyond the baseline
+  Level highest = kV4;
+  const char *limit = std::getenv("SINTER_MAX_CPU_LEVEL");
+  if (limit && *limit) {
+    const NamedLevel *named = findLevel(limit);
+    if (!named || !*named->name)
+      fail(SINTER_ERROR_UNSUPPORTED, "SINTER_MAX_CPU_LEVEL is '", limit,
+           "', not a level: use x86-64-v2, x86-64-v3 or x86-64-v4");
+    highest = named->level;
+  }
+  std::vector<std::string> missing;
+  bool any = false;
+  for (size_t i = levels.size(); i-- > 0;) {
+    const NamedLevel *named = findLevel(levels[i]);
+    if (named && named->level > highest)
+      continue;
+    any = true;
+    missing = missingCpuFeatures(levels[i]); // fails for a level this runtime cannot check
+    if (missing.empty())
+      return levels[i];
+  }
+  if (!any)
+    fail(SINTER_ERROR_UNSUPPORTED, "'", path, "' has kernels for ", joined(levels),
+         ", none at or below SINTER_MAX_CPU_LEVEL=", limit);
+  fail(SINTER_ERROR_UNSUPPORTED, "'", path, "' was compiled for ", joined(levels),
+       " but this CPU lacks ", joined(missing));
 }
 
 } // namespace sinter::rt

@@ -14,4 +14,11 @@ namespace sinter::rt {
 /// for a level this runtime does not know.
 std::vector<std::string> missingCpuFeatures(const std::string &cpuLevel);
 
+/// The level of `levels` (an artifact's, ascending) whose kernels to run here: the highest whose
+/// features this host has, and no higher than SINTER_MAX_CPU_LEVEL when that is set (so a test
+/// or a user can run a lower level's kernels). Throws RuntimeError(UNSUPPORTED) naming what is
+/// missing when no level fits; `path` names the artifact in the message. No levels at all is
+/// the baseline, "x86-64".
+std::string chooseCpuLevel(const std::vector<std::string> &levels, const std::string &path);
+
 } // namespace sinter::rt

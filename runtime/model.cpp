@@ -22,13 +22,6 @@ namespace {
 
 using ArtifactFunction = const void *(*)(uint64_t *size);
 
-std::string joinNames(const std::vector<std::string> &names) {
-  std::string text;
-  for (const std::string &name : names)
-    text += (text.empty() ? "" : ", ") + name;
-  return text;
-}
-
 /// An open file descriptor, closed on destruction.
 class Descriptor {
 public:
@@ -80,15 +73,13 @@ void verifyFile(const std::string &path) {
 
 void resolveCpuKernels(LoadedArtifact &artifact) {
   const package::Manifest &manifest = artifact.manifest();
-  std::vector<std::string> missing = missingCpuFeatures(manifest.cpuLevel);
-  if (!missing.empty())
-    fail(SINTER_ERROR_UNSUPPORTED, "'", artifact.path, "' was compiled for ", manifest.cpuLevel,
-         " but this CPU lacks ", joinNames(missing));
+  artifact.cpuLevel = chooseCpuLevel(manifest.cpuLevels, artifact.path);
   for (const package::Kernel &kernel : manifest.kernels) {
-    void *symbol = dlsym(artifact.library, kernel.name.c_str());
+    std::string name = package::cpuKernelSymbol(kernel.name, artifact.cpuLevel, manifest.cpuLevels.size());
+    void *symbol = dlsym(artifact.library, name.c_str());
     if (!symbol)
       fail(SINTER_ERROR_INVALID_ARTIFACT, "'", artifact.path, "' has no function for kernel '",
-           kernel.name, "'");
+           kernel.name, "' at ", artifact.cpuLevel);
     artifact.cpuKernels.push_back(reinterpret_cast<CpuKernelFunction>(symbol));
   }
 }

@@ -26,6 +26,7 @@ struct LoadedArtifact {
   const uint8_t *weights = nullptr; ///< aligned to kWeightAlignment; view.weights or alignedCopy
   std::vector<uint8_t> alignedCopy;  ///< only when the mapped weights were misaligned
   std::vector<CpuKernelFunction> cpuKernels; ///< by kernel index (CPU target)
+  std::string cpuLevel;                      ///< the level whose kernels those are (CPU target)
   /// What its sessions share on each device (the CUDA weights, once per device) and their counts:
   /// the one part that changes after loading, behind its own lock.
   mutable DeviceShares devices;

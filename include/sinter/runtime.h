@@ -27,6 +27,9 @@
  *   its inputs' shape, or pads into the next bucket up where the compiler proved the dim
  *   independent. A revision-1 library refuses such artifacts (a header field it reads as reserved).
  *   Also sinter_session_run_memory and sinter_session_copy (buffers in host or device memory).
+ *   revision 3: sinter_model_cpu_level; a CPU artifact may carry kernels for several x86-64
+ *   levels, of which the loader runs the best the CPU has (a revision-2 library refuses them,
+ *   naming the list of levels as a CPU it cannot check).
  *
  * The runtime depends on libc only. It reaches the GPU through dlopen("libcuda.so.1") and the CUDA
  * driver API; a machine without the driver gets SINTER_ERROR_NO_DEVICE, not a crash.
@@ -42,7 +45,7 @@ extern "C" {
 #endif
 
 #define SINTER_ABI_VERSION 1
-#define SINTER_ABI_REVISION 2
+#define SINTER_ABI_REVISION 3
 
 typedef enum sinter_status {
   SINTER_OK = 0,
@@ -101,7 +104,7 @@ typedef struct sinter_session sinter_session;
 const char *sinter_last_error(void);
 /* Runtime ABI version (SINTER_ABI_VERSION of the library actually loaded). */
 int sinter_runtime_abi_version(void);
-/* Its additive revision (SINTER_ABI_REVISION of the library actually loaded). Revision 2. */
+/* Its additive revision (SINTER_ABI_REVISION of the library actually loaded). Revision 3. */
 int sinter_runtime_abi_revision(void);
 
 /* Loads an artifact (model.so). Checks its ABI version, its target, and for CPU artifacts that
@@ -161,6 +164,12 @@ sinter_status sinter_session_benchmark(sinter_session *session, const sinter_ten
  * out of range). The string lives as long as the model. */
 int32_t sinter_model_step_count(const sinter_model *model);
 const char *sinter_model_step_name(const sinter_model *model, int32_t index);
+
+/* The x86-64 level whose kernels a CPU model runs ("x86-64-v3"): of the levels the artifact has
+ * kernels for, the highest this CPU supports, no higher than the environment variable
+ * SINTER_MAX_CPU_LEVEL when it was set at load (revision 3). Null for a CUDA model, and null with
+ * the last error set for an invalid handle. The string lives as long as the model. */
+const char *sinter_model_cpu_level(const sinter_model *model);
 
 /* Where the time goes: like sinter_session_benchmark, but each run executes the plan one step at
  * a time (no CUDA graph) with a timestamp between consecutive steps (CUDA events on the session's

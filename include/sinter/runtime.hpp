@@ -97,6 +97,11 @@ public:
     return names;
   }
   sinter_target target() const { return sinter_model_target(model_); }
+  /// The x86-64 level whose kernels a CPU model runs (sinter_model_cpu_level); "" for CUDA.
+  std::string cpuLevel() const {
+    const char *level = sinter_model_cpu_level(model_);
+    return level ? level : "";
+  }
   /// sinter_model_device_usage: sessions, weight uploads and memory on one device (0: the host).
   sinter_device_usage deviceUsage(int32_t device = 0) const {
     sinter_device_usage usage{};

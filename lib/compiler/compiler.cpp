@@ -150,9 +150,7 @@ package::Manifest startManifest(const Graph &graph, const CompileOptions &option
       bound.value.assign(bytes.begin(), bytes.end());
     manifest.boundInputs.push_back(std::move(bound));
   }
-  if (manifest.target == package::Target::Cpu)
-    manifest.cpuLevel = options.target.cpu.level;
-  else
+  if (manifest.target != package::Target::Cpu) // the CPU backend records its resolved levels
     manifest.cudaArchs = options.target.cuda.archs;
   return manifest;
 }

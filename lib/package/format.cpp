@@ -169,7 +169,7 @@ void encodeBuckets(Encoder &encoder, const Manifest &manifest) {
 
 void encodeMetadata(Encoder &encoder, const Manifest &manifest) {
   encoder.string(manifest.producer);
-  encoder.string(manifest.cpuLevel);
+  encoder.string(joinedCpuLevels(manifest.cpuLevels));
   encoder.count(manifest.cudaArchs.size());
   for (const std::string &arch : manifest.cudaArchs)
     encoder.string(arch);
@@ -431,7 +431,12 @@ Manifest decodeMetadata(Decoder &decoder, Target target, uint64_t features) {
   Manifest manifest;
   manifest.target = target;
   manifest.producer = decoder.string("producer");
-  manifest.cpuLevel = decoder.string("cpu level");
+  std::string levels = decoder.string("cpu levels");
+  for (size_t start = 0; !levels.empty() && start <= levels.size();) {
+    size_t comma = std::min(levels.find(',', start), levels.size());
+    manifest.cpuLevels.push_back(levels.substr(start, comma - start));
+    start = comma + 1;
+  }
   uint32_t archs = decoder.count(kMinString, "cuda archs");
   for (uint32_t i = 0; i < archs; ++i)
     manifest.cudaArchs.push_back(decoder.string("cuda arch"));
@@ -511,6 +516,17 @@ bool fits(uint64_t offset, uint64_t bytes, uint64_t regionBytes) {
 } // namespace
 
 // ---------------------------------------------------------------------------------------------
+
+std::string cpuKernelSymbol(const std::string &kernel, const std::string &level, size_t levelCount) {
+  return levelCount > 1 ? kernel + "." + level : kernel;
+}
+
+std::string joinedCpuLevels(const std::vector<std::string> &levels) {
+  std::string joined;
+  for (const std::string &level : levels)
+    joined += (joined.empty() ? "" : ",") + level;
+  return joined;
+}
 
 uint64_t hashBytes(std::span<const uint8_t> bytes) {
   uint64_t lanes[4] = {0x243F6A8885A308D3ull, 0x13198A2E03707344ull, 0xA4093822299F31D0ull,

@@ -259,6 +259,17 @@ uint64_t tensorByteSize(DType dtype, const std::vector<int64_t> &dims) {
 std::string findManifestProblem(const Manifest &manifest, uint64_t weightsBytes) {
   if (manifest.target != Target::Cpu && manifest.target != Target::Cuda)
     return detail::concat("unknown target ", static_cast<uint32_t>(manifest.target));
+  if (manifest.target == Target::Cpu) {
+    for (size_t i = 0; i < manifest.cpuLevels.size(); ++i) {
+      const std::string &level = manifest.cpuLevels[i];
+      if (level.empty() || level.size() > 64 || level.find_first_of(" .,") != std::string::npos)
+        return detail::concat("CPU level ", i, " ('", level, "') is not a level's name");
+      if (i > 0 && !(manifest.cpuLevels[i - 1] < level))
+        return detail::concat("the CPU levels are not ascending and distinct at '", level, "'");
+    }
+  } else if (!manifest.cpuLevels.empty()) {
+    return "a CUDA artifact names a CPU level";
+  }
   std::vector<PlanFields> plans = {
       {manifest.inputs, manifest.outputs, manifest.arenaBytes, manifest.steps, ""}};
   for (size_t p = 0; p < manifest.additionalPlans.size(); ++p) {

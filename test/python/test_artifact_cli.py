@@ -101,7 +101,9 @@ def test_inspect_json_describes_the_cpu_artifact(artifacts):
     assert info["target"] == target == "cpu"
     assert info["abi_version"] == abi == 1
     assert info["producer"].startswith("sinter ")
-    assert info["cpu_level"] == "x86-64-v2"  # compile's default
+    # compile's default: kernels for every level, of which the runtime runs the best it can
+    assert info["cpu_levels"] == ["x86-64-v2", "x86-64-v3", "x86-64-v4"]
+    assert info["cpu_level"] == "x86-64-v2,x86-64-v3,x86-64-v4"
     assert info["cuda_archs"] == [] and info["cuda_modules"] == []
     assert info["file_bytes"] == artifacts["cpu"].stat().st_size
     assert [(t["name"], t["dtype"], t["dims"]) for t in info["inputs"]] == inputs
@@ -133,7 +135,7 @@ def test_inspect_text_shows_the_summary(artifacts):
     info = inspect_json(artifacts["cpu"])
     text = sinter("inspect", artifacts["cpu"]).stdout
     assert f"artifact: {artifacts['cpu']}" in text
-    assert "target: cpu, x86-64-v2" in text
+    assert "target: cpu, x86-64-v2, x86-64-v3, x86-64-v4 (the runtime runs the highest this CPU has)" in text
     assert "abi version: 1" in text
     assert f"producer: {info['producer']}" in text
     assert re.search(r"^  features\s+f32\[1,64\]$", text, re.M), text

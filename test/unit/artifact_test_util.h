@@ -72,7 +72,7 @@ inline Manifest identityManifest() {
   Manifest manifest;
   manifest.target = Target::Cpu;
   manifest.producer = "runtime_test";
-  manifest.cpuLevel = "x86-64";
+  manifest.cpuLevels = {"x86-64"};
   manifest.inputs = {signature("x", DType::Float32, {2, 3}, 0),
                      signature("ids", DType::Int64, {4}, 256)};
   manifest.outputs = {signature("x_out", DType::Float32, {2, 3}, 512),
@@ -140,7 +140,7 @@ inline Manifest kernelManifest() {
   Manifest manifest;
   manifest.target = Target::Cpu;
   manifest.producer = "runtime_test";
-  manifest.cpuLevel = "x86-64";
+  manifest.cpuLevels = {"x86-64"};
   manifest.inputs = {signature("x", DType::Float32, {int64_t(n)}, 0)};
   manifest.outputs = {signature("y", DType::Float32, {int64_t(n)}, 4096),
                       signature("visits", DType::Int32, {int64_t(n)}, 8192)};

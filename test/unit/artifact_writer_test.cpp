@@ -89,7 +89,7 @@ TEST_F(WriterTest, LargeWeightsAreAlignedAndIntact) {
   // 24 MiB of weights; the last 64 bytes are copied to the output.
   Manifest manifest;
   manifest.target = Target::Cpu;
-  manifest.cpuLevel = "x86-64";
+  manifest.cpuLevels = {"x86-64"};
   manifest.outputs = {signature("tail", DType::Uint8, {64}, 0)};
   manifest.arenaBytes = 64;
   manifest.weights.resize(24u << 20);

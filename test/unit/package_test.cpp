@@ -20,7 +20,8 @@ Manifest fullManifest(Target target) {
   Manifest manifest;
   manifest.target = target;
   manifest.producer = "sinter 0.1.0 (test)";
-  manifest.cpuLevel = target == Target::Cpu ? "x86-64-v3" : "";
+  if (target == Target::Cpu)
+    manifest.cpuLevels = {"x86-64-v3"};
   manifest.cudaArchs = {"sm_80", "sm_90"};
   TensorSignature x;
   x.name = "x";
@@ -103,7 +104,7 @@ void expectSameRef(const BufferRef &a, const BufferRef &b) {
 void expectSameManifest(const Manifest &a, const Manifest &b) {
   EXPECT_EQ(a.target, b.target);
   EXPECT_EQ(a.producer, b.producer);
-  EXPECT_EQ(a.cpuLevel, b.cpuLevel);
+  EXPECT_EQ(a.cpuLevels, b.cpuLevels);
   EXPECT_EQ(a.cudaArchs, b.cudaArchs);
   ASSERT_EQ(a.inputs.size(), b.inputs.size());
   for (size_t i = 0; i < a.inputs.size(); ++i)
@@ -209,6 +210,28 @@ TEST(ArtifactFormat, RoundTripsEveryFieldOfBothTargets) {
     expectSameManifest(manifest, parsed);
     EXPECT_EQ(serializeManifest(parsed), bytes) << "serialization is not a function of content";
   }
+}
+
+TEST(ArtifactFormat, RoundTripsSeveralCpuLevelsAndRefusesBadLists) {
+  Manifest manifest = fullManifest(Target::Cpu);
+  manifest.cpuLevels = {"x86-64-v2", "x86-64-v3", "x86-64-v4"};
+  std::vector<uint8_t> bytes = serializeManifest(manifest);
+  expectSameManifest(manifest, parseManifest(bytes));
+  EXPECT_EQ(cpuKernelSymbol("k1", "x86-64-v3", 3), "k1.x86-64-v3");
+  EXPECT_EQ(cpuKernelSymbol("k1", "x86-64-v3", 1), "k1");
+  auto problem = [&](std::vector<std::string> levels) {
+    Manifest edited = fullManifest(Target::Cpu);
+    edited.cpuLevels = std::move(levels);
+    return findManifestProblem(edited, edited.weights.size());
+  };
+  EXPECT_EQ(problem({"x86-64-v2", "x86-64-v4"}), "");
+  EXPECT_NE(problem({"x86-64-v4", "x86-64-v2"}).find("not ascending"), std::string::npos);
+  EXPECT_NE(problem({"x86-64-v3", "x86-64-v3"}).find("not ascending and distinct"), std::string::npos);
+  EXPECT_NE(problem({""}).find("not a level's name"), std::string::npos);
+  EXPECT_NE(problem({"x86-64-v2,x86-64-v3"}).find("not a level's name"), std::string::npos);
+  Manifest cuda = fullManifest(Target::Cuda);
+  cuda.cpuLevels = {"x86-64-v2"};
+  EXPECT_NE(findManifestProblem(cuda, cuda.weights.size()).find("CUDA artifact names a CPU level"), std::string::npos);
 }
 
 TEST(ArtifactFormat, RoundTripsAnEmptyManifest) {

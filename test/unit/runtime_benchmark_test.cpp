@@ -53,7 +53,7 @@ Manifest clobberingManifest() {
   Manifest manifest;
   manifest.target = Target::Cpu;
   manifest.producer = "runtime_benchmark_test";
-  manifest.cpuLevel = "x86-64";
+  manifest.cpuLevels = {"x86-64"};
   manifest.inputs = {signature("x", DType::Float32, {kElements}, 0)};
   manifest.outputs = {signature("y", DType::Float32, {kElements}, 1024)};
   manifest.arenaBytes = 2048;

@@ -25,7 +25,7 @@ namespace {
 Manifest cudaIdentityManifest() {
   Manifest manifest = identityManifest();
   manifest.target = Target::Cuda;
-  manifest.cpuLevel.clear();
+  manifest.cpuLevels.clear();
   // A module to load, so the test sees it loaded once per device; no launch uses it.
   manifest.cudaModules = {CudaModule{{CudaBinary{"compute_75", true, {'.', 'v', 0}}}}};
   return manifest;

@@ -62,7 +62,7 @@ Manifest gateManifest() {
   Manifest manifest;
   manifest.target = Target::Cpu;
   manifest.producer = "runtime_handles_test";
-  manifest.cpuLevel = "x86-64";
+  manifest.cpuLevels = {"x86-64"};
   manifest.inputs = {signature("x", DType::Float32, {64}, 0)};
   manifest.outputs = {signature("y", DType::Float32, {64}, 256)};
   manifest.arenaBytes = 512;

@@ -299,9 +299,9 @@ TEST_F(RuntimeTest, SharedRuntimeNeedsOnlyGlibcAndExportsOnlyTheCAbi) {
   for (const std::string &needed : info.needed)
     EXPECT_TRUE(glibc.count(needed)) << "libsinter_rt.so needs " << needed;
   // Every function runtime.h declares, and nothing else.
-  EXPECT_EQ(info.exported.size(), 32u);
+  EXPECT_EQ(info.exported.size(), 33u);
   for (const char *symbol : {"sinter_session_benchmark", "sinter_session_profile",
-                             "sinter_model_step_count", "sinter_model_step_name",
+                             "sinter_model_step_count", "sinter_model_step_name", "sinter_model_cpu_level",
                              "sinter_runtime_abi_revision", "sinter_model_device_usage",
                              "sinter_pool_options_init", "sinter_pool_create", "sinter_pool_free",
                              "sinter_pool_run", "sinter_pool_run_host",
@@ -369,7 +369,7 @@ TEST_F(RuntimeTest, CpuLevelIsCheckedAgainstTheHost) {
   for (Case test : {Case{"x86-64", true}, Case{"x86-64-v2", v2}, Case{"x86-64-v3", v3},
                     Case{"x86-64-v4", v4}, Case{"haswell", v3}}) {
     Manifest manifest = identityManifest();
-    manifest.cpuLevel = test.level;
+    manifest.cpuLevels = {test.level};
     std::string model = path(std::string(test.level) + ".so");
     writeArtifact(manifest, model);
     sinter_model *loaded = nullptr;
@@ -382,11 +382,50 @@ TEST_F(RuntimeTest, CpuLevelIsCheckedAgainstTheHost) {
     sinter_model_free(loaded);
   }
   Manifest manifest = identityManifest();
-  manifest.cpuLevel = "pentium-mmx";
+  manifest.cpuLevels = {"pentium-mmx"};
   writeArtifact(manifest, path("old.so"));
   sinter_model *loaded = nullptr;
   EXPECT_EQ(sinter_model_load(path("old.so").c_str(), &loaded), SINTER_ERROR_UNSUPPORTED);
   EXPECT_TRUE(contains(sinter_last_error(), "'pentium-mmx'"));
+}
+
+TEST_F(RuntimeTest, CpuLevelsLoadTheBestTheHostHasUpToTheCap) {
+  __builtin_cpu_init();
+  bool v2 = __builtin_cpu_supports("sse4.2") && __builtin_cpu_supports("popcnt") &&
+            __builtin_cpu_supports("ssse3");
+  bool v3 = v2 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+            __builtin_cpu_supports("bmi2");
+  bool v4 = v3 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+  Manifest manifest = identityManifest();
+  manifest.cpuLevels = {"x86-64", "x86-64-v2", "x86-64-v3", "x86-64-v4"};
+  writeArtifact(manifest, path("levels.so"));
+  auto loadedLevel = [&](const char *cap) {
+    if (cap)
+      setenv("SINTER_MAX_CPU_LEVEL", cap, 1);
+    sinter_model *loaded = nullptr;
+    sinter_status status = sinter_model_load(path("levels.so").c_str(), &loaded);
+    unsetenv("SINTER_MAX_CPU_LEVEL");
+    EXPECT_EQ(status, SINTER_OK) << sinter_last_error();
+    std::string level = loaded && sinter_model_cpu_level(loaded) ? sinter_model_cpu_level(loaded) : "(none)";
+    sinter_model_free(loaded);
+    return level;
+  };
+  EXPECT_EQ(loadedLevel(nullptr), v4 ? "x86-64-v4" : v3 ? "x86-64-v3" : v2 ? "x86-64-v2" : "x86-64");
+  EXPECT_EQ(loadedLevel("x86-64-v3"), v3 ? "x86-64-v3" : v2 ? "x86-64-v2" : "x86-64");
+  EXPECT_EQ(loadedLevel("x86-64-v2"), v2 ? "x86-64-v2" : "x86-64");
+  EXPECT_EQ(loadedLevel("x86-64"), "x86-64");
+
+  manifest.cpuLevels = {"x86-64-v3", "x86-64-v4"};
+  writeArtifact(manifest, path("high.so"));
+  setenv("SINTER_MAX_CPU_LEVEL", "x86-64-v2", 1);
+  sinter_model *loaded = nullptr;
+  EXPECT_EQ(sinter_model_load(path("high.so").c_str(), &loaded), SINTER_ERROR_UNSUPPORTED);
+  EXPECT_TRUE(contains(sinter_last_error(), "none at or below SINTER_MAX_CPU_LEVEL=x86-64-v2")) << sinter_last_error();
+  setenv("SINTER_MAX_CPU_LEVEL", "pentium", 1);
+  EXPECT_EQ(sinter_model_load(path("high.so").c_str(), &loaded), SINTER_ERROR_UNSUPPORTED);
+  EXPECT_TRUE(contains(sinter_last_error(), "SINTER_MAX_CPU_LEVEL is 'pentium'")) << sinter_last_error();
+  unsetenv("SINTER_MAX_CPU_LEVEL");
 }
 
 TEST_F(RuntimeTest, SessionOutlivesItsModelHandle) {

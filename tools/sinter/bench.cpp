@@ -251,9 +251,11 @@ void runBench(const BenchFlags &flags) {
   std::vector<std::string> stepNames;
   std::vector<sinter_tensor_info> infos;
   sinter_target target = SINTER_TARGET_CPU;
+  std::string cpuLevel;
   try {
     rt::Model model(flags.model);
     target = model.target();
+    cpuLevel = model.cpuLevel();
     std::vector<sinter_tensor_info> outputInfos;
     benchShapes(model, flags.batch, infos, outputInfos);
     std::vector<std::vector<uint8_t>> buffers;
@@ -291,6 +293,7 @@ void runBench(const BenchFlags &flags) {
       json.key("use_graphs").value(!flags.noGraphs);
     } else {
       json.key("threads").value(flags.threads);
+      json.key("cpu_level").value(cpuLevel);
     }
     json.key("timing").value(timing);
     json.key("warmup").value(flags.warmup);
@@ -318,8 +321,9 @@ void runBench(const BenchFlags &flags) {
   }
   std::string where = cuda ? "cuda device " + std::to_string(flags.device) +
                                  (flags.noGraphs ? ", no graphs" : ", graph replay")
-                           : "cpu, " + (flags.threads ? std::to_string(flags.threads) + " threads"
-                                                      : std::string("one thread per core"));
+                           : "cpu, " + cpuLevel + " kernels, " +
+                                 (flags.threads ? std::to_string(flags.threads) + " threads"
+                                                : std::string("one thread per core"));
   std::printf("model: %s (%s)\n", flags.model.c_str(), where.c_str());
   std::printf("runs: %d warm-up, %d timed; plan only, timed with %s\n", flags.warmup,
               flags.iterations, cuda ? "CUDA events" : "a steady clock");

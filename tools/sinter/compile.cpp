@@ -171,7 +171,7 @@ CompileOptions compileOptionsFrom(const CompileFlags &flags) {
   options.target.target =
       isFirstChoice("--target", flags.target, "cpu", "cuda") ? package::Target::Cpu : package::Target::Cuda;
   options.target.cuda.archs = splitList(flags.archs);
-  options.target.cpu.level = flags.cpu;
+  options.target.cpu.levels = splitList(flags.cpu);
   isFirstChoice("--gpu-codegen", flags.gpuCodegen, "cuda-c", "llvm");
   options.target.cuda.gpuCodegen = flags.gpuCodegen;
   options.target.emitSourceDirectory = flags.emitSource;
@@ -312,7 +312,7 @@ void addCompileFlags(CLI::App &command, CompileFlags &flags) {
   command.add_option("--target", flags.target, "cuda (default) or cpu")->capture_default_str();
   command.add_option("--arch", flags.archs, "CUDA architectures to build SASS for, comma-separated; PTX of the oldest is added for newer GPUs")
       ->capture_default_str();
-  command.add_option("--cpu", flags.cpu, "CPU target: x86-64-v2 (default), x86-64-v3, x86-64-v4, native")
+  command.add_option("--cpu", flags.cpu, "CPU target: the x86-64 levels to build kernels for, comma-separated (x86-64-v2, x86-64-v3, x86-64-v4; the runtime runs the best the CPU has), or native (this machine's level alone)")
       ->capture_default_str();
   command.add_option("--gpu-codegen", flags.gpuCodegen, "CUDA target: cuda-c (CUDA C through NVRTC, the default) or llvm (LLVM's NVPTX backend; groups it cannot lower yet use cuda-c)")
       ->capture_default_str();

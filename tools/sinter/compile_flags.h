@@ -19,7 +19,7 @@ namespace sinter::cli {
 struct CompileFlags {
   std::string target = "cuda";
   std::string archs = "sm_80,sm_90";
-  std::string cpu = "x86-64-v2";
+  std::string cpu = "x86-64-v2,x86-64-v3,x86-64-v4";
   std::string gpuCodegen = "cuda-c";
   std::string precision = "fp32";
   std::string emitSource;

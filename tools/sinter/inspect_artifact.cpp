@@ -265,7 +265,8 @@ void printText(const std::string &path, const ArtifactFile &file, bool plan) {
     std::printf("target: cuda, %s%s\n", joined(manifest.cudaArchs).c_str(),
                 ptx.empty() ? "" : (" + PTX " + joined(ptx)).c_str());
   } else {
-    std::printf("target: cpu, %s\n", manifest.cpuLevel.c_str());
+    std::printf("target: cpu, %s%s\n", joined(manifest.cpuLevels).c_str(),
+                manifest.cpuLevels.size() > 1 ? " (the runtime runs the highest this CPU has)" : "");
   }
   std::printf("producer: %s\n", manifest.producer.c_str());
   std::printf("abi version: %u\n", file.view().header.abiVersion);
@@ -409,9 +410,11 @@ void printJson(const std::string &path, const ArtifactFile &file, bool plan) {
   json.key("abi_version").value(static_cast<int64_t>(file.view().header.abiVersion));
   json.key("storage_precision").value(std::string(dtypeName(manifest.storagePrecision)));
   if (manifest.target == package::Target::Cpu)
-    json.key("cpu_level").value(manifest.cpuLevel);
+    json.key("cpu_level").value(package::joinedCpuLevels(manifest.cpuLevels));
   else
     json.key("cpu_level").null();
+  json.key("cpu_levels");
+  writeStrings(json, manifest.cpuLevels);
   json.key("cuda_archs");
   writeStrings(json, manifest.cudaArchs);
   json.key("cuda_modules").beginArray();

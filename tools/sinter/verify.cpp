@@ -88,7 +88,7 @@ CompileFlags effectiveCompileFlags(const VerifyFlags &flags, const CLI::App &com
   };
   agree("--target", compile.target, manifest->target == package::Target::Cpu ? "cpu" : "cuda");
   if (manifest->target == package::Target::Cpu)
-    agree("--cpu", compile.cpu, manifest->cpuLevel);
+    agree("--cpu", compile.cpu, package::joinedCpuLevels(manifest->cpuLevels));
   else {
     std::string archs;
     for (const std::string &arch : manifest->cudaArchs)
@@ -316,7 +316,7 @@ void runVerify(const VerifyFlags &flags, const CLI::App &command) {
   report.artifact = flags.artifact.empty() ? (flags.output.empty() ? "(compiled now)" : flags.output) : flags.artifact;
   report.target = manifest.target == package::Target::Cpu ? "cpu" : "cuda";
   if (manifest.target == package::Target::Cpu)
-    report.cpuLevel = manifest.cpuLevel;
+    report.cpuLevel = package::joinedCpuLevels(manifest.cpuLevels);
   report.storagePrecision = storageName(manifest.storagePrecision);
   Ports artifactOutputs = artifactPorts(*artifact, false);
 

@@ -75,6 +75,13 @@ Manifest parseManifest(std::span<const uint8_t> bytes);
 /// identifiers and unique.
 std::string findManifestProblem(const Manifest &manifest, uint64_t weightsBytes);
 
+/// The symbol of a CPU kernel's entry point for `level` in an artifact with `levelCount` levels:
+/// the kernel's name when there is one level, "NAME.LEVEL" ("k3_conv.x86-64-v3") when several.
+std::string cpuKernelSymbol(const std::string &kernel, const std::string &level, size_t levelCount);
+
+/// The levels as the manifest stores and tools show them: "x86-64-v2,x86-64-v3".
+std::string joinedCpuLevels(const std::vector<std::string> &levels);
+
 /// The 64-bit hash the format uses for its checksums (docs/artifact-format.md defines it).
 uint64_t hashBytes(std::span<const uint8_t> bytes);
 

@@ -131,7 +131,9 @@ inline constexpr uint64_t kArenaAlignment = 256;
 struct Manifest {
   Target target = Target::Cpu;
   std::string producer;      ///< "sinter 0.1.0"
-  std::string cpuLevel;      ///< CPU target: "x86-64-v2", "x86-64-v3", "x86-64-v4" or a CPU name
+  /// CPU target: the x86-64 levels ("x86-64-v2", "x86-64-v3", "x86-64-v4"), ascending, that the
+  /// artifact has kernels for; the runtime runs the highest the CPU has (cpuKernelSymbol).
+  std::vector<std::string> cpuLevels;
   std::vector<std::string> cudaArchs; ///< CUDA target: "sm_80", ...
   std::vector<TensorSignature> inputs, outputs;
   uint64_t arenaBytes = 0;

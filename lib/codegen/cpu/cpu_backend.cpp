@@ -14,12 +14,19 @@
 // (cpu_contraction.h), whose parallel index runs over output tiles.
 //
 // Kernels whose code is the same but for their names (repeated layers) are built once: the later
-// ones take the first one's entry point (CpuBackend::distinct), as the CUDA backend's do.
+// ones take the first one's entry point (CpuBackend::isDistinct), as the CUDA backend's do.
+//
+// An artifact carries kernels for one or several x86-64 levels (--cpu; by default v2, v3 and
+// v4), and the runtime runs the best one the CPU has. Every level's kernels come from the same
+// plan (one launch shape and one set of packed constants a launch: cpu_contraction.h), each
+// level in modules of its own with its own target machine; with several levels each entry point
+// is named for its level (package::cpuKernelSymbol).
 #include "sinter/codegen/cpu/cpu_backend.h"
 #include "cpu_contraction.h"
 #include "sinter/codegen/llvm/kernel_emitter.h"
 #include "sinter/codegen/llvm/target_machine.h"
 
+#include "sinter/package/format.h"
 #include "sinter/support/error.h"
 #include "sinter/support/job_pool.h"
 
@@ -29,6 +36,7 @@
 #include <llvm/MC/MCSubtargetInfo.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include <algorithm>
 #include <cctype>
 #include <filesystem>
 #include <fstream>
@@ -43,30 +51,53 @@ namespace fs = std::filesystem;
 
 class CpuBackend final : public Backend {
 public:
-  explicit CpuBackend(const TargetOptions &options)
-      : options_(resolved(options)) {
-    // x86-64-v3 and up convert f16 in hardware; v2 gets the emitter's integer conversions.
-    hasF16c_ = llvmgen::createX86TargetMachine(options_.cpu.level)->getMCSubtargetInfo()->checkFeatures("+f16c");
+  explicit CpuBackend(const TargetOptions &options) : levels_(resolvedLevels(options.cpu.levels)), options_(options) {
+    for (const std::string &level : levels_) {
+      // x86-64-v3 and up convert f16 in hardware; v2 gets the emitter's integer conversions.
+      hasF16c_.push_back(llvmgen::createX86TargetMachine(level)->getMCSubtargetInfo()->checkFeatures("+f16c"));
+      units_.emplace_back();
+    }
   }
 
-  std::string name() const override { return "LLVM x86-64 (" + options_.cpu.level + ")"; }
+  std::string name() const override { return "LLVM x86-64 (" + package::joinedCpuLevels(levels_) + ")"; }
 
-  /// --cpu native compiles for the host's highest x86-64 level, which the manifest then names.
-  static TargetOptions resolved(TargetOptions options) {
-    options.cpu.level = llvmgen::resolveCpuLevel(options.cpu.level);
-    return options;
+  /// The levels resolved (--cpu native is the host's highest x86-64 level, which the manifest
+  /// then names), ascending, each once.
+  static std::vector<std::string> resolvedLevels(const std::vector<std::string> &requested) {
+    std::vector<std::string> levels;
+    for (const std::string &level : requested)
+      levels.push_back(llvmgen::resolveCpuLevel(level));
+    for (const std::string &level : levels)
+      llvmgen::createX86TargetMachine(level); // refuses a name that is not a level
+    std::sort(levels.begin(), levels.end());
+    levels.erase(std::unique(levels.begin(), levels.end()), levels.end());
+    if (levels.empty())
+      userError("--cpu names no x86-64 level; use x86-64-v2, x86-64-v3, x86-64-v4 or native");
+    return levels;
   }
 
+  /// The kernel for the first level, then, when its body is new, for every other level: one plan
+  /// (the launch shape, packed constants) serves them all.
   package::Kernel addKernel(const LoweredGroup &group, LaunchShape &launch) override {
     const Kernel &kernel = group.kernel;
-    Unit &unit = unitForNextKernel();
     emitKernelSource(kernel);
-    if (std::optional<Kernel> blocked = llvmgen::addBlockedContraction(group, options_.cpu.level, *unit.module, launch,
-                                                                             hasF16c_))
-      return distinct(describeKernel(group, *blocked, "llvm-x86-blocked"), unit);
-    buildKernel(kernel, unit);
-    launch.parallelExtent = kernel.parallelExtent;
-    return distinct(describeKernel(group, kernel, "llvm-x86"), unit);
+    std::optional<llvmgen::BlockedContraction> blocked = llvmgen::planBlockedContraction(group, launch);
+    if (!blocked)
+      launch.parallelExtent = kernel.parallelExtent;
+    auto build = [&](size_t level, Unit &unit) {
+      if (blocked)
+        return llvmgen::emitBlockedContraction(group, *blocked, levels_[level], *unit.module, hasF16c_[level]);
+      buildKernel(kernel, unit, hasF16c_[level]);
+      return kernel;
+    };
+    Unit &first = unitForNextKernel();
+    package::Kernel entry = describeKernel(group, build(0, first), blocked ? "llvm-x86-blocked" : "llvm-x86");
+    if (!isDistinct(entry, first))
+      return entry;
+    for (size_t level = 1; level < levels_.size(); ++level)
+      build(level, units_[level].back());
+    entryPoints_.push_back(entry.name);
+    return entry;
   }
 
   /// With --emit-source: the kernel IR of the group (the naive form for a blocked kernel).
@@ -79,32 +110,52 @@ public:
 
   std::vector<std::string> finish(package::Manifest &manifest,
                                   const std::string &workDirectory) override {
-    manifest.cpuLevel = options_.cpu.level;
-    if (units_.empty())
-      units_.push_back(newUnit()); // a model without kernels still links one (empty) object
-    for (const Unit &unit : units_) {
+    manifest.cpuLevels = levels_;
+    if (units_[0].empty())
+      for (size_t level = 0; level < levels_.size(); ++level)
+        units_[level].push_back(newUnit(levels_[level])); // a model without kernels still links one (empty) object
+    // Each level's entry points take the names the runtime looks up (package::cpuKernelSymbol).
+    for (size_t level = 0; level < levels_.size(); ++level)
+      for (Unit &unit : units_[level])
+        for (const std::string &name : entryPoints_)
+          if (llvm::Function *function = unit.module->getFunction(name))
+            function->setName(package::cpuKernelSymbol(name, levels_[level], levels_.size()));
+    struct Job {
+      Unit *unit;
+      std::string level;
+      size_t index; ///< the module's place in its level
+    };
+    std::vector<Job> jobs;
+    for (size_t level = 0; level < levels_.size(); ++level)
+      for (size_t index = 0; index < units_[level].size(); ++index)
+        jobs.push_back({&units_[level][index], levels_[level], index});
+    for (const Job &job : jobs) {
       std::string problems;
       llvm::raw_string_ostream stream(problems);
-      SINTER_ASSERT(!llvm::verifyModule(*unit.module, &stream), "generated LLVM IR is invalid:\n", problems);
+      SINTER_ASSERT(!llvm::verifyModule(*job.unit->module, &stream), "generated LLVM IR is invalid:\n", problems);
     }
     const bool emit = !options_.emitSourceDirectory.empty();
-    // --emit-source: module.ll, or module0.ll, module1.ll, ... when the kernels fill several.
-    auto sourcePath = [&](size_t index, const char *suffix) {
-      std::string stem = units_.size() == 1 ? "module" : "module" + std::to_string(index);
+    // --emit-source: module.ll, or module0.ll, module1.ll, ... when the kernels fill several;
+    // with several levels each name starts with its level ("x86-64-v3.module.ll").
+    const size_t modulesPerLevel = units_[0].size();
+    auto sourcePath = [&](const Job &job, const char *suffix) {
+      std::string stem = modulesPerLevel == 1 ? "module" : "module" + std::to_string(job.index);
+      if (levels_.size() > 1)
+        stem = job.level + "." + stem;
       return fs::path(options_.emitSourceDirectory) / (stem + suffix);
     };
-    std::vector<std::string> objects(units_.size());
-    for (size_t i = 0; i < units_.size(); ++i)
+    std::vector<std::string> objects(jobs.size());
+    for (size_t i = 0; i < jobs.size(); ++i)
       objects[i] = (fs::path(workDirectory) / ("kernels" + std::to_string(i) + ".o")).string();
     // The kernel cache (support/kernel_cache.h): each object is keyed by its unoptimised
     // module's text, the target machine and LLVM's version, so a hit is the object LLVM would
     // emit. --emit-source needs the optimised module and its assembly, so it bypasses the cache.
     const KernelCache *cache = emit ? nullptr : options_.build.cache.get();
-    runReportedJobs(options_.build.progress, "LLVM O3 and object", "modules", units_.size(), options_.build.jobs,
+    runReportedJobs(options_.build.progress, "LLVM O3 and object", "modules", jobs.size(), options_.build.jobs,
                     [&](size_t index) {
-      Unit &unit = units_[index];
+      Unit &unit = *jobs[index].unit;
       if (emit)
-        writeModule(*unit.module, sourcePath(index, ".unoptimized.ll"));
+        writeModule(*unit.module, sourcePath(jobs[index], ".unoptimized.ll"));
       std::string key;
       if (cache && cache->enabled()) {
         std::string text;
@@ -124,8 +175,8 @@ public:
         cache->store(key, std::string(std::istreambuf_iterator<char>(in), {}));
       }
       if (emit) {
-        writeModule(*unit.module, sourcePath(index, ".ll"));
-        llvmgen::emitFile(*unit.module, *unit.machine, sourcePath(index, ".s").string(), true);
+        writeModule(*unit.module, sourcePath(jobs[index], ".ll"));
+        llvmgen::emitFile(*unit.module, *unit.machine, sourcePath(jobs[index], ".s").string(), true);
       }
     });
     return objects;
@@ -145,29 +196,33 @@ private:
   /// busy (BERT-base's 122 kernels in 16), for a few milliseconds of pass setup per module.
   static constexpr size_t kKernelsPerModule = 8;
 
-  Unit newUnit() const {
+  static Unit newUnit(const std::string &level) {
     Unit unit;
     unit.context = std::make_unique<llvm::LLVMContext>();
-    unit.machine = llvmgen::createX86TargetMachine(options_.cpu.level);
+    unit.machine = llvmgen::createX86TargetMachine(level);
     unit.module = std::make_unique<llvm::Module>("sinter_kernels", *unit.context);
     unit.module->setDataLayout(unit.machine->createDataLayout());
     unit.module->setTargetTriple(unit.machine->getTargetTriple().str());
     return unit;
   }
 
+  /// The first level's module for the next kernel; every level starts a module at the same
+  /// kernel, so their modules hold the same kernels.
   Unit &unitForNextKernel() {
-    if (units_.empty() || units_.back().kernels == kKernelsPerModule)
-      units_.push_back(newUnit());
-    ++units_.back().kernels;
-    return units_.back();
+    if (units_[0].empty() || units_[0].back().kernels == kKernelsPerModule)
+      for (size_t level = 0; level < levels_.size(); ++level)
+        units_[level].push_back(newUnit(levels_[level]));
+    ++units_[0].back().kernels;
+    return units_[0].back();
   }
 
   /// One kernel per distinct body: a kernel whose functions print as an earlier kernel's but for
   /// its name (a model's repeated layers: their weights and packed constants are arguments, not
   /// code), with the same ops, generator, flops and bytes, is that kernel. Its functions leave the
-  /// module, it takes the earlier one's entry point, and the compile driver gives both launches
-  /// one manifest entry; the launch shape (parallel extent, derived constants) stays its own.
-  package::Kernel distinct(package::Kernel entry, Unit &unit) {
+  /// module, it takes the earlier one's entry point (`entry.name`), and the compile driver gives
+  /// both launches one manifest entry; the launch shape (parallel extent, derived constants) stays
+  /// its own. Returns whether the kernel is new. Decided at the first level, for all of them.
+  bool isDistinct(package::Kernel &entry, Unit &unit) {
     std::vector<llvm::Function *> functions;
     for (llvm::Function &function : *unit.module)
       if (!function.isDeclaration() &&
@@ -175,14 +230,14 @@ private:
         functions.push_back(&function);
     auto [found, inserted] = distinctKernels_.emplace(distinctKernelKey(codeOf(functions), entry.name, entry), entry.name);
     if (inserted)
-      return entry;
+      return true;
     for (llvm::Function *function : functions)
       function->dropAllReferences(); // the wrapper calls the body: unlink before erasing
     for (llvm::Function *function : functions)
       function->eraseFromParent();
     --unit.kernels;
     entry.name = found->second;
-    return entry;
+    return false;
   }
 
   /// The functions' LLVM IR as it decides what they do, the same in every module: the text with
@@ -225,7 +280,7 @@ private:
     std::ofstream(path) << text;
   }
 
-  void buildKernel(const Kernel &kernel, Unit &unit) {
+  static void buildKernel(const Kernel &kernel, Unit &unit, bool hasF16c) {
     llvm::LLVMContext &context = *unit.context;
     llvm::Module *module = unit.module.get();
     llvm::Type *ptr = llvm::PointerType::getUnqual(context);
@@ -257,8 +312,7 @@ private:
     auto *loopBody = llvm::BasicBlock::Create(context, "gid.body", body);
     auto *exit = llvm::BasicBlock::Create(context, "exit", body);
     b.SetInsertPoint(entry);
-    llvmgen::KernelEmitter emitter(kernel, b, *module, buffers, llvmgen::hostMathLibrary(),
-                                   hasF16c_);
+    llvmgen::KernelEmitter emitter(kernel, b, *module, buffers, llvmgen::hostMathLibrary(), hasF16c);
     b.CreateBr(header);
     b.SetInsertPoint(header);
     llvm::PHINode *gid = b.CreatePHI(i64, 2, "gid");
@@ -287,9 +341,11 @@ private:
     b.CreateRetVoid();
   }
 
+  std::vector<std::string> levels_; ///< resolved, ascending
   TargetOptions options_;
-  std::vector<Unit> units_;
-  bool hasF16c_ = false;
+  std::vector<bool> hasF16c_;           ///< per level
+  std::vector<std::vector<Unit>> units_; ///< per level, its modules (the same kernels at each level)
+  std::vector<std::string> entryPoints_; ///< the distinct kernels' names
   /// distinctKernelKey of each distinct kernel -> its entry point.
   std::map<std::string, std::string> distinctKernels_;
 };

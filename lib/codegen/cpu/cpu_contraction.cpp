@@ -5,9 +5,15 @@
 //     for tile in [begin, end):          tile = (batch, m block, n block), n block fastest
 //       for each KC block of r:
 //         pack the run-time operand(s)   kernel IR (packRhs/packLhs below), via KernelEmitter
-//         for each NR panel q, MR panel p: call the micro-kernel on (lhs panel, rhs panel)
+//         for each NR panel q, MR panel p: the level's micro-kernel on each sub-block of
+//                                        the (lhs panel, rhs panel) pair inside the matrix
 //       epilogue over the tile           kernel IR: acc from the tile buffer, then spec.epilogue
-//   sinter.microkernel.MRxNR(a, b, kLen, c, ldc, accumulate)   hand-written vector LLVM IR
+//   sinter.microkernel.RxC.MRxNR(a, b, kLen, c, ldc, accumulate)   hand-written vector LLVM IR
+//
+// Everything above the micro-kernel (panels, blocks, packed constants, the launch) is planned
+// once (planBlockedContraction) and is the same at every x86-64 level; each level's kernel is
+// emitted from that plan (emitBlockedContraction) with its own register block: 6x8 of SSE,
+// 6x16 of AVX2, 12x32 of AVX-512 on 12x32 panels (microKernelFor).
 //
 // Packing and the epilogue are kernel IR, so the spec's expressions (im2col gathers, broadcast
 // batch indices, bias, alpha/beta) go through the one emitter every kernel uses. They read their
@@ -27,7 +33,6 @@
 
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
-#include <llvm/TargetParser/Host.h>
 
 #include <cstring>
 #include <functional>
@@ -35,22 +40,33 @@
 
 namespace sinter::codegen::llvmgen {
 
-MicroKernelShape microKernelShapeFor(const std::string &cpuLevel) {
-  std::string level = cpuLevel;
-  if (cpuLevel == "native") {
-    llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
-    level = features.lookup("avx512f")                           ? "x86-64-v4"
-            : features.lookup("avx2") && features.lookup("fma") ? "x86-64-v3"
-                                                                : "x86-64-v2";
-  }
+PanelShape choosePanels(const ContractionSpec &spec) {
+  PanelShape panels;
+  // Columns: a panel as wide as two AVX-512 registers, narrower only for a narrower product.
+  panels.columns = spec.n >= 32 ? 32 : spec.n >= 16 ? 16 : spec.n > 4 ? 8 : 4;
+  // Rows: twelve (two AVX2 micro-kernels or one AVX-512 one a panel); a product of fewer rows
+  // gets a panel its rows fill.
+  panels.rows = spec.m >= 12 ? 12 : spec.m < 4 ? spec.m : spec.m % 4 == 0 ? 4 : 6;
+  return panels;
+}
+
+MicroKernelShape microKernelFor(const std::string &cpuLevel, const PanelShape &panels) {
+  SINTER_ASSERT(cpuLevel == "x86-64-v2" || cpuLevel == "x86-64-v3" || cpuLevel == "x86-64-v4",
+                "a micro-kernel needs a resolved x86-64 level, not '", cpuLevel, "'");
+  const bool v4 = cpuLevel == "x86-64-v4", v3 = cpuLevel == "x86-64-v3";
+  const int64_t widest = v4 ? 16 : v3 ? 8 : 4;
+  // Accumulators a level keeps in registers, leaving room for the rhs vectors and a broadcast:
+  // 12 of 16 xmm or ymm, 24 of 32 zmm.
+  const int64_t accumulators = v4 ? 24 : 12;
   MicroKernelShape shape;
-  if (level == "x86-64-v4") {
-    shape.width = 16, shape.rows = 8, shape.vectors = 2; // 16 of 32 zmm accumulate
-  } else if (level == "x86-64-v3") {
-    shape.width = 8, shape.rows = 6, shape.vectors = 2; // 12 of 16 ymm accumulate
-  } else {
-    shape.width = 4, shape.rows = 6, shape.vectors = 2; // 12 of 16 xmm accumulate
-  }
+  shape.width = std::min(widest, panels.columns);
+  shape.vectors = std::min<int64_t>(2, panels.columns / shape.width);
+  shape.rows = 1;
+  for (int64_t rows = panels.rows; rows >= 1; --rows)
+    if (panels.rows % rows == 0 && rows * shape.vectors <= accumulators) {
+      shape.rows = rows;
+      break;
+    }
   return shape;
 }
 
@@ -61,10 +77,10 @@ int64_t roundUp(int64_t a, int64_t b) { return ceilDiv(a, b) * b; }
 
 } // namespace
 
-ContractionBlocking chooseBlocking(const ContractionSpec &spec, const MicroKernelShape &micro) {
+ContractionBlocking chooseBlocking(const ContractionSpec &spec, const PanelShape &panels) {
   ContractionBlocking blocking;
-  blocking.micro = micro;
-  int64_t mr = micro.rows, nr = micro.columns();
+  blocking.panels = panels;
+  int64_t mr = panels.rows, nr = panels.columns;
   // KC: a KC x NR rhs panel stays in L1 across the lhs panels; a short reduction is one block.
   blocking.kc = spec.k <= 384 ? spec.k : 256;
   blocking.mc = std::min(roundUp(spec.m, mr), roundUp(96, mr));
@@ -110,6 +126,18 @@ void emitLoop(llvm::IRBuilder<> &b, llvm::Value *start, llvm::Value *end, int64_
   iv->addIncoming(b.CreateAdd(iv, b.getInt64(step), "", true, true), b.GetInsertBlock());
   b.CreateBr(header);
   b.SetInsertPoint(exit);
+}
+
+/// if (condition) body(), at the builder's position.
+void emitIf(llvm::IRBuilder<> &b, llvm::Value *condition, const std::function<void()> &body) {
+  llvm::Function *function = b.GetInsertBlock()->getParent();
+  auto *then = llvm::BasicBlock::Create(function->getContext(), "sub.call", function);
+  auto *after = llvm::BasicBlock::Create(function->getContext(), "sub.after", function);
+  b.CreateCondBr(condition, then, after);
+  b.SetInsertPoint(then);
+  body();
+  b.CreateBr(after);
+  b.SetInsertPoint(after);
 }
 
 /// Whether every load of `expr` reads a constant input of the group (its data known now).
@@ -249,10 +277,8 @@ std::optional<PackedOperand> packConstantOperand(const LoweredGroup &group, cons
 /// only where X is read directly (describeConv); on products of up to kCheckedWindowPoints
 /// points the tables are also checked against `rhs` at every (b, r, j), as an invariant.
 struct WindowTable {
-  std::vector<uint8_t> bytes;            ///< i32: k rows of (channel offset, displacements), then positions rows of origins
-  int source = -1;                       ///< the buffer X
-  DType sourceType = DType::Float32;     ///< X's element type: f32, or f16/bf16 read into f32
-  int64_t dims = 0, positionsAt = 0;     ///< spatial rank; where the position rows start
+  std::vector<uint8_t> bytes; ///< i32: k rows of (channel offset, displacements), then positions rows of origins
+  WindowGather gather;
 };
 
 constexpr int64_t kCheckedWindowPoints = int64_t(1) << 20;
@@ -362,19 +388,18 @@ std::optional<WindowTable> rhsWindowTable(const Contraction &contraction) {
       }
     }
   WindowTable result;
-  result.source = value->id;
-  result.sourceType = sourceType;
-  result.dims = dims;
-  result.positionsAt = positionsAt;
+  result.gather = {value->id, sourceType, dims, positionsAt, int64_t(table.size())};
   result.bytes.resize(table.size() * sizeof(int32_t));
   std::memcpy(result.bytes.data(), table.data(), result.bytes.size());
   return result;
 }
 
-/// sinter.microkernel.MRxNR: c[0..MR)[0..NR) (row stride ldc) = (accumulate ? c : 0) +
-/// sum over r < kLen of a[r * MR + row] * b[r * NR + column]. Built once per module and shape.
-llvm::Function *microKernel(llvm::Module &module, const MicroKernelShape &shape) {
-  std::string name = "sinter.microkernel." + std::to_string(shape.rows) + "x" + std::to_string(shape.columns());
+/// sinter.microkernel.RxC.AxB: c[0..R)[0..C) (row stride ldc) = (accumulate ? c : 0) + sum over
+/// r < kLen of a[r * A + row] * b[r * B + column], where A and B are the panels' rows and
+/// columns (the sub-block starts at a and b). Built once per module and shape.
+llvm::Function *microKernel(llvm::Module &module, const MicroKernelShape &shape, const PanelShape &panels) {
+  std::string name = "sinter.microkernel." + std::to_string(shape.rows) + "x" + std::to_string(shape.columns()) +
+                     "." + std::to_string(panels.rows) + "x" + std::to_string(panels.columns);
   if (llvm::Function *existing = module.getFunction(name))
     return existing;
   llvm::LLVMContext &context = module.getContext();
@@ -401,7 +426,7 @@ llvm::Function *microKernel(llvm::Module &module, const MicroKernelShape &shape)
   auto *loop = llvm::BasicBlock::Create(context, "r.loop", function);
   auto *exit = llvm::BasicBlock::Create(context, "exit", function);
   b.SetInsertPoint(entry);
-  int64_t rows = shape.rows, vectors = shape.vectors, columns = shape.columns();
+  int64_t rows = shape.rows, vectors = shape.vectors;
   std::vector<llvm::Value *> cAddress(size_t(rows * vectors)), initial(size_t(rows * vectors));
   llvm::Value *zero = llvm::ConstantAggregateZero::get(vector);
   for (int64_t row = 0; row < rows; ++row)
@@ -432,11 +457,11 @@ llvm::Function *microKernel(llvm::Module &module, const MicroKernelShape &shape)
   }
   llvm::Function *fmuladd = llvm::Intrinsic::getDeclaration(&module, llvm::Intrinsic::fmuladd, {vector});
   std::vector<llvm::Value *> columnsAt(static_cast<size_t>(vectors));
-  llvm::Value *bRow = b.CreateInBoundsGEP(f32, bPanel, b.CreateMul(r, b.getInt64(columns)));
+  llvm::Value *bRow = b.CreateInBoundsGEP(f32, bPanel, b.CreateMul(r, b.getInt64(panels.columns)));
   for (int64_t v = 0; v < vectors; ++v)
     columnsAt[size_t(v)] = b.CreateAlignedLoad(
         vector, b.CreateConstInBoundsGEP1_64(f32, bRow, uint64_t(v * shape.width)), llvm::Align(4));
-  llvm::Value *aRow = b.CreateInBoundsGEP(f32, a, b.CreateMul(r, b.getInt64(rows)));
+  llvm::Value *aRow = b.CreateInBoundsGEP(f32, a, b.CreateMul(r, b.getInt64(panels.rows)));
   std::vector<llvm::Value *> next(sums.size());
   for (int64_t row = 0; row < rows; ++row) {
     llvm::Value *scalar =
@@ -506,7 +531,7 @@ ExprRef param(const TileProgram &program, Param which) {
 /// columns j for the rhs), interleaved per r; lanes past the tile's edge are zero. Full panels
 /// carry no bounds test.
 std::vector<StmtRef> packOperand(const TileProgram &program, const ContractionSpec &spec, bool lhs, int64_t width,
-                                 const WindowTable *window = nullptr) {
+                                 const WindowGather *window = nullptr) {
   ExprRef kLen = param(program, ParamReductionLength);
   ExprRef extent = param(program, lhs ? ParamRows : ParamColumns);
   ExprRef origin = param(program, lhs ? ParamRow : ParamColumn);
@@ -583,46 +608,77 @@ bool worthBlockingOnCpu(const ContractionSpec &spec) {
   return spec.n >= 4 && spec.k >= 8 && spec.flops() >= 32768;
 }
 
-MicroKernelShape fitMicroKernel(const ContractionSpec &spec, MicroKernelShape micro) {
-  while (micro.width > 4 && spec.n < micro.width * micro.vectors)
-    micro.width /= 2;
-  if (spec.n <= micro.width) {
-    micro.vectors = 1;
-    micro.rows *= 2;
-  }
-  if (spec.m % micro.rows != 0 && spec.m % 4 == 0 && spec.m <= 32)
-    micro.rows = 4;
-  if (spec.m < 4)
-    micro.rows = spec.m;
-  return micro;
-}
-
 } // namespace
 
-std::optional<Kernel> addBlockedContraction(const LoweredGroup &group, const std::string &cpuLevel,
-                                            llvm::Module &module, LaunchShape &launch, bool hasF16c) {
+std::optional<BlockedContraction> planBlockedContraction(const LoweredGroup &group, LaunchShape &launch) {
   const std::optional<Contraction> &contraction = group.contraction;
   if (!contraction || contraction->spec.type != DType::Float32)
     return std::nullopt;
   const ContractionSpec &spec = contraction->spec;
-  const Kernel &kernel = contraction->kernel;
-  MicroKernelShape micro = microKernelShapeFor(cpuLevel);
   if (!worthTiling(spec) && !worthBlockingOnCpu(spec))
     return std::nullopt;
-  micro = fitMicroKernel(spec, micro);
-  ContractionBlocking blocking = chooseBlocking(spec, micro);
-  int64_t mr = micro.rows, nr = micro.columns();
+  BlockedContraction plan;
+  plan.blocking = chooseBlocking(spec, choosePanels(spec));
+  const PanelShape &panels = plan.blocking.panels;
+  std::optional<PackedOperand> lhsPacked = packConstantOperand(group, *contraction, true, panels.rows);
+  std::optional<PackedOperand> rhsPacked = packConstantOperand(group, *contraction, false, panels.columns);
+  std::optional<WindowTable> rhsGather = rhsPacked ? std::nullopt : rhsWindowTable(*contraction);
+  const size_t bufferCount = contraction->kernel.buffers.size();
+  launch.parallelExtent = plan.blocking.tiles;
+  // The constants only the compile-time packs read: the kernel reads their packed form alone.
+  if (lhsPacked || rhsPacked) {
+    std::vector<bool> stillRead(bufferCount, false), packedFrom(bufferCount, false);
+    if (lhsPacked)
+      markLoads(spec.lhs, packedFrom);
+    else
+      markLoads(spec.lhs, stillRead);
+    if (rhsPacked)
+      markLoads(spec.rhs, packedFrom);
+    else
+      markLoads(spec.rhs, stillRead);
+    if (rhsGather)
+      stillRead.at(size_t(rhsGather->gather.source)) = true;
+    for (const StmtRef &statement : spec.epilogue)
+      markLoads(statement, stillRead);
+    launch.replacedInputs.assign(bufferCount, false);
+    for (size_t x = 0; x < bufferCount; ++x)
+      launch.replacedInputs[x] = packedFrom[x] && !stillRead[x] && x < group.constantInputs.size() &&
+                                 group.constantInputs[x];
+  }
+  if (lhsPacked) {
+    plan.lhsPacked = true;
+    plan.lhsPerBatch = lhsPacked->perBatch;
+    launch.derivedConstants.push_back(std::move(lhsPacked->bytes));
+  }
+  if (rhsPacked) {
+    plan.rhsPacked = true;
+    plan.rhsPerBatch = rhsPacked->perBatch;
+    launch.derivedConstants.push_back(std::move(rhsPacked->bytes));
+  }
+  if (rhsGather) {
+    plan.gather = rhsGather->gather;
+    launch.derivedConstants.push_back(std::move(rhsGather->bytes));
+  }
+  return plan;
+}
 
-  std::optional<PackedOperand> lhsPacked = packConstantOperand(group, *contraction, true, mr);
-  std::optional<PackedOperand> rhsPacked = packConstantOperand(group, *contraction, false, nr);
-  bool lhsAtRunTime = !lhsPacked, rhsAtRunTime = !rhsPacked;
-  std::optional<WindowTable> rhsGather = rhsAtRunTime ? rhsWindowTable(*contraction) : std::nullopt;
+Kernel emitBlockedContraction(const LoweredGroup &group, const BlockedContraction &plan,
+                              const std::string &cpuLevel, llvm::Module &module, bool hasF16c) {
+  const Contraction &contraction = *group.contraction;
+  const ContractionSpec &spec = contraction.spec;
+  const Kernel &kernel = contraction.kernel;
+  const ContractionBlocking &blocking = plan.blocking;
+  const PanelShape &panels = blocking.panels;
+  const MicroKernelShape micro = microKernelFor(cpuLevel, panels);
+  const int64_t mr = panels.rows, nr = panels.columns;
+  const bool lhsAtRunTime = !plan.lhsPacked, rhsAtRunTime = !plan.rhsPacked;
+  const WindowGather *rhsGather = plan.gather ? &*plan.gather : nullptr;
 
   llvm::LLVMContext &context = module.getContext();
   llvm::IRBuilder<> b(context);
   llvm::Type *ptr = llvm::PointerType::getUnqual(context);
   llvm::Type *i64 = b.getInt64Ty(), *f32 = b.getFloatTy();
-  size_t derivedCount = size_t(lhsPacked.has_value()) + size_t(rhsPacked.has_value()) + size_t(rhsGather.has_value());
+  size_t derivedCount = plan.derivedCount();
   size_t bufferCount = kernel.buffers.size();
 
   // NAME.body(buffers..., packed lhs?, packed rhs?, rhs gather table?, begin, end)
@@ -640,8 +696,8 @@ std::optional<Kernel> addBlockedContraction(const LoweredGroup &group, const std
       body->addParamAttr(unsigned(i), llvm::Attribute::ReadOnly);
     buffers.push_back(body->getArg(unsigned(i)));
   }
-  llvm::Value *lhsConstant = lhsPacked ? body->getArg(unsigned(bufferCount)) : nullptr;
-  llvm::Value *rhsConstant = rhsPacked ? body->getArg(unsigned(bufferCount + (lhsPacked ? 1 : 0))) : nullptr;
+  llvm::Value *lhsConstant = plan.lhsPacked ? body->getArg(unsigned(bufferCount)) : nullptr;
+  llvm::Value *rhsConstant = plan.rhsPacked ? body->getArg(unsigned(bufferCount + (plan.lhsPacked ? 1 : 0))) : nullptr;
   llvm::Value *gatherTable = rhsGather ? body->getArg(unsigned(bufferCount + derivedCount - 1)) : nullptr;
   llvm::Value *begin = body->getArg(unsigned(bufferCount + derivedCount));
   llvm::Value *end = body->getArg(unsigned(bufferCount + derivedCount + 1));
@@ -659,17 +715,17 @@ std::optional<Kernel> addBlockedContraction(const LoweredGroup &group, const std
   llvm::Value *lhsPack = lhsAtRunTime ? scratch(f32, blocking.mc * blocking.kc, "lhs.pack") : tile;
   llvm::Value *rhsPack = rhsAtRunTime ? scratch(f32, blocking.kc * blocking.nc, "rhs.pack") : tile;
 
-  TileProgram packLhs = tileProgram(*contraction, blocking, rhsGather ? int64_t(rhsGather->bytes.size() / 4) : 0),
+  TileProgram packLhs = tileProgram(contraction, blocking, rhsGather ? rhsGather->entries : 0),
               packRhs = packLhs, epilogue = packLhs;
   packLhs.kernel.body = packOperand(packLhs, spec, true, mr);
-  packRhs.kernel.body = packOperand(packRhs, spec, false, nr, rhsGather ? &*rhsGather : nullptr);
+  packRhs.kernel.body = packOperand(packRhs, spec, false, nr, rhsGather);
   epilogue.kernel.body = tileEpilogue(epilogue, spec, blocking.nc);
   std::vector<llvm::Value *> programBuffers(buffers.begin(), buffers.begin() + long(bufferCount));
   programBuffers.insert(programBuffers.end(), {paramBuffer, lhsPack, rhsPack, tile, gatherTable ? gatherTable : tile});
   KernelEmitter lhsEmitter(packLhs.kernel, b, module, programBuffers, hostMathLibrary(), hasF16c);
   KernelEmitter rhsEmitter(packRhs.kernel, b, module, programBuffers, hostMathLibrary(), hasF16c);
   KernelEmitter epilogueEmitter(epilogue.kernel, b, module, programBuffers, hostMathLibrary(), hasF16c);
-  llvm::Function *microKernelFunction = microKernel(module, micro);
+  llvm::Function *microKernelFunction = microKernel(module, micro, panels);
 
   auto setParam = [&](Param which, llvm::Value *value) {
     b.CreateStore(value, b.CreateConstInBoundsGEP1_64(i64, paramBuffer, uint64_t(which)));
@@ -716,15 +772,38 @@ std::optional<Kernel> addBlockedContraction(const LoweredGroup &group, const std
         return b.CreateInBoundsGEP(f32, packed, b.CreateMul(first, constant(width)));
       };
       emitLoop(b, constant(0), columnPanels, 1, [&](llvm::Value *q) {
-        llvm::Value *rhsPanel = panelAddress(rhsAtRunTime, rhsPack, rhsConstant, rhsPacked && rhsPacked->perBatch,
+        llvm::Value *rhsPanel = panelAddress(rhsAtRunTime, rhsPack, rhsConstant, plan.rhsPerBatch,
                                              nr, ceilDiv(spec.n, nr), nBlock, blocking.nc / nr, q);
         emitLoop(b, constant(0), rowPanels, 1, [&](llvm::Value *p) {
-          llvm::Value *lhsPanel = panelAddress(lhsAtRunTime, lhsPack, lhsConstant, lhsPacked && lhsPacked->perBatch,
+          llvm::Value *lhsPanel = panelAddress(lhsAtRunTime, lhsPack, lhsConstant, plan.lhsPerBatch,
                                                mr, ceilDiv(spec.m, mr), mBlock, blocking.mc / mr, p);
           llvm::Value *tileOffset =
               b.CreateAdd(b.CreateMul(p, constant(mr * blocking.nc)), b.CreateMul(q, constant(nr)));
-          b.CreateCall(microKernelFunction, {lhsPanel, rhsPanel, kLen, b.CreateInBoundsGEP(f32, tile, tileOffset),
-                                constant(blocking.nc), accumulate});
+          // The level's micro-kernel on each sub-block of the panel pair that holds a real row
+          // and a real column (a tile's last panels may be partly past the matrix's edge).
+          llvm::Value *rowsLeft = b.CreateSub(rows, b.CreateMul(p, constant(mr)));
+          llvm::Value *columnsLeft = b.CreateSub(columns, b.CreateMul(q, constant(nr)));
+          for (int64_t row = 0; row < mr; row += micro.rows)
+            for (int64_t column = 0; column < nr; column += micro.columns()) {
+              auto call = [&] {
+                llvm::Value *at = b.CreateAdd(tileOffset, constant(row * blocking.nc + column));
+                b.CreateCall(microKernelFunction,
+                             {b.CreateConstInBoundsGEP1_64(f32, lhsPanel, uint64_t(row)),
+                              b.CreateConstInBoundsGEP1_64(f32, rhsPanel, uint64_t(column)), kLen,
+                              b.CreateInBoundsGEP(f32, tile, at), constant(blocking.nc), accumulate});
+              };
+              llvm::Value *present = nullptr;
+              if (row > 0)
+                present = b.CreateICmpSLT(constant(row), rowsLeft);
+              if (column > 0) {
+                llvm::Value *columnPresent = b.CreateICmpSLT(constant(column), columnsLeft);
+                present = present ? b.CreateAnd(present, columnPresent) : columnPresent;
+              }
+              if (present)
+                emitIf(b, present, call);
+              else
+                call();
+            }
         }, "p");
       }, "q");
     }, "kc");
@@ -745,33 +824,6 @@ std::optional<Kernel> addBlockedContraction(const LoweredGroup &group, const std
   b.CreateCall(body, arguments);
   b.CreateRetVoid();
 
-  launch.parallelExtent = blocking.tiles;
-  // The constants only the compile-time packs read: the kernel reads their packed form alone.
-  if (lhsPacked || rhsPacked) {
-    std::vector<bool> stillRead(bufferCount, false), packedFrom(bufferCount, false);
-    if (lhsPacked)
-      markLoads(spec.lhs, packedFrom);
-    else
-      markLoads(spec.lhs, stillRead);
-    if (rhsPacked)
-      markLoads(spec.rhs, packedFrom);
-    else
-      markLoads(spec.rhs, stillRead);
-    if (rhsGather)
-      stillRead.at(size_t(rhsGather->source)) = true;
-    for (const StmtRef &statement : spec.epilogue)
-      markLoads(statement, stillRead);
-    launch.replacedInputs.assign(bufferCount, false);
-    for (size_t x = 0; x < bufferCount; ++x)
-      launch.replacedInputs[x] = packedFrom[x] && !stillRead[x] && x < group.constantInputs.size() &&
-                                 group.constantInputs[x];
-  }
-  if (lhsPacked)
-    launch.derivedConstants.push_back(std::move(lhsPacked->bytes));
-  if (rhsPacked)
-    launch.derivedConstants.push_back(std::move(rhsPacked->bytes));
-  if (rhsGather)
-    launch.derivedConstants.push_back(std::move(rhsGather->bytes));
   Kernel described = kernel;
   described.parallelExtent = blocking.tiles;
   return described;

@@ -5,9 +5,11 @@
 // is one point of the kernel's parallel index, so the runtime's thread pool spreads tiles over
 // its threads. Within a tile, the reduction runs in KC-long blocks: for each, both operands are in
 // packed panels (lhs: MR rows interleaved per r; rhs: NR columns interleaved per r) and a
-// register-blocked micro-kernel accumulates MR x NR outputs in vector registers (SSE 4-wide for
-// x86-64-v2, AVX2 8-wide for v3, AVX-512 16-wide for v4) into a tile buffer. After the last
-// block the contraction's epilogue (bias, alpha and beta, the output's index) stores the tile.
+// register-blocked micro-kernel accumulates a sub-block of MR x NR outputs in vector registers
+// (SSE 4-wide for x86-64-v2, AVX2 8-wide for v3, AVX-512 16-wide for v4) into a tile buffer.
+// The panels and blocks are the same at every level (PanelShape), so one plan and its packed
+// constants serve an artifact's kernels for several levels. After the last block the
+// contraction's epilogue (bias, alpha and beta, the output's index) stores the tile.
 //
 // An operand that reads only constant inputs (a convolution's weights, a MatMul whose B is an
 // initializer) is packed at compile time, for the whole matrix, by evaluating its expression on
@@ -31,33 +33,70 @@
 
 namespace sinter::codegen::llvmgen {
 
-/// The register block of the micro-kernel: `rows` x (`vectors` * `width`) accumulators.
+/// The panels both operands are packed in (lhs: `rows` rows interleaved per r; rhs: `columns`
+/// columns), chosen from the contraction alone. Every x86-64 level reads the same panels, so the
+/// constants packed at compile time and the launch shape serve all of an artifact's levels; only
+/// the micro-kernel that walks a panel pair differs.
+struct PanelShape {
+  int64_t rows = 12;    ///< MR
+  int64_t columns = 32; ///< NR
+};
+
+PanelShape choosePanels(const ContractionSpec &spec);
+
+/// One level's register block: `rows` x (`vectors` * `width`) accumulators, a sub-block of a
+/// panel pair (rows divides the panel's rows, columns() its columns) that the tile loop calls
+/// once per sub-block that holds a real row and column.
 struct MicroKernelShape {
   int64_t width = 4;   ///< f32 lanes of a vector register
-  int64_t rows = 6;    ///< MR
-  int64_t vectors = 2; ///< NR / width
+  int64_t rows = 6;
+  int64_t vectors = 2;
   int64_t columns() const { return width * vectors; }
 };
 
-/// The micro-kernel shape for a --cpu level ("x86-64-v2", "x86-64-v3", "x86-64-v4", "native").
-MicroKernelShape microKernelShapeFor(const std::string &cpuLevel);
+/// The micro-kernel of a resolved x86-64 level ("x86-64-v2", "x86-64-v3", "x86-64-v4") over
+/// `panels`: as wide as the level's vectors allow, as many rows as its registers hold.
+MicroKernelShape microKernelFor(const std::string &cpuLevel, const PanelShape &panels);
 
 /// The cache blocking of one contraction.
 struct ContractionBlocking {
-  MicroKernelShape micro;
+  PanelShape panels;
   int64_t mc = 0, nc = 0, kc = 0;            ///< mc % MR == 0, nc % NR == 0
   int64_t mBlocks = 0, nBlocks = 0, tiles = 0; ///< tiles = batch * mBlocks * nBlocks
 };
 
-ContractionBlocking chooseBlocking(const ContractionSpec &spec, const MicroKernelShape &micro);
+ContractionBlocking chooseBlocking(const ContractionSpec &spec, const PanelShape &panels);
 
-/// When `group`'s contraction is f32 and worth tiling, adds its blocked kernel to `module` (entry
-/// point `void NAME(void *const *args, int64_t begin, int64_t end)` over tiles), fills `launch`
-/// (parallel extent, derived constants) and returns the described kernel (buffers, flops) for
-/// the manifest. nullopt otherwise: the caller builds the naive kernel. `hasF16c`: the target
-/// converts f16 <-> f32 in hardware (packing 16-bit operands then costs one instruction each).
-std::optional<Kernel> addBlockedContraction(const LoweredGroup &group, const std::string &cpuLevel,
-                                            llvm::Module &module, LaunchShape &launch,
-                                            bool hasF16c = false);
+/// A convolution's rhs read through its window tables (ContractionSpec::window): what the
+/// kernel needs to know of the table, which is a derived constant.
+struct WindowGather {
+  int source = -1;                   ///< the buffer X
+  DType sourceType = DType::Float32; ///< X's element type: f32, or f16/bf16 read into f32
+  int64_t dims = 0, positionsAt = 0; ///< spatial rank; where the position rows start
+  int64_t entries = 0;               ///< i32 entries of the table
+};
+
+/// A blocked contraction as planned once for all levels: the blocking, which operands were
+/// packed at compile time (derived constants of the launch, in this order: lhs, rhs, window).
+struct BlockedContraction {
+  ContractionBlocking blocking;
+  bool lhsPacked = false, rhsPacked = false;
+  bool lhsPerBatch = false, rhsPerBatch = false; ///< a packed copy per batch, not one for all
+  std::optional<WindowGather> gather;
+  size_t derivedCount() const { return size_t(lhsPacked) + size_t(rhsPacked) + size_t(gather.has_value()); }
+};
+
+/// When `group`'s contraction is f32 and worth tiling: chooses its blocking, packs its constant
+/// operands and window tables into `launch` (derived constants, replaced inputs, the parallel
+/// extent over tiles) and returns the plan every level's kernel is emitted from. nullopt
+/// otherwise: the caller builds the naive kernel.
+std::optional<BlockedContraction> planBlockedContraction(const LoweredGroup &group, LaunchShape &launch);
+
+/// Adds `plan`'s kernel for `cpuLevel` to `module` (entry point `void NAME(void *const *args,
+/// int64_t begin, int64_t end)` over tiles) and returns the described kernel (buffers, flops)
+/// for the manifest. `hasF16c`: the target converts f16 <-> f32 in hardware (packing 16-bit
+/// operands then costs one instruction each).
+Kernel emitBlockedContraction(const LoweredGroup &group, const BlockedContraction &plan,
+                              const std::string &cpuLevel, llvm::Module &module, bool hasF16c);
 
 } // namespace sinter::codegen::llvmgen
