@@ -2,12 +2,14 @@
 """CPU latency of sinter's compiled artifacts against onnxruntime's CPU provider.
 
     /work/main/.venv/bin/python bench/cpu_vs_onnxruntime.py [--iterations 100] [--warmup 10]
-        [--threads 2] [--cpu x86-64-v2,x86-64-v4] [--baseline OLD_SINTER] [--repeats 5]
+        [--threads 2] [--cpu default --cpu x86-64-v2] [--baseline OLD_SINTER] [--repeats 5]
         [--peak-gflops G] [--batch N] [--models a.onnx ...]
 
 For every models/*.onnx (symbolic dims bound to 1, or to --batch N) it:
   1. compiles the model with `sinter compile --target cpu --shape NAME=DIMS ...` at its input
-     shapes (the default --cpu x86-64-v2; see --cpu),
+     shapes (each --cpu given is a column: `default` is the compiler's default, kernels for
+     every x86-64 level of which the runtime runs the best this machine has; any other value is
+     passed as `--cpu VALUE`),
   2. runs `sinter bench --threads T --warmup W --iterations N --json` and takes the p50,
      for each --cpu level (a column each) and, with --baseline, the same with another sinter
      CLI (the code before a change) in the same rounds,
@@ -89,7 +91,9 @@ def compile_artifact(sinter, cpu, model_path, inputs, artifact):
     """Compiles one model; returns the kernels' FLOPs from the manifest (and records the
     compile's wall time in COMPILE_SECONDS[artifact])."""
     compile_cmd = [str(sinter), "-q", "compile", str(model_path), "--target", "cpu",
-                   "--cpu", cpu, "--force", "-o", str(artifact)] + shape_flags(inputs)
+                   "--force", "-o", str(artifact)] + shape_flags(inputs)
+    if cpu != "default":
+        compile_cmd += ["--cpu", cpu]
     start = time.perf_counter()
     subprocess.run(compile_cmd, check=True, capture_output=True, text=True)
     COMPILE_SECONDS[str(artifact)] = time.perf_counter() - start
@@ -135,7 +139,7 @@ def run_onnxruntime(model_path, inputs, args):
 def configurations(args):
     """(label, sinter binary, --cpu level) for each column group: every --cpu level with
     --sinter, then (labelled "before") every level with --baseline when it is given."""
-    levels = [level.strip() for level in args.cpu.split(",") if level.strip()]
+    levels = args.cpu or ["default"]
     short = lambda level: level.replace("x86-64-", "")
     configs = [(short(level), args.sinter, level) for level in levels]
     if args.baseline:
@@ -148,9 +152,10 @@ def main():
     parser.add_argument("--iterations", type=int, default=100, help="timed runs (at least 50)")
     parser.add_argument("--warmup", type=int, default=10, help="untimed runs first")
     parser.add_argument("--threads", type=int, default=2, help="threads for both (default 2)")
-    parser.add_argument("--cpu", default="x86-64-v2",
-                        help="sinter compile --cpu; several comma-separated levels give a column "
-                             "each (default x86-64-v2)")
+    parser.add_argument("--cpu", action="append",
+                        help="a column: `default` (the compiler's default, every level, the best "
+                             "chosen at load) or a sinter compile --cpu value; give it again for "
+                             "more columns (default: default)")
     parser.add_argument("--baseline", type=Path,
                         help="a second sinter CLI (the code before a change), benched in the same "
                              "rounds for a before/after table")
@@ -177,7 +182,7 @@ def main():
     models = args.models or sorted(MODELS_DIR.glob("*.onnx"))
     configs = configurations(args)
     uptime_before, load_before = load_average()
-    print(f"# sinter {Path(args.sinter)} (--target cpu --cpu {args.cpu})"
+    print(f"# sinter {Path(args.sinter)} (--target cpu, --cpu columns: {', '.join(args.cpu or ['default'])})"
           + (f", baseline {args.baseline}" if args.baseline else "")
           + f" vs onnxruntime {onnxruntime.__version__} CPUExecutionProvider")
     print(f"# threads {args.threads} (ORT intra_op {args.threads}, inter_op 1, default graph "

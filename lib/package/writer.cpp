@@ -114,7 +114,8 @@ void writeArtifact(const Manifest &manifest, const std::string &path,
   request.exports.push_back("sinter_artifact");
   if (manifest.target == Target::Cpu) {
     for (const Kernel &kernel : manifest.kernels)
-      request.exports.push_back(kernel.name);
+      for (const std::string &level : manifest.cpuLevels.empty() ? std::vector<std::string>{""} : manifest.cpuLevels)
+        request.exports.push_back(cpuKernelSymbol(kernel.name, level, manifest.cpuLevels.size()));
     request.linkLibc = !cpuObjectFiles.empty();
   }
   request.versionScriptPath = (scratch.path() / "exports.map").string();
