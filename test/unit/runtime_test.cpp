@@ -353,12 +353,12 @@ TEST_F(RuntimeTest, CpuKernelRunsOnDisjointChunksAcrossThreads) {
   }
 }
 
-TEST_F(RuntimeTest, CpuLevelIsCheckedAgainstTheHost) {
-  struct Case {
-    const char *level;
-    bool supported;
-  };
-  // The compiler's own view of this CPU is the independent truth.
+/// Which x86-64 levels this CPU has, as the compiler's own builtins see it (the independent
+/// truth for the loader's cpuid checks).
+struct HostLevels {
+  bool v2, v3, v4;
+};
+static HostLevels hostLevels() {
   __builtin_cpu_init();
   bool v2 = __builtin_cpu_supports("sse4.2") && __builtin_cpu_supports("popcnt") &&
             __builtin_cpu_supports("ssse3");
@@ -366,6 +366,16 @@ TEST_F(RuntimeTest, CpuLevelIsCheckedAgainstTheHost) {
             __builtin_cpu_supports("bmi2");
   bool v4 = v3 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+  return {v2, v3, v4};
+}
+
+TEST_F(RuntimeTest, CpuLevelIsCheckedAgainstTheHost) {
+  struct Case {
+    const char *level;
+    bool supported;
+  };
+  // The compiler's own view of this CPU is the independent truth.
+  auto [v2, v3, v4] = hostLevels();
   for (Case test : {Case{"x86-64", true}, Case{"x86-64-v2", v2}, Case{"x86-64-v3", v3},
                     Case{"x86-64-v4", v4}, Case{"haswell", v3}}) {
     Manifest manifest = identityManifest();
@@ -390,13 +400,7 @@ TEST_F(RuntimeTest, CpuLevelIsCheckedAgainstTheHost) {
 }
 
 TEST_F(RuntimeTest, CpuLevelsLoadTheBestTheHostHasUpToTheCap) {
-  __builtin_cpu_init();
-  bool v2 = __builtin_cpu_supports("sse4.2") && __builtin_cpu_supports("popcnt") &&
-            __builtin_cpu_supports("ssse3");
-  bool v3 = v2 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-            __builtin_cpu_supports("bmi2");
-  bool v4 = v3 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+  auto [v2, v3, v4] = hostLevels();
   Manifest manifest = identityManifest();
   manifest.cpuLevels = {"x86-64", "x86-64-v2", "x86-64-v3", "x86-64-v4"};
   writeArtifact(manifest, path("levels.so"));
