@@ -10,10 +10,12 @@
 //       epilogue over the tile           kernel IR: acc from the tile buffer, then spec.epilogue
 //   sinter.microkernel.RxC.MRxNR(a, b, kLen, c, ldc, accumulate)   hand-written vector LLVM IR
 //
-// Everything above the micro-kernel (panels, blocks, packed constants, the launch) is planned
-// once (planBlockedContraction) and is the same at every x86-64 level; each level's kernel is
-// emitted from that plan (emitBlockedContraction) with its own register block: 6x8 of SSE,
-// 6x16 of AVX2, 12x32 of AVX-512 on 12x32 panels (microKernelFor).
+// Everything the artifact stores (the compile-time panels of constant operands, the blocks and
+// tiles of the launch) is planned once (planBlockedContraction) and is the same at every x86-64
+// level; each level's kernel is emitted from that plan (emitBlockedContraction) with its own
+// register block (microKernelFor: 6x8 of SSE, 6x16 of AVX2, 6x32 of AVX-512 on 6x32 panels),
+// walking a wider compile-time panel in slices, and packs its run-time operand in panels of its
+// own width.
 //
 // Packing and the epilogue are kernel IR, so the spec's expressions (im2col gathers, broadcast
 // batch indices, bias, alpha/beta) go through the one emitter every kernel uses. They read their
@@ -44,9 +46,8 @@ PanelShape choosePanels(const ContractionSpec &spec) {
   PanelShape panels;
   // Columns: a panel as wide as two AVX-512 registers, narrower only for a narrower product.
   panels.columns = spec.n >= 32 ? 32 : spec.n >= 16 ? 16 : spec.n > 4 ? 8 : 4;
-  // Rows: twelve (two AVX2 micro-kernels or one AVX-512 one a panel); a product of fewer rows
-  // gets a panel its rows fill.
-  panels.rows = spec.m >= 12 ? 12 : spec.m < 4 ? spec.m : spec.m % 4 == 0 ? 4 : 6;
+  // Rows: six; four where that divides a short product six does not, all of a tiny one.
+  panels.rows = spec.m < 4 ? spec.m : spec.m % 6 != 0 && spec.m % 4 == 0 && spec.m <= 32 ? 4 : 6;
   return panels;
 }
 
@@ -92,7 +93,9 @@ ContractionBlocking chooseBlocking(const ContractionSpec &spec, const PanelShape
   };
   count();
   // Enough tiles to keep a few threads busy, while tiles stay large enough to amortise packing.
-  while (blocking.tiles < 8 && blocking.nc >= 4 * nr && spec.flops() / blocking.tiles > 200000) {
+  // (Columns first: each m block packs the run-time rhs columns of its tile again. Down to 32
+  // columns, whatever the panel width, as when panels were the level's: 16 wide at AVX2.)
+  while (blocking.tiles < 8 && blocking.nc >= std::max<int64_t>(2 * nr, 64) && spec.flops() / blocking.tiles > 200000) {
     blocking.nc = roundUp(blocking.nc / 2, nr);
     count();
   }
@@ -667,11 +670,19 @@ Kernel emitBlockedContraction(const LoweredGroup &group, const BlockedContractio
   const Contraction &contraction = *group.contraction;
   const ContractionSpec &spec = contraction.spec;
   const Kernel &kernel = contraction.kernel;
-  const ContractionBlocking &blocking = plan.blocking;
-  const PanelShape &panels = blocking.panels;
-  const MicroKernelShape micro = microKernelFor(cpuLevel, panels);
-  const int64_t mr = panels.rows, nr = panels.columns;
   const bool lhsAtRunTime = !plan.lhsPacked, rhsAtRunTime = !plan.rhsPacked;
+  const PanelShape &panels = plan.blocking.panels;
+  const MicroKernelShape micro = microKernelFor(cpuLevel, panels);
+  // An operand packed at run time is packed in this level's own panels, one micro-kernel call
+  // wide; one packed at compile time is in the plan's panels, which every level shares, and a
+  // level with a narrower micro-kernel walks them in slices.
+  const int64_t mr = lhsAtRunTime ? micro.rows : panels.rows;
+  const int64_t nr = rhsAtRunTime ? micro.columns() : panels.columns;
+  ContractionBlocking blocking = plan.blocking;
+  // A slice of a wider rhs panel reads part of each row at the panel's stride, so it spreads over
+  // fewer cache sets: a shorter KC block keeps it in L1 while the lhs panels stream past.
+  if (!rhsAtRunTime && micro.columns() < nr)
+    blocking.kc = std::min<int64_t>(blocking.kc, 128);
   const WindowGather *rhsGather = plan.gather ? &*plan.gather : nullptr;
 
   llvm::LLVMContext &context = module.getContext();
@@ -725,7 +736,7 @@ Kernel emitBlockedContraction(const LoweredGroup &group, const BlockedContractio
   KernelEmitter lhsEmitter(packLhs.kernel, b, module, programBuffers, hostMathLibrary(), hasF16c);
   KernelEmitter rhsEmitter(packRhs.kernel, b, module, programBuffers, hostMathLibrary(), hasF16c);
   KernelEmitter epilogueEmitter(epilogue.kernel, b, module, programBuffers, hostMathLibrary(), hasF16c);
-  llvm::Function *microKernelFunction = microKernel(module, micro, panels);
+  llvm::Function *microKernelFunction = microKernel(module, micro, PanelShape{mr, nr});
 
   auto setParam = [&](Param which, llvm::Value *value) {
     b.CreateStore(value, b.CreateConstInBoundsGEP1_64(i64, paramBuffer, uint64_t(which)));
@@ -771,40 +782,43 @@ Kernel emitBlockedContraction(const LoweredGroup &group, const BlockedContractio
         llvm::Value *first = b.CreateAdd(b.CreateMul(panel, constant(spec.k)), kc);
         return b.CreateInBoundsGEP(f32, packed, b.CreateMul(first, constant(width)));
       };
+      // For each rhs panel, the level's micro-kernel on each of its column slices in turn,
+      // over every lhs panel: a slice (KC x the micro-kernel's columns) stays in L1 while the
+      // lhs panels stream past it, as a whole panel did when panels were the level's width.
+      // Only sub-blocks that hold a real row and a real column are computed (a tile's last
+      // panels may be partly past the matrix's edge).
       emitLoop(b, constant(0), columnPanels, 1, [&](llvm::Value *q) {
         llvm::Value *rhsPanel = panelAddress(rhsAtRunTime, rhsPack, rhsConstant, plan.rhsPerBatch,
                                              nr, ceilDiv(spec.n, nr), nBlock, blocking.nc / nr, q);
-        emitLoop(b, constant(0), rowPanels, 1, [&](llvm::Value *p) {
-          llvm::Value *lhsPanel = panelAddress(lhsAtRunTime, lhsPack, lhsConstant, plan.lhsPerBatch,
-                                               mr, ceilDiv(spec.m, mr), mBlock, blocking.mc / mr, p);
-          llvm::Value *tileOffset =
-              b.CreateAdd(b.CreateMul(p, constant(mr * blocking.nc)), b.CreateMul(q, constant(nr)));
-          // The level's micro-kernel on each sub-block of the panel pair that holds a real row
-          // and a real column (a tile's last panels may be partly past the matrix's edge).
-          llvm::Value *rowsLeft = b.CreateSub(rows, b.CreateMul(p, constant(mr)));
-          llvm::Value *columnsLeft = b.CreateSub(columns, b.CreateMul(q, constant(nr)));
-          for (int64_t row = 0; row < mr; row += micro.rows)
-            for (int64_t column = 0; column < nr; column += micro.columns()) {
-              auto call = [&] {
-                llvm::Value *at = b.CreateAdd(tileOffset, constant(row * blocking.nc + column));
-                b.CreateCall(microKernelFunction,
-                             {b.CreateConstInBoundsGEP1_64(f32, lhsPanel, uint64_t(row)),
-                              b.CreateConstInBoundsGEP1_64(f32, rhsPanel, uint64_t(column)), kLen,
-                              b.CreateInBoundsGEP(f32, tile, at), constant(blocking.nc), accumulate});
-              };
-              llvm::Value *present = nullptr;
-              if (row > 0)
-                present = b.CreateICmpSLT(constant(row), rowsLeft);
-              if (column > 0) {
-                llvm::Value *columnPresent = b.CreateICmpSLT(constant(column), columnsLeft);
-                present = present ? b.CreateAnd(present, columnPresent) : columnPresent;
+        llvm::Value *columnsLeft = b.CreateSub(columns, b.CreateMul(q, constant(nr)));
+        for (int64_t column = 0; column < nr; column += micro.columns()) {
+          auto slice = [&] {
+            emitLoop(b, constant(0), rowPanels, 1, [&](llvm::Value *p) {
+              llvm::Value *lhsPanel = panelAddress(lhsAtRunTime, lhsPack, lhsConstant, plan.lhsPerBatch,
+                                                   mr, ceilDiv(spec.m, mr), mBlock, blocking.mc / mr, p);
+              llvm::Value *tileOffset =
+                  b.CreateAdd(b.CreateMul(p, constant(mr * blocking.nc)), b.CreateMul(q, constant(nr)));
+              llvm::Value *rowsLeft = b.CreateSub(rows, b.CreateMul(p, constant(mr)));
+              for (int64_t row = 0; row < mr; row += micro.rows) {
+                auto call = [&] {
+                  llvm::Value *at = b.CreateAdd(tileOffset, constant(row * blocking.nc + column));
+                  b.CreateCall(microKernelFunction,
+                               {b.CreateConstInBoundsGEP1_64(f32, lhsPanel, uint64_t(row)),
+                                b.CreateConstInBoundsGEP1_64(f32, rhsPanel, uint64_t(column)), kLen,
+                                b.CreateInBoundsGEP(f32, tile, at), constant(blocking.nc), accumulate});
+                };
+                if (row > 0)
+                  emitIf(b, b.CreateICmpSLT(constant(row), rowsLeft), call);
+                else
+                  call();
               }
-              if (present)
-                emitIf(b, present, call);
-              else
-                call();
-            }
-        }, "p");
+            }, "p");
+          };
+          if (column > 0)
+            emitIf(b, b.CreateICmpSLT(constant(column), columnsLeft), slice);
+          else
+            slice();
+        }
       }, "q");
     }, "kc");
     epilogueEmitter.emitBody(t);

@@ -33,12 +33,13 @@
 
 namespace sinter::codegen::llvmgen {
 
-/// The panels both operands are packed in (lhs: `rows` rows interleaved per r; rhs: `columns`
-/// columns), chosen from the contraction alone. Every x86-64 level reads the same panels, so the
-/// constants packed at compile time and the launch shape serve all of an artifact's levels; only
-/// the micro-kernel that walks a panel pair differs.
+/// The panels an operand packed at compile time is stored in (lhs: `rows` rows interleaved per
+/// r; rhs: `columns` columns), chosen from the contraction alone. Every x86-64 level reads the
+/// same panels, so the packed constants and the launch shape serve all of an artifact's levels;
+/// a level whose micro-kernel is narrower walks a panel in slices. Operands packed at run time
+/// use the level's own panels (its micro-kernel's rows or columns).
 struct PanelShape {
-  int64_t rows = 12;    ///< MR
+  int64_t rows = 6;     ///< MR
   int64_t columns = 32; ///< NR
 };
 
