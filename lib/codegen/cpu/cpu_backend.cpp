@@ -66,9 +66,7 @@ public:
   static std::vector<std::string> resolvedLevels(const std::vector<std::string> &requested) {
     std::vector<std::string> levels;
     for (const std::string &level : requested)
-      levels.push_back(llvmgen::resolveCpuLevel(level));
-    for (const std::string &level : levels)
-      llvmgen::createX86TargetMachine(level); // refuses a name that is not a level
+      levels.push_back(llvmgen::resolveCpuLevel(level)); // the constructor's target machines refuse other names
     std::sort(levels.begin(), levels.end());
     levels.erase(std::unique(levels.begin(), levels.end()), levels.end());
     if (levels.empty())

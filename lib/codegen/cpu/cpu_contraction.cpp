@@ -5,8 +5,8 @@
 //     for tile in [begin, end):          tile = (batch, m block, n block), n block fastest
 //       for each KC block of r:
 //         pack the run-time operand(s)   kernel IR (packRhs/packLhs below), via KernelEmitter
-//         for each NR panel q, MR panel p: the level's micro-kernel on each sub-block of
-//                                        the (lhs panel, rhs panel) pair inside the matrix
+//         for each NR panel q, each slice of it the level's micro-kernel is wide, MR panel p:
+//                                        the micro-kernel on (lhs panel, rhs slice)
 //       epilogue over the tile           kernel IR: acc from the tile buffer, then spec.epilogue
 //   sinter.microkernel.RxC.MRxNR(a, b, kLen, c, ldc, accumulate)   hand-written vector LLVM IR
 //
@@ -56,18 +56,13 @@ MicroKernelShape microKernelFor(const std::string &cpuLevel, const PanelShape &p
                 "a micro-kernel needs a resolved x86-64 level, not '", cpuLevel, "'");
   const bool v4 = cpuLevel == "x86-64-v4", v3 = cpuLevel == "x86-64-v3";
   const int64_t widest = v4 ? 16 : v3 ? 8 : 4;
-  // Accumulators a level keeps in registers, leaving room for the rhs vectors and a broadcast:
-  // 12 of 16 xmm or ymm, 24 of 32 zmm.
-  const int64_t accumulators = v4 ? 24 : 12;
   MicroKernelShape shape;
   shape.width = std::min(widest, panels.columns);
   shape.vectors = std::min<int64_t>(2, panels.columns / shape.width);
-  shape.rows = 1;
-  for (int64_t rows = panels.rows; rows >= 1; --rows)
-    if (panels.rows % rows == 0 && rows * shape.vectors <= accumulators) {
-      shape.rows = rows;
-      break;
-    }
+  shape.rows = panels.rows;
+  // At most 12 accumulators (of 16 xmm or ymm), leaving room for the rhs vectors and a broadcast.
+  SINTER_ASSERT(shape.rows * shape.vectors <= 12, "a ", shape.rows, "x", shape.columns(),
+                " micro-kernel does not fit the registers");
   return shape;
 }
 
@@ -399,7 +394,7 @@ std::optional<WindowTable> rhsWindowTable(const Contraction &contraction) {
 
 /// sinter.microkernel.RxC.AxB: c[0..R)[0..C) (row stride ldc) = (accumulate ? c : 0) + sum over
 /// r < kLen of a[r * A + row] * b[r * B + column], where A and B are the panels' rows and
-/// columns (the sub-block starts at a and b). Built once per module and shape.
+/// columns (the slice starts at b). Built once per module and shape.
 llvm::Function *microKernel(llvm::Module &module, const MicroKernelShape &shape, const PanelShape &panels) {
   std::string name = "sinter.microkernel." + std::to_string(shape.rows) + "x" + std::to_string(shape.columns()) +
                      "." + std::to_string(panels.rows) + "x" + std::to_string(panels.columns);
@@ -680,10 +675,10 @@ Kernel emitBlockedContraction(const LoweredGroup &group, const BlockedContractio
   const bool lhsAtRunTime = !plan.lhsPacked, rhsAtRunTime = !plan.rhsPacked;
   const PanelShape &panels = plan.blocking.panels;
   const MicroKernelShape micro = microKernelFor(cpuLevel, panels);
-  // An operand packed at run time is packed in this level's own panels, one micro-kernel call
-  // wide; one packed at compile time is in the plan's panels, which every level shares, and a
-  // level with a narrower micro-kernel walks them in slices.
-  const int64_t mr = lhsAtRunTime ? micro.rows : panels.rows;
+  // A run-time rhs is packed in this level's own panels, one micro-kernel call wide; a
+  // compile-time one is in the plan's panels, which every level shares, and a level with a
+  // narrower micro-kernel walks them in slices. Every level's micro-kernel covers a panel's rows.
+  const int64_t mr = panels.rows;
   const int64_t nr = rhsAtRunTime ? micro.columns() : panels.columns;
   const ContractionBlocking &blocking = plan.blocking;
   const WindowGather *rhsGather = plan.gather ? &*plan.gather : nullptr;
@@ -788,8 +783,8 @@ Kernel emitBlockedContraction(const LoweredGroup &group, const BlockedContractio
       // For each rhs panel, the level's micro-kernel on each of its column slices in turn,
       // over every lhs panel: a slice (KC x the micro-kernel's columns) stays in L1 while the
       // lhs panels stream past it, as a whole panel did when panels were the level's width.
-      // Only sub-blocks that hold a real row and a real column are computed (a tile's last
-      // panels may be partly past the matrix's edge).
+      // A slice wholly past the matrix's last column is skipped (a tile's last panel may be
+      // partly past the edge).
       emitLoop(b, constant(0), columnPanels, 1, [&](llvm::Value *q) {
         llvm::Value *rhsPanel = panelAddress(rhsAtRunTime, rhsPack, rhsConstant, plan.rhsPerBatch,
                                              nr, ceilDiv(spec.n, nr), nBlock, blocking.nc / nr, q);
@@ -801,20 +796,10 @@ Kernel emitBlockedContraction(const LoweredGroup &group, const BlockedContractio
                                                    mr, ceilDiv(spec.m, mr), mBlock, blocking.mc / mr, p);
               llvm::Value *tileOffset =
                   b.CreateAdd(b.CreateMul(p, constant(mr * blocking.nc)), b.CreateMul(q, constant(nr)));
-              llvm::Value *rowsLeft = b.CreateSub(rows, b.CreateMul(p, constant(mr)));
-              for (int64_t row = 0; row < mr; row += micro.rows) {
-                auto call = [&] {
-                  llvm::Value *at = b.CreateAdd(tileOffset, constant(row * blocking.nc + column));
-                  b.CreateCall(microKernelFunction,
-                               {b.CreateConstInBoundsGEP1_64(f32, lhsPanel, uint64_t(row)),
-                                b.CreateConstInBoundsGEP1_64(f32, rhsPanel, uint64_t(column)), kLen,
-                                b.CreateInBoundsGEP(f32, tile, at), constant(blocking.nc), accumulate});
-                };
-                if (row > 0)
-                  emitIf(b, b.CreateICmpSLT(constant(row), rowsLeft), call);
-                else
-                  call();
-              }
+              llvm::Value *at = b.CreateAdd(tileOffset, constant(column));
+              b.CreateCall(microKernelFunction,
+                           {lhsPanel, b.CreateConstInBoundsGEP1_64(f32, rhsPanel, uint64_t(column)), kLen,
+                            b.CreateInBoundsGEP(f32, tile, at), constant(blocking.nc), accumulate});
             }, "p");
           };
           if (column > 0)

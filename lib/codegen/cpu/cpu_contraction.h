@@ -5,7 +5,7 @@
 // is one point of the kernel's parallel index, so the runtime's thread pool spreads tiles over
 // its threads. Within a tile, the reduction runs in KC-long blocks: for each, both operands are in
 // packed panels (lhs: MR rows interleaved per r; rhs: NR columns interleaved per r) and a
-// register-blocked micro-kernel accumulates a sub-block of MR x NR outputs in vector registers
+// register-blocked micro-kernel accumulates a slice of MR x NR outputs in vector registers
 // (SSE 4-wide for x86-64-v2, AVX2 8-wide for v3, AVX-512 16-wide for v4) into a tile buffer.
 // The panels and blocks are the same at every level (PanelShape), so one plan and its packed
 // constants serve an artifact's kernels for several levels. After the last block the
@@ -45,9 +45,9 @@ struct PanelShape {
 
 PanelShape choosePanels(const ContractionSpec &spec);
 
-/// One level's register block: `rows` x (`vectors` * `width`) accumulators, a sub-block of a
-/// panel pair (rows divides the panel's rows, columns() its columns) that the tile loop calls
-/// once per sub-block that holds a real row and column.
+/// One level's register block: `rows` x (`vectors` * `width`) accumulators, all of a panel's
+/// rows and a slice of its columns (columns() divides the panel's), which the tile loop calls
+/// once per slice that holds a real column.
 struct MicroKernelShape {
   int64_t width = 4;   ///< f32 lanes of a vector register
   int64_t rows = 6;
