@@ -13,102 +13,28 @@
 // .shstrtab | .note.GNU-stack (empty) | section header table.
 #include "blob_object.h"
 
+#include "elf_writing.h"
+
 #include "sinter/package/manifest.h"
 #include "sinter/support/error.h"
 
-#include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <elf.h>
-#include <algorithm>
 #include <string>
 #include <vector>
 
 namespace sinter::package {
 namespace {
 
-/// The blob is page-aligned, which keeps the weights (at a multiple of kWeightAlignment inside
-/// it) aligned in memory once model.so is mapped.
-constexpr uint64_t kBlobAlignment = 4096;
-static_assert(kBlobAlignment % kWeightAlignment == 0);
+using elf::addName;
+using elf::alignUp;
+using elf::appendBytes;
+using elf::kBlobAlignment;
 
 // Section indices, in file order.
 enum Section : uint16_t { kNull, kText, kBlob, kRelaText, kSymtab, kStrtab, kShstrtab, kStack, kSections };
 // Symbol indices: the null symbol, the blob's section symbol (local), the accessor (global).
 enum Symbol : uint32_t { kNullSymbol, kBlobSymbol, kAccessorSymbol, kSymbols };
-
-constexpr uint64_t alignUp(uint64_t value, uint64_t alignment) { return (value + alignment - 1) / alignment * alignment; }
-
-/// `const void *sinter_artifact(uint64_t *size)`:
-///      test   %rdi, %rdi
-///      je     1f
-///      movabs $BYTES, %rax
-///      mov    %rax, (%rdi)
-///   1: lea    blob(%rip), %rax
-///      ret
-std::vector<uint8_t> accessorCode(uint64_t blobBytes, uint64_t &leaDisplacementOffset) {
-  std::vector<uint8_t> code = {0x48, 0x85, 0xff, // test %rdi, %rdi
-                               0x74, 0x0d,       // je +13 (past movabs and mov)
-                               0x48, 0xb8};      // movabs $imm64, %rax
-  for (int i = 0; i < 8; ++i)
-    code.push_back(uint8_t(blobBytes >> (8 * i)));
-  code.insert(code.end(), {0x48, 0x89, 0x07, // mov %rax, (%rdi)
-                           0x48, 0x8d, 0x05}); // lea disp32(%rip), %rax
-  leaDisplacementOffset = code.size();
-  code.insert(code.end(), {0, 0, 0, 0, 0xc3}); // disp32 (relocated), ret
-  return code;
-}
-
-/// Appends a name to a string table and returns its offset.
-uint32_t addName(std::string &table, const char *name) {
-  uint32_t offset = uint32_t(table.size());
-  table += name;
-  table.push_back('\0');
-  return offset;
-}
-
-template <typename T> void appendBytes(std::vector<uint8_t> &out, const T &value) {
-  const auto *bytes = reinterpret_cast<const uint8_t *>(&value);
-  out.insert(out.end(), bytes, bytes + sizeof value);
-}
-
-class ObjectFile {
-public:
-  explicit ObjectFile(const std::string &path) : path_(path), file_(std::fopen(path.c_str(), "wb")) {
-    if (!file_)
-      userError("cannot write '", path, "': ", std::strerror(errno));
-  }
-  ~ObjectFile() {
-    if (file_)
-      std::fclose(file_);
-  }
-  ObjectFile(const ObjectFile &) = delete;
-  ObjectFile &operator=(const ObjectFile &) = delete;
-
-  void write(const void *bytes, uint64_t size) {
-    if (size && std::fwrite(bytes, 1, size, file_) != size)
-      userError("cannot write '", path_, "': ", std::strerror(errno));
-    offset_ += size;
-  }
-  void write(std::span<const uint8_t> bytes) { write(bytes.data(), bytes.size()); }
-  void padTo(uint64_t offset) {
-    static const uint8_t zeros[4096] = {};
-    while (offset_ < offset)
-      write(zeros, std::min<uint64_t>(offset - offset_, sizeof zeros));
-  }
-  uint64_t offset() const { return offset_; }
-  void close() {
-    std::FILE *file = file_;
-    file_ = nullptr;
-    if (std::fclose(file) != 0)
-      userError("cannot write '", path_, "': ", std::strerror(errno));
-  }
-
-private:
-  std::string path_;
-  std::FILE *file_;
-  uint64_t offset_ = 0;
-};
 
 } // namespace
 
@@ -116,7 +42,7 @@ void emitBlobObject(std::span<const uint8_t> head, std::span<const uint8_t> weig
                     const std::string &path) {
   const uint64_t blobBytes = head.size() + weights.size();
   uint64_t leaDisplacementOffset = 0;
-  const std::vector<uint8_t> code = accessorCode(blobBytes, leaDisplacementOffset);
+  const std::vector<uint8_t> code = elf::accessorCode(blobBytes, leaDisplacementOffset);
 
   std::string sectionNames(1, '\0'), symbolNames(1, '\0');
   const uint32_t textName = addName(sectionNames, ".text");
@@ -201,7 +127,7 @@ void emitBlobObject(std::span<const uint8_t> head, std::span<const uint8_t> weig
   header.e_shnum = kSections;
   header.e_shstrndx = kShstrtab;
 
-  ObjectFile out(path);
+  elf::OutputFile out(path, /*hashing=*/false);
   out.write(&header, sizeof header);
   out.write(code);
   out.padTo(blobOffset);

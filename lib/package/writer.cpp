@@ -1,5 +1,6 @@
-// writeArtifact: serialize, emit the blob object, link, append the whole-file digest
-// (file_digest.h), rename into place. Scratch files (the
+// writeArtifact: serialize; when there are CPU kernel objects, emit the blob object, link, append
+// the whole-file digest (file_digest.h), else write the shared object directly
+// (shared_object.h); rename into place. Scratch files (the
 // blob object, the version script) live in a private temporary folder that is removed whatever
 // happens; the output is linked under a temporary name beside the destination and renamed, which
 // is atomic on one file system.
@@ -7,6 +8,7 @@
 
 #include "blob_object.h"
 #include "linker.h"
+#include "shared_object.h"
 #include "sinter/package/file_digest.h"
 #include "sinter/package/format.h"
 #include "sinter/support/error.h"
@@ -101,6 +103,19 @@ void writeArtifact(const Manifest &manifest, const std::string &path,
     userError("the artifact's weights (", manifest.weights.size() >> 20,
               " MiB) are too large to embed in a shared object (at most ", kMaxBlobBytes >> 20,
               " MiB)");
+
+  if (cpuObjectFiles.empty() && (manifest.target == Target::Cuda || manifest.kernels.empty())) {
+    // Nothing to link: model.so is written directly, its digest hashed on the way. (CPU kernels
+    // without objects go to the linker, which names the undefined ones.)
+    PendingFile output{fs::path(path)};
+    try {
+      writeBlobSharedObject(head, manifest.weights, output.path().string());
+    } catch (const UserError &error) {
+      userError("cannot write the artifact '", path, "': ", error.what());
+    }
+    output.commit();
+    return;
+  }
 
   TemporaryFolder scratch("sinter-artifact", scratchBases(head.size() + manifest.weights.size()));
   std::string blobObject = (scratch.path() / "artifact.o").string();

@@ -3,6 +3,7 @@
 // and no file left behind by a failed write.
 #include "artifact_test_util.h"
 #include "elf_reader.h"
+#include "sinter/package/file_digest.h"
 #include "sinter/package/format.h"
 #include "sinter/package/writer.h"
 #include "sinter/runtime.hpp"
@@ -12,6 +13,8 @@
 
 #include <algorithm>
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <set>
 
 using namespace sinter;
@@ -126,4 +129,39 @@ TEST_F(WriterTest, LargeWeightsAreAlignedAndIntact) {
   session.runHost(inputs, outputs);
   for (size_t i = 0; i < 64; ++i)
     EXPECT_EQ(int(tail[i]), int(200 - i));
+}
+
+TEST_F(WriterTest, ArtifactsWithoutKernelObjectsAreWrittenDirectlyAndLoad) {
+  // A CUDA artifact has no CPU objects, so no linker runs (shared_object.cpp): the loader must
+  // still accept it, find the one export through its hash tables, and see the exact blob.
+  Manifest manifest = identityManifest();
+  manifest.target = Target::Cuda;
+  manifest.cpuLevels.clear();
+  manifest.weights.assign(3 * 4096 + 5, 0);
+  for (size_t i = 0; i < manifest.weights.size(); ++i)
+    manifest.weights[i] = static_cast<uint8_t>(i * 7 + 1);
+  std::string model = path("cuda.so");
+  writeArtifact(manifest, model);
+  ElfDynamicInfo info = readElfDynamicInfo(model);
+  EXPECT_TRUE(info.needed.empty());
+  EXPECT_EQ(info.exported, std::vector<std::string>{"sinter_artifact"});
+
+  std::vector<uint8_t> expected = serializeManifestHead(manifest);
+  expected.insert(expected.end(), manifest.weights.begin(), manifest.weights.end());
+  void *library = dlopen(model.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(library, nullptr) << dlerror();
+  auto accessor = reinterpret_cast<const void *(*)(uint64_t *)>(dlsym(library, "sinter_artifact"));
+  ASSERT_NE(accessor, nullptr);
+  EXPECT_EQ(dlsym(library, "sinter_artifacts"), nullptr); // a near name is not found
+  uint64_t size = 0;
+  const auto *blob = static_cast<const uint8_t *>(accessor(&size));
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(blob) % 4096, 0u);
+  EXPECT_EQ(std::vector<uint8_t>(blob, blob + size), expected);
+  dlclose(library);
+
+  // The file checks the runtime makes before dlopen, digest included.
+  int descriptor = open(model.c_str(), O_RDONLY);
+  ASSERT_GE(descriptor, 0);
+  EXPECT_EQ(findArtifactFileProblem(descriptor, fs::file_size(model)), "");
+  close(descriptor);
 }
