@@ -484,20 +484,12 @@ std::string prefixed(const std::string &displayName, const std::string &message)
   return displayName + ": " + message;
 }
 
-// Parses `bytes` (released as soon as they are parsed) and imports the model.
-std::unique_ptr<Graph> importOwnedBytes(std::string bytes, const std::string &baseDirectory,
-                                        const ImportOptions &options,
-                                        const std::string &displayName) {
-  try {
-    ::onnx::ModelProto model;
-    parseMessage(bytes, model, displayName, "ONNX model");
-    std::string().swap(bytes);
-    if (!model.has_graph())
-      userError("not an ONNX model: it has no graph");
-    return Importer(model, baseDirectory, options, displayName).run();
-  } catch (const UserError &error) {
-    throw UserError(prefixed(displayName, error.what()));
-  }
+// Imports a parsed model, releasing its initializers' bytes as it goes; errors name `displayName`.
+std::unique_ptr<Graph> importParsed(::onnx::ModelProto &model, const std::string &baseDirectory,
+                                    const ImportOptions &options, const std::string &displayName) {
+  if (!model.has_graph())
+    userError("not an ONNX model: it has no graph");
+  return Importer(model, baseDirectory, options, displayName).run();
 }
 
 } // namespace
@@ -505,12 +497,24 @@ std::unique_ptr<Graph> importOwnedBytes(std::string bytes, const std::string &ba
 std::unique_ptr<Graph> importModelBytes(const std::string &bytes, const std::string &baseDirectory,
                                         const ImportOptions &options,
                                         const std::string &displayName) {
-  return importOwnedBytes(bytes, baseDirectory, options, displayName);
+  try {
+    ::onnx::ModelProto model;
+    parseMessage(bytes, model, displayName, "ONNX model");
+    return importParsed(model, baseDirectory, options, displayName);
+  } catch (const UserError &error) {
+    throw UserError(prefixed(displayName, error.what()));
+  }
 }
 
 std::unique_ptr<Graph> importModel(const std::string &path, const ImportOptions &options) {
   std::string folder = std::filesystem::path(path).parent_path().string();
-  return importOwnedBytes(readModelFile(path), folder.empty() ? "." : folder, options, path);
+  try {
+    ::onnx::ModelProto model;
+    parseMessageFile(path, model, "ONNX model");
+    return importParsed(model, folder.empty() ? "." : folder, options, path);
+  } catch (const UserError &error) {
+    throw UserError(prefixed(path, error.what()));
+  }
 }
 
 } // namespace sinter::onnx

@@ -27,9 +27,11 @@ namespace sinter::onnx::detail {
 
 // ---- model_file.cpp ------------------------------------------------------------------------
 
-/// Reads a whole file. Throws UserError naming the path when it is missing, not a regular file,
-/// empty, or larger than protobuf's 2 GiB limit.
-std::string readModelFile(const std::string &path);
+/// Parses the protobuf message in the file at `path`, reading it in blocks. Throws UserError
+/// naming the path when it is missing, not a regular file, empty, larger than protobuf's 2 GiB
+/// limit, unreadable, or does not parse as `what` ("ONNX model", "TensorProto").
+void parseMessageFile(const std::string &path, google::protobuf::MessageLite &message,
+                      const std::string &what);
 
 /// Parses a protobuf message with a 2 GiB total-bytes limit. Throws UserError naming
 /// `displayName` and `what` ("ONNX model", "TensorProto") when the bytes do not parse.

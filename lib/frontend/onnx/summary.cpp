@@ -47,9 +47,8 @@ std::string describePort(const ::onnx::ValueInfoProto &info, const std::string &
 
 ModelSummary summarizeModel(const std::string &path) {
   try {
-    std::string bytes = readModelFile(path);
     ::onnx::ModelProto model;
-    parseMessage(bytes, model, path, "ONNX model");
+    parseMessageFile(path, model, "ONNX model");
     if (!model.has_graph())
       userError("not an ONNX model: it has no graph");
     const ::onnx::GraphProto &graph = model.graph();

@@ -302,9 +302,8 @@ void tensorToProto(const Tensor &tensor, ::onnx::TensorProto &proto) {
 namespace sinter::onnx {
 
 Tensor readTensorProtoFile(const std::string &path) {
-  std::string bytes = detail::readModelFile(path);
   ::onnx::TensorProto proto;
-  detail::parseMessage(bytes, proto, path, "TensorProto");
+  detail::parseMessageFile(path, proto, "TensorProto");
   std::string folder = std::filesystem::path(path).parent_path().string();
   detail::TensorSource source{path, folder.empty() ? "." : folder};
   std::string what =
