@@ -70,11 +70,11 @@ TEST(KernelCache, DamagedEntriesAreDetectedRemovedAndRebuilt) {
   const std::string payload(1000, 'p');
   cache.store(key, payload);
   const std::string good = readAll(cache.entryPath(key));
-  ASSERT_EQ(good.size(), 144u + payload.size()); // magic 8, size 8, key 64, digest 64
+  ASSERT_EQ(good.size(), 96u + payload.size()); // magic 8, size 8, key 64, XXH64 16
   // Each damage: a byte of the payload, of the digest, of the size, of the key, of the magic;
   // the entry cut short; the entry with bytes appended.
   std::vector<std::string> damaged;
-  for (size_t at : {size_t(144 + 500), size_t(80 + 3), size_t(8), size_t(16 + 5), size_t(0)}) {
+  for (size_t at : {size_t(96 + 500), size_t(80 + 3), size_t(8), size_t(16 + 5), size_t(0)}) {
     std::string bytes = good;
     bytes[at] ^= 0x01;
     damaged.push_back(bytes);

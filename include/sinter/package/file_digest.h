@@ -10,6 +10,8 @@
 // Like format.cpp, this file is compiled into libsinter_rt: POSIX and the C++ library only.
 #pragma once
 
+#include "sinter/support/xxh64.h"
+
 #include <array>
 #include <cstdint>
 #include <span>
@@ -17,23 +19,8 @@
 
 namespace sinter::package {
 
-/// XXH64, fed in pieces of any size; digest() may be called at any point.
-class Xxh64 {
-public:
-  explicit Xxh64(uint64_t seed = 0);
-  void update(std::span<const uint8_t> bytes);
-  uint64_t digest() const;
-
-private:
-  uint64_t seed_;
-  uint64_t lanes_[4];
-  uint8_t pending_[32]; ///< the start of an incomplete 32-byte stripe
-  uint64_t pendingBytes_ = 0;
-  uint64_t totalBytes_ = 0;
-};
-
-/// XXH64 of `bytes` in one call.
-uint64_t xxh64(std::span<const uint8_t> bytes, uint64_t seed = 0);
+using sinter::Xxh64;
+using sinter::xxh64;
 
 /// The last 8 bytes of every artifact.
 inline constexpr char kDigestTrailerMagic[8] = {'S', 'I', 'N', 'T', 'E', 'R', 'D', 'G'};
