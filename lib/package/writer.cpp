@@ -18,6 +18,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <string>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 #include <vector>
@@ -45,6 +48,17 @@ std::vector<fs::path> scratchBases(uint64_t objectBytes) {
     bases.push_back("/dev/shm");
   bases.push_back(temporaryDirectory());
   return bases;
+}
+
+/// The process's file-creation mask, read without changing it (umask() sets it, which would race
+/// with the job pool's threads creating cache entries); 022 when /proc is not there.
+mode_t processUmask() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind("Umask:", 0) == 0)
+      return mode_t(std::strtoul(line.c_str() + 6, nullptr, 8));
+  return 022;
 }
 
 /// Reserves a unique temporary name beside `destination`; removes it on destruction unless it
@@ -110,6 +124,9 @@ void writeArtifact(const Manifest &manifest, const std::string &path,
     PendingFile output{fs::path(path)};
     try {
       writeBlobSharedObject(head, manifest.weights, output.path().string());
+      // The mode a linker gives its output (mkstemp made the file private): 0777 less the umask.
+      if (chmod(output.path().c_str(), 0777 & ~processUmask()) != 0)
+        userError("cannot set the mode of '", output.path().string(), "': ", std::strerror(errno));
     } catch (const UserError &error) {
       userError("cannot write the artifact '", path, "': ", error.what());
     }

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <set>
 
@@ -158,6 +159,14 @@ TEST_F(WriterTest, ArtifactsWithoutKernelObjectsAreWrittenDirectlyAndLoad) {
   EXPECT_EQ(reinterpret_cast<uintptr_t>(blob) % 4096, 0u);
   EXPECT_EQ(std::vector<uint8_t>(blob, blob + size), expected);
   dlclose(library);
+
+  // Readable by others as a linker's output is (a server may run as another user): 0777 less
+  // the umask, not mkstemp's 0600.
+  mode_t mask = umask(022);
+  umask(mask);
+  struct stat status {};
+  ASSERT_EQ(stat(model.c_str(), &status), 0);
+  EXPECT_EQ(status.st_mode & 0777, 0777 & ~mask);
 
   // The file checks the runtime makes before dlopen, digest included.
   int descriptor = open(model.c_str(), O_RDONLY);
