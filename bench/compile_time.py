@@ -31,7 +31,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 PHASES = re.compile(r"time: import ([\d.]+) s, passes ([\d.]+) s, codegen ([\d.]+) s, plan ([\d.]+) s, "
                     r"backend ([\d.]+) s, write ([\d.]+) s, total ([\d.]+) s")
-TOOL = re.compile(r"info: (NVRTC|ptxas): (\d+) \w+ in ([\d.]+) s")
+# The backend's toolchain phase: CUDA's NVRTC and ptxas runs share one pool (one line since
+# 2026-12-03; NVRTC and ptxas lines before), the CPU target's LLVM modules.
+TOOL = re.compile(r"info: (NVRTC and ptxas|NVRTC|ptxas|LLVM O3 and object): (\d+) \w+ in ([\d.]+) s")
 WROTE = re.compile(r"wrote .*: (\d+) kernels \((\d+) distinct\)")
 CACHE = re.compile(r"kernel cache .*: (\d+) of (\d+) toolchain units from the cache")
 
@@ -121,21 +123,21 @@ def measure_one(sinter, model, target, timeout, work):
 
 
 def markdown(rows):
-    lines = ["| model | target | kernels (distinct) | cold s (CPU s) | NVRTC s | ptxas s | import / passes / plan / write s | warm s (cache hits) | peak RSS MiB |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    lines = ["| model | target | kernels (distinct) | cold s (CPU s) | toolchain s (runs) | import / passes / plan / write s | warm s (cache hits) | peak RSS MiB |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for row in rows:
         cold, warm = row.get("cold", {}), row.get("warm", {})
         if cold.get("status") != "ok":
-            lines.append(f"| {row['model']} | {row['target']} | | {cold.get('status')} after {cold.get('wall_s')} s | | | | | |")
+            lines.append(f"| {row['model']} | {row['target']} | | {cold.get('status')} after {cold.get('wall_s')} s | | | | |")
             continue
         phases = cold.get("phases_s", {})
         tools = cold.get("toolchain", {})
+        toolchain = " + ".join(f"{tool['s']} ({tool['units']})" for tool in tools.values())
         warm_text = (f"{warm.get('wall_s')} ({warm.get('cache_hits', '-')}/{warm.get('cache_units', '-')})"
                      if warm.get("status") == "ok" else str(warm.get("status", "-")))
         lines.append(
             f"| {row['model']} | {row['target']} | {cold.get('kernels')} ({cold.get('distinct_kernels')}) | "
-            f"{cold['wall_s']} ({cold['cpu_s']}) | {tools.get('NVRTC', {}).get('s', '')} | "
-            f"{tools.get('ptxas', {}).get('s', '')} | {phases.get('import')} / {phases.get('passes')} / "
+            f"{cold['wall_s']} ({cold['cpu_s']}) | {toolchain} | {phases.get('import')} / {phases.get('passes')} / "
             f"{phases.get('plan')} / {phases.get('write')} | {warm_text} | {max(cold.get('peak_rss_mib', 0), warm.get('peak_rss_mib', 0))} |")
     return "\n".join(lines) + "\n"
 

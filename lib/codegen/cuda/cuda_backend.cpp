@@ -18,11 +18,13 @@
 
 #include <algorithm>
 #include <cctype>
+#include <condition_variable>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <regex>
 
@@ -184,19 +186,48 @@ public:
         nvrtcJobs.push_back({m, true});
     }
     const KernelCache *cache = options_.build.cache.get();
-    runReportedJobs("NVRTC", "modules", nvrtcJobs.size(), [&](size_t job) {
-      auto [m, sm90a] = nvrtcJobs[job];
-      (sm90a ? ptx90a[m] : ptx[m]) = cuda::compileToPtx(units[m], sm90a ? "compute_90a" : oldest, programName(m), cache);
-    });
-    // ptxas once per module and architecture.
+    // Then ptxas once per module and architecture. Both tools share one pool, NVRTC's runs first:
+    // a module's cubins start as soon as its PTX is there, not once every module's is (that
+    // barrier idled a core for part of each cold compile). A ptxas job waits only for an NVRTC
+    // job handed out before it, so it cannot wait forever; -j 1 runs them all in order.
     std::vector<std::vector<uint8_t>> cubins(modules.size() * archCount);
-    runReportedJobs("ptxas", "cubins", cubins.size(), [&](size_t job) {
-      const size_t m = job / archCount;
-      const std::string &arch = archs[job % archCount];
+    std::mutex readyLock;
+    std::condition_variable readyChanged;
+    std::vector<char> ptxDone(modules.size(), 0), ptx90aDone(modules.size(), 0); // ran (or failed)
+    std::vector<char> ptxFailed(modules.size(), 0), ptx90aFailed(modules.size(), 0);
+    runReportedJobs("NVRTC and ptxas", "runs", nvrtcJobs.size() + cubins.size(), [&](size_t job) {
+      if (job < nvrtcJobs.size()) {
+        auto [m, sm90a] = nvrtcJobs[job];
+        bool failed = true;
+        auto markDone = [&] {
+          std::lock_guard<std::mutex> guard(readyLock);
+          (sm90a ? ptx90aDone : ptxDone)[m] = 1;
+          (sm90a ? ptx90aFailed : ptxFailed)[m] = failed;
+          readyChanged.notify_all();
+        };
+        try {
+          (sm90a ? ptx90a[m] : ptx[m]) = cuda::compileToPtx(units[m], sm90a ? "compute_90a" : oldest, programName(m), cache);
+          failed = false;
+        } catch (...) {
+          markDone();
+          throw;
+        }
+        markDone();
+        return;
+      }
+      const size_t cubin = job - nvrtcJobs.size();
+      const size_t m = cubin / archCount;
+      const std::string &arch = archs[cubin % archCount];
       const bool sm90a = wgmma[m] && archNumber(arch) == 90;
+      {
+        std::unique_lock<std::mutex> guard(readyLock);
+        readyChanged.wait(guard, [&] { return (sm90a ? ptx90aDone : ptxDone)[m] != 0; });
+        if ((sm90a ? ptx90aFailed : ptxFailed)[m])
+          return; // the NVRTC job's own error is the one reported
+      }
       fs::path folder = fs::path(workDirectory) / ("module" + std::to_string(m)) / arch;
       fs::create_directories(folder);
-      cubins[job] = cuda::assemblePtx(sm90a ? ptx90a[m] : ptx[m], arch + (sm90a ? "a" : ""), folder.string(), cache);
+      cubins[cubin] = cuda::assemblePtx(sm90a ? ptx90a[m] : ptx[m], arch + (sm90a ? "a" : ""), folder.string(), cache);
     });
 
     const uint32_t base = uint32_t(manifest.cudaModules.size());
