@@ -9,8 +9,13 @@
 #include <iterator>
 #include <mutex>
 #include <sstream>
+#include <thread>
+#include <vector>
 
+#include <cerrno>
+#include <cstring>
 #include <dlfcn.h>
+#include <spawn.h>
 #include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -103,6 +108,31 @@ std::string findPtxas() {
             "toolkit or set SINTER_PTXAS");
 }
 
+/// Runs `program` with `arguments` (argv[0] first), its stdout and stderr going to `output`, and
+/// waits; returns its exit status, 127 when it could not be started, -1 when a signal ended it.
+/// posix_spawn, not fork: forking a compiler that holds a model's weights copied its page tables
+/// and made every page it wrote while ptxas ran a copy-on-write fault.
+int runProcess(const std::string &program, const std::vector<std::string> &arguments, int output) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, output, 1);
+  posix_spawn_file_actions_adddup2(&actions, output, 2);
+  std::vector<char *> argv;
+  for (const std::string &argument : arguments)
+    argv.push_back(const_cast<char *>(argument.c_str()));
+  argv.push_back(nullptr);
+  pid_t child = 0;
+  int error = posix_spawn(&child, program.c_str(), &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (error != 0)
+    return 127;
+  int waitStatus = 0;
+  while (waitpid(child, &waitStatus, 0) < 0)
+    if (errno != EINTR)
+      return -1;
+  return WIFEXITED(waitStatus) ? WEXITSTATUS(waitStatus) : -1;
+}
+
 std::string readFile(const fs::path &path) {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), {});
@@ -114,25 +144,19 @@ const std::string &ptxasVersion() {
   static const std::string version = [] {
     std::string ptxas = findPtxas();
     int pipe[2];
-    SINTER_ASSERT(::pipe(pipe) == 0, "pipe for ptxas --version failed");
-    pid_t child = fork();
-    if (child == 0) {
-      dup2(pipe[1], 1);
-      dup2(pipe[1], 2);
-      ::close(pipe[0]);
-      execl(ptxas.c_str(), "ptxas", "--version", static_cast<char *>(nullptr));
-      _exit(127);
-    }
-    ::close(pipe[1]);
-    SINTER_ASSERT(child > 0, "fork for ptxas failed");
+    SINTER_ASSERT(::pipe2(pipe, O_CLOEXEC) == 0, "pipe for ptxas --version failed");
+    // The child's dup2 clears close-on-exec on its copies; the parent reads until ptxas exits.
     std::string text;
-    char buffer[512];
-    for (ssize_t got; (got = ::read(pipe[0], buffer, sizeof buffer)) > 0;)
-      text.append(buffer, size_t(got));
+    std::thread reader([&] {
+      char buffer[512];
+      for (ssize_t got; (got = ::read(pipe[0], buffer, sizeof buffer)) > 0;)
+        text.append(buffer, size_t(got));
+    });
+    int status = runProcess(ptxas, {"ptxas", "--version"}, pipe[1]);
+    ::close(pipe[1]);
+    reader.join();
     ::close(pipe[0]);
-    int waitStatus = 0;
-    waitpid(child, &waitStatus, 0);
-    if (!WIFEXITED(waitStatus) || WEXITSTATUS(waitStatus) != 0)
+    if (status != 0)
       userError("could not run ", ptxas, " --version");
     return ptxas + "\n" + text;
   }();
@@ -209,24 +233,15 @@ std::vector<uint8_t> assemblePtx(const std::string &ptx, const std::string &arch
     std::ofstream out(input, std::ios::binary);
     out << ptx;
   }
-  pid_t child = fork();
-  if (child == 0) {
-    int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd >= 0) {
-      dup2(fd, 1);
-      dup2(fd, 2);
-    }
-    std::string archOption = "-arch=" + arch;
-    execl(ptxas.c_str(), "ptxas", archOption.c_str(), "-O3", input.c_str(), "-o", output.c_str(),
-          static_cast<char *>(nullptr));
-    _exit(127);
-  }
-  SINTER_ASSERT(child > 0, "fork for ptxas failed");
-  int waitStatus = 0;
-  waitpid(child, &waitStatus, 0);
-  if (!WIFEXITED(waitStatus) || WEXITSTATUS(waitStatus) != 0) {
+  int logFile = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (logFile < 0)
+    userError("cannot write '", log.string(), "': ", std::strerror(errno));
+  int status = runProcess(ptxas, {"ptxas", "-arch=" + arch, "-O3", input.string(), "-o", output.string()},
+                          logFile);
+  ::close(logFile);
+  if (status != 0) {
     std::lock_guard<std::mutex> guard(ptxasLock);
-    if (WIFEXITED(waitStatus) && WEXITSTATUS(waitStatus) == 127)
+    if (status == 127)
       userError("could not run ", ptxas);
     SINTER_ASSERT(false, "ptxas -arch=", arch, " failed:\n", readFile(log));
   }
