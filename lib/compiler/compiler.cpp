@@ -107,28 +107,41 @@ struct WeightIndex {
 };
 
 /// Appends bytes to the weights blob at the next aligned offset, or finds the same bytes there
-/// already (with an index); returns the offset.
-uint64_t appendWeights(package::Manifest &manifest, const void *data, uint64_t bytes,
-                       const std::string &name, WeightIndex *index = nullptr) {
-  uint64_t hash = 0;
-  if (index) {
-    hash = package::hashBytes(std::span<const uint8_t>(static_cast<const uint8_t *>(data), bytes));
-    auto [begin, end] = index->offsetsByHash.equal_range(hash);
-    for (auto it = begin; it != end; ++it)
-      if (index->bytesAt.at(it->second) == bytes &&
-          (bytes == 0 || std::memcmp(manifest.weights.data() + it->second, data, bytes) == 0))
-        return it->second;
+/// already (with an index); returns the offset. An artifact of one plan lays its blob out
+/// without copying (Manifest::borrowedWeights): bytes that last until the artifact is written
+/// (`lasting`: the graph's constants) are referred to, others copied into derivedWeights. A
+/// bucketed artifact (with an index) copies into `weights`: its plans' graphs are gone by then.
+uint64_t appendWeights(package::Manifest &manifest, std::span<const uint8_t> bytes,
+                       const std::string &name, WeightIndex *index, bool lasting) {
+  if (!index) {
+    static const uint8_t zeros[package::kWeightAlignment] = {};
+    uint64_t size = package::weightsSize(manifest);
+    uint64_t offset = (size + package::kWeightAlignment - 1) / package::kWeightAlignment *
+                      package::kWeightAlignment;
+    if (offset > size)
+      manifest.borrowedWeights.push_back({zeros, offset - size});
+    if (!lasting) {
+      manifest.derivedWeights.emplace_back(bytes.begin(), bytes.end());
+      bytes = manifest.derivedWeights.back();
+    }
+    if (!bytes.empty())
+      manifest.borrowedWeights.push_back(bytes);
+    manifest.weightTable.push_back({name, offset, bytes.size()});
+    return offset;
   }
+  uint64_t hash = package::hashBytes(bytes);
+  auto [begin, end] = index->offsetsByHash.equal_range(hash);
+  for (auto it = begin; it != end; ++it)
+    if (index->bytesAt.at(it->second) == bytes.size() &&
+        (bytes.empty() || std::memcmp(manifest.weights.data() + it->second, bytes.data(), bytes.size()) == 0))
+      return it->second;
   uint64_t offset = (manifest.weights.size() + package::kWeightAlignment - 1) /
                     package::kWeightAlignment * package::kWeightAlignment;
   manifest.weights.resize(offset); // the alignment's padding
-  manifest.weights.insert(manifest.weights.end(), static_cast<const uint8_t *>(data),
-                          static_cast<const uint8_t *>(data) + bytes);
-  manifest.weightTable.push_back({name, offset, bytes});
-  if (index) {
-    index->offsetsByHash.emplace(hash, offset);
-    index->bytesAt[offset] = bytes;
-  }
+  manifest.weights.insert(manifest.weights.end(), bytes.begin(), bytes.end());
+  manifest.weightTable.push_back({name, offset, bytes.size()});
+  index->offsetsByHash.emplace(hash, offset);
+  index->bytesAt[offset] = bytes.size();
   return offset;
 }
 
@@ -245,10 +258,11 @@ std::map<const Value *, package::BufferRef> placeConstants(const Graph &graph,
   auto placed = [&](const Value *constant) {
     return (constant->hasUses() || graph.isOutput(constant)) && !replaced.count(constant);
   };
-  // Room for all of them at once, so the blob is copied into once, not again at every doubling.
-  // Only for the first plan: a bucketed artifact's later plans find most of their constants in
-  // the blob already (weightIndex), and reserving for all of them again would copy it each time.
-  if (manifest.weights.empty()) {
+  // A bucketed artifact copies its constants: room for all of them at once, so the blob is
+  // copied into once, not again at every doubling. Only for the first plan: the later plans find
+  // most of their constants in the blob already (weightIndex), and reserving for all of them
+  // again would copy it each time.
+  if (weightIndex && manifest.weights.empty()) {
     uint64_t room = 0;
     for (Value *constant : graph.constants())
       if (placed(constant))
@@ -260,8 +274,9 @@ std::map<const Value *, package::BufferRef> placeConstants(const Graph &graph,
     if (!placed(constant))
       continue;
     const Tensor &tensor = constant->constant();
-    uint64_t offset =
-        appendWeights(manifest, tensor.data(), tensor.byteSize(), constant->name(), weightIndex);
+    uint64_t offset = appendWeights(
+        manifest, {reinterpret_cast<const uint8_t *>(tensor.data()), tensor.byteSize()},
+        constant->name(), weightIndex, /*lasting=*/true);
     location[constant] = {package::Region::Weights, offset};
   }
   return location;
@@ -376,8 +391,8 @@ void recordLaunches(const Schedule &schedule, const std::vector<codegen::Lowered
     std::vector<std::pair<package::BufferRef, uint64_t>> derived;
     for (const std::vector<uint8_t> &data : shape.derivedConstants)
       derived.push_back({{package::Region::Weights,
-                          appendWeights(manifest, data.data(), data.size(),
-                                        lowered[i].kernel.name + ".derived", weightIndex)},
+                          appendWeights(manifest, data, lowered[i].kernel.name + ".derived",
+                                        weightIndex, /*lasting=*/false)},
                          data.size()});
     for (const Value *input : group.inputs) {
       auto found = layout.location.find(input);
@@ -500,7 +515,7 @@ void buildPlan(Graph &graph, const CompileOptions &options, codegen::Backend &ba
 std::vector<std::string> finishManifest(codegen::Backend &backend, const CompileOptions &options,
                                         const std::string &workDirectory,
                                         package::Manifest &manifest, CompileStatistics &stats) {
-  stats.weightBytes = manifest.weights.size(); // with the constants backends derived
+  stats.weightBytes = package::weightsSize(manifest); // with the constants backends derived
   stats.kernelCount = launchCount(manifest.steps);
   for (const package::Plan &plan : manifest.additionalPlans)
     stats.kernelCount += launchCount(plan.steps);
@@ -541,11 +556,12 @@ CompileStatistics writeArtifactFrom(const std::string &outputPath, Build build) 
   return stats;
 }
 
-} // namespace
-
-package::Manifest buildManifest(Graph &graph, const CompileOptions &options,
-                                const std::string &workDirectory,
-                                std::vector<std::string> &objectFiles, CompileStatistics &stats) {
+/// buildManifest, with the weights blob borrowing the graph's constants: the manifest is valid
+/// while `graph` lives unchanged (compileGraph writes it before returning).
+package::Manifest buildBorrowingManifest(Graph &graph, const CompileOptions &options,
+                                         const std::string &workDirectory,
+                                         std::vector<std::string> &objectFiles,
+                                         CompileStatistics &stats) {
   stats.sourceNodeCount = graph.numNodes();
   package::Manifest manifest = startManifest(graph, options);
 
@@ -563,6 +579,16 @@ package::Manifest buildManifest(Graph &graph, const CompileOptions &options,
 
   // 9. Packaging.
   objectFiles = finishManifest(*backend, options, workDirectory, manifest, stats);
+  return manifest;
+}
+
+} // namespace
+
+package::Manifest buildManifest(Graph &graph, const CompileOptions &options,
+                                const std::string &workDirectory,
+                                std::vector<std::string> &objectFiles, CompileStatistics &stats) {
+  package::Manifest manifest = buildBorrowingManifest(graph, options, workDirectory, objectFiles, stats);
+  package::ownWeights(manifest);
   return manifest;
 }
 
@@ -665,7 +691,7 @@ CompileStatistics compileGraph(Graph &graph, const CompileOptions &options,
   return writeArtifactFrom(outputPath, [&](const std::string &work,
                                            std::vector<std::string> &objects,
                                            CompileStatistics &stats) {
-    return buildManifest(graph, options, work, objects, stats);
+    return buildBorrowingManifest(graph, options, work, objects, stats);
   });
 }
 

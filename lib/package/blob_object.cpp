@@ -38,9 +38,11 @@ enum Symbol : uint32_t { kNullSymbol, kBlobSymbol, kAccessorSymbol, kSymbols };
 
 } // namespace
 
-void emitBlobObject(std::span<const uint8_t> head, std::span<const uint8_t> weights,
+void emitBlobObject(std::span<const uint8_t> head, WeightPieces weights,
                     const std::string &path) {
-  const uint64_t blobBytes = head.size() + weights.size();
+  uint64_t blobBytes = head.size();
+  for (std::span<const uint8_t> piece : weights)
+    blobBytes += piece.size();
   uint64_t leaDisplacementOffset = 0;
   const std::vector<uint8_t> code = elf::accessorCode(blobBytes, leaDisplacementOffset);
 
@@ -132,7 +134,8 @@ void emitBlobObject(std::span<const uint8_t> head, std::span<const uint8_t> weig
   out.write(code);
   out.padTo(blobOffset);
   out.write(head);
-  out.write(weights);
+  for (std::span<const uint8_t> piece : weights)
+    out.write(piece);
   out.padTo(relaOffset);
   out.write(relocations);
   out.write(symbols);

@@ -528,20 +528,42 @@ std::string joinedCpuLevels(const std::vector<std::string> &levels) {
   return joined;
 }
 
-uint64_t hashBytes(std::span<const uint8_t> bytes) {
+uint64_t hashPieces(std::span<const std::span<const uint8_t>> pieces) {
   uint64_t lanes[4] = {0x243F6A8885A308D3ull, 0x13198A2E03707344ull, 0xA4093822299F31D0ull,
                        0x082EFA98EC4E6C89ull};
-  const uint8_t *data = bytes.data();
-  size_t size = bytes.size();
-  size_t blocks = size / 32;
-  for (size_t block = 0; block < blocks; ++block, data += 32)
+  uint8_t block[32] = {}; // a 32-byte block that spans pieces, as far as it is filled
+  size_t pending = 0;
+  uint64_t size = 0;
+  auto step = [&](const uint8_t *data) {
     for (int lane = 0; lane < 4; ++lane)
       lanes[lane] = hashStep(lanes[lane], load64(data + 8 * lane));
-  if (size % 32 != 0) {
-    uint8_t tail[32] = {};
-    std::memcpy(tail, data, size % 32);
-    for (int lane = 0; lane < 4; ++lane)
-      lanes[lane] = hashStep(lanes[lane], load64(tail + 8 * lane));
+  };
+  for (std::span<const uint8_t> piece : pieces) {
+    const uint8_t *data = piece.data();
+    size_t left = piece.size();
+    size += left;
+    if (pending > 0 && left > 0) {
+      size_t take = std::min(left, sizeof block - pending);
+      std::memcpy(block + pending, data, take);
+      pending += take;
+      data += take;
+      left -= take;
+      if (pending < sizeof block)
+        continue;
+      step(block);
+      pending = 0;
+    }
+    if (pending > 0)
+      continue; // the piece ended inside the block (or was empty)
+    for (; left >= 32; data += 32, left -= 32)
+      step(data);
+    if (left > 0)
+      std::memcpy(block, data, left);
+    pending = left;
+  }
+  if (pending > 0) { // the last block, zero-padded
+    std::memset(block + pending, 0, sizeof block - pending);
+    step(block);
   }
   uint64_t result = hashStep(0, size);
   for (uint64_t lane : lanes)
@@ -549,8 +571,12 @@ uint64_t hashBytes(std::span<const uint8_t> bytes) {
   return hashStep(result, 0);
 }
 
+uint64_t hashBytes(std::span<const uint8_t> bytes) {
+  return hashPieces(std::span<const std::span<const uint8_t>>(&bytes, 1));
+}
+
 std::vector<uint8_t> serializeManifestHead(const Manifest &manifest) {
-  std::string problem = findManifestProblem(manifest, manifest.weights.size());
+  std::string problem = findManifestProblem(manifest, weightsSize(manifest));
   SINTER_ASSERT(problem.empty(), "the manifest to serialize is invalid: ", problem);
 
   std::vector<uint8_t> head(kArtifactHeaderBytes, 0);
@@ -558,12 +584,12 @@ std::vector<uint8_t> serializeManifestHead(const Manifest &manifest) {
   encodeMetadata(encoder, manifest);
   uint64_t metadataBytes = head.size() - kArtifactHeaderBytes;
   uint64_t weightsOffset = (head.size() + kWeightAlignment - 1) / kWeightAlignment * kWeightAlignment;
-  uint64_t weightsBytes = manifest.weights.size();
+  uint64_t weightsBytes = weightsSize(manifest);
   head.resize(weightsOffset, 0);
 
   uint64_t metadataHash =
       hashBytes(std::span<const uint8_t>(head.data() + kArtifactHeaderBytes, metadataBytes));
-  uint64_t weightsHash = hashBytes(manifest.weights);
+  uint64_t weightsHash = hashPieces(weightPieces(manifest));
   std::vector<uint8_t> header;
   Encoder headerEncoder(header);
   headerEncoder.raw(kArtifactMagic, sizeof(kArtifactMagic));
@@ -584,7 +610,8 @@ std::vector<uint8_t> serializeManifestHead(const Manifest &manifest) {
 
 std::vector<uint8_t> serializeManifest(const Manifest &manifest) {
   std::vector<uint8_t> bytes = serializeManifestHead(manifest);
-  bytes.insert(bytes.end(), manifest.weights.begin(), manifest.weights.end());
+  for (std::span<const uint8_t> piece : weightPieces(manifest))
+    bytes.insert(bytes.end(), piece.begin(), piece.end());
   return bytes;
 }
 

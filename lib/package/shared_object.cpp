@@ -81,9 +81,11 @@ std::vector<uint8_t> sysvHashSection() {
 
 } // namespace
 
-void writeBlobSharedObject(std::span<const uint8_t> head, std::span<const uint8_t> weights,
+void writeBlobSharedObject(std::span<const uint8_t> head, WeightPieces weights,
                            const std::string &path) {
-  const uint64_t blobBytes = head.size() + weights.size();
+  uint64_t blobBytes = head.size();
+  for (std::span<const uint8_t> piece : weights)
+    blobBytes += piece.size();
   uint64_t leaDisplacementOffset = 0;
   std::vector<uint8_t> code = elf::accessorCode(blobBytes, leaDisplacementOffset);
 
@@ -244,7 +246,8 @@ void writeBlobSharedObject(std::span<const uint8_t> head, std::span<const uint8_
   out.write(dynamicNames);
   out.padTo(blobOffset);
   out.write(head);
-  out.write(weights);
+  for (std::span<const uint8_t> piece : weights)
+    out.write(piece);
   out.padTo(textOffset);
   out.write(code);
   out.padTo(dynamicOffset);

@@ -113,8 +113,10 @@ void writeArtifact(const Manifest &manifest, const std::string &path,
     userError("cannot write the artifact to '", path, "': it is a folder");
 
   std::vector<uint8_t> head = serializeManifestHead(manifest);
-  if (head.size() + manifest.weights.size() > kMaxBlobBytes)
-    userError("the artifact's weights (", manifest.weights.size() >> 20,
+  const uint64_t weightsBytes = weightsSize(manifest);
+  const std::vector<std::span<const uint8_t>> weights = weightPieces(manifest);
+  if (head.size() + weightsBytes > kMaxBlobBytes)
+    userError("the artifact's weights (", weightsBytes >> 20,
               " MiB) are too large to embed in a shared object (at most ", kMaxBlobBytes >> 20,
               " MiB)");
 
@@ -123,7 +125,7 @@ void writeArtifact(const Manifest &manifest, const std::string &path,
     // without objects go to the linker, which names the undefined ones.)
     PendingFile output{fs::path(path)};
     try {
-      writeBlobSharedObject(head, manifest.weights, output.path().string());
+      writeBlobSharedObject(head, weights, output.path().string());
       // The mode a linker gives its output (mkstemp made the file private): 0777 less the umask.
       if (chmod(output.path().c_str(), 0777 & ~processUmask()) != 0)
         userError("cannot set the mode of '", output.path().string(), "': ", std::strerror(errno));
@@ -134,9 +136,9 @@ void writeArtifact(const Manifest &manifest, const std::string &path,
     return;
   }
 
-  TemporaryFolder scratch("sinter-artifact", scratchBases(head.size() + manifest.weights.size()));
+  TemporaryFolder scratch("sinter-artifact", scratchBases(head.size() + weightsBytes));
   std::string blobObject = (scratch.path() / "artifact.o").string();
-  emitBlobObject(head, manifest.weights, blobObject);
+  emitBlobObject(head, weights, blobObject);
   head.clear();
   head.shrink_to_fit();
 

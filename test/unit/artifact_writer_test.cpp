@@ -174,3 +174,28 @@ TEST_F(WriterTest, ArtifactsWithoutKernelObjectsAreWrittenDirectlyAndLoad) {
   EXPECT_EQ(findArtifactFileProblem(descriptor, fs::file_size(model)), "");
   close(descriptor);
 }
+
+TEST_F(WriterTest, BorrowedWeightsWriteTheSameBytesAsOwnedOnes) {
+  // The compiler's manifests borrow their constants (Manifest::borrowedWeights); the file must
+  // not tell, through the direct writer and through the linker alike.
+  auto borrowing = [](Manifest manifest, std::vector<uint8_t> &source) {
+    source = manifest.weights;
+    const std::span<const uint8_t> all(source);
+    manifest.weights.clear();
+    manifest.borrowedWeights = {all.subspan(0, 100), all.subspan(100)};
+    return manifest;
+  };
+  std::vector<uint8_t> source;
+  writeArtifact(identityManifest(), path("owned.so"));
+  writeArtifact(borrowing(identityManifest(), source), path("borrowed.so"));
+  EXPECT_EQ(readFile(path("owned.so")), readFile(path("borrowed.so")));
+
+  std::string object = compileC(folder_.string(), "kernel", kKernelSource);
+  if (object.empty())
+    GTEST_SKIP() << "no C compiler for the kernel part";
+  Manifest kernel = kernelManifest();
+  ASSERT_GT(kernel.weights.size(), 100u);
+  writeArtifact(kernel, path("k_owned.so"), {object});
+  writeArtifact(borrowing(kernel, source), path("k_borrowed.so"), {object});
+  EXPECT_EQ(readFile(path("k_owned.so")), readFile(path("k_borrowed.so")));
+}

@@ -607,3 +607,37 @@ TEST(ArtifactFormat, AStoragePrecisionOtherThanF16OrBf16IsCorrupt) {
     EXPECT_NE(parseProblem(edited).find("storage precision"), std::string::npos) << number;
   }
 }
+
+TEST(ArtifactFormat, HashOfPiecesIsTheHashOfTheirBytesEndToEnd) {
+  std::vector<uint8_t> data(200);
+  for (size_t i = 0; i < data.size(); ++i)
+    data[i] = static_cast<uint8_t>(i * 31 + 7);
+  const std::span<const uint8_t> all(data);
+  // Every cut into three pieces (empty ones included), at block edges and inside blocks.
+  for (size_t first = 0; first <= data.size(); first += 7)
+    for (size_t second = first; second <= data.size(); second += 13) {
+      std::vector<std::span<const uint8_t>> pieces = {
+          all.subspan(0, first), all.subspan(first, second - first), all.subspan(second)};
+      EXPECT_EQ(hashPieces(pieces), hashBytes(all)) << "cuts at " << first << " and " << second;
+    }
+  EXPECT_EQ(hashPieces({}), hashBytes({}));
+}
+
+TEST(ArtifactFormat, BorrowedWeightsSerializeAsTheirOwnedCopy) {
+  Manifest owned = fullManifest(Target::Cpu);
+  ASSERT_GT(owned.weights.size(), 3u);
+  // The same blob as borrowed pieces: two views of the owned bytes and a derived copy.
+  Manifest borrowed = owned;
+  std::vector<uint8_t> source = owned.weights;
+  const std::span<const uint8_t> all(source);
+  const size_t cut = source.size() / 3;
+  borrowed.weights.clear();
+  borrowed.derivedWeights.emplace_back(all.begin() + 2 * cut, all.end());
+  borrowed.borrowedWeights = {all.subspan(0, cut), all.subspan(cut, cut),
+                              std::span<const uint8_t>(borrowed.derivedWeights.back())};
+  EXPECT_EQ(weightsSize(borrowed), owned.weights.size());
+  EXPECT_EQ(serializeManifest(borrowed), serializeManifest(owned));
+  ownWeights(borrowed);
+  EXPECT_TRUE(borrowed.borrowedWeights.empty());
+  EXPECT_EQ(borrowed.weights, owned.weights);
+}

@@ -51,7 +51,7 @@ struct ArtifactView {
 };
 
 /// The serialized bytes that come before the weights: header, metadata and the padding up to the
-/// weights offset. The whole artifact is these bytes followed by `manifest.weights`; the writer
+/// weights offset. The whole artifact is these bytes followed by the weights (weightPieces); the writer
 /// uses the split to avoid copying a large blob. Throws InternalError for an invalid manifest
 /// (see findManifestProblem): the code generators must not produce one.
 std::vector<uint8_t> serializeManifestHead(const Manifest &manifest);
@@ -84,6 +84,8 @@ std::string joinedCpuLevels(const std::vector<std::string> &levels);
 
 /// The 64-bit hash the format uses for its checksums (docs/artifact-format.md defines it).
 uint64_t hashBytes(std::span<const uint8_t> bytes);
+/// hashBytes of the pieces' bytes end to end.
+uint64_t hashPieces(std::span<const std::span<const uint8_t>> pieces);
 
 /// Bytes of a tensor with these dims and dtype; UINT64_MAX when a dim is negative or the size
 /// overflows 64 bits.

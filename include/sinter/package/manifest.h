@@ -8,6 +8,8 @@
 #include "sinter/ir/dtype.h"
 
 #include <cstdint>
+#include <deque>
+#include <span>
 #include <string>
 #include <variant>
 #include <vector>
@@ -139,7 +141,15 @@ struct Manifest {
   uint64_t arenaBytes = 0;
   /// Sum of every activation's size: what the arena would be without reuse.
   uint64_t activationBytes = 0;
+  /// The weights blob, owned. Or, when its builder lays the blob out without copying it (the
+  /// compiler, from its graph's constants), empty, and the blob is `borrowedWeights` end to end:
+  /// spans of bytes that stay alive and unchanged until the artifact is written, with the
+  /// alignment padding between them as spans of zeros and derived bytes kept in
+  /// `derivedWeights`. weightPieces() and weightsSize() read either form; ownWeights() turns the
+  /// second into the first.
   std::vector<uint8_t> weights;
+  std::vector<std::span<const uint8_t>> borrowedWeights;
+  std::deque<std::vector<uint8_t>> derivedWeights; ///< owners of borrowed pieces made here
   std::vector<WeightEntry> weightTable;
   std::vector<CudaModule> cudaModules;
   std::vector<Kernel> kernels;
@@ -158,5 +168,36 @@ struct Manifest {
   /// Plans 1 and up; the product of the symbols' bucket counts is 1 + their number.
   std::vector<Plan> additionalPlans;
 };
+
+/// A weights blob as pieces laid end to end.
+using WeightPieces = std::span<const std::span<const uint8_t>>;
+
+/// The weights blob's bytes, in order: `weights`, or the borrowed pieces.
+inline std::vector<std::span<const uint8_t>> weightPieces(const Manifest &manifest) {
+  if (manifest.borrowedWeights.empty())
+    return {std::span<const uint8_t>(manifest.weights)};
+  return manifest.borrowedWeights;
+}
+
+/// The weights blob's size in bytes.
+inline uint64_t weightsSize(const Manifest &manifest) {
+  uint64_t size = manifest.weights.size();
+  for (std::span<const uint8_t> piece : manifest.borrowedWeights)
+    size += piece.size();
+  return size;
+}
+
+/// Copies borrowed pieces into `weights`, so that the manifest no longer depends on them.
+inline void ownWeights(Manifest &manifest) {
+  if (manifest.borrowedWeights.empty())
+    return;
+  std::vector<uint8_t> owned;
+  owned.reserve(weightsSize(manifest));
+  for (std::span<const uint8_t> piece : manifest.borrowedWeights)
+    owned.insert(owned.end(), piece.begin(), piece.end());
+  manifest.weights = std::move(owned);
+  manifest.borrowedWeights.clear();
+  manifest.derivedWeights.clear();
+}
 
 } // namespace sinter::package
