@@ -8,8 +8,8 @@ both targets, with a cold and a warm kernel cache: per-phase seconds, CPU second
 For each model and target: a compile into a fresh cache folder (cold), then the same compile
 again (warm). The CUDA target uses the default architectures (sm_80 + sm_90 SASS + PTX); the CPU
 target's code generation does not go through the kernel cache yet, so it gets the cold compile
-only. Phases come from the compile's own log lines (import, passes, codegen,
-NVRTC, ptxas, backend, write); wall seconds, CPU seconds (sinter and the ptxas processes it ran)
+only. Phases come from the compile's own log lines (import, passes, codegen, plan,
+the toolchain's runs, backend, write); wall seconds, CPU seconds (sinter and the ptxas processes it ran)
 and sinter's peak RSS from wait4. Symbolic dims are bound as the zoo's README says: batch 1,
 every other symbol (the sequence) 128.
 

@@ -175,13 +175,16 @@ std::string describeNvrtc() {
 }
 
 std::string compileToPtx(const std::string &source, const std::string &virtualArch,
-                         const std::string &programName, const KernelCache *cache) {
+                         const std::string &programName, const KernelCache *cache,
+                         bool lineInfo) {
   const Nvrtc &api = nvrtc();
   if (!api.error.empty())
     userError(api.error);
   std::string archOption = "--gpu-architecture=" + virtualArch;
-  const char *options[] = {archOption.c_str(), "--std=c++17", "-default-device",
-                           "--fmad=true", "-lineinfo"};
+  std::vector<const char *> options = {archOption.c_str(), "--std=c++17", "-default-device",
+                                      "--fmad=true"};
+  if (lineInfo)
+    options.push_back("-lineinfo");
   std::string key;
   if (cache && cache->enabled()) {
     std::string optionText;
@@ -194,7 +197,7 @@ std::string compileToPtx(const std::string &source, const std::string &virtualAr
   NvrtcProgram program = nullptr;
   int status = api.createProgram(&program, source.c_str(), programName.c_str(), 0, nullptr, nullptr);
   SINTER_ASSERT(status == 0, "nvrtcCreateProgram: ", api.getErrorString(status));
-  status = api.compileProgram(program, int(std::size(options)), options);
+  status = api.compileProgram(program, int(options.size()), options.data());
   size_t logSize = 0;
   api.getProgramLogSize(program, &logSize);
   std::string log(logSize, '\0');

@@ -19,10 +19,12 @@ class KernelCache;
 
 namespace sinter::codegen::cuda {
 
-/// Compiles a translation unit to PTX for a virtual architecture ("compute_80"). Throws UserError
-/// when NVRTC is missing, and InternalError (with NVRTC's log) when the generated source fails.
+/// Compiles a translation unit to PTX for a virtual architecture ("compute_80"), with line info
+/// (`-lineinfo`, for a profiler's source view) when asked. Throws UserError when NVRTC is
+/// missing, and InternalError (with NVRTC's log) when the generated source fails.
 std::string compileToPtx(const std::string &source, const std::string &virtualArch,
-                         const std::string &programName, const KernelCache *cache = nullptr);
+                         const std::string &programName, const KernelCache *cache = nullptr,
+                         bool lineInfo = false);
 
 /// Assembles PTX into a cubin for a real architecture ("sm_90"), in workDirectory.
 std::vector<uint8_t> assemblePtx(const std::string &ptx, const std::string &arch,
