@@ -114,20 +114,7 @@ void emitBlobObject(std::span<const uint8_t> head, WeightPieces weights,
   describe(kShstrtab, shstrtabName, SHT_STRTAB, 0, shstrtabOffset, sectionNames.size(), 1);
   describe(kStack, stackName, SHT_PROGBITS, 0, sectionHeadersOffset, 0, 1);
 
-  Elf64_Ehdr header{};
-  std::memcpy(header.e_ident, ELFMAG, SELFMAG);
-  header.e_ident[EI_CLASS] = ELFCLASS64;
-  header.e_ident[EI_DATA] = ELFDATA2LSB;
-  header.e_ident[EI_VERSION] = EV_CURRENT;
-  header.e_ident[EI_OSABI] = ELFOSABI_NONE;
-  header.e_type = ET_REL;
-  header.e_machine = EM_X86_64;
-  header.e_version = EV_CURRENT;
-  header.e_shoff = sectionHeadersOffset;
-  header.e_ehsize = sizeof(Elf64_Ehdr);
-  header.e_shentsize = sizeof(Elf64_Shdr);
-  header.e_shnum = kSections;
-  header.e_shstrndx = kShstrtab;
+  const Elf64_Ehdr header = elf::fileHeader(ET_REL, kSections, kShstrtab, sectionHeadersOffset);
 
   elf::OutputFile out(path, /*hashing=*/false);
   out.write(&header, sizeof header);

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <elf.h>
 #include <span>
 #include <string>
 #include <vector>
@@ -47,6 +48,28 @@ inline std::vector<uint8_t> accessorCode(uint64_t blobBytes, uint64_t &leaDispla
   leaDisplacementOffset = code.size();
   code.insert(code.end(), {0, 0, 0, 0, 0xc3}); // disp32, ret
   return code;
+}
+
+/// The ELF64 little-endian x86-64 file header of a `type` file (ET_REL, ET_DYN) with `sections`
+/// section headers at `sectionHeadersOffset`, section `names` holding their names; no program
+/// headers (a shared object's writer sets e_phoff and e_phnum).
+inline Elf64_Ehdr fileHeader(uint16_t type, uint16_t sections, uint16_t names,
+                             uint64_t sectionHeadersOffset) {
+  Elf64_Ehdr header{};
+  std::memcpy(header.e_ident, ELFMAG, SELFMAG);
+  header.e_ident[EI_CLASS] = ELFCLASS64;
+  header.e_ident[EI_DATA] = ELFDATA2LSB;
+  header.e_ident[EI_VERSION] = EV_CURRENT;
+  header.e_ident[EI_OSABI] = ELFOSABI_NONE;
+  header.e_type = type;
+  header.e_machine = EM_X86_64;
+  header.e_version = EV_CURRENT;
+  header.e_shoff = sectionHeadersOffset;
+  header.e_ehsize = sizeof(Elf64_Ehdr);
+  header.e_shentsize = sizeof(Elf64_Shdr);
+  header.e_shnum = sections;
+  header.e_shstrndx = names;
+  return header;
 }
 
 /// Appends a name to a string table and returns its offset.

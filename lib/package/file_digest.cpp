@@ -7,6 +7,7 @@
 #include "sinter/package/file_digest.h"
 
 #include "sinter/support/error.h"
+#include "sinter/support/little_endian.h"
 
 #include <bit>
 #include <algorithm>
@@ -21,17 +22,6 @@
 namespace sinter::package {
 namespace {
 
-uint64_t load64(const uint8_t *bytes) {
-  uint64_t value;
-  std::memcpy(&value, bytes, 8);
-  return value; // the format is little-endian and so is every host the runtime supports
-}
-
-uint32_t load32(const uint8_t *bytes) {
-  uint32_t value;
-  std::memcpy(&value, bytes, 4);
-  return value;
-}
 
 std::string hexText(uint64_t value) {
   char text[19];
@@ -205,8 +195,8 @@ std::string findArtifactFileProblem(int descriptor, uint64_t fileBytes) {
   if (!hasTrailer)
     return "it has no sinter digest trailer (truncated, or not written by `sinter compile` of "
            "this version)";
-  uint64_t recorded = load64(trailer), covered = load64(trailer + 8);
-  uint32_t version = load32(trailer + 16), algorithm = load32(trailer + 20);
+  uint64_t recorded = loadLittle64(trailer), covered = loadLittle64(trailer + 8);
+  uint32_t version = loadLittle32(trailer + 16), algorithm = loadLittle32(trailer + 20);
   if (version != kDigestTrailerVersion || algorithm != kDigestAlgorithmXxh64)
     return detail::concat("its digest trailer has version ", version, " and algorithm ",
                           algorithm, " (this runtime reads version 1, algorithm 1 = XXH64)");

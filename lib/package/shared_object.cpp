@@ -216,23 +216,10 @@ void writeBlobSharedObject(std::span<const uint8_t> head, WeightPieces weights,
   describe(kShstrtab, shstrtabName, SHT_STRTAB, 0, shstrtabOffset, 0, sectionNames.size(), 1, 0, 0,
            0);
 
-  Elf64_Ehdr header{};
-  std::memcpy(header.e_ident, ELFMAG, SELFMAG);
-  header.e_ident[EI_CLASS] = ELFCLASS64;
-  header.e_ident[EI_DATA] = ELFDATA2LSB;
-  header.e_ident[EI_VERSION] = EV_CURRENT;
-  header.e_ident[EI_OSABI] = ELFOSABI_NONE;
-  header.e_type = ET_DYN;
-  header.e_machine = EM_X86_64;
-  header.e_version = EV_CURRENT;
+  Elf64_Ehdr header = elf::fileHeader(ET_DYN, kSections, kShstrtab, sectionHeadersOffset);
   header.e_phoff = phdrOffset;
-  header.e_shoff = sectionHeadersOffset;
-  header.e_ehsize = sizeof(Elf64_Ehdr);
   header.e_phentsize = sizeof(Elf64_Phdr);
   header.e_phnum = kSegments;
-  header.e_shentsize = sizeof(Elf64_Shdr);
-  header.e_shnum = kSections;
-  header.e_shstrndx = kShstrtab;
 
   elf::OutputFile out(path, /*hashing=*/true);
   out.write(&header, sizeof header);

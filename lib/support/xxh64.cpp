@@ -1,6 +1,8 @@
 // XXH64 as xxHash's specification (doc/xxhash_spec.md) defines it.
 #include "sinter/support/xxh64.h"
 
+#include "sinter/support/little_endian.h"
+
 #include <algorithm>
 #include <bit>
 #include <cstring>
@@ -14,17 +16,6 @@ constexpr uint64_t kPrime3 = 0x165667B19E3779F9ull;
 constexpr uint64_t kPrime4 = 0x85EBCA77C2B2AE63ull;
 constexpr uint64_t kPrime5 = 0x27D4EB2F165667C5ull;
 
-uint64_t load64(const uint8_t *bytes) {
-  uint64_t value;
-  std::memcpy(&value, bytes, 8);
-  return value; // the format is little-endian and so is every host the runtime supports
-}
-
-uint32_t load32(const uint8_t *bytes) {
-  uint32_t value;
-  std::memcpy(&value, bytes, 4);
-  return value;
-}
 
 uint64_t round(uint64_t accumulator, uint64_t lane) {
   accumulator += lane * kPrime2;
@@ -58,12 +49,12 @@ void Xxh64::update(std::span<const uint8_t> bytes) {
     if (pendingBytes_ < 32)
       return;
     for (int lane = 0; lane < 4; ++lane)
-      lanes_[lane] = round(lanes_[lane], load64(pending_ + 8 * lane));
+      lanes_[lane] = round(lanes_[lane], loadLittle64(pending_ + 8 * lane));
     pendingBytes_ = 0;
   }
   for (; size >= 32; data += 32, size -= 32)
     for (int lane = 0; lane < 4; ++lane)
-      lanes_[lane] = round(lanes_[lane], load64(data + 8 * lane));
+      lanes_[lane] = round(lanes_[lane], loadLittle64(data + 8 * lane));
   std::memcpy(pending_, data, size);
   pendingBytes_ = size;
 }
@@ -82,11 +73,11 @@ uint64_t Xxh64::digest() const {
   const uint8_t *data = pending_;
   uint64_t left = pendingBytes_;
   for (; left >= 8; data += 8, left -= 8) {
-    accumulator ^= round(0, load64(data));
+    accumulator ^= round(0, loadLittle64(data));
     accumulator = std::rotl(accumulator, 27) * kPrime1 + kPrime4;
   }
   if (left >= 4) {
-    accumulator ^= uint64_t(load32(data)) * kPrime1;
+    accumulator ^= uint64_t(loadLittle32(data)) * kPrime1;
     accumulator = std::rotl(accumulator, 23) * kPrime2 + kPrime3;
     data += 4;
     left -= 4;
