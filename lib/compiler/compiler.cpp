@@ -106,6 +106,11 @@ struct WeightIndex {
   std::map<uint64_t, uint64_t> bytesAt;           ///< blob offset -> length
 };
 
+/// `offset` rounded up to the weights' alignment.
+uint64_t weightsAligned(uint64_t offset) {
+  return (offset + package::kWeightAlignment - 1) / package::kWeightAlignment * package::kWeightAlignment;
+}
+
 /// Appends bytes to the weights blob at the next aligned offset, or finds the same bytes there
 /// already (with an index); returns the offset. An artifact of one plan lays its blob out
 /// without copying (Manifest::borrowedWeights): bytes that last until the artifact is written
@@ -115,9 +120,7 @@ uint64_t appendWeights(package::Manifest &manifest, std::span<const uint8_t> byt
                        const std::string &name, WeightIndex *index, bool lasting) {
   if (!index) {
     static const uint8_t zeros[package::kWeightAlignment] = {};
-    uint64_t size = package::weightsSize(manifest);
-    uint64_t offset = (size + package::kWeightAlignment - 1) / package::kWeightAlignment *
-                      package::kWeightAlignment;
+    uint64_t size = package::weightsSize(manifest), offset = weightsAligned(size);
     if (offset > size)
       manifest.borrowedWeights.push_back({zeros, offset - size});
     if (!lasting) {
@@ -135,8 +138,7 @@ uint64_t appendWeights(package::Manifest &manifest, std::span<const uint8_t> byt
     if (index->bytesAt.at(it->second) == bytes.size() &&
         (bytes.empty() || std::memcmp(manifest.weights.data() + it->second, bytes.data(), bytes.size()) == 0))
       return it->second;
-  uint64_t offset = (manifest.weights.size() + package::kWeightAlignment - 1) /
-                    package::kWeightAlignment * package::kWeightAlignment;
+  uint64_t offset = weightsAligned(manifest.weights.size());
   manifest.weights.resize(offset); // the alignment's padding
   manifest.weights.insert(manifest.weights.end(), bytes.begin(), bytes.end());
   manifest.weightTable.push_back({name, offset, bytes.size()});

@@ -194,28 +194,26 @@ public:
     // barrier idled a core for part of each cold compile). A ptxas job waits only for an NVRTC
     // job handed out before it, so it cannot wait forever; -j 1 runs them all in order.
     std::vector<std::vector<uint8_t>> cubins(modules.size() * archCount);
+    // Each NVRTC run's state, by module and (second) whether it is the sm_90a one.
+    enum class Ptx : char { Pending, Ready, Failed };
+    std::vector<Ptx> ptxState(2 * modules.size(), Ptx::Pending);
     std::mutex readyLock;
     std::condition_variable readyChanged;
-    std::vector<char> ptxDone(modules.size(), 0), ptx90aDone(modules.size(), 0); // ran (or failed)
-    std::vector<char> ptxFailed(modules.size(), 0), ptx90aFailed(modules.size(), 0);
+    auto settle = [&](size_t run, Ptx state) {
+      std::lock_guard<std::mutex> guard(readyLock);
+      ptxState[run] = state;
+      readyChanged.notify_all();
+    };
     runReportedJobs("NVRTC and ptxas", "runs", nvrtcJobs.size() + cubins.size(), [&](size_t job) {
       if (job < nvrtcJobs.size()) {
         auto [m, sm90a] = nvrtcJobs[job];
-        bool failed = true;
-        auto markDone = [&] {
-          std::lock_guard<std::mutex> guard(readyLock);
-          (sm90a ? ptx90aDone : ptxDone)[m] = 1;
-          (sm90a ? ptx90aFailed : ptxFailed)[m] = failed;
-          readyChanged.notify_all();
-        };
         try {
           (sm90a ? ptx90a[m] : ptx[m]) = cuda::compileToPtx(units[m], sm90a ? "compute_90a" : oldest, programName(m), cache, lineInfo);
-          failed = false;
         } catch (...) {
-          markDone();
+          settle(2 * m + sm90a, Ptx::Failed);
           throw;
         }
-        markDone();
+        settle(2 * m + sm90a, Ptx::Ready);
         return;
       }
       const size_t cubin = job - nvrtcJobs.size();
@@ -224,8 +222,8 @@ public:
       const bool sm90a = wgmma[m] && archNumber(arch) == 90;
       {
         std::unique_lock<std::mutex> guard(readyLock);
-        readyChanged.wait(guard, [&] { return (sm90a ? ptx90aDone : ptxDone)[m] != 0; });
-        if ((sm90a ? ptx90aFailed : ptxFailed)[m])
+        readyChanged.wait(guard, [&] { return ptxState[2 * m + sm90a] != Ptx::Pending; });
+        if (ptxState[2 * m + sm90a] == Ptx::Failed)
           return; // the NVRTC job's own error is the one reported
       }
       fs::path folder = fs::path(workDirectory) / ("module" + std::to_string(m)) / arch;

@@ -13,7 +13,6 @@
 #include <cstring>
 #include <fcntl.h>
 #include <filesystem>
-#include <fstream>
 #include <system_error>
 #include <unistd.h>
 
@@ -26,9 +25,9 @@ static constexpr uint64_t kMaxMessageBytes = uint64_t(INT_MAX);
 
 namespace {
 
-/// The file's size after the checks every model file gets: it exists, is a regular file, is not
-/// empty and fits protobuf's 2 GiB limit. Throws UserError naming the path.
-uint64_t checkedModelFileSize(const std::string &path) {
+/// The checks every model file gets: it exists, is a regular file, is not empty and fits
+/// protobuf's 2 GiB limit. Throws UserError naming the path.
+void checkModelFile(const std::string &path) {
   std::error_code error;
   fs::file_status status = fs::status(path, error);
   if (error || !fs::exists(status))
@@ -45,7 +44,6 @@ uint64_t checkedModelFileSize(const std::string &path) {
   if (size > kMaxMessageBytes)
     userError(path, ": the file is ", size, " bytes; protobuf cannot read more than 2 GiB in one ",
               "message (store large weights as external data)");
-  return size;
 }
 
 /// Parses from `stream` with the total-bytes limit; false when the bytes do not parse.
@@ -69,23 +67,17 @@ bool parseFrom(google::protobuf::io::ZeroCopyInputStream &stream,
 
 void parseMessageFile(const std::string &path, google::protobuf::MessageLite &message,
                       const std::string &what) {
-  checkedModelFileSize(path);
+  checkModelFile(path);
   int descriptor = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (descriptor < 0)
     userError(path, ": cannot open the file (", std::strerror(errno), ")");
   // Read in blocks straight into the message: the file's bytes are never held whole (for a
   // model of large weights, that saved a copy of them and ~0.1 s of ResNet-50's 0.25 s import).
-  bool parsed = false;
-  {
-    google::protobuf::io::FileInputStream stream(descriptor, 1 << 20);
-    parsed = parseFrom(stream, message);
-    if (stream.GetErrno() != 0) {
-      int readError = stream.GetErrno();
-      close(descriptor);
-      userError(path, ": cannot read the file (", std::strerror(readError), ")");
-    }
-  }
-  close(descriptor);
+  google::protobuf::io::FileInputStream stream(descriptor, 1 << 20);
+  stream.SetCloseOnDelete(true);
+  bool parsed = parseFrom(stream, message);
+  if (stream.GetErrno() != 0)
+    userError(path, ": cannot read the file (", std::strerror(stream.GetErrno()), ")");
   if (!parsed)
     notParsed(path, what);
 }
