@@ -11,7 +11,8 @@
 // (the memory plan never hands one buffer to two arguments of a kernel); it is inlined.
 //
 // MatMul, Gemm and Conv worth tiling get a blocked, packed, vectorised kernel instead
-// (cpu_contraction.h), whose parallel index runs over output tiles.
+// (cpu_contraction.h), whose parallel index runs over output tiles; depthwise convolutions get a
+// direct kernel over bands of their planes (cpu_depthwise.h).
 //
 // Kernels whose code is the same but for their names (repeated layers) are built once: the later
 // ones take the first one's entry point (CpuBackend::isDistinct), as the CUDA backend's do.
@@ -23,6 +24,7 @@
 // is named for its level (package::cpuKernelSymbol).
 #include "sinter/codegen/cpu/cpu_backend.h"
 #include "cpu_contraction.h"
+#include "cpu_depthwise.h"
 #include "sinter/codegen/llvm/kernel_emitter.h"
 #include "sinter/codegen/llvm/target_machine.h"
 
@@ -79,17 +81,22 @@ public:
   package::Kernel addKernel(const LoweredGroup &group, LaunchShape &launch) override {
     const Kernel &kernel = group.kernel;
     emitKernelSource(kernel);
-    std::optional<llvmgen::BlockedContraction> blocked = llvmgen::planBlockedContraction(group, launch);
-    if (!blocked)
+    std::optional<llvmgen::DepthwiseConvolution> depthwise = llvmgen::planDepthwiseConvolution(group, launch);
+    std::optional<llvmgen::BlockedContraction> blocked =
+        depthwise ? std::nullopt : llvmgen::planBlockedContraction(group, launch);
+    if (!blocked && !depthwise)
       launch.parallelExtent = kernel.parallelExtent;
     auto build = [&](size_t level, Unit &unit) {
+      if (depthwise)
+        return llvmgen::emitDepthwiseConvolution(group, *depthwise, levels_[level], *unit.module, hasF16c_[level]);
       if (blocked)
         return llvmgen::emitBlockedContraction(group, *blocked, levels_[level], *unit.module, hasF16c_[level]);
       buildKernel(kernel, unit, hasF16c_[level]);
       return kernel;
     };
     Unit &first = unitForNextKernel();
-    package::Kernel entry = describeKernel(group, build(0, first), blocked ? "llvm-x86-blocked" : "llvm-x86");
+    const char *generator = depthwise ? "llvm-x86-depthwise" : blocked ? "llvm-x86-blocked" : "llvm-x86";
+    package::Kernel entry = describeKernel(group, build(0, first), generator);
     if (!isDistinct(entry, first))
       return entry;
     for (size_t level = 1; level < levels_.size(); ++level)

@@ -25,6 +25,7 @@
 // Panels are zero-padded to MR rows / NR columns, so the micro-kernel never tests bounds; the
 // epilogue stores only the tile's real elements.
 #include "cpu_contraction.h"
+#include "cpu_kernel_frame.h"
 
 #include "sinter/codegen/llvm/kernel_emitter.h"
 
@@ -101,43 +102,6 @@ ContractionBlocking chooseBlocking(const ContractionSpec &spec, const PanelShape
   return blocking;
 }
 
-namespace {
-
-using Loop = std::function<void(llvm::Value *)>;
-
-/// for (iv = start; iv < end; iv += step) body(iv), at the builder's position.
-void emitLoop(llvm::IRBuilder<> &b, llvm::Value *start, llvm::Value *end, int64_t step,
-              const Loop &body, const char *name) {
-  llvm::Function *function = b.GetInsertBlock()->getParent();
-  llvm::LLVMContext &context = function->getContext();
-  llvm::BasicBlock *preheader = b.GetInsertBlock();
-  auto *header = llvm::BasicBlock::Create(context, std::string(name) + ".loop", function);
-  auto *inside = llvm::BasicBlock::Create(context, std::string(name) + ".body", function);
-  auto *exit = llvm::BasicBlock::Create(context, std::string(name) + ".exit", function);
-  b.CreateBr(header);
-  b.SetInsertPoint(header);
-  llvm::PHINode *iv = b.CreatePHI(b.getInt64Ty(), 2, name);
-  iv->addIncoming(start, preheader);
-  b.CreateCondBr(b.CreateICmpSLT(iv, end), inside, exit);
-  b.SetInsertPoint(inside);
-  body(iv);
-  iv->addIncoming(b.CreateAdd(iv, b.getInt64(step), "", true, true), b.GetInsertBlock());
-  b.CreateBr(header);
-  b.SetInsertPoint(exit);
-}
-
-/// if (condition) body(), at the builder's position.
-void emitIf(llvm::IRBuilder<> &b, llvm::Value *condition, const std::function<void()> &body) {
-  llvm::Function *function = b.GetInsertBlock()->getParent();
-  auto *then = llvm::BasicBlock::Create(function->getContext(), "sub.call", function);
-  auto *after = llvm::BasicBlock::Create(function->getContext(), "sub.after", function);
-  b.CreateCondBr(condition, then, after);
-  b.SetInsertPoint(then);
-  body();
-  b.CreateBr(after);
-  b.SetInsertPoint(after);
-}
-
 /// Whether every load of `expr` reads a constant input of the group (its data known now).
 bool readsOnlyConstants(const ExprRef &expr, const LoweredGroup &group) {
   return !anyNode(expr, [&](const Expr &node) {
@@ -166,11 +130,8 @@ void markLoads(const StmtRef &statement, std::vector<bool> &read) {
     markLoads(inner, read);
 }
 
-/// An operand packed at compile time.
-struct PackedOperand {
-  std::vector<uint8_t> bytes;
-  bool perBatch = true; ///< false: one copy serves every batch (weights broadcast over b)
-};
+
+namespace {
 
 /// An operand that is one element of a constant buffer, `[cast to f32] load(X, index)` with the
 /// index pure arithmetic over the loop variables: packed by running the index as an
@@ -198,6 +159,8 @@ std::optional<ConstantLoad> constantLoad(const ExprRef &operand, const LoweredGr
     return std::nullopt;
   return ConstantLoad{value->id, value->type, std::move(*index)};
 }
+
+} // namespace
 
 /// The operand packed for the whole matrix at compile time: batch x panels x k x width floats,
 /// panel `p` holding rows (or columns) p * width ... + width - 1 interleaved per r, zero beyond
@@ -266,6 +229,25 @@ std::optional<PackedOperand> packConstantOperand(const LoweredGroup &group, cons
   std::memcpy(result.bytes.data(), packed.data(), result.bytes.size());
   return result;
 }
+
+std::vector<bool> inputsReplacedByPacks(const LoweredGroup &group, const Contraction &contraction, bool lhsPacked,
+                                        bool rhsPacked, int alsoRead) {
+  const ContractionSpec &spec = contraction.spec;
+  const size_t bufferCount = contraction.kernel.buffers.size();
+  std::vector<bool> stillRead(bufferCount, false), packedFrom(bufferCount, false);
+  markLoads(spec.lhs, lhsPacked ? packedFrom : stillRead);
+  markLoads(spec.rhs, rhsPacked ? packedFrom : stillRead);
+  if (alsoRead >= 0)
+    stillRead.at(size_t(alsoRead)) = true;
+  for (const StmtRef &statement : spec.epilogue)
+    markLoads(statement, stillRead);
+  std::vector<bool> replaced(bufferCount, false);
+  for (size_t x = 0; x < bufferCount; ++x)
+    replaced[x] = packedFrom[x] && !stillRead[x] && x < group.constantInputs.size() && group.constantInputs[x];
+  return replaced;
+}
+
+namespace {
 
 /// A convolution's run-time rhs packed through two small tables (ContractionSpec::window): per
 /// r, the channel's offset and the window's displacement in each spatial dim; per output
@@ -628,28 +610,11 @@ std::optional<BlockedContraction> planBlockedContraction(const LoweredGroup &gro
   std::optional<PackedOperand> lhsPacked = packConstantOperand(group, *contraction, true, panels.rows);
   std::optional<PackedOperand> rhsPacked = packConstantOperand(group, *contraction, false, panels.columns);
   std::optional<WindowTable> rhsGather = rhsPacked ? std::nullopt : rhsWindowTable(*contraction);
-  const size_t bufferCount = contraction->kernel.buffers.size();
   launch.parallelExtent = plan.blocking.tiles;
   // The constants only the compile-time packs read: the kernel reads their packed form alone.
-  if (lhsPacked || rhsPacked) {
-    std::vector<bool> stillRead(bufferCount, false), packedFrom(bufferCount, false);
-    if (lhsPacked)
-      markLoads(spec.lhs, packedFrom);
-    else
-      markLoads(spec.lhs, stillRead);
-    if (rhsPacked)
-      markLoads(spec.rhs, packedFrom);
-    else
-      markLoads(spec.rhs, stillRead);
-    if (rhsGather)
-      stillRead.at(size_t(rhsGather->gather.source)) = true;
-    for (const StmtRef &statement : spec.epilogue)
-      markLoads(statement, stillRead);
-    launch.replacedInputs.assign(bufferCount, false);
-    for (size_t x = 0; x < bufferCount; ++x)
-      launch.replacedInputs[x] = packedFrom[x] && !stillRead[x] && x < group.constantInputs.size() &&
-                                 group.constantInputs[x];
-  }
+  if (lhsPacked || rhsPacked)
+    launch.replacedInputs = inputsReplacedByPacks(group, *contraction, lhsPacked.has_value(), rhsPacked.has_value(),
+                                                  rhsGather ? rhsGather->gather.source : -1);
   if (lhsPacked) {
     plan.lhsPacked = true;
     plan.lhsPerBatch = lhsPacked->perBatch;
@@ -813,18 +778,7 @@ Kernel emitBlockedContraction(const LoweredGroup &group, const BlockedContractio
   }, "tile");
   b.CreateRetVoid();
 
-  // The entry point the runtime calls: unpack args (buffers, then derived constants).
-  auto *wrapper = llvm::Function::Create(llvm::FunctionType::get(b.getVoidTy(), {ptr, i64, i64}, false),
-                                         llvm::Function::ExternalLinkage, kernel.name, module);
-  wrapper->addFnAttr(llvm::Attribute::NoUnwind);
-  b.SetInsertPoint(llvm::BasicBlock::Create(context, "entry", wrapper));
-  std::vector<llvm::Value *> arguments;
-  for (size_t i = 0; i < bufferCount + derivedCount; ++i)
-    arguments.push_back(b.CreateLoad(ptr, b.CreateConstInBoundsGEP1_64(ptr, wrapper->getArg(0), i)));
-  arguments.push_back(wrapper->getArg(1));
-  arguments.push_back(wrapper->getArg(2));
-  b.CreateCall(body, arguments);
-  b.CreateRetVoid();
+  emitEntryPoint(module, body, kernel.name, bufferCount + derivedCount);
 
   Kernel described = kernel;
   described.parallelExtent = blocking.tiles;

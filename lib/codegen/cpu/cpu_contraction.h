@@ -30,6 +30,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace sinter::codegen::llvmgen {
 
@@ -86,6 +87,32 @@ struct BlockedContraction {
   std::optional<WindowGather> gather;
   size_t derivedCount() const { return size_t(lhsPacked) + size_t(rhsPacked) + size_t(gather.has_value()); }
 };
+
+/// Whether every load of `expr` reads a constant input of the group (its data known now).
+bool readsOnlyConstants(const ExprRef &expr, const LoweredGroup &group);
+
+/// Marks every buffer that `expr` (or `statement`, with its nested statements) loads from.
+void markLoads(const ExprRef &expr, std::vector<bool> &read);
+void markLoads(const StmtRef &statement, std::vector<bool> &read);
+
+/// An operand packed at compile time.
+struct PackedOperand {
+  std::vector<uint8_t> bytes;
+  bool perBatch = true; ///< false: one copy serves every batch (weights broadcast over b)
+};
+
+/// The operand of `contraction` packed for the whole matrix at compile time, when it reads only
+/// constants: batch x panels x k x width floats, panel p holding rows (lhs) or columns (rhs)
+/// p * width ... + width - 1 interleaved per r, zero beyond the matrix. An operand that does not
+/// depend on b is packed once. nullopt when the operand reads a run-time input.
+std::optional<PackedOperand> packConstantOperand(const LoweredGroup &group, const Contraction &contraction,
+                                                 bool lhs, int64_t width);
+
+/// Per buffer of the contraction's kernel, whether a constant input is no longer read once the
+/// operands marked packed read their compile-time packs: the packs read it and nothing else does
+/// (the other operand, the epilogue, buffer `alsoRead` when >= 0). LaunchShape::replacedInputs.
+std::vector<bool> inputsReplacedByPacks(const LoweredGroup &group, const Contraction &contraction, bool lhsPacked,
+                                        bool rhsPacked, int alsoRead = -1);
 
 /// When `group`'s contraction is f32 and worth tiling: chooses its blocking, packs its constant
 /// operands and window tables into `launch` (derived constants, replaced inputs, the parallel

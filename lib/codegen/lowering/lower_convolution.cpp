@@ -248,6 +248,7 @@ ContractionSpec describeConv(const RuleContext &ctx) {
     stride /= x[2 + d];
     described.stride.push_back(stride);
   }
+  described.geometry = window;
   spec.window = std::move(described);
   return spec;
 }

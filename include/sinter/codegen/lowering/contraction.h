@@ -17,6 +17,7 @@
 
 #include "sinter/codegen/kernel/kernel_ir.h"
 #include "sinter/codegen/lowering/lowering.h"
+#include "sinter/ir/op_attributes.h"
 
 #include <optional>
 
@@ -32,11 +33,18 @@ namespace sinter::codegen {
 /// `base` reads spec.j as the position (0 <= j < positions); `displacement` and `channelOffset`
 /// read spec.r. It restates what `rhs` computes when X (the buffer `rhs` loads) is read directly,
 /// with no prologue; a backend using it checks that against `rhs`.
+///
+/// `geometry` is the convolution's window as attributes: position o (row-major over
+/// geometry.output) has base_d = o_d * strides_d - padBegin_d, and r's window element e (row-major
+/// over geometry.kernel) has displacement_d = e_d * dilations_d; r's channel is channelOffset(r)
+/// / the plane. A backend with a direct kernel for a shape (depthwise) reads these instead of the
+/// tables, and checks them against base and displacement.
 struct ConvolutionWindow {
   int64_t positions = 1, imageStride = 0, groupStride = 0;
   ExprRef channelOffset;
   std::vector<ExprRef> base, displacement;
   std::vector<int64_t> extent, stride;
+  WindowGeometry geometry;
 };
 
 struct ContractionSpec {

@@ -1,0 +1,363 @@
+// Design note. The kernel is three layers, as the blocked contraction's:
+//
+//   NAME(args, begin, end)                  entry point: unpacks args, calls NAME.body
+//   NAME.body(buffers..., weights, begin, end)
+//     for tile in [begin, end):             tile = (image, channel, band), band fastest
+//       copy the band's input rows into scratch, zero where the window reaches past the plane
+//       for each output row of the band:
+//         for each chunk of up to 4 vectors: acc = sum over taps of w[tap] * scratch[...]
+//                                           (unrolled over the taps; stored to the tile buffer)
+//       epilogue over the band              kernel IR: acc from the tile buffer, then spec.epilogue
+//
+// Scratch row pr holds input row (band's first output row * stride - padTop + pr), its column pc
+// input column pc - padLeft: output (oy, ox)'s tap (ky, kx) is scratch[(oy - oy0) * strideRows +
+// ky * dilationRows][ox * strideColumns + kx * dilationColumns], in bounds for every lane of a
+// vector (rows are padded to whole vectors of the widest level), so the loads need no test.
+#include "cpu_depthwise.h"
+#include "cpu_contraction.h"
+#include "cpu_kernel_frame.h"
+
+#include "sinter/codegen/kernel/index_program.h"
+#include "sinter/codegen/llvm/kernel_emitter.h"
+#include "sinter/support/error.h"
+
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Intrinsics.h>
+
+#include <functional>
+#include <span>
+
+namespace sinter::codegen::llvmgen {
+namespace {
+
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t roundUp(int64_t a, int64_t b) { return ceilDiv(a, b) * b; }
+
+int64_t productOf(const std::vector<int64_t> &extents) {
+  int64_t product = 1;
+  for (int64_t extent : extents)
+    product *= extent;
+  return product;
+}
+
+/// f32 lanes of the level's vectors.
+int64_t vectorWidth(const std::string &cpuLevel) {
+  return cpuLevel == "x86-64-v4" ? 16 : cpuLevel == "x86-64-v3" ? 8 : 4;
+}
+
+constexpr int64_t kWidestVector = 16;       ///< scratch rows are padded for AVX-512's vectors
+constexpr int64_t kMaxTaps = 121;           ///< the taps are unrolled: up to 11 x 11
+constexpr int64_t kBandFloats = 16384;      ///< a band's padded input: 64 KiB, within L2
+constexpr int64_t kMaxScratchFloats = 1 << 20;
+
+/// X, when `rhs` reads it directly: `load(X)` or `select(inside, load(X), 0)`, in f32.
+std::optional<int> directSource(const ExprRef &rhs) {
+  ExprRef value = rhs;
+  if (value->kind == ExprKind::Select) {
+    const ExprRef &otherwise = value->operands[2];
+    if (otherwise->kind != ExprKind::Constant || otherwise->floatValue != 0.0)
+      return std::nullopt;
+    value = value->operands[1];
+  }
+  if (value->kind != ExprKind::Load || value->type != DType::Float32)
+    return std::nullopt;
+  return value->id;
+}
+
+/// Whether `expr`, evaluated over `variable` in [0, count), gives expected(x) at every x.
+/// nullopt when the expression is not plain index arithmetic.
+std::optional<bool> evaluatesTo(const ExprRef &expr, int variable, int64_t count,
+                                const std::function<int64_t(int64_t)> &expected) {
+  std::optional<IndexProgram> program = IndexProgram::compile(expr);
+  if (!program)
+    return std::nullopt;
+  std::span<const int64_t> values = program->evaluate(variable, 0, count);
+  for (int64_t x = 0; x < count; ++x)
+    if (values[size_t(x)] != expected(x))
+      return false;
+  return true;
+}
+
+} // namespace
+
+std::optional<DepthwiseConvolution> planDepthwiseConvolution(const LoweredGroup &group, LaunchShape &launch) {
+  const std::optional<Contraction> &contraction = group.contraction;
+  if (!contraction || contraction->spec.type != DType::Float32 || !contraction->spec.window ||
+      contraction->spec.m != 1)
+    return std::nullopt;
+  const ContractionSpec &spec = contraction->spec;
+  const ConvolutionWindow &window = *spec.window;
+  const WindowGeometry &geometry = window.geometry;
+  const size_t dims = geometry.rank();
+  if (dims < 1 || dims > 2 || geometry.kernel.size() != dims || spec.k != productOf(geometry.kernel) ||
+      spec.k > kMaxTaps || spec.n % window.positions != 0)
+    return std::nullopt; // more than one input channel per group, or another rank
+  std::optional<int> source = directSource(spec.rhs);
+  if (!source)
+    return std::nullopt;
+  for (size_t d = 0; d < dims; ++d)
+    if (geometry.strides[d] < 1 || geometry.strides[d] > 4 || geometry.padBegin[d] < 0)
+      return std::nullopt;
+
+  // The geometry restates the window's expressions (contraction.h): check it does, position by
+  // position and tap by tap, and that every tap reads the group's own channel.
+  std::vector<int64_t> output = geometry.output, kernel = geometry.kernel;
+  auto unravel = [](int64_t flat, const std::vector<int64_t> &extents, size_t d) {
+    for (size_t e = extents.size(); e-- > d + 1;)
+      flat /= extents[e];
+    return flat % extents[d];
+  };
+  std::vector<std::optional<bool>> checks = {
+      evaluatesTo(window.channelOffset, spec.r, spec.k, [](int64_t) { return int64_t(0); })};
+  for (size_t d = 0; d < dims; ++d) {
+    checks.push_back(evaluatesTo(window.base[d], spec.j, window.positions, [&](int64_t p) {
+      return unravel(p, output, d) * geometry.strides[d] - geometry.padBegin[d];
+    }));
+    checks.push_back(evaluatesTo(window.displacement[d], spec.r, spec.k,
+                                 [&](int64_t r) { return unravel(r, kernel, d) * geometry.dilations[d]; }));
+  }
+  for (const std::optional<bool> &check : checks) {
+    if (!check)
+      return std::nullopt;
+    SINTER_ASSERT(*check, "the window geometry of ", contraction->kernel.name, " disagrees with its expressions");
+  }
+  SINTER_ASSERT(productOf(output) == window.positions && window.extent == geometry.input,
+                "the window geometry of ", contraction->kernel.name, " disagrees with its extents");
+
+  DepthwiseConvolution plan;
+  plan.source = *source;
+  plan.channels = spec.batch;
+  plan.images = spec.n / window.positions;
+  plan.imageStride = window.imageStride;
+  plan.planeStride = window.groupStride;
+  const size_t columns = dims - 1; // the last spatial dim; a 1-d convolution has one row
+  plan.inColumns = geometry.input[columns];
+  plan.outColumns = output[columns];
+  plan.kernelColumns = kernel[columns];
+  plan.strideColumns = geometry.strides[columns];
+  plan.dilationColumns = geometry.dilations[columns];
+  plan.padLeft = geometry.padBegin[columns];
+  plan.inRows = plan.outRows = plan.kernelRows = 1;
+  if (dims == 2) {
+    plan.inRows = geometry.input[0];
+    plan.outRows = output[0];
+    plan.kernelRows = kernel[0];
+    plan.strideRows = geometry.strides[0];
+    plan.dilationRows = geometry.dilations[0];
+    plan.padTop = geometry.padBegin[0];
+  }
+  SINTER_ASSERT(window.stride.back() == 1 && (dims == 1 || window.stride[0] == plan.inColumns),
+                "a depthwise window over a plane that is not row-major");
+
+  // Scratch rows cover every lane a vector of the widest level reads: a row's last vector of
+  // outputs starts at (outColumns rounded up - 16) * stride and reads stride * 16 floats.
+  plan.paddedColumns = roundUp(plan.outColumns, kWidestVector) * plan.strideColumns +
+                       (plan.kernelColumns - 1) * plan.dilationColumns;
+  auto paddedRows = [&](int64_t bandRows) {
+    return (bandRows - 1) * plan.strideRows + (plan.kernelRows - 1) * plan.dilationRows + 1;
+  };
+  int64_t bandRows = plan.outRows;
+  while (bandRows > 1 && paddedRows(bandRows) * plan.paddedColumns > kBandFloats)
+    bandRows = ceilDiv(bandRows, 2);
+  // Enough tiles for a few threads: cut planes into bands when there are few of them.
+  while (bandRows >= 8 && plan.images * plan.channels * ceilDiv(plan.outRows, bandRows) < 8)
+    bandRows = ceilDiv(bandRows, 2);
+  plan.bandRows = bandRows;
+  plan.bands = ceilDiv(plan.outRows, bandRows);
+  plan.paddedRows = paddedRows(bandRows);
+  if (plan.paddedRows * plan.paddedColumns > kMaxScratchFloats ||
+      bandRows * roundUp(plan.outColumns, kWidestVector) > kMaxScratchFloats)
+    return std::nullopt;
+
+  // The weights, channel-major: w[channel * k + tap] (one panel of one row per group).
+  std::optional<PackedOperand> weights = packConstantOperand(group, *contraction, true, 1);
+  if (!weights)
+    return std::nullopt;
+  launch.replacedInputs = inputsReplacedByPacks(group, *contraction, true, false, plan.source);
+  launch.derivedConstants.push_back(std::move(weights->bytes));
+  launch.parallelExtent = plan.tiles();
+  return plan;
+}
+
+Kernel emitDepthwiseConvolution(const LoweredGroup &group, const DepthwiseConvolution &plan,
+                                const std::string &cpuLevel, llvm::Module &module, bool hasF16c) {
+  const Contraction &contraction = *group.contraction;
+  const ContractionSpec &spec = contraction.spec;
+  const Kernel &kernel = contraction.kernel;
+  const int64_t width = vectorWidth(cpuLevel);
+  const int64_t tileColumns = roundUp(plan.outColumns, width), vectorsPerRow = tileColumns / width;
+  const int64_t chunk = std::min<int64_t>(4, vectorsPerRow); // vectors computed together
+
+  llvm::LLVMContext &context = module.getContext();
+  llvm::IRBuilder<> b(context);
+  llvm::Type *ptr = llvm::PointerType::getUnqual(context);
+  llvm::Type *i64 = b.getInt64Ty(), *f32 = b.getFloatTy();
+  auto *vector = llvm::FixedVectorType::get(f32, unsigned(width));
+  const size_t bufferCount = kernel.buffers.size();
+
+  // NAME.body(buffers..., weights, begin, end)
+  std::vector<llvm::Type *> params(bufferCount + 1, ptr);
+  params.push_back(i64);
+  params.push_back(i64);
+  auto *body = llvm::Function::Create(llvm::FunctionType::get(b.getVoidTy(), params, false),
+                                      llvm::Function::InternalLinkage, kernel.name + ".body", module);
+  body->addFnAttr(llvm::Attribute::NoUnwind);
+  body->addFnAttr(llvm::Attribute::AlwaysInline);
+  body->addFnAttr("min-legal-vector-width", std::to_string(width * 32));
+  body->addFnAttr("prefer-vector-width", std::to_string(width * 32));
+  std::vector<llvm::Value *> buffers;
+  for (size_t i = 0; i <= bufferCount; ++i) {
+    body->addParamAttr(unsigned(i), llvm::Attribute::NoAlias);
+    if (i == bufferCount || !kernel.buffers[i].written)
+      body->addParamAttr(unsigned(i), llvm::Attribute::ReadOnly);
+    buffers.push_back(body->getArg(unsigned(i)));
+  }
+  llvm::Value *weights = body->getArg(unsigned(bufferCount));
+  llvm::Value *begin = body->getArg(unsigned(bufferCount + 1)), *end = body->getArg(unsigned(bufferCount + 2));
+
+  b.SetInsertPoint(llvm::BasicBlock::Create(context, "entry", body));
+  auto scratch = [&](llvm::Type *type, int64_t count, const char *name) {
+    llvm::AllocaInst *alloca = b.CreateAlloca(type, b.getInt64(uint64_t(count)), name);
+    alloca->setAlignment(llvm::Align(64));
+    return alloca;
+  };
+  enum : int64_t { ParamChannel, ParamImage, ParamRow, ParamRows, ParamCount };
+  llvm::Value *paramBuffer = scratch(i64, ParamCount, "params");
+  llvm::Value *band = scratch(f32, plan.paddedRows * plan.paddedColumns, "band");
+  llvm::Value *tile = scratch(f32, plan.bandRows * tileColumns, "tile");
+
+  // The epilogue, in kernel IR: for each of the band's outputs, acc from the tile, then the spec's
+  // statements (which store it) at (b = channel, i = 0, j = image * positions + position).
+  Kernel epilogue = kernel;
+  epilogue.body.clear();
+  const int paramsId = int(epilogue.buffers.size());
+  epilogue.buffers.push_back({"params", DType::Int64, ParamCount, false});
+  const int tileId = int(epilogue.buffers.size());
+  epilogue.buffers.push_back({"tile", DType::Float32, plan.bandRows * tileColumns, true});
+  const int rowVar = int(epilogue.variables.size());
+  epilogue.variables.push_back({"row", DType::Int64});
+  const int columnVar = int(epilogue.variables.size());
+  epilogue.variables.push_back({"column", DType::Int64});
+  {
+    auto param = [&](int64_t which) { return load(paramsId, DType::Int64, intConstant(which)); };
+    ExprRef row = var(rowVar, DType::Int64), column = var(columnVar, DType::Int64);
+    ExprRef position = add(mul(add(param(ParamRow), row), plan.outColumns), column);
+    std::vector<StmtRef> element = {
+        assign(spec.j, add(mul(param(ParamImage), plan.outRows * plan.outColumns), position)),
+        assign(spec.acc, load(tileId, DType::Float32, add(mul(row, tileColumns), column)))};
+    element.insert(element.end(), spec.epilogue.begin(), spec.epilogue.end());
+    epilogue.body = {assign(spec.b, param(ParamChannel)), assign(spec.i, intConstant(0)),
+                     forLoop(rowVar, param(ParamRows),
+                             {forLoop(columnVar, intConstant(plan.outColumns), std::move(element))})};
+  }
+  std::vector<llvm::Value *> epilogueBuffers(buffers.begin(), buffers.begin() + long(bufferCount));
+  epilogueBuffers.push_back(paramBuffer);
+  epilogueBuffers.push_back(tile);
+  KernelEmitter epilogueEmitter(epilogue, b, module, epilogueBuffers, hostMathLibrary(), hasF16c);
+
+  auto constant = [&](int64_t value) { return b.getInt64(uint64_t(value)); };
+  auto setParam = [&](int64_t which, llvm::Value *value) {
+    b.CreateStore(value, b.CreateConstInBoundsGEP1_64(i64, paramBuffer, uint64_t(which)));
+  };
+  auto at = [&](llvm::Value *base, llvm::Value *offset) { return b.CreateInBoundsGEP(f32, base, offset); };
+  llvm::Function *fmuladd = llvm::Intrinsic::getDeclaration(&module, llvm::Intrinsic::fmuladd, {vector});
+  const int64_t stride = plan.strideColumns;
+  std::vector<int> everyStride;
+  for (int64_t lane = 0; lane < width; ++lane)
+    everyStride.push_back(int(lane * stride));
+  auto *wide = llvm::FixedVectorType::get(f32, unsigned(width * stride));
+
+  emitLoop(b, begin, end, 1, [&](llvm::Value *t) {
+    llvm::Value *bandIndex = b.CreateURem(t, constant(plan.bands));
+    llvm::Value *plane = b.CreateUDiv(t, constant(plan.bands));
+    llvm::Value *channel = b.CreateURem(plane, constant(plan.channels));
+    llvm::Value *image = b.CreateUDiv(plane, constant(plan.channels));
+    llvm::Value *row0 = b.CreateMul(bandIndex, constant(plan.bandRows));
+    llvm::Value *rowsLeft = b.CreateSub(constant(plan.outRows), row0);
+    llvm::Value *rows = b.CreateSelect(b.CreateICmpSLT(rowsLeft, constant(plan.bandRows)), rowsLeft,
+                                       constant(plan.bandRows));
+    llvm::Value *input = at(buffers[size_t(plan.source)],
+                            b.CreateAdd(b.CreateMul(image, constant(plan.imageStride)),
+                                        b.CreateMul(channel, constant(plan.planeStride))));
+    // The band's input, zero-padded.
+    const int64_t left = std::min(plan.padLeft, plan.paddedColumns);
+    const int64_t copied = std::max<int64_t>(0, std::min(plan.inColumns, plan.paddedColumns - left));
+    const int64_t right = plan.paddedColumns - left - copied;
+    llvm::Value *firstRow = b.CreateSub(b.CreateMul(row0, constant(plan.strideRows)), constant(plan.padTop));
+    emitLoop(b, constant(0), constant(plan.paddedRows), 1, [&](llvm::Value *pr) {
+      llvm::Value *inputRow = b.CreateAdd(firstRow, pr);
+      llvm::Value *destination = at(band, b.CreateMul(pr, constant(plan.paddedColumns)));
+      llvm::Value *inside = b.CreateAnd(b.CreateICmpSGE(inputRow, constant(0)),
+                                        b.CreateICmpSLT(inputRow, constant(plan.inRows)));
+      llvm::Function *function = b.GetInsertBlock()->getParent();
+      auto *copy = llvm::BasicBlock::Create(context, "row.copy", function);
+      auto *zero = llvm::BasicBlock::Create(context, "row.zero", function);
+      auto *done = llvm::BasicBlock::Create(context, "row.done", function);
+      b.CreateCondBr(inside, copy, zero);
+      b.SetInsertPoint(copy);
+      if (left > 0)
+        b.CreateMemSet(destination, b.getInt8(0), uint64_t(left * 4), llvm::MaybeAlign(4));
+      if (copied > 0)
+        b.CreateMemCpy(at(destination, constant(left)), llvm::MaybeAlign(4),
+                       at(input, b.CreateMul(inputRow, constant(plan.inColumns))), llvm::MaybeAlign(4),
+                       uint64_t(copied * 4));
+      if (right > 0)
+        b.CreateMemSet(at(destination, constant(left + copied)), b.getInt8(0), uint64_t(right * 4),
+                       llvm::MaybeAlign(4));
+      b.CreateBr(done);
+      b.SetInsertPoint(zero);
+      b.CreateMemSet(destination, b.getInt8(0), uint64_t(plan.paddedColumns * 4), llvm::MaybeAlign(4));
+      b.CreateBr(done);
+      b.SetInsertPoint(done);
+    }, "pr");
+
+    // Each output row, `count` vectors at a time from column `first`.
+    llvm::Value *tapsAt = b.CreateMul(channel, constant(spec.k));
+    emitLoop(b, constant(0), rows, 1, [&](llvm::Value *row) {
+      llvm::Value *rowBase = at(band, b.CreateMul(row, constant(plan.strideRows * plan.paddedColumns)));
+      llvm::Value *tileRow = at(tile, b.CreateMul(row, constant(tileColumns)));
+      auto vectors = [&](llvm::Value *first, int64_t count) {
+        std::vector<llvm::Value *> sums(size_t(count), llvm::ConstantAggregateZero::get(vector));
+        for (int64_t ky = 0; ky < plan.kernelRows; ++ky)
+          for (int64_t kx = 0; kx < plan.kernelColumns; ++kx) {
+            llvm::Value *tap = b.CreateAlignedLoad(
+                f32, at(weights, b.CreateAdd(tapsAt, constant(ky * plan.kernelColumns + kx))), llvm::Align(4));
+            llvm::Value *broadcast = b.CreateVectorSplat(unsigned(width), tap);
+            llvm::Value *tapRow = at(rowBase, constant(ky * plan.dilationRows * plan.paddedColumns +
+                                                       kx * plan.dilationColumns));
+            for (int64_t v = 0; v < count; ++v) {
+              llvm::Value *address =
+                  at(tapRow, b.CreateMul(b.CreateAdd(first, constant(v * width)), constant(stride)));
+              llvm::Value *x = stride == 1
+                                   ? b.CreateAlignedLoad(vector, address, llvm::Align(4))
+                                   : b.CreateShuffleVector(b.CreateAlignedLoad(wide, address, llvm::Align(4)),
+                                                           everyStride);
+              sums[size_t(v)] = b.CreateCall(fmuladd, {broadcast, x, sums[size_t(v)]});
+            }
+          }
+        for (int64_t v = 0; v < count; ++v)
+          b.CreateAlignedStore(sums[size_t(v)], at(tileRow, b.CreateAdd(first, constant(v * width))),
+                               llvm::Align(4));
+      };
+      const int64_t fullChunks = vectorsPerRow / chunk, tail = vectorsPerRow % chunk;
+      emitLoop(b, constant(0), constant(fullChunks * chunk * width), chunk * width,
+               [&](llvm::Value *first) { vectors(first, chunk); }, "chunk");
+      if (tail > 0)
+        vectors(constant(fullChunks * chunk * width), tail);
+    }, "row");
+
+    setParam(ParamChannel, channel);
+    setParam(ParamImage, image);
+    setParam(ParamRow, row0);
+    setParam(ParamRows, rows);
+    epilogueEmitter.emitBody(t);
+  }, "tile");
+  b.CreateRetVoid();
+
+  emitEntryPoint(module, body, kernel.name, bufferCount + 1);
+  Kernel described = kernel;
+  described.parallelExtent = plan.tiles();
+  return described;
+}
+
+} // namespace sinter::codegen::llvmgen

@@ -1,0 +1,69 @@
+// The frame of the CPU backend's hand-built kernels (cpu_contraction.cpp, cpu_depthwise.cpp):
+// loops and branches written straight into LLVM IR at an IRBuilder's position, and the entry
+// point the runtime calls.
+#pragma once
+
+#include <llvm/IR/IRBuilder.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace sinter::codegen::llvmgen {
+
+using Loop = std::function<void(llvm::Value *)>;
+
+/// for (iv = start; iv < end; iv += step) body(iv), at the builder's position.
+inline void emitLoop(llvm::IRBuilder<> &b, llvm::Value *start, llvm::Value *end, int64_t step, const Loop &body,
+                     const char *name) {
+  llvm::Function *function = b.GetInsertBlock()->getParent();
+  llvm::LLVMContext &context = function->getContext();
+  llvm::BasicBlock *preheader = b.GetInsertBlock();
+  auto *header = llvm::BasicBlock::Create(context, std::string(name) + ".loop", function);
+  auto *inside = llvm::BasicBlock::Create(context, std::string(name) + ".body", function);
+  auto *exit = llvm::BasicBlock::Create(context, std::string(name) + ".exit", function);
+  b.CreateBr(header);
+  b.SetInsertPoint(header);
+  llvm::PHINode *iv = b.CreatePHI(b.getInt64Ty(), 2, name);
+  iv->addIncoming(start, preheader);
+  b.CreateCondBr(b.CreateICmpSLT(iv, end), inside, exit);
+  b.SetInsertPoint(inside);
+  body(iv);
+  iv->addIncoming(b.CreateAdd(iv, b.getInt64(step), "", true, true), b.GetInsertBlock());
+  b.CreateBr(header);
+  b.SetInsertPoint(exit);
+}
+
+/// if (condition) body(), at the builder's position.
+inline void emitIf(llvm::IRBuilder<> &b, llvm::Value *condition, const std::function<void()> &body) {
+  llvm::Function *function = b.GetInsertBlock()->getParent();
+  auto *then = llvm::BasicBlock::Create(function->getContext(), "if.then", function);
+  auto *after = llvm::BasicBlock::Create(function->getContext(), "if.after", function);
+  b.CreateCondBr(condition, then, after);
+  b.SetInsertPoint(then);
+  body();
+  b.CreateBr(after);
+  b.SetInsertPoint(after);
+}
+
+/// The entry point the runtime calls, `void NAME(void *const *args, int64_t begin, int64_t end)`:
+/// loads the `pointers` argument pointers (buffers, then derived constants) and calls `body`
+/// with them and begin, end.
+inline void emitEntryPoint(llvm::Module &module, llvm::Function *body, const std::string &name, size_t pointers) {
+  llvm::LLVMContext &context = module.getContext();
+  llvm::IRBuilder<> b(context);
+  llvm::Type *ptr = llvm::PointerType::getUnqual(context);
+  auto *wrapper = llvm::Function::Create(llvm::FunctionType::get(b.getVoidTy(), {ptr, b.getInt64Ty(), b.getInt64Ty()}, false),
+                                         llvm::Function::ExternalLinkage, name, module);
+  wrapper->addFnAttr(llvm::Attribute::NoUnwind);
+  b.SetInsertPoint(llvm::BasicBlock::Create(context, "entry", wrapper));
+  std::vector<llvm::Value *> arguments;
+  for (size_t i = 0; i < pointers; ++i)
+    arguments.push_back(b.CreateLoad(ptr, b.CreateConstInBoundsGEP1_64(ptr, wrapper->getArg(0), i)));
+  arguments.push_back(wrapper->getArg(1));
+  arguments.push_back(wrapper->getArg(2));
+  b.CreateCall(body, arguments);
+  b.CreateRetVoid();
+}
+
+} // namespace sinter::codegen::llvmgen
