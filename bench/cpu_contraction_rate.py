@@ -41,20 +41,20 @@ def matmul_model(m, k, n):
     return graph, {"a": rng.uniform(-1, 1, (m, k)).astype(np.float32)}, 2 * m * n * k
 
 
-def conv_model(channels_in, channels_out, size, kernel, stride=1):
+def conv_model(channels_in, channels_out, size, kernel, stride=1, group=1):
     rng = np.random.default_rng(0)
     pad = kernel // 2
-    w = rng.uniform(-1, 1, (channels_out, channels_in, kernel, kernel)).astype(np.float32)
+    w = rng.uniform(-1, 1, (channels_out, channels_in // group, kernel, kernel)).astype(np.float32)
     bias = rng.uniform(-1, 1, (channels_out,)).astype(np.float32)
     out = (size + 2 * pad - kernel) // stride + 1
     graph = helper.make_graph(
         [helper.make_node("Conv", ["x", "w", "bias"], ["y"], kernel_shape=[kernel, kernel],
-                          pads=[pad] * 4, strides=[stride, stride])], "conv",
+                          pads=[pad] * 4, strides=[stride, stride], group=group)], "conv",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, channels_in, size, size])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, channels_out, out, out])],
         [numpy_helper.from_array(w, "w"), numpy_helper.from_array(bias, "bias")])
     inputs = {"x": rng.uniform(-1, 1, (1, channels_in, size, size)).astype(np.float32)}
-    return graph, inputs, 2 * channels_out * out * out * channels_in * kernel * kernel
+    return graph, inputs, 2 * channels_out * out * out * (channels_in // group) * kernel * kernel
 
 
 CASES = [
@@ -65,6 +65,14 @@ CASES = [
     ("Conv 3x3 64->64 @56x56", lambda: conv_model(64, 64, 56, 3)),
     ("Conv 1x1 128->128 @28x28", lambda: conv_model(128, 128, 28, 1)),
     ("Conv 3x3 256->256 @14x14", lambda: conv_model(256, 256, 14, 3)),
+    ("Conv 3x3 512->512 @7x7", lambda: conv_model(512, 512, 7, 3)),
+    ("Conv 7x7/2 3->64 @224x224", lambda: conv_model(3, 64, 224, 7, stride=2)),
+    ("Conv 1x1 32->16 @112x112", lambda: conv_model(32, 16, 112, 1)),
+    ("Conv 1x1 96->24 @56x56", lambda: conv_model(96, 24, 56, 1)),
+    ("Conv 1x1 24->144 @56x56", lambda: conv_model(24, 144, 56, 1)),
+    ("Depthwise 3x3 32 @112x112", lambda: conv_model(32, 32, 112, 3, group=32)),
+    ("Depthwise 3x3/2 96 @112x112", lambda: conv_model(96, 96, 112, 3, stride=2, group=96)),
+    ("Depthwise 7x7 384 @14x14", lambda: conv_model(384, 384, 14, 7, group=384)),
 ]
 
 

@@ -188,9 +188,10 @@ bool runPasses(Graph &graph, const CompileOptions &options,
 
 /// Kernel groups (one per node with fusion off), then which bytes each value lives in: a group of
 /// views is no kernel and its output aliases its source.
-Schedule scheduleGraph(const Graph &graph, bool fuseKernels, const std::string &kernelSuffix) {
+Schedule scheduleGraph(const Graph &graph, bool fuseKernels, const codegen::BackendCapabilities &capabilities,
+                       const std::string &kernelSuffix) {
   Schedule schedule;
-  schedule.groups = codegen::formKernelGroups(graph, fuseKernels);
+  schedule.groups = codegen::formKernelGroups(graph, fuseKernels, capabilities.deepPrologues);
   for (codegen::KernelGroup &group : schedule.groups) // unique names across a bucketed artifact's plans
     group.name += kernelSuffix;
   schedule.buffers = codegen::assignBuffers(graph, schedule.groups);
@@ -469,7 +470,7 @@ void buildPlan(Graph &graph, const CompileOptions &options, codegen::Backend &ba
   const auto planStart = Clock::now(); // stages 2 to 8 less the code generation in them
 
   // 2. Schedule: kernel groups, then view aliases and lifetimes over the groups' order.
-  Schedule schedule = scheduleGraph(graph, fuseKernels, kernelSuffix);
+  Schedule schedule = scheduleGraph(graph, fuseKernels, capabilities, kernelSuffix);
 
   // 3. Lowering, once per group, into what the backend consumes; backends never read the graph.
   //    Before memory planning: a kernel may declare scratch buffers (KernelBuilder::addScratch),

@@ -146,3 +146,54 @@ TEST(Fusion, AWideningCastIsItsReadersPrologue) {
   EXPECT_EQ(describe(groups), "MatMul+Add | Cast+LayerNormalization | Add");
   EXPECT_EQ(names(groups[0].outputs), (std::vector<std::string>{"r"}));
 }
+
+TEST(Fusion, WithoutDeepProloguesConcatsAreStoredAndConvsReadTheirInputDirectly) {
+  // A channel shuffle (ShuffleNetV2): concat, reshape, transpose, reshape, slice, into a Conv and
+  // into the next concat. The weights' permute is computed from constants alone and joins the
+  // Conv either way.
+  std::unique_ptr<Graph> graph = parseGraph(R"(graph @main(%a: f32[1,4,3,3], %b: f32[1,4,3,3]) -> (%y, %z) {
+  %c = Concat(%a, %b) {axis = 1} : f32[1,8,3,3]
+  %s5 = constant i64[5] [1, 2, 4, 3, 3]
+  %r = Reshape(%c, %s5) : f32[1,2,4,3,3]
+  %t = Transpose(%r) {perm = [0, 2, 1, 3, 4]} : f32[1,4,2,3,3]
+  %s4 = constant i64[4] [1, 8, 3, 3]
+  %u = Reshape(%t, %s4) : f32[1,8,3,3]
+  %starts = constant i64[1] [0]
+  %ends = constant i64[1] [4]
+  %axes = constant i64[1] [1]
+  %half = Slice(%u, %starts, %ends, %axes) : f32[1,4,3,3]
+  %w0 = constant f32[4,4,1,1] dense<"0x00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000">
+  %w = Transpose(%w0) {perm = [0, 1, 2, 3]} : f32[4,4,1,1]
+  %y = Conv(%half, %w) : f32[1,4,3,3]
+  %starts2 = constant i64[1] [4]
+  %ends2 = constant i64[1] [8]
+  %other = Slice(%u, %starts2, %ends2, %axes) : f32[1,4,3,3]
+  %z = Concat(%other, %y) {axis = 1} : f32[1,8,3,3]
+  return
+})");
+  // %u has two readers, so it is stored either way.
+  EXPECT_EQ(describe(formKernelGroups(*graph, true)),
+            "Concat+Reshape+Transpose+Reshape | Slice+Transpose+Conv | Slice+Concat");
+  EXPECT_EQ(describe(formKernelGroups(*graph, true, false)),
+            "Concat | Reshape+Transpose+Reshape | Slice | Transpose+Conv | Slice+Concat");
+}
+
+TEST(Fusion, WithoutDeepProloguesAMatMulStillReadsThroughViews) {
+  // The transpose and the slice remap indices and stay in the MatMul; the pad selects against
+  // its pad value and is stored (with the Exp before it) when prologues are not deep.
+  std::unique_ptr<Graph> graph = parseGraph(R"(graph @main(%k: f32[2,8,6], %x: f32[2,6,4], %q: f32[2,4,6]) -> (%y) {
+  %t = Transpose(%k) {perm = [0, 2, 1]} : f32[2,6,8]
+  %starts = constant i64[1] [0]
+  %ends = constant i64[1] [4]
+  %axes = constant i64[1] [1]
+  %s = Slice(%t, %starts, %ends, %axes) : f32[2,4,8]
+  %e = Exp(%x) : f32[2,6,4]
+  %pads = constant i64[6] [0, 1, 0, 0, 1, 0]
+  %p = Pad(%e, %pads) : f32[2,8,4]
+  %m = MatMul(%s, %p) : f32[2,4,4]
+  %y = MatMul(%m, %q) : f32[2,4,6]
+  return
+})");
+  EXPECT_EQ(describe(formKernelGroups(*graph, true)), "Exp | Transpose+Slice+Pad+MatMul | MatMul");
+  EXPECT_EQ(describe(formKernelGroups(*graph, true, false)), "Exp+Pad | Transpose+Slice+MatMul | MatMul");
+}

@@ -25,6 +25,7 @@
 #include "sinter/codegen/cpu/cpu_backend.h"
 #include "cpu_contraction.h"
 #include "cpu_depthwise.h"
+#include "cpu_kernel_frame.h"
 #include "sinter/codegen/llvm/kernel_emitter.h"
 #include "sinter/codegen/llvm/target_machine.h"
 
@@ -59,6 +60,14 @@ public:
       hasF16c_.push_back(llvmgen::createX86TargetMachine(level)->getMCSubtargetInfo()->checkFeatures("+f16c"));
       units_.emplace_back();
     }
+  }
+
+  /// Contractions read their run-time operands directly or through views: see
+  /// BackendCapabilities::deepPrologues.
+  BackendCapabilities capabilities() const override {
+    BackendCapabilities capabilities;
+    capabilities.deepPrologues = false;
+    return capabilities;
   }
 
   std::string name() const override { return "LLVM x86-64 (" + package::joinedCpuLevels(levels_) + ")"; }
@@ -331,19 +340,7 @@ private:
     b.SetInsertPoint(exit);
     b.CreateRetVoid();
 
-    // The entry point the runtime calls: unpack args and call the body.
-    auto *wrapper = llvm::Function::Create(
-        llvm::FunctionType::get(voidType, {ptr, i64, i64}, false), llvm::Function::ExternalLinkage,
-        kernel.name, module);
-    wrapper->addFnAttr(llvm::Attribute::NoUnwind);
-    b.SetInsertPoint(llvm::BasicBlock::Create(context, "entry", wrapper));
-    std::vector<llvm::Value *> arguments;
-    for (size_t i = 0; i < kernel.buffers.size(); ++i)
-      arguments.push_back(b.CreateLoad(ptr, b.CreateConstInBoundsGEP1_64(ptr, wrapper->getArg(0), i)));
-    arguments.push_back(wrapper->getArg(1));
-    arguments.push_back(wrapper->getArg(2));
-    b.CreateCall(body, arguments);
-    b.CreateRetVoid();
+    llvmgen::emitEntryPoint(*module, body, kernel.name, kernel.buffers.size());
   }
 
   std::vector<std::string> levels_; ///< resolved, ascending

@@ -22,13 +22,37 @@ bool cheapPrologue(const Node &node) {
   return opInfo(node.kind()).fusion == FusionClass::DataMovement || node.kind() == OpKind::Cast;
 }
 
+/// Reads one element of its input per element, at an index that is a remapping (a reshape, a
+/// permute, a sub-range, a broadcast): no selection between sources or against a pad value.
+bool viewLike(const Node &node) {
+  switch (node.kind()) {
+  case OpKind::Reshape: case OpKind::Flatten: case OpKind::Squeeze: case OpKind::Unsqueeze:
+  case OpKind::Transpose: case OpKind::Slice: case OpKind::Expand: case OpKind::Cast:
+    return true;
+  default:
+    return false;
+  }
+}
+
+bool isContractionNode(const Node &node) {
+  return node.kind() == OpKind::MatMul || node.kind() == OpKind::Gemm || node.kind() == OpKind::Conv;
+}
+
 class Partition {
 public:
-  explicit Partition(const Graph &graph) : graph_(graph) {
+  Partition(const Graph &graph, bool deepPrologues)
+      : graph_(graph), deepPrologues_(deepPrologues) {
     for (const auto &node : graph.nodes()) {
       position_[node.get()] = int(order_.size());
       group_[node.get()] = int(order_.size());
       order_.push_back(node.get());
+      // Computed from constants alone (a weight's layout permute): packed at compile time.
+      bool fromConstants = node->numInputs() > 0;
+      for (Value *input : node->inputs())
+        fromConstants = fromConstants && (!input || input->isConstant() ||
+                                          (input->producer() && constantOnly_.count(input->producer())));
+      if (fromConstants)
+        constantOnly_.insert(node.get());
     }
   }
 
@@ -104,9 +128,19 @@ public:
       bool feedsKernel = !isInjective(*user) || feedsKernel_.count(user);
       if (feedsKernel && !cheapPrologue(*node))
         continue;
+      const Node *kernel = !isInjective(*user) ? user : feedsKernel ? kernelOf_.at(user) : nullptr;
+      // Without deep prologues, a contraction reads its run-time operands directly (a Conv) or
+      // through views (a MatMul, Gemm), and a Concat is stored: recomputed in its readers, a
+      // chain of channel shuffles nests one more selection per block into every read.
+      if (!deepPrologues_ && !constantOnly_.count(node) &&
+          (node->kind() == OpKind::Concat ||
+           (kernel && isContractionNode(*kernel) && (kernel->kind() == OpKind::Conv || !viewLike(*node)))))
+        continue;
       group_[node] = group_[user];
-      if (feedsKernel)
+      if (feedsKernel) {
         feedsKernel_.insert(node);
+        kernelOf_[node] = kernel;
+      }
     }
   }
 
@@ -163,13 +197,16 @@ private:
   const Graph &graph_;
   std::vector<const Node *> order_;
   std::map<const Node *, int> position_, group_;
-  std::set<const Node *> feedsKernel_; ///< prologue nodes whose values a kernel node reads
+  bool deepPrologues_;
+  std::set<const Node *> feedsKernel_;            ///< prologue nodes whose values a kernel node reads
+  std::map<const Node *, const Node *> kernelOf_; ///< for each of those, that kernel node
+  std::set<const Node *> constantOnly_;           ///< nodes computed from constants alone
 };
 
 } // namespace
 
-std::vector<KernelGroup> formKernelGroups(const Graph &graph, bool fuse) {
-  Partition partition(graph);
+std::vector<KernelGroup> formKernelGroups(const Graph &graph, bool fuse, bool deepPrologues) {
+  Partition partition(graph, deepPrologues);
   if (fuse) {
     partition.fuseEpilogues();
     partition.fusePrologues();

@@ -6,7 +6,11 @@
 //     Conv -> BatchNormalization -> Add(residual) -> Relu is one kernel that stores once.
 //  2. Prologues: an injective node whose one output has one use joins its consumer's group:
 //     any injective node into an elementwise consumer (vertical chains), only data movement and
-//     casts into a kernel node, which may read each element many times.
+//     casts into a kernel node, which may read each element many times. Without deep
+//     prologues (a backend's choice, BackendCapabilities), a Conv reads its run-time input
+//     directly, a MatMul or Gemm through views (reshape, transpose, cast) only, and a Concat
+//     is stored, never recomputed in its readers; what is computed from constants alone joins
+//     any kernel, which packs it at compile time.
 // A group runs where its last node ran, so every value a group reads was written before it.
 #pragma once
 
@@ -19,6 +23,6 @@ namespace sinter::codegen {
 
 /// The graph's nodes as kernel groups in an order that respects dependencies. With `fuse`
 /// false, one group per node. Group names are kernelName(nodes, position).
-std::vector<KernelGroup> formKernelGroups(const Graph &graph, bool fuse);
+std::vector<KernelGroup> formKernelGroups(const Graph &graph, bool fuse, bool deepPrologues = true);
 
 } // namespace sinter::codegen
