@@ -115,7 +115,7 @@ CASES = {
     "conv_many_channels": lambda: conv((1, 20, 8, 8), 200, (3, 3), 27, pads=[1, 1, 1, 1]),
     "conv_narrow_7x7_stride2": lambda: conv((1, 3, 30, 30), 8, (7, 7), 29, strides=[2, 2], pads=[3, 3, 3, 3]),
     "conv_narrow_small_image": lambda: conv((2, 12, 5, 5), 12, (3, 3), 30, pads=[1, 1, 1, 1]),
-    # Depthwise convolutions have a direct kernel (test_cpu_depthwise.py) up to stride 4; past it,
+    # Depthwise convolutions have a direct kernel (test_cpu_plane_window.py) up to stride 4; past it,
     # the blocked one.
     "conv_depthwise_stride5": lambda: conv((1, 48, 60, 55), 48, (3, 3), 31, group=48, strides=[5, 5], pads=[1, 1, 1, 1]),
     "conv_two_outputs_per_group": lambda: conv((2, 8, 11, 11), 16, (3, 3), 32, group=8, pads=[1, 1, 1, 1]),

@@ -14,6 +14,7 @@ LoweredGroup lowerForBackend(const KernelGroup &group, const BackendCapabilities
   if (capabilities.describesFusedAttention)
     lowered.attention = lowerFusedAttention(group);
   lowered.contraction = lowerContraction(group);
+  lowered.pooling = lowerPooling(group);
   for (const Value *input : group.inputs)
     lowered.constantInputs.push_back(input->isConstant() ? &input->constant() : nullptr);
   for (const Node *node : group.nodes)

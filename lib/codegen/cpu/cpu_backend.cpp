@@ -12,7 +12,7 @@
 //
 // MatMul, Gemm and Conv worth tiling get a blocked, packed, vectorised kernel instead
 // (cpu_contraction.h), whose parallel index runs over output tiles; depthwise convolutions get a
-// direct kernel over bands of their planes (cpu_depthwise.h).
+// direct kernel over bands of their planes, as do MaxPool and AveragePool (cpu_plane_window.h).
 //
 // Kernels whose code is the same but for their names (repeated layers) are built once: the later
 // ones take the first one's entry point (CpuBackend::isDistinct), as the CUDA backend's do.
@@ -24,7 +24,7 @@
 // is named for its level (package::cpuKernelSymbol).
 #include "sinter/codegen/cpu/cpu_backend.h"
 #include "cpu_contraction.h"
-#include "cpu_depthwise.h"
+#include "cpu_plane_window.h"
 #include "cpu_kernel_frame.h"
 #include "sinter/codegen/llvm/kernel_emitter.h"
 #include "sinter/codegen/llvm/target_machine.h"
@@ -90,21 +90,26 @@ public:
   package::Kernel addKernel(const LoweredGroup &group, LaunchShape &launch) override {
     const Kernel &kernel = group.kernel;
     emitKernelSource(kernel);
-    std::optional<llvmgen::DepthwiseConvolution> depthwise = llvmgen::planDepthwiseConvolution(group, launch);
+    std::optional<llvmgen::PlaneWindow> window = llvmgen::planDepthwiseConvolution(group, launch);
+    const char *windowGenerator = "llvm-x86-depthwise";
+    if (!window) {
+      window = llvmgen::planPooling(group, launch);
+      windowGenerator = "llvm-x86-pool";
+    }
     std::optional<llvmgen::BlockedContraction> blocked =
-        depthwise ? std::nullopt : llvmgen::planBlockedContraction(group, launch);
-    if (!blocked && !depthwise)
+        window ? std::nullopt : llvmgen::planBlockedContraction(group, launch);
+    if (!blocked && !window)
       launch.parallelExtent = kernel.parallelExtent;
     auto build = [&](size_t level, Unit &unit) {
-      if (depthwise)
-        return llvmgen::emitDepthwiseConvolution(group, *depthwise, levels_[level], *unit.module, hasF16c_[level]);
+      if (window)
+        return llvmgen::emitPlaneWindow(group, *window, levels_[level], *unit.module, hasF16c_[level]);
       if (blocked)
         return llvmgen::emitBlockedContraction(group, *blocked, levels_[level], *unit.module, hasF16c_[level]);
       buildKernel(kernel, unit, hasF16c_[level]);
       return kernel;
     };
     Unit &first = unitForNextKernel();
-    const char *generator = depthwise ? "llvm-x86-depthwise" : blocked ? "llvm-x86-blocked" : "llvm-x86";
+    const char *generator = window ? windowGenerator : blocked ? "llvm-x86-blocked" : "llvm-x86";
     package::Kernel entry = describeKernel(group, build(0, first), generator);
     if (!isDistinct(entry, first))
       return entry;

@@ -1,4 +1,4 @@
-// The frame of the CPU backend's hand-built kernels (cpu_contraction.cpp, cpu_depthwise.cpp):
+// The frame of the CPU backend's hand-built kernels (cpu_contraction.cpp, cpu_plane_window.cpp):
 // loops and branches written straight into LLVM IR at an IRBuilder's position, and the entry
 // point the runtime calls.
 #pragma once

@@ -51,9 +51,11 @@ void poolRule(const RuleContext &ctx) {
   int64_t p = node.attrInt("p", 2);
   std::vector<StmtRef> update;
   if (isMax) {
-    // NaN wins for floats; integers (MaxPool takes i8 and u8) have no NaN to test for.
+    // A NaN never wins a MaxPool window (as the reference evaluator, onnxruntime and the onnx
+    // package's evaluator have it) and always wins GlobalMaxPool (as the reference has it);
+    // integers (MaxPool takes i8 and u8) have no NaN to test for.
     ExprRef better = binary(BinaryOp::Gt, value, accumulator);
-    if (isFloat(type))
+    if (isFloat(type) && global)
       better = binary(BinaryOp::LogicalOr, better, unary(UnaryOp::IsNaN, value));
     // Indices are flat positions in the input: row-major, or with storage_order = 1 column-major
     // within each (image, channel) plane (the first spatial dim fastest), as ONNX defines them.

@@ -19,6 +19,7 @@
 #include "sinter/codegen/lowering/attention.h"
 #include "sinter/codegen/lowering/contraction.h"
 #include "sinter/codegen/lowering/lowering.h"
+#include "sinter/codegen/lowering/pooling.h"
 #include "sinter/ir/tensor.h"
 #include "sinter/package/manifest.h"
 #include "sinter/support/kernel_cache.h"
@@ -108,6 +109,9 @@ struct LoweredGroup {
   /// The fused-attention description when the capabilities ask for it and the group is one
   /// (attention.h).
   std::optional<FusedAttention> attention;
+  /// The window pooling when the group is one MaxPool or AveragePool the description covers
+  /// (pooling.h), for a backend's direct kernel.
+  std::optional<Pooling> pooling;
   /// Per group input (kernel buffer), its value when it is a constant, else null: a backend may
   /// pack constant operands at compile time.
   std::vector<const Tensor *> constantInputs;

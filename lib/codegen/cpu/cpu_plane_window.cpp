@@ -1,19 +1,22 @@
 // Design note. The kernel is three layers, as the blocked contraction's:
 //
 //   NAME(args, begin, end)                  entry point: unpacks args, calls NAME.body
-//   NAME.body(buffers..., weights, begin, end)
+//   NAME.body(buffers..., [weights,] begin, end)
 //     for tile in [begin, end):             tile = (image, channel, band), band fastest
-//       copy the band's input rows into scratch, zero where the window reaches past the plane
+//       copy the band's input rows into scratch, the pad value where the window reaches past
+//       the plane (0, or -inf for a maximum)
 //       for each output row of the band:
-//         for each chunk of up to 4 vectors: acc = sum over taps of w[tap] * scratch[...]
+//         for each chunk of up to 4 vectors: acc = combine over taps of scratch[...]
 //                                           (unrolled over the taps; stored to the tile buffer)
-//       epilogue over the band              kernel IR: acc from the tile buffer, then spec.epilogue
+//       epilogue over the band              kernel IR: acc from the tile buffer, then the
+//                                           contraction's or the pooling's epilogue
 //
-// Scratch row pr holds input row (band's first output row * stride - padTop + pr), its column pc
-// input column pc - padLeft: output (oy, ox)'s tap (ky, kx) is scratch[(oy - oy0) * strideRows +
-// ky * dilationRows][ox * strideColumns + kx * dilationColumns], in bounds for every lane of a
-// vector (rows are padded to whole vectors of the widest level), so the loads need no test.
-#include "cpu_depthwise.h"
+// Scratch row pr holds input row (band's first output row * strideRows - padTop + pr), its
+// column pc input column pc - padLeft: output (oy, ox)'s tap (ky, kx) is scratch[(oy - oy0) *
+// strideRows + ky * dilationRows][ox * strideColumns + kx * dilationColumns], in bounds for every
+// lane of a vector (rows are padded to whole vectors of the widest level), so the loads need no
+// test.
+#include "cpu_plane_window.h"
 #include "cpu_contraction.h"
 #include "cpu_kernel_frame.h"
 
@@ -25,6 +28,7 @@
 #include <llvm/IR/Intrinsics.h>
 
 #include <functional>
+#include <limits>
 #include <span>
 
 namespace sinter::codegen::llvmgen {
@@ -78,9 +82,55 @@ std::optional<bool> evaluatesTo(const ExprRef &expr, int variable, int64_t count
   return true;
 }
 
+/// The window and the bands of a plan from its geometry (1 or 2 spatial dims; the last is the
+/// columns); false when the kernel does not take it (strides past 4, too many taps, negative
+/// padding, scratch too large).
+bool planWindow(const WindowGeometry &geometry, PlaneWindow &plan) {
+  const size_t dims = geometry.rank();
+  if (dims < 1 || dims > 2 || geometry.kernel.size() != dims || productOf(geometry.kernel) > kMaxTaps)
+    return false;
+  for (size_t d = 0; d < dims; ++d)
+    if (geometry.strides[d] < 1 || geometry.strides[d] > 4 || geometry.padBegin[d] < 0 || geometry.dilations[d] < 1)
+      return false;
+  const size_t columns = dims - 1; // a 1-d window has one row
+  plan.inColumns = geometry.input[columns];
+  plan.outColumns = geometry.output[columns];
+  plan.kernelColumns = geometry.kernel[columns];
+  plan.strideColumns = geometry.strides[columns];
+  plan.dilationColumns = geometry.dilations[columns];
+  plan.padLeft = geometry.padBegin[columns];
+  plan.inRows = plan.outRows = plan.kernelRows = 1;
+  if (dims == 2) {
+    plan.inRows = geometry.input[0];
+    plan.outRows = geometry.output[0];
+    plan.kernelRows = geometry.kernel[0];
+    plan.strideRows = geometry.strides[0];
+    plan.dilationRows = geometry.dilations[0];
+    plan.padTop = geometry.padBegin[0];
+  }
+  // Scratch rows cover every lane a vector of the widest level reads: a row's last vector of
+  // outputs starts at (outColumns rounded up - 16) * stride and reads stride * 16 floats.
+  plan.paddedColumns = roundUp(plan.outColumns, kWidestVector) * plan.strideColumns +
+                       (plan.kernelColumns - 1) * plan.dilationColumns;
+  auto paddedRows = [&](int64_t bandRows) {
+    return (bandRows - 1) * plan.strideRows + (plan.kernelRows - 1) * plan.dilationRows + 1;
+  };
+  int64_t bandRows = plan.outRows;
+  while (bandRows > 1 && paddedRows(bandRows) * plan.paddedColumns > kBandFloats)
+    bandRows = ceilDiv(bandRows, 2);
+  // Enough tiles for a few threads: cut planes into bands when there are few of them.
+  while (bandRows >= 8 && plan.images * plan.channels * ceilDiv(plan.outRows, bandRows) < 8)
+    bandRows = ceilDiv(bandRows, 2);
+  plan.bandRows = bandRows;
+  plan.bands = ceilDiv(plan.outRows, bandRows);
+  plan.paddedRows = paddedRows(bandRows);
+  return plan.paddedRows * plan.paddedColumns <= kMaxScratchFloats &&
+         bandRows * roundUp(plan.outColumns, kWidestVector) <= kMaxScratchFloats;
+}
+
 } // namespace
 
-std::optional<DepthwiseConvolution> planDepthwiseConvolution(const LoweredGroup &group, LaunchShape &launch) {
+std::optional<PlaneWindow> planDepthwiseConvolution(const LoweredGroup &group, LaunchShape &launch) {
   const std::optional<Contraction> &contraction = group.contraction;
   if (!contraction || contraction->spec.type != DType::Float32 || !contraction->spec.window ||
       contraction->spec.m != 1)
@@ -89,19 +139,16 @@ std::optional<DepthwiseConvolution> planDepthwiseConvolution(const LoweredGroup 
   const ConvolutionWindow &window = *spec.window;
   const WindowGeometry &geometry = window.geometry;
   const size_t dims = geometry.rank();
-  if (dims < 1 || dims > 2 || geometry.kernel.size() != dims || spec.k != productOf(geometry.kernel) ||
-      spec.k > kMaxTaps || spec.n % window.positions != 0)
-    return std::nullopt; // more than one input channel per group, or another rank
+  if (geometry.kernel.size() != dims || spec.k != productOf(geometry.kernel) || spec.n % window.positions != 0)
+    return std::nullopt; // more than one input channel per group
   std::optional<int> source = directSource(spec.rhs);
-  if (!source)
+  PlaneWindow plan;
+  if (!source || !planWindow(geometry, plan))
     return std::nullopt;
-  for (size_t d = 0; d < dims; ++d)
-    if (geometry.strides[d] < 1 || geometry.strides[d] > 4 || geometry.padBegin[d] < 0)
-      return std::nullopt;
 
   // The geometry restates the window's expressions (contraction.h): check it does, position by
   // position and tap by tap, and that every tap reads the group's own channel.
-  std::vector<int64_t> output = geometry.output, kernel = geometry.kernel;
+  const std::vector<int64_t> &output = geometry.output, &kernel = geometry.kernel;
   auto unravel = [](int64_t flat, const std::vector<int64_t> &extents, size_t d) {
     for (size_t e = extents.size(); e-- > d + 1;)
       flat /= extents[e];
@@ -121,53 +168,15 @@ std::optional<DepthwiseConvolution> planDepthwiseConvolution(const LoweredGroup 
       return std::nullopt;
     SINTER_ASSERT(*check, "the window geometry of ", contraction->kernel.name, " disagrees with its expressions");
   }
-  SINTER_ASSERT(productOf(output) == window.positions && window.extent == geometry.input,
+  SINTER_ASSERT(productOf(output) == window.positions && window.extent == geometry.input &&
+                    window.stride.back() == 1 && (dims == 1 || window.stride[0] == plan.inColumns),
                 "the window geometry of ", contraction->kernel.name, " disagrees with its extents");
-
-  DepthwiseConvolution plan;
+  plan.combine = PlaneWindow::Combine::MultiplyAdd;
   plan.source = *source;
   plan.channels = spec.batch;
   plan.images = spec.n / window.positions;
   plan.imageStride = window.imageStride;
   plan.planeStride = window.groupStride;
-  const size_t columns = dims - 1; // the last spatial dim; a 1-d convolution has one row
-  plan.inColumns = geometry.input[columns];
-  plan.outColumns = output[columns];
-  plan.kernelColumns = kernel[columns];
-  plan.strideColumns = geometry.strides[columns];
-  plan.dilationColumns = geometry.dilations[columns];
-  plan.padLeft = geometry.padBegin[columns];
-  plan.inRows = plan.outRows = plan.kernelRows = 1;
-  if (dims == 2) {
-    plan.inRows = geometry.input[0];
-    plan.outRows = output[0];
-    plan.kernelRows = kernel[0];
-    plan.strideRows = geometry.strides[0];
-    plan.dilationRows = geometry.dilations[0];
-    plan.padTop = geometry.padBegin[0];
-  }
-  SINTER_ASSERT(window.stride.back() == 1 && (dims == 1 || window.stride[0] == plan.inColumns),
-                "a depthwise window over a plane that is not row-major");
-
-  // Scratch rows cover every lane a vector of the widest level reads: a row's last vector of
-  // outputs starts at (outColumns rounded up - 16) * stride and reads stride * 16 floats.
-  plan.paddedColumns = roundUp(plan.outColumns, kWidestVector) * plan.strideColumns +
-                       (plan.kernelColumns - 1) * plan.dilationColumns;
-  auto paddedRows = [&](int64_t bandRows) {
-    return (bandRows - 1) * plan.strideRows + (plan.kernelRows - 1) * plan.dilationRows + 1;
-  };
-  int64_t bandRows = plan.outRows;
-  while (bandRows > 1 && paddedRows(bandRows) * plan.paddedColumns > kBandFloats)
-    bandRows = ceilDiv(bandRows, 2);
-  // Enough tiles for a few threads: cut planes into bands when there are few of them.
-  while (bandRows >= 8 && plan.images * plan.channels * ceilDiv(plan.outRows, bandRows) < 8)
-    bandRows = ceilDiv(bandRows, 2);
-  plan.bandRows = bandRows;
-  plan.bands = ceilDiv(plan.outRows, bandRows);
-  plan.paddedRows = paddedRows(bandRows);
-  if (plan.paddedRows * plan.paddedColumns > kMaxScratchFloats ||
-      bandRows * roundUp(plan.outColumns, kWidestVector) > kMaxScratchFloats)
-    return std::nullopt;
 
   // The weights, channel-major: w[channel * k + tap] (one panel of one row per group).
   std::optional<PackedOperand> weights = packConstantOperand(group, *contraction, true, 1);
@@ -179,11 +188,29 @@ std::optional<DepthwiseConvolution> planDepthwiseConvolution(const LoweredGroup 
   return plan;
 }
 
-Kernel emitDepthwiseConvolution(const LoweredGroup &group, const DepthwiseConvolution &plan,
-                                const std::string &cpuLevel, llvm::Module &module, bool hasF16c) {
-  const Contraction &contraction = *group.contraction;
-  const ContractionSpec &spec = contraction.spec;
-  const Kernel &kernel = contraction.kernel;
+std::optional<PlaneWindow> planPooling(const LoweredGroup &group, LaunchShape &launch) {
+  if (!group.pooling)
+    return std::nullopt;
+  const Pooling &pooling = *group.pooling;
+  PlaneWindow plan;
+  if (!planWindow(pooling.geometry, plan))
+    return std::nullopt;
+  plan.combine = pooling.max ? PlaneWindow::Combine::Max : PlaneWindow::Combine::Add;
+  plan.source = pooling.source;
+  plan.channels = pooling.channels;
+  plan.images = pooling.images;
+  plan.planeStride = productOf(pooling.geometry.input);
+  plan.imageStride = plan.channels * plan.planeStride;
+  launch.parallelExtent = plan.tiles();
+  return plan;
+}
+
+Kernel emitPlaneWindow(const LoweredGroup &group, const PlaneWindow &plan, const std::string &cpuLevel,
+                       llvm::Module &module, bool hasF16c) {
+  const bool weighted = plan.combine == PlaneWindow::Combine::MultiplyAdd;
+  SINTER_ASSERT(weighted ? group.contraction.has_value() : group.pooling.has_value(), "plane window ",
+                group.kernel.name, " has no description to emit");
+  const Kernel &kernel = weighted ? group.contraction->kernel : group.pooling->kernel;
   const int64_t width = vectorWidth(cpuLevel);
   const int64_t tileColumns = roundUp(plan.outColumns, width), vectorsPerRow = tileColumns / width;
   const int64_t chunk = std::min<int64_t>(4, vectorsPerRow); // vectors computed together
@@ -195,8 +222,9 @@ Kernel emitDepthwiseConvolution(const LoweredGroup &group, const DepthwiseConvol
   auto *vector = llvm::FixedVectorType::get(f32, unsigned(width));
   const size_t bufferCount = kernel.buffers.size();
 
-  // NAME.body(buffers..., weights, begin, end)
-  std::vector<llvm::Type *> params(bufferCount + 1, ptr);
+  // NAME.body(buffers..., [weights,] begin, end)
+  const size_t pointers = bufferCount + (weighted ? 1 : 0);
+  std::vector<llvm::Type *> params(pointers, ptr);
   params.push_back(i64);
   params.push_back(i64);
   auto *body = llvm::Function::Create(llvm::FunctionType::get(b.getVoidTy(), params, false),
@@ -206,14 +234,14 @@ Kernel emitDepthwiseConvolution(const LoweredGroup &group, const DepthwiseConvol
   body->addFnAttr("min-legal-vector-width", std::to_string(width * 32));
   body->addFnAttr("prefer-vector-width", std::to_string(width * 32));
   std::vector<llvm::Value *> buffers;
-  for (size_t i = 0; i <= bufferCount; ++i) {
+  for (size_t i = 0; i < pointers; ++i) {
     body->addParamAttr(unsigned(i), llvm::Attribute::NoAlias);
     if (i == bufferCount || !kernel.buffers[i].written)
       body->addParamAttr(unsigned(i), llvm::Attribute::ReadOnly);
     buffers.push_back(body->getArg(unsigned(i)));
   }
-  llvm::Value *weights = body->getArg(unsigned(bufferCount));
-  llvm::Value *begin = body->getArg(unsigned(bufferCount + 1)), *end = body->getArg(unsigned(bufferCount + 2));
+  llvm::Value *weights = weighted ? body->getArg(unsigned(bufferCount)) : nullptr;
+  llvm::Value *begin = body->getArg(unsigned(pointers)), *end = body->getArg(unsigned(pointers + 1));
 
   b.SetInsertPoint(llvm::BasicBlock::Create(context, "entry", body));
   auto scratch = [&](llvm::Type *type, int64_t count, const char *name) {
@@ -226,8 +254,9 @@ Kernel emitDepthwiseConvolution(const LoweredGroup &group, const DepthwiseConvol
   llvm::Value *band = scratch(f32, plan.paddedRows * plan.paddedColumns, "band");
   llvm::Value *tile = scratch(f32, plan.bandRows * tileColumns, "tile");
 
-  // The epilogue, in kernel IR: for each of the band's outputs, acc from the tile, then the spec's
-  // statements (which store it) at (b = channel, i = 0, j = image * positions + position).
+  // The epilogue, in kernel IR: for each of the band's outputs, acc from the tile, then the
+  // description's statements (which store it): a contraction's at (b = channel, i = 0, j = image
+  // * positions + position), a pooling's at (image, channel, position).
   Kernel epilogue = kernel;
   epilogue.body.clear();
   const int paramsId = int(epilogue.buffers.size());
@@ -242,13 +271,25 @@ Kernel emitDepthwiseConvolution(const LoweredGroup &group, const DepthwiseConvol
     auto param = [&](int64_t which) { return load(paramsId, DType::Int64, intConstant(which)); };
     ExprRef row = var(rowVar, DType::Int64), column = var(columnVar, DType::Int64);
     ExprRef position = add(mul(add(param(ParamRow), row), plan.outColumns), column);
-    std::vector<StmtRef> element = {
-        assign(spec.j, add(mul(param(ParamImage), plan.outRows * plan.outColumns), position)),
-        assign(spec.acc, load(tileId, DType::Float32, add(mul(row, tileColumns), column)))};
-    element.insert(element.end(), spec.epilogue.begin(), spec.epilogue.end());
-    epilogue.body = {assign(spec.b, param(ParamChannel)), assign(spec.i, intConstant(0)),
-                     forLoop(rowVar, param(ParamRows),
-                             {forLoop(columnVar, intConstant(plan.outColumns), std::move(element))})};
+    ExprRef value = load(tileId, DType::Float32, add(mul(row, tileColumns), column));
+    std::vector<StmtRef> band, element;
+    const std::vector<StmtRef> *statements;
+    if (weighted) {
+      const ContractionSpec &spec = group.contraction->spec;
+      band = {assign(spec.b, param(ParamChannel)), assign(spec.i, intConstant(0))};
+      element = {assign(spec.j, add(mul(param(ParamImage), plan.outRows * plan.outColumns), position)),
+                 assign(spec.acc, value)};
+      statements = &spec.epilogue;
+    } else {
+      const Pooling &pooling = *group.pooling;
+      band = {assign(pooling.image, param(ParamImage)), assign(pooling.channel, param(ParamChannel))};
+      element = {assign(pooling.position, position), assign(pooling.acc, value)};
+      statements = &pooling.epilogue;
+    }
+    element.insert(element.end(), statements->begin(), statements->end());
+    band.push_back(forLoop(rowVar, param(ParamRows),
+                           {forLoop(columnVar, intConstant(plan.outColumns), std::move(element))}));
+    epilogue.body = std::move(band);
   }
   std::vector<llvm::Value *> epilogueBuffers(buffers.begin(), buffers.begin() + long(bufferCount));
   epilogueBuffers.push_back(paramBuffer);
@@ -261,6 +302,25 @@ Kernel emitDepthwiseConvolution(const LoweredGroup &group, const DepthwiseConvol
   };
   auto at = [&](llvm::Value *base, llvm::Value *offset) { return b.CreateInBoundsGEP(f32, base, offset); };
   llvm::Function *fmuladd = llvm::Intrinsic::getDeclaration(&module, llvm::Intrinsic::fmuladd, {vector});
+  // A NaN never wins a MaxPool window, as in the reference (llvm.maxnum returns the other operand).
+  llvm::Function *maximum = llvm::Intrinsic::getDeclaration(&module, llvm::Intrinsic::maxnum, {vector});
+  const float padValue = plan.combine == PlaneWindow::Combine::Max ? -std::numeric_limits<float>::infinity() : 0.0f;
+  llvm::Value *initial = plan.combine == PlaneWindow::Combine::Max
+                             ? llvm::ConstantFP::get(vector, double(padValue))
+                             : llvm::ConstantAggregateZero::get(vector);
+  // `count` floats of the pad value from `destination`.
+  auto fill = [&](llvm::Value *destination, int64_t count) {
+    if (count <= 0)
+      return;
+    if (padValue == 0.0f) {
+      b.CreateMemSet(destination, b.getInt8(0), uint64_t(count * 4), llvm::MaybeAlign(4));
+      return;
+    }
+    emitLoop(b, b.getInt64(0), b.getInt64(uint64_t(count)), 1, [&](llvm::Value *x) {
+      b.CreateAlignedStore(llvm::ConstantFP::get(f32, double(padValue)), b.CreateInBoundsGEP(f32, destination, x),
+                           llvm::Align(4));
+    }, "fill");
+  };
   const int64_t stride = plan.strideColumns;
   std::vector<int> everyStride;
   for (int64_t lane = 0; lane < width; ++lane)
@@ -279,7 +339,7 @@ Kernel emitDepthwiseConvolution(const LoweredGroup &group, const DepthwiseConvol
     llvm::Value *input = at(buffers[size_t(plan.source)],
                             b.CreateAdd(b.CreateMul(image, constant(plan.imageStride)),
                                         b.CreateMul(channel, constant(plan.planeStride))));
-    // The band's input, zero-padded.
+    // The band's input, padded.
     const int64_t left = std::min(plan.padLeft, plan.paddedColumns);
     const int64_t copied = std::max<int64_t>(0, std::min(plan.inColumns, plan.paddedColumns - left));
     const int64_t right = plan.paddedColumns - left - copied;
@@ -291,38 +351,38 @@ Kernel emitDepthwiseConvolution(const LoweredGroup &group, const DepthwiseConvol
                                         b.CreateICmpSLT(inputRow, constant(plan.inRows)));
       llvm::Function *function = b.GetInsertBlock()->getParent();
       auto *copy = llvm::BasicBlock::Create(context, "row.copy", function);
-      auto *zero = llvm::BasicBlock::Create(context, "row.zero", function);
+      auto *outside = llvm::BasicBlock::Create(context, "row.pad", function);
       auto *done = llvm::BasicBlock::Create(context, "row.done", function);
-      b.CreateCondBr(inside, copy, zero);
+      b.CreateCondBr(inside, copy, outside);
       b.SetInsertPoint(copy);
-      if (left > 0)
-        b.CreateMemSet(destination, b.getInt8(0), uint64_t(left * 4), llvm::MaybeAlign(4));
+      fill(destination, left);
       if (copied > 0)
         b.CreateMemCpy(at(destination, constant(left)), llvm::MaybeAlign(4),
                        at(input, b.CreateMul(inputRow, constant(plan.inColumns))), llvm::MaybeAlign(4),
                        uint64_t(copied * 4));
-      if (right > 0)
-        b.CreateMemSet(at(destination, constant(left + copied)), b.getInt8(0), uint64_t(right * 4),
-                       llvm::MaybeAlign(4));
+      fill(at(destination, constant(left + copied)), right);
       b.CreateBr(done);
-      b.SetInsertPoint(zero);
-      b.CreateMemSet(destination, b.getInt8(0), uint64_t(plan.paddedColumns * 4), llvm::MaybeAlign(4));
+      b.SetInsertPoint(outside);
+      fill(destination, plan.paddedColumns);
       b.CreateBr(done);
       b.SetInsertPoint(done);
     }, "pr");
 
     // Each output row, `count` vectors at a time from column `first`.
-    llvm::Value *tapsAt = b.CreateMul(channel, constant(spec.k));
+    llvm::Value *tapsAt = b.CreateMul(channel, constant(plan.taps()));
     emitLoop(b, constant(0), rows, 1, [&](llvm::Value *row) {
       llvm::Value *rowBase = at(band, b.CreateMul(row, constant(plan.strideRows * plan.paddedColumns)));
       llvm::Value *tileRow = at(tile, b.CreateMul(row, constant(tileColumns)));
       auto vectors = [&](llvm::Value *first, int64_t count) {
-        std::vector<llvm::Value *> sums(size_t(count), llvm::ConstantAggregateZero::get(vector));
+        std::vector<llvm::Value *> sums(size_t(count), initial);
         for (int64_t ky = 0; ky < plan.kernelRows; ++ky)
           for (int64_t kx = 0; kx < plan.kernelColumns; ++kx) {
-            llvm::Value *tap = b.CreateAlignedLoad(
-                f32, at(weights, b.CreateAdd(tapsAt, constant(ky * plan.kernelColumns + kx))), llvm::Align(4));
-            llvm::Value *broadcast = b.CreateVectorSplat(unsigned(width), tap);
+            llvm::Value *broadcast = nullptr;
+            if (weighted) {
+              llvm::Value *tap = b.CreateAlignedLoad(
+                  f32, at(weights, b.CreateAdd(tapsAt, constant(ky * plan.kernelColumns + kx))), llvm::Align(4));
+              broadcast = b.CreateVectorSplat(unsigned(width), tap);
+            }
             llvm::Value *tapRow = at(rowBase, constant(ky * plan.dilationRows * plan.paddedColumns +
                                                        kx * plan.dilationColumns));
             for (int64_t v = 0; v < count; ++v) {
@@ -332,7 +392,10 @@ Kernel emitDepthwiseConvolution(const LoweredGroup &group, const DepthwiseConvol
                                    ? b.CreateAlignedLoad(vector, address, llvm::Align(4))
                                    : b.CreateShuffleVector(b.CreateAlignedLoad(wide, address, llvm::Align(4)),
                                                            everyStride);
-              sums[size_t(v)] = b.CreateCall(fmuladd, {broadcast, x, sums[size_t(v)]});
+              llvm::Value *&sum = sums[size_t(v)];
+              sum = plan.combine == PlaneWindow::Combine::MultiplyAdd ? b.CreateCall(fmuladd, {broadcast, x, sum})
+                    : plan.combine == PlaneWindow::Combine::Max        ? b.CreateCall(maximum, {sum, x})
+                                                                        : b.CreateFAdd(sum, x);
             }
           }
         for (int64_t v = 0; v < count; ++v)
@@ -354,9 +417,10 @@ Kernel emitDepthwiseConvolution(const LoweredGroup &group, const DepthwiseConvol
   }, "tile");
   b.CreateRetVoid();
 
-  emitEntryPoint(module, body, kernel.name, bufferCount + 1);
+  emitEntryPoint(module, body, kernel.name, pointers);
   Kernel described = kernel;
   described.parallelExtent = plan.tiles();
+  described.flops = group.kernel.flops;
   return described;
 }
 
