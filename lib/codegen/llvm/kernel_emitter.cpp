@@ -1,4 +1,5 @@
 #include "sinter/codegen/llvm/kernel_emitter.h"
+#include "inline_math.h"
 
 #include "sinter/support/error.h"
 
@@ -37,7 +38,10 @@ public:
   llvm::Value *call(MathFunction function, llvm::ArrayRef<llvm::Value *> operands,
                     llvm::IRBuilder<> &builder, llvm::Module &module) const override {
     switch (function) {
-    case MathFunction::Exp: return intrinsic(llvm::Intrinsic::exp, operands, builder, module);
+    case MathFunction::Exp:
+      if (operands[0]->getType()->isFloatTy())
+        return inlineExpF32(builder, module, operands[0]);
+      return intrinsic(llvm::Intrinsic::exp, operands, builder, module);
     case MathFunction::Log: return intrinsic(llvm::Intrinsic::log, operands, builder, module);
     case MathFunction::Sqrt: return intrinsic(llvm::Intrinsic::sqrt, operands, builder, module);
     case MathFunction::Sin: return intrinsic(llvm::Intrinsic::sin, operands, builder, module);
@@ -50,7 +54,10 @@ public:
     case MathFunction::Atan: return libm("atanf", "atan", operands[0], builder, module);
     case MathFunction::Sinh: return libm("sinhf", "sinh", operands[0], builder, module);
     case MathFunction::Cosh: return libm("coshf", "cosh", operands[0], builder, module);
-    case MathFunction::Tanh: return libm("tanhf", "tanh", operands[0], builder, module);
+    case MathFunction::Tanh:
+      if (operands[0]->getType()->isFloatTy())
+        return inlineTanhF32(builder, module, operands[0]);
+      return libm("tanhf", "tanh", operands[0], builder, module);
     case MathFunction::Asinh: return libm("asinhf", "asinh", operands[0], builder, module);
     case MathFunction::Acosh: return libm("acoshf", "acosh", operands[0], builder, module);
     case MathFunction::Atanh: return libm("atanhf", "atanh", operands[0], builder, module);

@@ -36,8 +36,9 @@ public:
                             llvm::IRBuilder<> &builder, llvm::Module &module) const = 0;
 };
 
-/// The x86-64 host's: LLVM's exp, log, sqrt, sin, cos and pow intrinsics, `frem`, and libm calls
-/// (erff, tanhf, ...) for the rest.
+/// The x86-64 host's: f32 exp and tanh written out as arithmetic (inline_math.h), LLVM's log, sqrt,
+/// sin, cos and pow intrinsics (and exp for f64), `frem`, and libm calls
+/// (erff, f64 tanh, ...) for the rest.
 const MathLibrary &hostMathLibrary();
 
 /// The MathFunctions the kernel's expressions need (what the emitter will ask its library for).
