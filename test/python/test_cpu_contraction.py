@@ -106,6 +106,12 @@ CASES = {
     "gemm_no_c": lambda: gemm(64, 64, 300, 0, 1, 1.0, 1.0, None, "b", 14),
     # Conv: implicit GEMM with the gather in the run-time packing.
     "conv_1x1": lambda: conv((2, 24, 9, 11), 20, (1, 1), 20),
+    # Pointwise convolutions whose rhs the micro-kernel reads in place: one image with a partial
+    # last panel, images of whole panels, several KC blocks, groups.
+    "conv_1x1_in_place_tail": lambda: conv((1, 40, 9, 13), 24, (1, 1), 37),
+    "conv_1x1_in_place_images": lambda: conv((3, 16, 8, 8), 20, (1, 1), 38),
+    "conv_1x1_in_place_long_reduction": lambda: conv((1, 520, 6, 7), 30, (1, 1), 39),
+    "conv_1x1_in_place_grouped": lambda: conv((2, 32, 8, 4), 16, (1, 1), 40, group=2),
     "conv_3x3_stride2_pad1": lambda: conv((1, 16, 15, 13), 33, (3, 3), 21, strides=[2, 2], pads=[1, 1, 1, 1]),
     "conv_dilated": lambda: conv((1, 18, 17, 19), 17, (3, 3), 22, dilations=[2, 2], pads=[2, 2, 2, 2]),
     "conv_grouped": lambda: conv((1, 32, 12, 12), 40, (3, 3), 23, group=2, pads=[1, 1, 1, 1]),

@@ -21,7 +21,9 @@
 // batch indices, bias, alpha/beta) go through the one emitter every kernel uses. They read their
 // block's coordinates from a small i64 `params` buffer (an alloca SROA turns back into values).
 // A convolution's run-time rhs reads its window through two small compile-time tables (per r,
-// per output position; rhsWindowTable), so packing is a few table loads and adds per element.
+// per output position; rhsWindowTable), so packing is a few table loads and adds per element;
+// a pointwise convolution's is not packed at all but for a tile's last partial panel: the
+// micro-kernel reads its whole panels in place, rows of X one plane apart (DirectRhs).
 // Panels are zero-padded to MR rows / NR columns, so the micro-kernel never tests bounds; the
 // epilogue stores only the tile's real elements.
 #include "cpu_contraction.h"
@@ -38,6 +40,7 @@
 #include <llvm/IR/Intrinsics.h>
 
 #include <cstring>
+#include <span>
 #include <functional>
 #include <limits>
 
@@ -375,8 +378,9 @@ std::optional<WindowTable> rhsWindowTable(const Contraction &contraction) {
 }
 
 /// sinter.microkernel.RxC.AxB: c[0..R)[0..C) (row stride ldc) = (accumulate ? c : 0) + sum over
-/// r < kLen of a[r * A + row] * b[r * B + column], where A and B are the panels' rows and
-/// columns (the slice starts at b). Built once per module and shape.
+/// r < kLen of a[r * A + row] * b[r * ldb + column], where A is the panels' rows and ldb the rhs
+/// rows' stride (B, the panel's columns, for a packed panel, whose slice starts at b; the input
+/// plane for a pointwise convolution's rhs read in place). Built once per module and shape.
 llvm::Function *microKernel(llvm::Module &module, const MicroKernelShape &shape, const PanelShape &panels) {
   std::string name = "sinter.microkernel." + std::to_string(shape.rows) + "x" + std::to_string(shape.columns()) +
                      "." + std::to_string(panels.rows) + "x" + std::to_string(panels.columns);
@@ -388,7 +392,7 @@ llvm::Function *microKernel(llvm::Module &module, const MicroKernelShape &shape,
   llvm::Type *i64 = b.getInt64Ty(), *f32 = b.getFloatTy();
   auto *vector = llvm::FixedVectorType::get(f32, unsigned(shape.width));
   auto *function = llvm::Function::Create(
-      llvm::FunctionType::get(b.getVoidTy(), {ptr, ptr, i64, ptr, i64, b.getInt1Ty()}, false),
+      llvm::FunctionType::get(b.getVoidTy(), {ptr, ptr, i64, ptr, i64, b.getInt1Ty(), i64}, false),
       llvm::Function::InternalLinkage, name, module);
   function->addFnAttr(llvm::Attribute::NoUnwind);
   function->addFnAttr(llvm::Attribute::NoInline);
@@ -401,6 +405,7 @@ llvm::Function *microKernel(llvm::Module &module, const MicroKernelShape &shape,
   function->addParamAttr(1, llvm::Attribute::ReadOnly);
   llvm::Value *a = function->getArg(0), *bPanel = function->getArg(1), *kLen = function->getArg(2);
   llvm::Value *c = function->getArg(3), *ldc = function->getArg(4), *accumulate = function->getArg(5);
+  llvm::Value *ldb = function->getArg(6);
 
   auto *entry = llvm::BasicBlock::Create(context, "entry", function);
   auto *loop = llvm::BasicBlock::Create(context, "r.loop", function);
@@ -437,7 +442,7 @@ llvm::Function *microKernel(llvm::Module &module, const MicroKernelShape &shape,
   }
   llvm::Function *fmuladd = llvm::Intrinsic::getDeclaration(&module, llvm::Intrinsic::fmuladd, {vector});
   std::vector<llvm::Value *> columnsAt(static_cast<size_t>(vectors));
-  llvm::Value *bRow = b.CreateInBoundsGEP(f32, bPanel, b.CreateMul(r, b.getInt64(panels.columns)));
+  llvm::Value *bRow = b.CreateInBoundsGEP(f32, bPanel, b.CreateMul(r, ldb));
   for (int64_t v = 0; v < vectors; ++v)
     columnsAt[size_t(v)] = b.CreateAlignedLoad(
         vector, b.CreateConstInBoundsGEP1_64(f32, bRow, uint64_t(v * shape.width)), llvm::Align(4));
@@ -511,7 +516,7 @@ ExprRef param(const TileProgram &program, Param which) {
 /// columns j for the rhs), interleaved per r; lanes past the tile's edge are zero. Full panels
 /// carry no bounds test.
 std::vector<StmtRef> packOperand(const TileProgram &program, const ContractionSpec &spec, bool lhs, int64_t width,
-                                 const WindowGather *window = nullptr) {
+                                 const WindowGather *window = nullptr, bool tailOnly = false) {
   ExprRef kLen = param(program, ParamReductionLength);
   ExprRef extent = param(program, lhs ? ParamRows : ParamColumns);
   ExprRef origin = param(program, lhs ? ParamRow : ParamColumn);
@@ -561,7 +566,8 @@ std::vector<StmtRef> packOperand(const TileProgram &program, const ContractionSp
   };
   ExprRef fullPanels = div(extent, width);
   std::vector<StmtRef> body = {assign(spec.b, param(program, ParamBatch))};
-  body.push_back(forLoop(program.outer, fullPanels, {panelLoops(false)}));
+  if (!tailOnly)
+    body.push_back(forLoop(program.outer, fullPanels, {panelLoops(false)}));
   body.push_back(ifThen(binary(BinaryOp::Ne, rem(extent, width), intConstant(0)),
                         {assign(program.outer, fullPanels), panelLoops(true)}));
   return body;
@@ -586,6 +592,30 @@ std::vector<StmtRef> tileEpilogue(const TileProgram &program, const ContractionS
 /// a one-row micro-kernel over packed windows); matrix-vector products (n = 1) stay naive.
 bool worthBlockingOnCpu(const ContractionSpec &spec) {
   return spec.n >= 4 && spec.k >= 8 && spec.flops() >= 32768;
+}
+
+/// The rhs of a pointwise convolution read in place (DirectRhs), when `spec` is one: a 1 x 1
+/// window at stride 1 without padding over f32 X, r stepping through the channels one plane
+/// apart, and every panel up to 32 columns wide within one image.
+std::optional<DirectRhs> pointwiseRhs(const ContractionSpec &spec, const WindowGather &gather) {
+  const ConvolutionWindow &window = *spec.window;
+  const WindowGeometry &geometry = window.geometry;
+  if (gather.sourceType != DType::Float32 || geometry.output != geometry.input)
+    return std::nullopt;
+  for (size_t d = 0; d < geometry.rank(); ++d)
+    if (geometry.kernel[d] != 1 || geometry.strides[d] != 1 || geometry.padBegin[d] != 0)
+      return std::nullopt;
+  const int64_t plane = window.positions, images = spec.n / window.positions;
+  if (images != 1 && window.positions % 32 != 0)
+    return std::nullopt;
+  std::optional<IndexProgram> channel = IndexProgram::compile(window.channelOffset);
+  if (!channel)
+    return std::nullopt;
+  std::span<const int64_t> offsets = channel->evaluate(spec.r, 0, spec.k);
+  for (int64_t r = 0; r < spec.k; ++r)
+    if (offsets[size_t(r)] != r * plane)
+      return std::nullopt;
+  return DirectRhs{gather.source, plane, window.imageStride, window.groupStride, window.positions};
 }
 
 } // namespace
@@ -627,6 +657,7 @@ std::optional<BlockedContraction> planBlockedContraction(const LoweredGroup &gro
   }
   if (rhsGather) {
     plan.gather = rhsGather->gather;
+    plan.directRhs = pointwiseRhs(spec, rhsGather->gather);
     launch.derivedConstants.push_back(std::move(rhsGather->bytes));
   }
   return plan;
@@ -692,7 +723,8 @@ Kernel emitBlockedContraction(const LoweredGroup &group, const BlockedContractio
   TileProgram packLhs = tileProgram(contraction, blocking, rhsGather ? rhsGather->entries : 0),
               packRhs = packLhs, epilogue = packLhs;
   packLhs.kernel.body = packOperand(packLhs, spec, true, mr);
-  packRhs.kernel.body = packOperand(packRhs, spec, false, nr, rhsGather);
+  const DirectRhs *direct = plan.directRhs ? &*plan.directRhs : nullptr;
+  packRhs.kernel.body = packOperand(packRhs, spec, false, nr, rhsGather, direct != nullptr);
   epilogue.kernel.body = tileEpilogue(epilogue, spec, blocking.nc);
   std::vector<llvm::Value *> programBuffers(buffers.begin(), buffers.begin() + long(bufferCount));
   programBuffers.insert(programBuffers.end(), {paramBuffer, lhsPack, rhsPack, tile, gatherTable ? gatherTable : tile});
@@ -728,7 +760,7 @@ Kernel emitBlockedContraction(const LoweredGroup &group, const BlockedContractio
       setParam(ParamReduction, kc);
       setParam(ParamReductionLength, kLen);
       if (rhsAtRunTime)
-        rhsEmitter.emitBody(t);
+        rhsEmitter.emitBody(t); // with a direct rhs, only the tile's partial panel
       if (lhsAtRunTime)
         lhsEmitter.emitBody(t);
       llvm::Value *accumulate = b.CreateICmpNE(kc, constant(0));
@@ -754,6 +786,20 @@ Kernel emitBlockedContraction(const LoweredGroup &group, const BlockedContractio
         llvm::Value *rhsPanel = panelAddress(rhsAtRunTime, rhsPack, rhsConstant, plan.rhsPerBatch,
                                              nr, ceilDiv(spec.n, nr), nBlock, blocking.nc / nr, q);
         llvm::Value *columnsLeft = b.CreateSub(columns, b.CreateMul(q, constant(nr)));
+        llvm::Value *ldb = constant(nr);
+        if (direct) {
+          // A whole panel is read in place: rows of X from channel kc, `plane` apart.
+          llvm::Value *first = b.CreateAdd(column0, b.CreateMul(q, constant(nr)));
+          llvm::Value *image = b.CreateUDiv(first, constant(direct->positions));
+          llvm::Value *offset = b.CreateAdd(
+              b.CreateAdd(b.CreateMul(batch, constant(direct->groupStride)),
+                          b.CreateMul(image, constant(direct->imageStride))),
+              b.CreateAdd(b.CreateSub(first, b.CreateMul(image, constant(direct->positions))),
+                          b.CreateMul(kc, constant(direct->plane))));
+          llvm::Value *whole = b.CreateICmpSGE(columnsLeft, constant(nr));
+          rhsPanel = b.CreateSelect(whole, b.CreateInBoundsGEP(f32, buffers[size_t(direct->source)], offset), rhsPanel);
+          ldb = b.CreateSelect(whole, constant(direct->plane), ldb);
+        }
         for (int64_t column = 0; column < nr; column += micro.columns()) {
           auto slice = [&] {
             emitLoop(b, constant(0), rowPanels, 1, [&](llvm::Value *p) {
@@ -764,7 +810,7 @@ Kernel emitBlockedContraction(const LoweredGroup &group, const BlockedContractio
               llvm::Value *at = b.CreateAdd(tileOffset, constant(column));
               b.CreateCall(microKernelFunction,
                            {lhsPanel, b.CreateConstInBoundsGEP1_64(f32, rhsPanel, uint64_t(column)), kLen,
-                            b.CreateInBoundsGEP(f32, tile, at), constant(blocking.nc), accumulate});
+                            b.CreateInBoundsGEP(f32, tile, at), constant(blocking.nc), accumulate, ldb});
             }, "p");
           };
           if (column > 0)

@@ -78,6 +78,16 @@ struct WindowGather {
   int64_t entries = 0;               ///< i32 entries of the table
 };
 
+/// A pointwise convolution's rhs (a 1 x 1 window, stride 1, no padding) read in place: element
+/// (r, j) of batch b is X[image * imageStride + b * groupStride + r * plane + position], with
+/// image = j / positions, so a whole panel of columns is `plane`-strided rows of X that the
+/// micro-kernel reads directly. Only a tile's last, partial panel is packed (through the window
+/// tables). Planned when every panel of the level's width lies within one image.
+struct DirectRhs {
+  int source = -1;
+  int64_t plane = 0, imageStride = 0, groupStride = 0, positions = 0;
+};
+
 /// A blocked contraction as planned once for all levels: the blocking, which operands were
 /// packed at compile time (derived constants of the launch, in this order: lhs, rhs, window).
 struct BlockedContraction {
@@ -85,6 +95,7 @@ struct BlockedContraction {
   bool lhsPacked = false, rhsPacked = false;
   bool lhsPerBatch = false, rhsPerBatch = false; ///< a packed copy per batch, not one for all
   std::optional<WindowGather> gather;
+  std::optional<DirectRhs> directRhs; ///< with `gather`, for the tail panels
   size_t derivedCount() const { return size_t(lhsPacked) + size_t(rhsPacked) + size_t(gather.has_value()); }
 };
 
