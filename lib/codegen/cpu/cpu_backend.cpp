@@ -87,9 +87,10 @@ public:
 
   /// The kernel for the first level, then, when its body is new, for every other level: one plan
   /// (the launch shape, packed constants) serves them all.
-  package::Kernel addKernel(const LoweredGroup &group, LaunchShape &launch) override {
+  package::Kernel addKernel(const LoweredGroup &lowered, LaunchShape &launch) override {
+    emitKernelSource(lowered.kernel);
+    const LoweredGroup group = withSimplifiedIndices(lowered);
     const Kernel &kernel = group.kernel;
-    emitKernelSource(kernel);
     std::optional<llvmgen::PlaneWindow> window = llvmgen::planDepthwiseConvolution(group, launch);
     const char *windowGenerator = "llvm-x86-depthwise";
     if (!window) {
@@ -117,6 +118,29 @@ public:
       build(level, units_[level].back());
     entryPoints_.push_back(entry.name);
     return entry;
+  }
+
+  /// The group's kernel IR with the index arithmetic its ranges decide simplified
+  /// (IndexRanges::simplify): LLVM does not know a flattened index's variables' ranges, so
+  /// bias[(i * n + j) % n] in a GEMM's epilogue or a reshape's div/rem chain in a copy would cost
+  /// a division per element, and keep the loop vectorizer off the loop.
+  static LoweredGroup withSimplifiedIndices(const LoweredGroup &group) {
+    LoweredGroup simplified = group;
+    simplified.kernel = codegen::withSimplifiedIndices(group.kernel);
+    if (group.contraction)
+      simplified.contraction = codegen::withSimplifiedIndices(*group.contraction);
+    if (group.pooling) {
+      IndexRanges ranges(group.pooling->kernel);
+      ranges.setVariable(group.pooling->image, {0, group.pooling->images - 1});
+      ranges.setVariable(group.pooling->channel, {0, group.pooling->channels - 1});
+      int64_t positions = 1;
+      for (int64_t extent : group.pooling->geometry.output)
+        positions *= extent;
+      ranges.setVariable(group.pooling->position, {0, positions - 1});
+      for (StmtRef &statement : simplified.pooling->epilogue)
+        statement = ranges.simplify(statement);
+    }
+    return simplified;
   }
 
   /// With --emit-source: the kernel IR of the group (the naive form for a blocked kernel).

@@ -22,13 +22,6 @@ int64_t warpsFor(const ContractionSpec &spec, const TileShape &tile) {
 
 } // namespace
 
-void setContractionRanges(IndexRanges &ranges, const ContractionSpec &spec) {
-  ranges.setVariable(spec.b, {0, spec.batch - 1});
-  ranges.setVariable(spec.i, {0, spec.m - 1});
-  ranges.setVariable(spec.j, {0, spec.n - 1});
-  ranges.setVariable(spec.r, {0, spec.k - 1});
-}
-
 TileShape chooseTile(const ContractionSpec &spec) {
   for (const TileShape &tile : kTiles)
     if (warpsFor(spec, tile) >= kEnoughWarps)

@@ -33,10 +33,6 @@ struct TileShape {
   int threads() const { return sliceThreads() * slices; }
 };
 
-/// Tells `ranges` the extents of the contraction's b, i, j and r: the tiled kernels evaluate
-/// lhs, rhs and the epilogue only inside them, so index arithmetic that fits may print in int.
-void setContractionRanges(IndexRanges &ranges, const ContractionSpec &spec);
-
 /// The largest tile that still gives enough warps to hide latency on a large GPU; when even the
 /// smallest leaves SMs idle, the smallest with the reduction split across more threads.
 /// Whether to tile at all is worthTiling's call.

@@ -262,20 +262,6 @@ int64_t printMmaBody(std::ostringstream &out, CudaPrinter &printer, const Contra
   return offset * 2; // offset counts 16-bit units
 }
 
-/// A statement with its expressions' index arithmetic simplified (IndexRanges::simplify).
-StmtRef simplified(const StmtRef &statement, IndexRanges &ranges) {
-  auto copy = std::make_shared<Stmt>(*statement);
-  if (copy->a)
-    copy->a = ranges.simplify(copy->a);
-  if (copy->b)
-    copy->b = ranges.simplify(copy->b);
-  for (StmtRef &inner : copy->body)
-    inner = simplified(inner, ranges);
-  for (StmtRef &inner : copy->orElse)
-    inner = simplified(inner, ranges);
-  return copy;
-}
-
 } // namespace
 
 std::string packedHalves(const char *toHalf, const std::string &low, const std::string &high) {
@@ -314,7 +300,7 @@ std::string printMmaContraction(const Contraction &original, const MmaTile &bloc
   contraction.spec.lhs = ranges.simplify(original.spec.lhs);
   contraction.spec.rhs = ranges.simplify(original.spec.rhs);
   for (StmtRef &statement : contraction.spec.epilogue)
-    statement = simplified(statement, ranges);
+    statement = ranges.simplify(statement);
   const ContractionSpec &spec = contraction.spec;
   const Kernel &kernel = contraction.kernel;
   std::ostringstream out;

@@ -361,4 +361,25 @@ ExprRef IndexRanges::simplifyNode(const ExprRef &e) {
   return current;
 }
 
+StmtRef IndexRanges::simplify(const StmtRef &statement) {
+  auto copy = std::make_shared<Stmt>(*statement);
+  if (copy->a)
+    copy->a = simplify(copy->a);
+  if (copy->b)
+    copy->b = simplify(copy->b);
+  for (StmtRef &inner : copy->body)
+    inner = simplify(inner);
+  for (StmtRef &inner : copy->orElse)
+    inner = simplify(inner);
+  return copy;
+}
+
+Kernel withSimplifiedIndices(const Kernel &kernel) {
+  IndexRanges ranges(kernel);
+  Kernel simplified = kernel;
+  for (StmtRef &statement : simplified.body)
+    statement = ranges.simplify(statement);
+  return simplified;
+}
+
 } // namespace sinter::codegen

@@ -24,6 +24,24 @@ std::optional<Contraction> lowerContraction(const KernelGroup &group) {
   return Contraction{builder.take(), std::move(spec)};
 }
 
+void setContractionRanges(IndexRanges &ranges, const ContractionSpec &spec) {
+  ranges.setVariable(spec.b, {0, spec.batch - 1});
+  ranges.setVariable(spec.i, {0, spec.m - 1});
+  ranges.setVariable(spec.j, {0, spec.n - 1});
+  ranges.setVariable(spec.r, {0, spec.k - 1});
+}
+
+Contraction withSimplifiedIndices(const Contraction &contraction) {
+  IndexRanges ranges(contraction.kernel);
+  setContractionRanges(ranges, contraction.spec);
+  Contraction simplified = contraction;
+  simplified.spec.lhs = ranges.simplify(contraction.spec.lhs);
+  simplified.spec.rhs = ranges.simplify(contraction.spec.rhs);
+  for (StmtRef &statement : simplified.spec.epilogue)
+    statement = ranges.simplify(statement);
+  return simplified;
+}
+
 bool worthTiling(const ContractionSpec &spec) {
   return spec.m >= 16 && spec.n >= 16 && spec.k >= 16;
 }

@@ -39,6 +39,8 @@ public:
   /// the rest; div(div(x, a), b) is div(x, a * b) for x >= 0. A flattened index reshaped and
   /// transposed back (attention's heads) comes out affine in the variables it was built from.
   ExprRef simplify(const ExprRef &e);
+  /// `statement` (and the statements inside it) with every expression simplified.
+  StmtRef simplify(const StmtRef &statement);
 
 private:
   std::optional<IndexRange> variable(int id);
@@ -54,5 +56,10 @@ private:
   std::map<const Expr *, std::pair<ExprRef, bool>> fits_;
   std::map<const Expr *, std::pair<ExprRef, ExprRef>> simplified_;
 };
+
+/// `kernel` with its body's index arithmetic simplified over the ranges its own body gives
+/// (IndexRanges::simplify): what a backend that does not print ranges itself (the CPU's LLVM IR)
+/// runs, so a flattened index reshaped back costs no division per element.
+Kernel withSimplifiedIndices(const Kernel &kernel);
 
 } // namespace sinter::codegen

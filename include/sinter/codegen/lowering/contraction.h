@@ -15,6 +15,7 @@
 // compute the same expression.
 #pragma once
 
+#include "sinter/codegen/kernel/index_ranges.h"
 #include "sinter/codegen/kernel/kernel_ir.h"
 #include "sinter/codegen/lowering/lowering.h"
 #include "sinter/ir/op_attributes.h"
@@ -74,6 +75,15 @@ bool isContraction(const Node &node);
 
 /// The contraction of a group made of one contraction node; nullopt for any other group.
 std::optional<Contraction> lowerContraction(const KernelGroup &group);
+
+/// Tells `ranges` the extents of the contraction's b, i, j and r: the tiled kernels evaluate
+/// lhs, rhs and the epilogue only inside them, so index arithmetic may be simplified over them
+/// (and printed in int where it fits).
+void setContractionRanges(IndexRanges &ranges, const ContractionSpec &spec);
+
+/// `contraction` with the index arithmetic of lhs, rhs and the epilogue simplified over those
+/// extents (IndexRanges::simplify): a bias read as bias[(i * n + j) % n] becomes bias[j].
+Contraction withSimplifiedIndices(const Contraction &contraction);
 
 /// Whether a tiled kernel pays off: the matrix is large enough in every direction that tiles
 /// are mostly full. Depthwise convolutions (m = 1 per group) and matrix-vector products are not.
