@@ -175,13 +175,9 @@ def test_thread_counts_give_the_reference_result(threads, tmp_path):
                             context=f"--threads {threads}")
 
 
-@pytest.mark.parametrize("batch", [1, 8])
-def test_weights_are_stored_once_and_windows_need_no_large_tables(batch, tmp_path):
-    """A convolution's packed weights replace the originals in the artifact, and its window
-    tables grow with k + positions, not with k x positions x batch: the weights blob stays within
-    a few percent of the parameters' bytes at batch 1 and 8 (before, it held both copies and an
-    offset per im2col element)."""
-    model, inputs = conv((batch, 128, 28, 28), 128, (3, 3), 36, pads=[1, 1, 1, 1])
+def assert_weights_stored_once(model, inputs, tmp_path):
+    """Compiles `model` for the CPU and checks its weights blob holds at most 1.1x the
+    initializers' bytes; returns the model's and the artifact's paths."""
     path = tmp_path / "model.onnx"
     onnx.save(model, str(path))
     parameters = sum(numpy_helper.to_array(t).nbytes for t in model.graph.initializer)
@@ -189,6 +185,17 @@ def test_weights_are_stored_once_and_windows_need_no_large_tables(batch, tmp_pat
     st.run_cli(["compile", path, "--target", "cpu", *st.shape_flags(inputs), "-o", library])
     info = json.loads(st.run_cli(["inspect", library, "--json"]).stdout)
     assert info["weight_bytes"] <= 1.1 * parameters, (info["weight_bytes"], parameters)
+    return path, library
+
+
+@pytest.mark.parametrize("batch", [1, 8])
+def test_weights_are_stored_once_and_windows_need_no_large_tables(batch, tmp_path):
+    """A convolution's packed weights replace the originals in the artifact, and its window
+    tables grow with k + positions, not with k x positions x batch: the weights blob stays within
+    a few percent of the parameters' bytes at batch 1 and 8 (before, it held both copies and an
+    offset per im2col element)."""
+    model, inputs = conv((batch, 128, 28, 28), 128, (3, 3), 36, pads=[1, 1, 1, 1])
+    path, library = assert_weights_stored_once(model, inputs, tmp_path)
     np.save(tmp_path / "x.npy", inputs["x"])
     out = tmp_path / "outputs.npz"
     st.run_cli(["run", library, "--input", f"x={tmp_path / 'x.npy'}", "-o", out])

@@ -15,7 +15,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import sinter_testing as st
-from test_cpu_contraction import CPU_LEVELS
+from test_cpu_contraction import CPU_LEVELS, assert_weights_stored_once
 
 
 def depthwise(x_shape, kernel, seed, bias=True, after=(), op="Conv", **attributes):
@@ -164,10 +164,4 @@ def test_weights_are_stored_once(tmp_path):
     """The kernel reads its weights from the channel-major copy it packs; the original
     initializer is not stored beside it."""
     model, inputs = depthwise((1, 256, 14, 14), (5, 5), 17, pads=[2, 2, 2, 2])
-    path = tmp_path / "model.onnx"
-    onnx.save(model, str(path))
-    parameters = sum(numpy_helper.to_array(t).nbytes for t in model.graph.initializer)
-    library = tmp_path / "model.so"
-    st.run_cli(["compile", path, "--target", "cpu", *st.shape_flags(inputs), "-o", library])
-    info = json.loads(st.run_cli(["inspect", library, "--json"]).stdout)
-    assert info["weight_bytes"] <= 1.1 * parameters, (info["weight_bytes"], parameters)
+    assert_weights_stored_once(model, inputs, tmp_path)

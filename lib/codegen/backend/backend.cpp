@@ -15,6 +15,7 @@ LoweredGroup lowerForBackend(const KernelGroup &group, const BackendCapabilities
     lowered.attention = lowerFusedAttention(group);
   lowered.contraction = lowerContraction(group);
   lowered.pooling = lowerPooling(group);
+  lowered.concatenation = describeConcatenation(group);
   for (const Value *input : group.inputs)
     lowered.constantInputs.push_back(input->isConstant() ? &input->constant() : nullptr);
   for (const Node *node : group.nodes)

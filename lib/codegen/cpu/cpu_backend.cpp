@@ -12,7 +12,8 @@
 //
 // MatMul, Gemm and Conv worth tiling get a blocked, packed, vectorised kernel instead
 // (cpu_contraction.h), whose parallel index runs over output tiles; depthwise convolutions get a
-// direct kernel over bands of their planes, as do MaxPool and AveragePool (cpu_plane_window.h).
+// direct kernel over bands of their planes, as do MaxPool and AveragePool (cpu_plane_window.h);
+// a Concat that reads its inputs directly is block copies (cpu_copy.h).
 //
 // Kernels whose code is the same but for their names (repeated layers) are built once: the later
 // ones take the first one's entry point (CpuBackend::isDistinct), as the CUDA backend's do.
@@ -24,6 +25,7 @@
 // is named for its level (package::cpuKernelSymbol).
 #include "sinter/codegen/cpu/cpu_backend.h"
 #include "cpu_contraction.h"
+#include "cpu_copy.h"
 #include "cpu_plane_window.h"
 #include "cpu_kernel_frame.h"
 #include "sinter/codegen/llvm/kernel_emitter.h"
@@ -99,9 +101,12 @@ public:
     }
     std::optional<llvmgen::BlockedContraction> blocked =
         window ? std::nullopt : llvmgen::planBlockedContraction(group, launch);
-    if (!blocked && !window)
+    const bool copies = !window && !blocked && llvmgen::planConcatenation(group, launch);
+    if (!blocked && !window && !copies)
       launch.parallelExtent = kernel.parallelExtent;
     auto build = [&](size_t level, Unit &unit) {
+      if (copies)
+        return llvmgen::emitConcatenation(group, *unit.module);
       if (window)
         return llvmgen::emitPlaneWindow(group, *window, levels_[level], *unit.module, hasF16c_[level]);
       if (blocked)
@@ -110,7 +115,7 @@ public:
       return kernel;
     };
     Unit &first = unitForNextKernel();
-    const char *generator = window ? windowGenerator : blocked ? "llvm-x86-blocked" : "llvm-x86";
+    const char *generator = window ? windowGenerator : blocked ? "llvm-x86-blocked" : copies ? "llvm-x86-copy" : "llvm-x86";
     package::Kernel entry = describeKernel(group, build(0, first), generator);
     if (!isDistinct(entry, first))
       return entry;
@@ -326,26 +331,14 @@ private:
   static void buildKernel(const Kernel &kernel, Unit &unit, bool hasF16c) {
     llvm::LLVMContext &context = *unit.context;
     llvm::Module *module = unit.module.get();
-    llvm::Type *ptr = llvm::PointerType::getUnqual(context);
     llvm::Type *i64 = llvm::Type::getInt64Ty(context);
-    llvm::Type *voidType = llvm::Type::getVoidTy(context);
 
     // The body: (b0, b1, ..., begin, end), buffers noalias.
-    std::vector<llvm::Type *> bodyParams(kernel.buffers.size(), ptr);
-    bodyParams.push_back(i64);
-    bodyParams.push_back(i64);
-    auto *body = llvm::Function::Create(llvm::FunctionType::get(voidType, bodyParams, false),
-                                        llvm::Function::InternalLinkage, kernel.name + ".body",
-                                        module);
-    body->addFnAttr(llvm::Attribute::NoUnwind);
-    body->addFnAttr(llvm::Attribute::AlwaysInline);
+    llvm::Function *body = llvmgen::createKernelBody(*module, kernel.name, kernel.buffers.size(),
+                                                     [&](size_t i) { return kernel.buffers[i].written; });
     std::vector<llvm::Value *> buffers;
-    for (size_t i = 0; i < kernel.buffers.size(); ++i) {
-      body->addParamAttr(unsigned(i), llvm::Attribute::NoAlias);
-      if (!kernel.buffers[i].written)
-        body->addParamAttr(unsigned(i), llvm::Attribute::ReadOnly);
+    for (size_t i = 0; i < kernel.buffers.size(); ++i)
       buffers.push_back(body->getArg(unsigned(i)));
-    }
     llvm::Value *begin = body->getArg(unsigned(kernel.buffers.size()));
     llvm::Value *end = body->getArg(unsigned(kernel.buffers.size() + 1));
 

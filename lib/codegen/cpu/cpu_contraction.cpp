@@ -681,26 +681,16 @@ Kernel emitBlockedContraction(const LoweredGroup &group, const BlockedContractio
 
   llvm::LLVMContext &context = module.getContext();
   llvm::IRBuilder<> b(context);
-  llvm::Type *ptr = llvm::PointerType::getUnqual(context);
   llvm::Type *i64 = b.getInt64Ty(), *f32 = b.getFloatTy();
   size_t derivedCount = plan.derivedCount();
   size_t bufferCount = kernel.buffers.size();
 
   // NAME.body(buffers..., packed lhs?, packed rhs?, rhs gather table?, begin, end)
-  std::vector<llvm::Type *> params(bufferCount + derivedCount, ptr);
-  params.push_back(i64);
-  params.push_back(i64);
-  auto *body = llvm::Function::Create(llvm::FunctionType::get(b.getVoidTy(), params, false),
-                                      llvm::Function::InternalLinkage, kernel.name + ".body", module);
-  body->addFnAttr(llvm::Attribute::NoUnwind);
-  body->addFnAttr(llvm::Attribute::AlwaysInline);
+  llvm::Function *body = createKernelBody(module, kernel.name, bufferCount + derivedCount,
+                                          [&](size_t i) { return i < bufferCount && kernel.buffers[i].written; });
   std::vector<llvm::Value *> buffers;
-  for (size_t i = 0; i < bufferCount + derivedCount; ++i) {
-    body->addParamAttr(unsigned(i), llvm::Attribute::NoAlias);
-    if (i >= bufferCount || !kernel.buffers[i].written)
-      body->addParamAttr(unsigned(i), llvm::Attribute::ReadOnly);
+  for (size_t i = 0; i < bufferCount + derivedCount; ++i)
     buffers.push_back(body->getArg(unsigned(i)));
-  }
   llvm::Value *lhsConstant = plan.lhsPacked ? body->getArg(unsigned(bufferCount)) : nullptr;
   llvm::Value *rhsConstant = plan.rhsPacked ? body->getArg(unsigned(bufferCount + (plan.lhsPacked ? 1 : 0))) : nullptr;
   llvm::Value *gatherTable = rhsGather ? body->getArg(unsigned(bufferCount + derivedCount - 1)) : nullptr;

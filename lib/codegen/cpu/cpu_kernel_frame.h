@@ -46,6 +46,28 @@ inline void emitIf(llvm::IRBuilder<> &b, llvm::Value *condition, const std::func
   b.SetInsertPoint(after);
 }
 
+/// NAME.body(p0, ..., p[pointers - 1], i64 begin, i64 end): internal, no-unwind, inlined into the
+/// entry point; every pointer noalias (the memory plan never hands one buffer to two arguments of
+/// a kernel), read-only unless `written(i)`.
+inline llvm::Function *createKernelBody(llvm::Module &module, const std::string &name, size_t pointers,
+                                        const std::function<bool(size_t)> &written) {
+  llvm::LLVMContext &context = module.getContext();
+  llvm::Type *ptr = llvm::PointerType::getUnqual(context), *i64 = llvm::Type::getInt64Ty(context);
+  std::vector<llvm::Type *> params(pointers, ptr);
+  params.push_back(i64);
+  params.push_back(i64);
+  auto *body = llvm::Function::Create(llvm::FunctionType::get(llvm::Type::getVoidTy(context), params, false),
+                                      llvm::Function::InternalLinkage, name + ".body", module);
+  body->addFnAttr(llvm::Attribute::NoUnwind);
+  body->addFnAttr(llvm::Attribute::AlwaysInline);
+  for (size_t i = 0; i < pointers; ++i) {
+    body->addParamAttr(unsigned(i), llvm::Attribute::NoAlias);
+    if (!written(i))
+      body->addParamAttr(unsigned(i), llvm::Attribute::ReadOnly);
+  }
+  return body;
+}
+
 /// The entry point the runtime calls, `void NAME(void *const *args, int64_t begin, int64_t end)`:
 /// loads the `pointers` argument pointers (buffers, then derived constants) and calls `body`
 /// with them and begin, end.

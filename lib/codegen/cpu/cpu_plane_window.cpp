@@ -217,29 +217,19 @@ Kernel emitPlaneWindow(const LoweredGroup &group, const PlaneWindow &plan, const
 
   llvm::LLVMContext &context = module.getContext();
   llvm::IRBuilder<> b(context);
-  llvm::Type *ptr = llvm::PointerType::getUnqual(context);
   llvm::Type *i64 = b.getInt64Ty(), *f32 = b.getFloatTy();
   auto *vector = llvm::FixedVectorType::get(f32, unsigned(width));
   const size_t bufferCount = kernel.buffers.size();
 
   // NAME.body(buffers..., [weights,] begin, end)
   const size_t pointers = bufferCount + (weighted ? 1 : 0);
-  std::vector<llvm::Type *> params(pointers, ptr);
-  params.push_back(i64);
-  params.push_back(i64);
-  auto *body = llvm::Function::Create(llvm::FunctionType::get(b.getVoidTy(), params, false),
-                                      llvm::Function::InternalLinkage, kernel.name + ".body", module);
-  body->addFnAttr(llvm::Attribute::NoUnwind);
-  body->addFnAttr(llvm::Attribute::AlwaysInline);
+  llvm::Function *body = createKernelBody(module, kernel.name, pointers,
+                                          [&](size_t i) { return i < bufferCount && kernel.buffers[i].written; });
   body->addFnAttr("min-legal-vector-width", std::to_string(width * 32));
   body->addFnAttr("prefer-vector-width", std::to_string(width * 32));
   std::vector<llvm::Value *> buffers;
-  for (size_t i = 0; i < pointers; ++i) {
-    body->addParamAttr(unsigned(i), llvm::Attribute::NoAlias);
-    if (i == bufferCount || !kernel.buffers[i].written)
-      body->addParamAttr(unsigned(i), llvm::Attribute::ReadOnly);
+  for (size_t i = 0; i < pointers; ++i)
     buffers.push_back(body->getArg(unsigned(i)));
-  }
   llvm::Value *weights = weighted ? body->getArg(unsigned(bufferCount)) : nullptr;
   llvm::Value *begin = body->getArg(unsigned(pointers)), *end = body->getArg(unsigned(pointers + 1));
 

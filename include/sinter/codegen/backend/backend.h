@@ -17,6 +17,7 @@
 #include "sinter/codegen/cuda/cuda_options.h"
 #include "sinter/codegen/kernel/kernel_ir.h"
 #include "sinter/codegen/lowering/attention.h"
+#include "sinter/codegen/lowering/concatenation.h"
 #include "sinter/codegen/lowering/contraction.h"
 #include "sinter/codegen/lowering/lowering.h"
 #include "sinter/codegen/lowering/pooling.h"
@@ -112,6 +113,8 @@ struct LoweredGroup {
   /// The window pooling when the group is one MaxPool or AveragePool the description covers
   /// (pooling.h), for a backend's direct kernel.
   std::optional<Pooling> pooling;
+  /// The block copies when the group is one Concat the description covers (concatenation.h).
+  std::optional<Concatenation> concatenation;
   /// Per group input (kernel buffer), its value when it is a constant, else null: a backend may
   /// pack constant operands at compile time.
   std::vector<const Tensor *> constantInputs;
