@@ -110,6 +110,8 @@ CASES = {
     # last panel, images of whole panels, several KC blocks, groups.
     "conv_1x1_in_place_tail": lambda: conv((1, 40, 9, 13), 24, (1, 1), 37),
     "conv_1x1_in_place_images": lambda: conv((3, 16, 8, 8), 20, (1, 1), 38),
+    "conv_1x1_in_place_panels_across_images": lambda: conv((5, 24, 7, 7), 40, (1, 1), 41),
+    "conv_1x1_in_place_images_of_odd_planes": lambda: conv((8, 16, 13, 11), 18, (1, 1), 42),
     "conv_1x1_in_place_long_reduction": lambda: conv((1, 520, 6, 7), 30, (1, 1), 39),
     "conv_1x1_in_place_grouped": lambda: conv((2, 32, 8, 4), 16, (1, 1), 40, group=2),
     "conv_3x3_stride2_pad1": lambda: conv((1, 16, 15, 13), 33, (3, 3), 21, strides=[2, 2], pads=[1, 1, 1, 1]),

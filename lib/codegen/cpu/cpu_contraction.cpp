@@ -516,7 +516,7 @@ ExprRef param(const TileProgram &program, Param which) {
 /// columns j for the rhs), interleaved per r; lanes past the tile's edge are zero. Full panels
 /// carry no bounds test.
 std::vector<StmtRef> packOperand(const TileProgram &program, const ContractionSpec &spec, bool lhs, int64_t width,
-                                 const WindowGather *window = nullptr, bool tailOnly = false) {
+                                 const WindowGather *window = nullptr, int64_t inPlacePositions = 0) {
   ExprRef kLen = param(program, ParamReductionLength);
   ExprRef extent = param(program, lhs ? ParamRows : ParamColumns);
   ExprRef origin = param(program, lhs ? ParamRow : ParamColumn);
@@ -566,8 +566,14 @@ std::vector<StmtRef> packOperand(const TileProgram &program, const ContractionSp
   };
   ExprRef fullPanels = div(extent, width);
   std::vector<StmtRef> body = {assign(spec.b, param(program, ParamBatch))};
-  if (!tailOnly)
+  if (inPlacePositions == 0) {
     body.push_back(forLoop(program.outer, fullPanels, {panelLoops(false)}));
+  } else {
+    // The rest is read in place (DirectRhs): only whole panels across an image's end are packed.
+    ExprRef first = rem(add(origin, mul(panel, width)), inPlacePositions);
+    ExprRef crosses = binary(BinaryOp::Gt, add(first, intConstant(width)), intConstant(inPlacePositions));
+    body.push_back(forLoop(program.outer, fullPanels, {ifThen(crosses, {panelLoops(false)})}));
+  }
   body.push_back(ifThen(binary(BinaryOp::Ne, rem(extent, width), intConstant(0)),
                         {assign(program.outer, fullPanels), panelLoops(true)}));
   return body;
@@ -596,7 +602,7 @@ bool worthBlockingOnCpu(const ContractionSpec &spec) {
 
 /// The rhs of a pointwise convolution read in place (DirectRhs), when `spec` is one: a 1 x 1
 /// window at stride 1 without padding over f32 X, r stepping through the channels one plane
-/// apart, and every panel up to 32 columns wide within one image.
+/// apart.
 std::optional<DirectRhs> pointwiseRhs(const ContractionSpec &spec, const WindowGather &gather) {
   const ConvolutionWindow &window = *spec.window;
   const WindowGeometry &geometry = window.geometry;
@@ -605,9 +611,7 @@ std::optional<DirectRhs> pointwiseRhs(const ContractionSpec &spec, const WindowG
   for (size_t d = 0; d < geometry.rank(); ++d)
     if (geometry.kernel[d] != 1 || geometry.strides[d] != 1 || geometry.padBegin[d] != 0)
       return std::nullopt;
-  const int64_t plane = window.positions, images = spec.n / window.positions;
-  if (images != 1 && window.positions % 32 != 0)
-    return std::nullopt;
+  const int64_t plane = window.positions;
   std::optional<IndexProgram> channel = IndexProgram::compile(window.channelOffset);
   if (!channel)
     return std::nullopt;
@@ -714,7 +718,7 @@ Kernel emitBlockedContraction(const LoweredGroup &group, const BlockedContractio
               packRhs = packLhs, epilogue = packLhs;
   packLhs.kernel.body = packOperand(packLhs, spec, true, mr);
   const DirectRhs *direct = plan.directRhs ? &*plan.directRhs : nullptr;
-  packRhs.kernel.body = packOperand(packRhs, spec, false, nr, rhsGather, direct != nullptr);
+  packRhs.kernel.body = packOperand(packRhs, spec, false, nr, rhsGather, direct ? direct->positions : 0);
   epilogue.kernel.body = tileEpilogue(epilogue, spec, blocking.nc);
   std::vector<llvm::Value *> programBuffers(buffers.begin(), buffers.begin() + long(bufferCount));
   programBuffers.insert(programBuffers.end(), {paramBuffer, lhsPack, rhsPack, tile, gatherTable ? gatherTable : tile});
@@ -750,7 +754,7 @@ Kernel emitBlockedContraction(const LoweredGroup &group, const BlockedContractio
       setParam(ParamReduction, kc);
       setParam(ParamReductionLength, kLen);
       if (rhsAtRunTime)
-        rhsEmitter.emitBody(t); // with a direct rhs, only the tile's partial panel
+        rhsEmitter.emitBody(t); // with a direct rhs, only the panels it cannot read in place
       if (lhsAtRunTime)
         lhsEmitter.emitBody(t);
       llvm::Value *accumulate = b.CreateICmpNE(kc, constant(0));
@@ -786,7 +790,11 @@ Kernel emitBlockedContraction(const LoweredGroup &group, const BlockedContractio
                           b.CreateMul(image, constant(direct->imageStride))),
               b.CreateAdd(b.CreateSub(first, b.CreateMul(image, constant(direct->positions))),
                           b.CreateMul(kc, constant(direct->plane))));
-          llvm::Value *whole = b.CreateICmpSGE(columnsLeft, constant(nr));
+          // In place when whole and within one image; else packed above.
+          llvm::Value *within = b.CreateICmpSLE(
+              b.CreateAdd(b.CreateSub(first, b.CreateMul(image, constant(direct->positions))), constant(nr)),
+              constant(direct->positions));
+          llvm::Value *whole = b.CreateAnd(b.CreateICmpSGE(columnsLeft, constant(nr)), within);
           rhsPanel = b.CreateSelect(whole, b.CreateInBoundsGEP(f32, buffers[size_t(direct->source)], offset), rhsPanel);
           ldb = b.CreateSelect(whole, constant(direct->plane), ldb);
         }

@@ -81,8 +81,8 @@ struct WindowGather {
 /// A pointwise convolution's rhs (a 1 x 1 window, stride 1, no padding) read in place: element
 /// (r, j) of batch b is X[image * imageStride + b * groupStride + r * plane + position], with
 /// image = j / positions, so a whole panel of columns is `plane`-strided rows of X that the
-/// micro-kernel reads directly. Only a tile's last, partial panel is packed (through the window
-/// tables). Planned when every panel of the level's width lies within one image.
+/// micro-kernel reads directly. Only the panels it cannot read so are packed (through the window
+/// tables): a tile's last, partial one, and those across the end of an image.
 struct DirectRhs {
   int source = -1;
   int64_t plane = 0, imageStride = 0, groupStride = 0, positions = 0;
