@@ -134,16 +134,24 @@ CASES = {
 }
 
 
+def compile_for_cpu(name, model, inputs, tmp_path, cpu=None):
+    """Saves `model` as NAME.onnx and compiles it for the CPU (at `cpu`, else the default levels);
+    returns the model's path, the artifact's and its kernels' generators."""
+    path = tmp_path / f"{name}.onnx"
+    onnx.save(model, str(path))
+    library = tmp_path / "model.so"
+    st.run_cli(["compile", path, "--target", "cpu", *(["--cpu", cpu] if cpu else []), *st.shape_flags(inputs),
+                "-o", library])
+    info = json.loads(st.run_cli(["inspect", library, "--json"]).stdout)
+    return path, library, [kernel["generator"] for kernel in info["kernels"]]
+
+
 @pytest.mark.parametrize("cpu", CPU_LEVELS)
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_blocked_contraction_matches_reference(case, cpu, tmp_path):
     model, inputs = CASES[case]()
-    path = tmp_path / f"{case}.onnx"
-    onnx.save(model, str(path))
-    library = tmp_path / "model.so"
-    st.run_cli(["compile", path, "--target", "cpu", "--cpu", cpu, *st.shape_flags(inputs), "-o", library])
-    info = json.loads(st.run_cli(["inspect", library, "--json"]).stdout)
-    assert [k["generator"] for k in info["kernels"]] == ["llvm-x86-blocked"], info["kernels"]
+    path, library, generators = compile_for_cpu(case, model, inputs, tmp_path, cpu)
+    assert generators == ["llvm-x86-blocked"], generators
 
     out = tmp_path / "outputs.npz"
     flags = []

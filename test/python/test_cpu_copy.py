@@ -5,14 +5,14 @@ onnxruntime and the reference evaluator (`sinter run --reference`). Each case ch
 Concat went through the copy kernel (generator "llvm-x86-copy"), so the naive per-element
 selection cannot pass for it.
 """
-import json
 
 import numpy as np
 import onnx
 import pytest
-from onnx import helper, numpy_helper
+from onnx import helper
 
 import sinter_testing as st
+from test_cpu_contraction import compile_for_cpu
 
 TYPES = {np.float32: onnx.TensorProto.FLOAT, np.int64: onnx.TensorProto.INT64, np.float16: onnx.TensorProto.FLOAT16,
          np.bool_: onnx.TensorProto.BOOL, np.int8: onnx.TensorProto.INT8}
@@ -57,12 +57,8 @@ CASES = {
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_concat_copies_match_onnxruntime(case, tmp_path):
     model, inputs = CASES[case]()
-    path = tmp_path / f"{case}.onnx"
-    onnx.save(model, str(path))
-    library = tmp_path / "model.so"
-    st.run_cli(["compile", path, "--target", "cpu", *st.shape_flags(inputs), "-o", library])
-    info = json.loads(st.run_cli(["inspect", library, "--json"]).stdout)
-    assert [k["generator"] for k in info["kernels"]] == ["llvm-x86-copy"], info["kernels"]
+    path, library, generators = compile_for_cpu(case, model, inputs, tmp_path)
+    assert generators == ["llvm-x86-copy"], generators
     flags = []
     for index, (name, array) in enumerate(inputs.items()):
         np.save(tmp_path / f"in{index}.npy", array)

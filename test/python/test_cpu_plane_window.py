@@ -7,7 +7,6 @@ cpu` at each x86-64 level this machine runs and must match the reference evaluat
 (generator "llvm-x86-depthwise" or "llvm-x86-pool"), so a fallback to the blocked GEMM or the
 naive loops cannot pass for it.
 """
-import json
 
 import numpy as np
 import onnx
@@ -15,7 +14,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import sinter_testing as st
-from test_cpu_contraction import CPU_LEVELS, assert_weights_stored_once
+from test_cpu_contraction import CPU_LEVELS, assert_weights_stored_once, compile_for_cpu
 
 
 def depthwise(x_shape, kernel, seed, bias=True, after=(), op="Conv", **attributes):
@@ -103,13 +102,9 @@ CASES = {
 
 def _compile_and_compare(case, cpu, tmp_path, threads=None):
     model, inputs = CASES[case]()
-    path = tmp_path / f"{case}.onnx"
-    onnx.save(model, str(path))
-    library = tmp_path / "model.so"
-    st.run_cli(["compile", path, "--target", "cpu", "--cpu", cpu, *st.shape_flags(inputs), "-o", library])
-    info = json.loads(st.run_cli(["inspect", library, "--json"]).stdout)
+    path, library, generators = compile_for_cpu(case, model, inputs, tmp_path, cpu)
     expected = "llvm-x86-depthwise" if model.graph.node[0].op_type == "Conv" else "llvm-x86-pool"
-    assert [k["generator"] for k in info["kernels"]] == [expected], info["kernels"]
+    assert generators == [expected], generators
     np.save(tmp_path / "x.npy", inputs["x"])
     out = tmp_path / "outputs.npz"
     st.run_cli(["run", library, *(["--threads", threads] if threads else []),
