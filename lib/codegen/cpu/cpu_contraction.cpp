@@ -70,13 +70,6 @@ MicroKernelShape microKernelFor(const std::string &cpuLevel, const PanelShape &p
   return shape;
 }
 
-namespace {
-
-int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-int64_t roundUp(int64_t a, int64_t b) { return ceilDiv(a, b) * b; }
-
-} // namespace
-
 ContractionBlocking chooseBlocking(const ContractionSpec &spec, const PanelShape &panels) {
   ContractionBlocking blocking;
   blocking.panels = panels;

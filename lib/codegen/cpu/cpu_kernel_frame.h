@@ -11,6 +11,9 @@
 
 namespace sinter::codegen::llvmgen {
 
+inline int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+inline int64_t roundUp(int64_t a, int64_t b) { return ceilDiv(a, b) * b; }
+
 using Loop = std::function<void(llvm::Value *)>;
 
 /// for (iv = start; iv < end; iv += step) body(iv), at the builder's position.

@@ -34,9 +34,6 @@
 namespace sinter::codegen::llvmgen {
 namespace {
 
-int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-int64_t roundUp(int64_t a, int64_t b) { return ceilDiv(a, b) * b; }
-
 int64_t productOf(const std::vector<int64_t> &extents) {
   int64_t product = 1;
   for (int64_t extent : extents)
