@@ -129,6 +129,10 @@ CASES = {
     "conv_two_outputs_per_group": lambda: conv((2, 8, 11, 11), 16, (3, 3), 32, group=8, pads=[1, 1, 1, 1]),
     "conv_long_reduction": lambda: conv((1, 64, 9, 9), 24, (3, 3), 28, strides=[2, 2]),
     "conv_3d_padded": lambda: conv((2, 6, 5, 7, 6), 10, (3, 3, 2), 34, pads=[1, 1, 0, 1, 1, 1]),
+    # Row-packed windows: output rows across panel ends, strided columns (a gather), windows
+    # wholly in the padding.
+    "conv_rows_across_panels_strided": lambda: conv((2, 5, 23, 75), 7, (3, 5), 43, strides=[1, 2], pads=[2, 3, 1, 4]),
+    "conv_pads_past_the_kernel": lambda: conv((1, 4, 6, 6), 9, (2, 2), 44, pads=[3, 3, 3, 3]),
     "conv_batch4_stride3_dilated": lambda: conv((4, 9, 14, 13), 12, (3, 2), 35, strides=[3, 2], dilations=[1, 2],
                                                  pads=[2, 0, 1, 1]),
 }

@@ -23,11 +23,14 @@
 // A convolution's run-time rhs reads its window through two small compile-time tables (per r,
 // per output position; rhsWindowTable), so packing is a few table loads and adds per element;
 // a pointwise convolution's is not packed at all but for a tile's last partial panel: the
-// micro-kernel reads its whole panels in place, rows of X one plane apart (DirectRhs).
+// micro-kernel reads its whole panels in place, rows of X one plane apart (DirectRhs). Where the
+// positions run along output rows (nearly every f32 convolution), the rhs is packed by row
+// segments with vector copies instead (cpu_window_pack.h).
 // Panels are zero-padded to MR rows / NR columns, so the micro-kernel never tests bounds; the
 // epilogue stores only the tile's real elements.
 #include "cpu_contraction.h"
 #include "cpu_kernel_frame.h"
+#include "cpu_window_pack.h"
 
 #include "sinter/codegen/llvm/kernel_emitter.h"
 
@@ -365,6 +368,25 @@ std::optional<WindowTable> rhsWindowTable(const Contraction &contraction) {
     }
   WindowTable result;
   result.gather = {value->id, sourceType, dims, positionsAt, int64_t(table.size())};
+  // Rows: the geometry's innermost output extent and stride, if the position table agrees.
+  const WindowGeometry &geometry = window.geometry;
+  if (dims > 0 && geometry.rank() == size_t(dims) && geometry.output.back() > 0 &&
+      window.positions % geometry.output.back() == 0) {
+    const int64_t length = geometry.output.back(), step = geometry.strides.back();
+    bool rows = true;
+    for (int64_t p = 0; p < window.positions && rows; ++p) {
+      if (p % length == 0)
+        continue;
+      const int32_t *origin = table.data() + positionsAt + p * dims, *previous = origin - dims;
+      for (int64_t d = 0; d + 1 < dims; ++d)
+        rows = rows && origin[d] == previous[d];
+      rows = rows && int64_t(origin[dims - 1]) == int64_t(previous[dims - 1]) + step;
+    }
+    if (rows) {
+      result.gather.rowLength = length;
+      result.gather.rowStep = step;
+    }
+  }
   result.bytes.resize(table.size() * sizeof(int32_t));
   std::memcpy(result.bytes.data(), table.data(), result.bytes.size());
   return result;
@@ -711,6 +733,8 @@ Kernel emitBlockedContraction(const LoweredGroup &group, const BlockedContractio
               packRhs = packLhs, epilogue = packLhs;
   packLhs.kernel.body = packOperand(packLhs, spec, true, mr);
   const DirectRhs *direct = plan.directRhs ? &*plan.directRhs : nullptr;
+  // A window over rows of f32 positions is packed by row segments (cpu_window_pack.h).
+  const bool rowPacked = rhsGather && !direct && rhsGather->rowLength > 0 && rhsGather->sourceType == DType::Float32;
   packRhs.kernel.body = packOperand(packRhs, spec, false, nr, rhsGather, direct ? direct->positions : 0);
   epilogue.kernel.body = tileEpilogue(epilogue, spec, blocking.nc);
   std::vector<llvm::Value *> programBuffers(buffers.begin(), buffers.begin() + long(bufferCount));
@@ -746,7 +770,10 @@ Kernel emitBlockedContraction(const LoweredGroup &group, const BlockedContractio
       llvm::Value *kLen = minimum(constant(blocking.kc), b.CreateSub(constant(spec.k), kc));
       setParam(ParamReduction, kc);
       setParam(ParamReductionLength, kLen);
-      if (rhsAtRunTime)
+      if (rhsAtRunTime && rowPacked)
+        emitWindowPack(b, *rhsGather, *spec.window, nr, micro.width,
+                       {buffers[size_t(rhsGather->source)], gatherTable, rhsPack, batch, column0, columns, kc, kLen});
+      else if (rhsAtRunTime)
         rhsEmitter.emitBody(t); // with a direct rhs, only the panels it cannot read in place
       if (lhsAtRunTime)
         lhsEmitter.emitBody(t);

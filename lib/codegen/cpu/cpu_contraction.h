@@ -76,6 +76,10 @@ struct WindowGather {
   DType sourceType = DType::Float32; ///< X's element type: f32, or f16/bf16 read into f32
   int64_t dims = 0, positionsAt = 0; ///< spatial rank; where the position rows start
   int64_t entries = 0;               ///< i32 entries of the table
+  /// When positions run along output rows (row-major, `rowLength` to a row, base of the
+  /// innermost dim `rowStep` apart within a row, the outer dims' bases equal): the packer copies
+  /// rows (cpu_window_pack.h). 0: it packs element by element.
+  int64_t rowLength = 0, rowStep = 0;
 };
 
 /// A pointwise convolution's rhs (a 1 x 1 window, stride 1, no padding) read in place: element
