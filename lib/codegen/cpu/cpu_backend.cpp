@@ -13,7 +13,8 @@
 // MatMul, Gemm and Conv worth tiling get a blocked, packed, vectorised kernel instead
 // (cpu_contraction.h), whose parallel index runs over output tiles; depthwise convolutions get a
 // direct kernel over bands of their planes, as do MaxPool and AveragePool (cpu_plane_window.h);
-// a Concat that reads its inputs directly is block copies (cpu_copy.h).
+// a Concat that reads its inputs directly is block copies (cpu_copy.h); an elementwise kernel
+// whose indices divide the flat index runs in rows, its indices computed once a row (cpu_rows.h).
 //
 // Kernels whose code is the same but for their names (repeated layers) are built once: the later
 // ones take the first one's entry point (CpuBackend::isDistinct), as the CUDA backend's do.
@@ -27,6 +28,7 @@
 #include "cpu_contraction.h"
 #include "cpu_copy.h"
 #include "cpu_plane_window.h"
+#include "cpu_rows.h"
 #include "cpu_kernel_frame.h"
 #include "sinter/codegen/llvm/kernel_emitter.h"
 #include "sinter/codegen/llvm/target_machine.h"
@@ -102,8 +104,12 @@ public:
     std::optional<llvmgen::BlockedContraction> blocked =
         window ? std::nullopt : llvmgen::planBlockedContraction(group, launch);
     const bool copies = !window && !blocked && llvmgen::planConcatenation(group, launch);
-    if (!blocked && !window && !copies)
-      launch.parallelExtent = kernel.parallelExtent;
+    // The rest is the generic kernel: flat, or in rows where that takes divisions out (cpu_rows.h).
+    const bool generic = !blocked && !window && !copies;
+    std::optional<Kernel> rows = generic ? llvmgen::splitIntoRows(kernel) : std::nullopt;
+    const Kernel &genericKernel = rows ? *rows : kernel;
+    if (generic)
+      launch.parallelExtent = genericKernel.parallelExtent;
     auto build = [&](size_t level, Unit &unit) {
       if (copies)
         return llvmgen::emitConcatenation(group, *unit.module);
@@ -111,11 +117,11 @@ public:
         return llvmgen::emitPlaneWindow(group, *window, levels_[level], *unit.module, hasF16c_[level]);
       if (blocked)
         return llvmgen::emitBlockedContraction(group, *blocked, levels_[level], *unit.module, hasF16c_[level]);
-      buildKernel(kernel, unit, hasF16c_[level]);
-      return kernel;
+      buildKernel(genericKernel, unit, hasF16c_[level]);
+      return genericKernel;
     };
     Unit &first = unitForNextKernel();
-    const char *generator = window ? windowGenerator : blocked ? "llvm-x86-blocked" : copies ? "llvm-x86-copy" : "llvm-x86";
+    const char *generator = window ? windowGenerator : blocked ? "llvm-x86-blocked" : copies ? "llvm-x86-copy" : rows ? "llvm-x86-rows" : "llvm-x86";
     package::Kernel entry = describeKernel(group, build(0, first), generator);
     if (!isDistinct(entry, first))
       return entry;

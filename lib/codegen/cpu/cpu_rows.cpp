@@ -1,0 +1,229 @@
+// Design note. The split, for a row length L that divides the parallel extent N:
+//
+//   flat:   for gid < N:            body(gid)
+//   rows:   for row < N / L:
+//             for column < L:       body'(row, column)
+//
+// body' is body with every gid-dependent expression rewritten top-down: an integer or bool
+// expression of gid alone that is, at every point of every row, its value at the row's start
+// (invariant) or that plus the column (unit) becomes e(row * L) or e(row * L) + column; LLVM
+// hoists e(row * L) out of the column loop. Any other expression is rebuilt from its operands,
+// and gid itself becomes row * L + column, so body' computes what body did at every point
+// whether or not a rewrite applied. The classification evaluates the expression at all N points
+// (IndexProgram), which is why kernels too large to check are left flat.
+//
+// Row lengths tried: the constants gid is divided by (a plane, a row of a plane), then N, the
+// longest first; a length is taken when no division or remainder is left that depends on the
+// column. Rows are then shortened (to a divisor) until there are enough of them to share out.
+#include "cpu_rows.h"
+
+#include "sinter/codegen/kernel/index_program.h"
+
+#include <algorithm>
+#include <functional>
+#include <set>
+#include <unordered_map>
+
+namespace sinter::codegen::llvmgen {
+namespace {
+
+constexpr int64_t kMaxRowLength = int64_t(1) << 16;
+constexpr int64_t kCheckBudget = int64_t(1) << 27;     ///< node evaluations per kernel
+constexpr int64_t kMinimumRows = 16;                    ///< rows enough to share among threads
+constexpr int64_t kShortestSplitRow = 16;
+
+void forEachExpression(const std::vector<StmtRef> &statements, const std::function<void(const ExprRef &)> &visit) {
+  for (const StmtRef &statement : statements) {
+    if (statement->a)
+      visit(statement->a);
+    if (statement->b)
+      visit(statement->b);
+    forEachExpression(statement->body, visit);
+    forEachExpression(statement->orElse, visit);
+  }
+}
+
+bool hasLoops(const std::vector<StmtRef> &statements) {
+  for (const StmtRef &statement : statements)
+    if (statement->kind == StmtKind::For || hasLoops(statement->body) || hasLoops(statement->orElse))
+      return true;
+  return false;
+}
+
+bool isDivision(const Expr &node) {
+  return node.kind == ExprKind::Binary && (node.binary == BinaryOp::Div || node.binary == BinaryOp::Rem);
+}
+
+/// Whether `e` is integer or bool index arithmetic over gid alone, with nonzero constant divisors.
+bool checkable(const ExprRef &e) {
+  if (e->type != DType::Int64 && e->type != DType::Int32 && e->type != DType::Bool)
+    return false;
+  return !anyNode(e, [](const Expr &node) {
+    if (node.kind == ExprKind::Load || (node.kind == ExprKind::Var && node.id != 0))
+      return true;
+    if (isDivision(node)) {
+      const ExprRef &divisor = node.operands[1];
+      return divisor->kind != ExprKind::Constant || divisor->intValue == 0;
+    }
+    return node.kind != ExprKind::Constant && node.kind != ExprKind::Var && node.kind != ExprKind::Binary &&
+           node.kind != ExprKind::Unary && node.kind != ExprKind::Select && node.kind != ExprKind::Cast;
+  });
+}
+
+int64_t nodeCount(const ExprRef &e) {
+  int64_t count = 0;
+  anyNode(e, [&](const Expr &) {
+    ++count;
+    return false;
+  });
+  return count;
+}
+
+enum class AlongRow { Invariant, Unit, Neither };
+
+class RowRewriter {
+public:
+  RowRewriter(int64_t extent, int64_t length, int column, int64_t &budget)
+      : extent_(extent), length_(length), column_(column), budget_(budget),
+        rowStart_(mul(var(0, DType::Int64), length)) {}
+
+  bool overBudget() const { return budget_ < 0; }
+
+  ExprRef rewrite(const ExprRef &e) {
+    if (!usesVariable(e, 0))
+      return e;
+    if (auto found = done_.find(e.get()); found != done_.end())
+      return found->second;
+    ExprRef result;
+    if (e->kind == ExprKind::Var) {
+      result = add(rowStart_, var(column_, DType::Int64));
+    } else {
+      AlongRow along = checkable(e) ? classify(e) : AlongRow::Neither;
+      if (along == AlongRow::Invariant) {
+        result = substituted(e, 0, rowStart_);
+      } else if (along == AlongRow::Unit) {
+        result = add(substituted(e, 0, rowStart_), var(column_, DType::Int64));
+      } else {
+        auto copy = std::make_shared<Expr>(*e);
+        for (ExprRef &operand : copy->operands)
+          operand = rewrite(operand);
+        result = copy;
+      }
+    }
+    done_[e.get()] = result;
+    return result;
+  }
+
+  StmtRef rewrite(const StmtRef &statement) {
+    auto copy = std::make_shared<Stmt>(*statement);
+    if (copy->a)
+      copy->a = rewrite(copy->a);
+    if (copy->b)
+      copy->b = rewrite(copy->b);
+    for (StmtRef &inner : copy->body)
+      inner = rewrite(inner);
+    for (StmtRef &inner : copy->orElse)
+      inner = rewrite(inner);
+    return copy;
+  }
+
+private:
+  /// Evaluates `e` at every gid, a whole number of rows at a time.
+  AlongRow classify(const ExprRef &e) {
+    budget_ -= nodeCount(e) * extent_;
+    if (budget_ < 0)
+      return AlongRow::Neither;
+    std::optional<IndexProgram> program = IndexProgram::compile(e);
+    if (!program)
+      return AlongRow::Neither;
+    const int64_t chunk = length_ * std::max<int64_t>(1, 4096 / length_);
+    bool invariant = true, unit = true;
+    for (int64_t first = 0; first < extent_ && (invariant || unit); first += chunk) {
+      const int64_t count = std::min(chunk, extent_ - first);
+      std::span<const int64_t> values = program->evaluate(0, first, count);
+      for (int64_t x = 0; x < count && (invariant || unit); ++x) {
+        const int64_t column = x % length_, start = values[size_t(x - column)];
+        invariant = invariant && values[size_t(x)] == start;
+        unit = unit && values[size_t(x)] == start + column;
+      }
+    }
+    return invariant ? AlongRow::Invariant : unit ? AlongRow::Unit : AlongRow::Neither;
+  }
+
+  int64_t extent_, length_;
+  int column_;
+  int64_t &budget_;
+  ExprRef rowStart_;
+  std::unordered_map<const Expr *, ExprRef> done_;
+};
+
+/// `kernel` in rows of `length`, if no integer division depending on the column is left.
+std::optional<Kernel> splitAt(const Kernel &kernel, int64_t length, int64_t &budget) {
+  Kernel split = kernel;
+  const int column = int(split.variables.size());
+  split.variables.push_back({"column", DType::Int64});
+  RowRewriter rewriter(kernel.parallelExtent, length, column, budget);
+  std::vector<StmtRef> body;
+  for (const StmtRef &statement : kernel.body)
+    body.push_back(rewriter.rewrite(statement));
+  if (rewriter.overBudget())
+    return std::nullopt;
+  bool divisionsLeft = false;
+  forEachExpression(body, [&](const ExprRef &e) {
+    divisionsLeft = divisionsLeft || anyNode(e, [&](const Expr &node) {
+                      return isDivision(node) && (node.type == DType::Int64 || node.type == DType::Int32) &&
+                             (usesVariable(node.operands[0], column) || usesVariable(node.operands[1], column));
+                    });
+  });
+  if (divisionsLeft)
+    return std::nullopt;
+  split.body = {forLoop(column, intConstant(length), std::move(body))};
+  split.parallelExtent = kernel.parallelExtent / length;
+  return split;
+}
+
+} // namespace
+
+std::optional<Kernel> splitIntoRows(const Kernel &kernel) {
+  const int64_t extent = kernel.parallelExtent;
+  if (extent < 2 || hasLoops(kernel.body))
+    return std::nullopt;
+  // The row lengths to try: what gid is divided by, and the whole extent.
+  std::set<int64_t, std::greater<>> candidates;
+  forEachExpression(kernel.body, [&](const ExprRef &e) {
+    anyNode(e, [&](const Expr &node) {
+      if (isDivision(node) && usesVariable(node.operands[0], 0) && node.operands[1]->kind == ExprKind::Constant) {
+        int64_t divisor = node.operands[1]->intValue;
+        if (divisor > 1 && extent % divisor == 0)
+          candidates.insert(divisor);
+      }
+      return false;
+    });
+  });
+  if (candidates.empty())
+    return std::nullopt;
+  candidates.insert(extent);
+  int64_t budget = kCheckBudget;
+  for (int64_t length : candidates) {
+    if (length > kMaxRowLength)
+      continue;
+    std::optional<Kernel> split = splitAt(kernel, length, budget);
+    if (budget < 0)
+      return std::nullopt;
+    if (!split)
+      continue;
+    // Shorter rows when there are too few to share out: what holds along a row holds along any
+    // piece of it that starts at a multiple of the piece's length.
+    if (split->parallelExtent < kMinimumRows)
+      for (int64_t shorter = length / 2; shorter >= kShortestSplitRow; --shorter)
+        if (length % shorter == 0 && extent / shorter >= kMinimumRows) {
+          if (std::optional<Kernel> more = splitAt(kernel, shorter, budget))
+            return more;
+          break;
+        }
+    return split;
+  }
+  return std::nullopt;
+}
+
+} // namespace sinter::codegen::llvmgen

@@ -1,0 +1,149 @@
+"""The CPU target's row-split elementwise kernels (lib/codegen/cpu/cpu_rows.cpp), end to end: channel
+shuffles, slices of concatenations, gates broadcast over planes, broadcasts over rows, transposes
+and strided slices whose indices are not one more per column, compiled with `sinter compile
+--target cpu` at every x86-64 level and checked against onnxruntime and the reference evaluator
+(`sinter run --reference`). The cases the split is meant for check that a kernel went through it
+(generator "llvm-x86-rows"), so the flat kernel cannot pass for them.
+"""
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import sinter_testing as st
+from test_cpu_contraction import CPU_LEVELS, compile_for_cpu
+
+
+def _model(nodes, inputs, outputs, initializers=()):
+    graph = helper.make_graph(nodes, "rows", [helper.make_tensor_value_info(n, t, s) for n, t, s in inputs],
+                              [helper.make_tensor_value_info(n, t, None) for n, t in outputs],
+                              [numpy_helper.from_array(np.asarray(v), name) for name, v in initializers])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    # The outputs' shapes, from shape inference.
+    inferred = {v.name: v for v in onnx.shape_inference.infer_shapes(model, strict_mode=True).graph.output}
+    for output in model.graph.output:
+        output.CopyFrom(inferred[output.name])
+    onnx.checker.check_model(model)
+    return model
+
+
+def _array(rng, shape, dtype=np.float32):
+    if np.issubdtype(dtype, np.integer):
+        return rng.integers(-1000, 1000, size=shape).astype(dtype)
+    return rng.uniform(-3, 3, size=shape).astype(dtype)
+
+
+def shuffle(channels, size, groups=2, dtype=np.float32, elem=TensorProto.FLOAT):
+    """ShuffleNet's channel shuffle: reshape into groups, swap the group axes, flatten back."""
+    shape = [1, channels, *size]
+    nodes = [helper.make_node("Reshape", ["x", "grouped"], ["g"]),
+             helper.make_node("Transpose", ["g"], ["t"], perm=[0, 2, 1, 3, 4]),
+             helper.make_node("Reshape", ["t", "flat"], ["y"])]
+    model = _model(nodes, [("x", elem, shape)], [("y", elem)],
+                   [("grouped", np.array([1, groups, channels // groups, *size], np.int64)),
+                    ("flat", np.array(shape, np.int64))])
+    return model, {"x": _array(np.random.default_rng(channels), shape, dtype)}
+
+
+def shuffle_unit(channels, size):
+    """ShuffleNetV2's unit tail: concatenate two branches, shuffle, split the result in halves."""
+    half = [1, channels // 2, *size]
+    nodes = [helper.make_node("Concat", ["a", "b"], ["c"], axis=1),
+             helper.make_node("Reshape", ["c", "grouped"], ["g"]),
+             helper.make_node("Transpose", ["g"], ["t"], perm=[0, 2, 1, 3, 4]),
+             helper.make_node("Reshape", ["t", "flat"], ["s"]),
+             helper.make_node("Slice", ["s", "start0", "end0", "axis"], ["y0"]),
+             helper.make_node("Slice", ["s", "start1", "end1", "axis"], ["y1"]),
+             helper.make_node("Relu", ["y1"], ["y1r"])]
+    rng = np.random.default_rng(size[0])
+    model = _model(nodes, [("a", TensorProto.FLOAT, half), ("b", TensorProto.FLOAT, half)],
+                   [("y0", TensorProto.FLOAT), ("y1r", TensorProto.FLOAT)],
+                   [("grouped", np.array([1, 2, channels // 2, *size], np.int64)),
+                    ("flat", np.array([1, channels, *size], np.int64)),
+                    ("start0", np.array([0], np.int64)), ("end0", np.array([channels // 2], np.int64)),
+                    ("start1", np.array([channels // 2], np.int64)), ("end1", np.array([channels], np.int64)),
+                    ("axis", np.array([1], np.int64))])
+    return model, {"a": _array(rng, half), "b": _array(rng, half)}
+
+
+def gate(batch, channels, size):
+    """A squeeze-excitation gate: x * sigmoid(s), s one value per (image, channel)."""
+    nodes = [helper.make_node("Sigmoid", ["s"], ["g"]), helper.make_node("Mul", ["x", "g"], ["y"])]
+    rng = np.random.default_rng(channels)
+    model = _model(nodes, [("x", TensorProto.FLOAT, [batch, channels, *size]),
+                           ("s", TensorProto.FLOAT, [batch, channels, 1, 1])], [("y", TensorProto.FLOAT)])
+    return model, {"x": _array(rng, (batch, channels, *size)), "s": _array(rng, (batch, channels, 1, 1))}
+
+
+def broadcast_rows():
+    """x + y with y broadcast over the first axis and over the third."""
+    nodes = [helper.make_node("Add", ["x", "y"], ["z"])]
+    rng = np.random.default_rng(5)
+    model = _model(nodes, [("x", TensorProto.FLOAT, [2, 3, 5, 7]), ("y", TensorProto.FLOAT, [3, 1, 7])],
+                   [("z", TensorProto.FLOAT)])
+    return model, {"x": _array(rng, (2, 3, 5, 7)), "y": _array(rng, (3, 1, 7))}
+
+
+def transpose_last(shape):
+    """A transpose of the last two axes: along a row the input index steps by a row, not by 1."""
+    nodes = [helper.make_node("Transpose", ["x"], ["t"], perm=[0, 1, 3, 2]), helper.make_node("Neg", ["t"], ["y"])]
+    model = _model(nodes, [("x", TensorProto.FLOAT, list(shape))], [("y", TensorProto.FLOAT)])
+    return model, {"x": _array(np.random.default_rng(6), shape)}
+
+
+def strided_slice():
+    """Every other column of a plane, times two, plus a row-broadcast constant."""
+    nodes = [helper.make_node("Slice", ["x", "start", "end", "axes", "steps"], ["s"]),
+             helper.make_node("Mul", ["s", "two"], ["m"]),
+             helper.make_node("Add", ["m", "row"], ["y"])]
+    rng = np.random.default_rng(7)
+    model = _model(nodes, [("x", TensorProto.FLOAT, [1, 6, 9, 26])], [("y", TensorProto.FLOAT)],
+                   [("start", np.array([1, 0], np.int64)), ("end", np.array([8, 26], np.int64)),
+                    ("axes", np.array([2, 3], np.int64)), ("steps", np.array([1, 2], np.int64)),
+                    ("two", np.array(2.0, np.float32)), ("row", rng.uniform(-1, 1, (1, 6, 7, 1)).astype(np.float32))])
+    return model, {"x": _array(rng, (1, 6, 9, 26))}
+
+
+# name -> (model and inputs, whether the split must be taken)
+CASES = {
+    "shuffle_28x28": (lambda: shuffle(116, (28, 28)), True),
+    "shuffle_7x7_four_groups": (lambda: shuffle(464, (7, 7), groups=4), True),
+    "shuffle_odd_plane": (lambda: shuffle(30, (5, 13), groups=3), True),
+    "shuffle_int64": (lambda: shuffle(12, (4, 6), dtype=np.int64, elem=TensorProto.INT64), True),
+    "shuffle_unit_with_slices": (lambda: shuffle_unit(48, (14, 14)), True),
+    "gate_over_planes": (lambda: gate(2, 40, (9, 11)), True),
+    "broadcast_rows": (broadcast_rows, False),
+    "transpose_last_axes": (lambda: transpose_last((2, 3, 17, 6)), False),
+    "strided_slice": (strided_slice, False),
+}
+
+
+@pytest.mark.parametrize("cpu", CPU_LEVELS)
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_row_kernels_match_onnxruntime(case, cpu, tmp_path):
+    make, split = CASES[case]
+    model, inputs = make()
+    path, library, generators = compile_for_cpu(case, model, inputs, tmp_path, cpu)
+    if split:
+        assert "llvm-x86-rows" in generators, generators
+    flags = []
+    for index, (name, array) in enumerate(inputs.items()):
+        np.save(tmp_path / f"in{index}.npy", array)
+        flags += ["--input", f"{name}={tmp_path / f'in{index}.npy'}"]
+    out = tmp_path / "outputs.npz"
+    st.run_cli(["run", library, *flags, "-o", out])
+    truths = {"onnxruntime": st.run_onnxruntime(path, inputs)}
+    (tmp_path / "reference").mkdir()
+    truths["the reference evaluator"] = st.run_reference(path, inputs, tmp_path / "reference")
+    with np.load(out) as archive:
+        for output in model.graph.output:
+            actual = archive[output.name]
+            for who, truth in truths.items():
+                expected = truth[output.name]
+                assert actual.dtype == expected.dtype and actual.shape == expected.shape, (who, output.name)
+                if case.startswith("gate"):  # a sigmoid: within a few ulp of each truth
+                    np.testing.assert_allclose(actual, expected, rtol=2e-6, atol=1e-7, err_msg=f"{case} vs {who}")
+                else:
+                    np.testing.assert_array_equal(actual, expected, err_msg=f"{case} against {who}")
