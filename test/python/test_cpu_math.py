@@ -1,11 +1,13 @@
-"""The CPU target's f32 exp and tanh, which kernels compute inline (lib/codegen/llvm/inline_math.cpp)
-rather than through libm: Exp, Tanh and Sigmoid over the whole f32 range (the subnormal results,
+"""The CPU target's f32 exp, tanh and erf, which kernels compute inline (lib/codegen/llvm/inline_math.cpp)
+rather than through libm: Exp, Tanh, Sigmoid and Erf over the whole f32 range (the subnormal results,
 the overflow to infinity, the points where the range reduction switches, infinities and NaN),
 compiled at each x86-64 level this machine runs, against numpy's float64 results rounded to f32.
 Within 4 ulp of the truth (plus the smallest subnormal's worth where the result is subnormal;
 for Sigmoid, 1 / (1 + e^-x), the smallest normal's worth: e^-x overflows just before the result
 leaves the normal range); the special values exactly.
 """
+import math
+
 import numpy as np
 import onnx
 import pytest
@@ -25,7 +27,10 @@ def _inputs():
                                np.nextafter(switches.astype(np.float32), np.float32(-np.inf))])
     edges = np.array([88.72283, 88.72284, 88.7229, 89.0, 89.1, -87.33654, -87.3366, -103.97, -103.98, -104.0,
                       -104.5, 0.5, -0.5, 0.49999997, 0.50000006, 9.0, 20.0, -20.0, 0.0, -0.0, np.inf, -np.inf, np.nan])
-    values = np.concatenate([dense, near_zero, switches, edges]).astype(np.float32)
+    # erf's pieces meet at 1 and 4; it rounds to 1 from about 3.92 on.
+    erf_edges = np.array([1.0, 0.99999994, 1.0000001, 3.9, 3.92, 3.93, 3.9999998, 4.0, 4.0000005, 2.5])
+    erf_edges = np.concatenate([erf_edges, -erf_edges, np.linspace(-5, 5, 100001)])
+    values = np.concatenate([dense, near_zero, switches, edges, erf_edges]).astype(np.float32)
     return values
 
 
@@ -36,11 +41,13 @@ def _truth(op, x):
             return np.exp(x).astype(np.float32)
         if op == "Tanh":
             return np.tanh(x).astype(np.float32)
+        if op == "Erf":
+            return np.array([math.erf(v) if not np.isnan(v) else np.nan for v in x]).astype(np.float32)
         return (1.0 / (1.0 + np.exp(-x))).astype(np.float32)
 
 
 @pytest.mark.parametrize("cpu", CPU_LEVELS)
-@pytest.mark.parametrize("op", ["Exp", "Tanh", "Sigmoid"])
+@pytest.mark.parametrize("op", ["Exp", "Tanh", "Sigmoid", "Erf"])
 def test_inline_math_matches_float64(op, cpu, tmp_path):
     x = _inputs()
     graph = helper.make_graph([helper.make_node(op, ["x"], ["y"])], "math",

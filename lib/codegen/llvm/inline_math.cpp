@@ -66,4 +66,26 @@ llvm::Value *inlineTanhF32(llvm::IRBuilder<> &b, llvm::Module &module, llvm::Val
   return b.CreateSelect(b.CreateFCmpOLT(magnitude, f32(b, 0.5)), nearZero, far);
 }
 
+llvm::Value *inlineErfF32(llvm::IRBuilder<> &b, llvm::Module &module, llvm::Value *x) {
+  // The coefficients are least-squares fits at Chebyshev nodes, in float64: P(t) to
+  // erf(sqrt t) / sqrt t on [0, 1] (degree 6), g(u + 2.5) to log erfc(x) + x^2 on [1, 4]
+  // (degree 10). Their own error is below f32's rounding; what is left is the evaluation's.
+  llvm::Value *magnitude = call(b, module, llvm::Intrinsic::fabs, {x});
+  llvm::Value *square = b.CreateFMul(x, x);
+  llvm::Value *nearZero = b.CreateFMul(
+      x, polynomial(b, module, square,
+                    {7.8824971076026139e-05, -0.00080188549911269877, 0.0051893119423787257, -0.026854328795830433,
+                     0.11283597463479918, -0.37612626903579205, 1.1283791658815021}));
+  llvm::Value *g = polynomial(b, module, b.CreateFSub(magnitude, f32(b, 2.5)),
+                              {-4.10485419702408e-08, -6.5828581545524107e-08, 1.84495965740127e-06,
+                               -1.2976133194269983e-05, 7.6939845005543757e-05, -0.00042070693904189429,
+                               0.0021655255976526845, -0.010858165530445725, 0.056106256990255135,
+                               -0.35268074038547625, -1.5568152724287523});
+  llvm::Value *far = b.CreateFSub(f32(b, 1.0), inlineExpF32(b, module, b.CreateFSub(g, square)));
+  far = b.CreateSelect(b.CreateFCmpOGE(magnitude, f32(b, 4.0)), f32(b, 1.0), far);
+  far = call(b, module, llvm::Intrinsic::copysign, {far, x});
+  llvm::Value *result = b.CreateSelect(b.CreateFCmpOLT(magnitude, f32(b, 1.0)), nearZero, far);
+  return b.CreateSelect(b.CreateFCmpUNO(x, x), x, result);
+}
+
 } // namespace sinter::codegen::llvmgen

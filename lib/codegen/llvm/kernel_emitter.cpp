@@ -61,7 +61,10 @@ public:
     case MathFunction::Asinh: return libm("asinhf", "asinh", operands[0], builder, module);
     case MathFunction::Acosh: return libm("acoshf", "acosh", operands[0], builder, module);
     case MathFunction::Atanh: return libm("atanhf", "atanh", operands[0], builder, module);
-    case MathFunction::Erf: return libm("erff", "erf", operands[0], builder, module);
+    case MathFunction::Erf:
+      if (operands[0]->getType()->isFloatTy())
+        return inlineErfF32(builder, module, operands[0]);
+      return libm("erff", "erf", operands[0], builder, module);
     }
     SINTER_ASSERT(false, "unhandled math function");
   }
