@@ -50,8 +50,8 @@ TEST(Fusion, ConvAbsorbsBatchNormResidualAddAndRelu) {
   EXPECT_EQ(describe(formKernelGroups(*graph, false)), "Conv | BatchNormalization | Add | Relu");
 }
 
-TEST(Fusion, ValuesReadTwiceEndTheEpilogue) {
-  // SiLU: the MatMul's result feeds Sigmoid and Mul, so it is written once and both read it.
+TEST(Fusion, AValueGatingItselfStaysInTheEpilogue) {
+  // SiLU: the MatMul's result feeds Sigmoid and the Mul where the two meet again.
   std::unique_ptr<Graph> graph = parseGraph(R"(graph @main(%x: f32[4,8], %w: f32[8,8]) -> (%y) {
   %m = MatMul(%x, %w) : f32[4,8]
   %s = Sigmoid(%m) : f32[4,8]
@@ -59,9 +59,60 @@ TEST(Fusion, ValuesReadTwiceEndTheEpilogue) {
   return
 })");
   std::vector<KernelGroup> groups = formKernelGroups(*graph, true);
-  EXPECT_EQ(describe(groups), "MatMul | Sigmoid+Mul");
+  EXPECT_EQ(describe(groups), "MatMul+Sigmoid+Mul");
+  EXPECT_EQ(names(groups[0].outputs), (std::vector<std::string>{"y"}));
+  // GELU written out (x * 0.5 * (1 + erf(x / sqrt 2))): a longer side chain, then the chain goes on.
+  graph = parseGraph(R"(graph @main(%x: f32[4,8], %w: f32[8,8]) -> (%z) {
+  %r = constant f32[] [1.4142135]
+  %one = constant f32[] [1.0]
+  %half = constant f32[] [0.5]
+  %m = MatMul(%x, %w) : f32[4,8]
+  %d = Div(%m, %r) : f32[4,8]
+  %e = Erf(%d) : f32[4,8]
+  %a = Add(%e, %one) : f32[4,8]
+  %g = Mul(%m, %a) : f32[4,8]
+  %h = Mul(%g, %half) : f32[4,8]
+  %z = Relu(%h) : f32[4,8]
+  return
+})");
+  EXPECT_EQ(describe(formKernelGroups(*graph, true)), "MatMul+Div+Erf+Add+Mul+Mul+Relu");
+  // x * x: one node reads the value twice.
+  graph = parseGraph(R"(graph @main(%x: f32[4,8], %w: f32[8,8]) -> (%y) {
+  %m = MatMul(%x, %w) : f32[4,8]
+  %y = Mul(%m, %m) : f32[4,8]
+  return
+})");
+  EXPECT_EQ(describe(formKernelGroups(*graph, true)), "MatMul+Mul");
+}
+
+TEST(Fusion, ValuesReadTwiceOtherwiseEndTheEpilogue) {
+  // Two readers that never meet again: the MatMul's result is written once and both read it.
+  std::unique_ptr<Graph> graph = parseGraph(R"(graph @main(%x: f32[4,8], %w: f32[8,8]) -> (%y, %z) {
+  %m = MatMul(%x, %w) : f32[4,8]
+  %y = Sigmoid(%m) : f32[4,8]
+  %z = Relu(%m) : f32[4,8]
+  return
+})");
+  std::vector<KernelGroup> groups = formKernelGroups(*graph, true);
+  EXPECT_EQ(describe(groups), "MatMul | Sigmoid | Relu");
   EXPECT_EQ(names(groups[0].outputs), (std::vector<std::string>{"m"}));
-  EXPECT_EQ(names(groups[1].inputs), (std::vector<std::string>{"m"}));
+  // A gate whose value is also a graph output: stored, and the gate reads it.
+  graph = parseGraph(R"(graph @main(%x: f32[4,8], %w: f32[8,8]) -> (%m, %y) {
+  %m = MatMul(%x, %w) : f32[4,8]
+  %s = Sigmoid(%m) : f32[4,8]
+  %y = Mul(%m, %s) : f32[4,8]
+  return
+})");
+  EXPECT_EQ(describe(formKernelGroups(*graph, true)), "MatMul | Sigmoid+Mul");
+  // The side chain's middle value read elsewhere too: not a gate.
+  graph = parseGraph(R"(graph @main(%x: f32[4,8], %w: f32[8,8]) -> (%y, %t) {
+  %m = MatMul(%x, %w) : f32[4,8]
+  %s = Sigmoid(%m) : f32[4,8]
+  %y = Mul(%m, %s) : f32[4,8]
+  %t = Neg(%s) : f32[4,8]
+  return
+})");
+  EXPECT_EQ(describe(formKernelGroups(*graph, true)).substr(0, 9), "MatMul | ");
 }
 
 TEST(Fusion, ElementwiseChainsBecomeOneKernelAndShapeOpsFoldIntoConsumers) {

@@ -66,10 +66,20 @@ public:
       if (wanted != 1 || !node->output(0))
         continue;
       const Value *value = node->output(0);
-      while (const Node *next = soleUser(graph_, value)) {
-        if (opInfo(next->kind()).fusion != FusionClass::Elementwise || !isInjective(*next) ||
-            next->numOutputs() != 1 || !isStatic(next->output(0)->shape()) ||
-            staticDims(next->output(0)->shape()) != staticDims(value->shape()))
+      while (true) {
+        const Node *next = soleUser(graph_, value);
+        if (!next) {
+          // A value gating itself (SiLU's x * sigmoid(x), GELU's x * Phi(x)): its side chain and
+          // the node where the chain meets it again join, and the chain goes on from there.
+          std::vector<const Node *> side = gatingChain(value);
+          if (side.empty())
+            break;
+          for (const Node *member : side)
+            group_[member] = group_[node];
+          value = side.back()->output(0);
+          continue;
+        }
+        if (!epilogueLink(*next, *value))
           break;
         // A widening Cast read by a kernel node alone (directly or through views) is that
         // kernel's prologue: stored here, it would write wider values (an f16 GELU widened for a
@@ -87,6 +97,39 @@ public:
       }
       fuseSideCasts(*node, value);
     }
+  }
+
+  /// An elementwise node that may extend an epilogue whose last value is `value`: one output,
+  /// of value's static shape.
+  bool epilogueLink(const Node &next, const Value &value) const {
+    return opInfo(next.kind()).fusion == FusionClass::Elementwise && isInjective(next) && next.numOutputs() == 1 &&
+           next.output(0) && isStatic(next.output(0)->shape()) &&
+           staticDims(next.output(0)->shape()) == staticDims(value.shape());
+  }
+
+  /// When `value` (not a graph output) has two uses, one a chain of epilogue links each the
+  /// sole user of the one before, the other the node that chain ends in (x * f(x)), or one node
+  /// reading it twice (x * x): that chain and the meeting node, in order. Empty otherwise.
+  std::vector<const Node *> gatingChain(const Value *value) const {
+    if (graph_.isOutput(value) || value->uses().size() != 2)
+      return {};
+    const Node *first = value->uses()[0].user, *second = value->uses()[1].user;
+    if (first == second)
+      return epilogueLink(*first, *value) ? std::vector<const Node *>{first} : std::vector<const Node *>{};
+    for (auto [start, meet] : {std::pair{first, second}, std::pair{second, first}}) {
+      if (!epilogueLink(*meet, *value))
+        continue;
+      std::vector<const Node *> chain;
+      for (const Node *link = start; link && link != meet && epilogueLink(*link, *value);
+           link = soleUser(graph_, link->output(0))) {
+        chain.push_back(link);
+        if (soleUser(graph_, link->output(0)) == meet) {
+          chain.push_back(meet);
+          return chain;
+        }
+      }
+    }
+    return {};
   }
 
   /// Narrowing casts of a kernel's last value beside its other uses join the kernel, which
