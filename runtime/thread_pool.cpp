@@ -1,14 +1,41 @@
-// Workers sleep on a condition variable until a job is published. A worker registers with the
-// job (busyWorkers_) under the mutex, and the caller withdraws the job under the same mutex only
-// after every chunk is done and every registered worker has left, so no worker can touch a job
-// after parallelFor returns.
+// Workers wait for a job to be published: spinning on the generation for up to kSpin, then
+// asleep on a condition variable. A worker registers with the job (busyWorkers_) under the mutex,
+// and the caller withdraws the job under the same mutex only after every chunk is done and every
+// registered worker has left, so no worker can touch a job after parallelFor returns; spinning
+// only decides when to take the mutex, never replaces it.
 #include "thread_pool.h"
 
 #include <algorithm>
+#include <chrono>
 #include <sched.h>
 #include <unistd.h>
 
 namespace sinter::rt {
+namespace {
+
+/// How long a thread spins before it sleeps: longer than the gap between two launches of a
+/// model, short against the time between requests.
+constexpr std::chrono::microseconds kSpin{200};
+
+inline void relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+/// Spins until `done()` or kSpin has passed; whether `done()` came true.
+template <typename Done> bool spinUntil(Done done) {
+  auto until = std::chrono::steady_clock::now() + kSpin;
+  for (unsigned i = 1;; ++i) {
+    if (done())
+      return true;
+    relax();
+    if (i % 64 == 0 && std::chrono::steady_clock::now() >= until)
+      return false;
+  }
+}
+
+} // namespace
 
 ThreadPool::ThreadPool(int threads) {
   for (int i = 1; i < threads; ++i)
@@ -52,8 +79,9 @@ void ThreadPool::runChunks(Job &job) {
 
 void ThreadPool::workerLoop() {
   uint64_t seen = 0;
-  std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
+    spinUntil([&] { return stopping_.load(std::memory_order_relaxed) || generation_.load(std::memory_order_acquire) != seen; });
+    std::unique_lock<std::mutex> lock(mutex_);
     wake_.wait(lock, [&] { return stopping_ || (job_ && generation_ != seen); });
     if (stopping_)
       return;
@@ -88,6 +116,10 @@ void ThreadPool::parallelFor(int64_t extent, ChunkFunction body, void *context) 
   }
   wake_.notify_all();
   runChunks(job);
+  spinUntil([&] {
+    return job.doneChunks.load(std::memory_order_acquire) == job.chunks &&
+           busyWorkers_.load(std::memory_order_acquire) == 0;
+  });
   std::unique_lock<std::mutex> lock(mutex_);
   finished_.wait(lock, [&] {
     return busyWorkers_ == 0 && job.doneChunks.load(std::memory_order_acquire) == job.chunks;
