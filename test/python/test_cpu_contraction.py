@@ -216,3 +216,41 @@ def test_weights_are_stored_once_and_windows_need_no_large_tables(batch, tmp_pat
     with np.load(out) as archive:
         actual = {name: archive[name] for name in archive.files}
     st.assert_outputs_match(actual, st.run_onnxruntime(path, inputs), context=f"batch {batch}")
+
+
+def gated_conv(x_shape, out_channels, kernel, seed, group=1, pads=(1, 1, 1, 1)):
+    """Conv then SiLU (x * sigmoid(x)): one kernel, the gate in the convolution's epilogue."""
+    model, inputs = conv(x_shape, out_channels, kernel, seed, pads=list(pads), group=group)
+    graph = model.graph
+    graph.output[0].name = "c"
+    graph.node[0].output[0] = "c"
+    graph.node.extend([helper.make_node("Sigmoid", ["c"], ["s"]), helper.make_node("Mul", ["c", "s"], ["y"])])
+    graph.output.append(helper.make_tensor_value_info("y", TensorProto.FLOAT, None))
+    del graph.output[0]
+    inferred = onnx.shape_inference.infer_shapes(model)
+    graph.output[0].CopyFrom(inferred.graph.output[0])
+    return model, inputs
+
+
+GATED = {
+    # Several images per tile: the epilogue walks them image by image.
+    "blocked_3x3_batch3": (lambda: gated_conv((3, 8, 9, 7), 20, (3, 3), 50), "llvm-x86-blocked"),
+    "blocked_1x1_batch5_odd_plane": (lambda: gated_conv((5, 16, 7, 9), 24, (1, 1), 51, pads=(0, 0, 0, 0)),
+                                     "llvm-x86-blocked"),
+    "depthwise_batch2": (lambda: gated_conv((2, 12, 10, 11), 12, (3, 3), 52, group=12), "llvm-x86-depthwise"),
+}
+
+
+@pytest.mark.parametrize("cpu", CPU_LEVELS)
+@pytest.mark.parametrize("case", sorted(GATED))
+def test_gated_epilogues_over_several_images(case, cpu, tmp_path):
+    make, generator = GATED[case]
+    model, inputs = make()
+    path, library, generators = compile_for_cpu(case, model, inputs, tmp_path, cpu)
+    assert generators == [generator], generators
+    np.save(tmp_path / "x.npy", inputs["x"])
+    out = tmp_path / "outputs.npz"
+    st.run_cli(["run", library, "--input", f"x={tmp_path / 'x.npy'}", "-o", out])
+    with np.load(out) as archive:
+        actual = {name: archive[name] for name in archive.files}
+    st.assert_outputs_match(actual, st.run_onnxruntime(path, inputs), context=f"{case} ({cpu}) against onnxruntime")

@@ -491,6 +491,7 @@ struct TileProgram {
   Kernel kernel;
   int params = 0, lhsPack = 0, rhsPack = 0, tile = 0, gather = 0; ///< buffer indices
   int outer = 0, middle = 0, inner = 0;               ///< loop variables
+  int image = 0, first = 0, count = 0, position = 0;  ///< the epilogue's per-image pieces
 };
 
 /// The `params` buffer: the block's batch, first row and column, first r and its length, and the
@@ -520,6 +521,10 @@ TileProgram tileProgram(const Contraction &contraction, const ContractionBlockin
   program.outer = addVariable("panel");
   program.middle = addVariable("rr");
   program.inner = addVariable("lane");
+  program.image = addVariable("image");
+  program.first = addVariable("first");
+  program.count = addVariable("count");
+  program.position = addVariable("position");
   return program;
 }
 
@@ -595,16 +600,51 @@ std::vector<StmtRef> packOperand(const TileProgram &program, const ContractionSp
 }
 
 /// The epilogue over the tile's real elements: acc from the tile buffer, then spec.epilogue.
-std::vector<StmtRef> tileEpilogue(const TileProgram &program, const ContractionSpec &spec, int64_t tileColumns) {
+/// When the columns span several images (a convolution at batch > 1: j = image * positions +
+/// position), the columns are walked image by image and the epilogue is written over (image,
+/// position), with its index arithmetic simplified over their ranges: the output index is then
+/// contiguous in the position, with no division per element, and the loop vectorizes.
+std::vector<StmtRef> tileEpilogue(const TileProgram &program, const Kernel &kernel, const ContractionSpec &spec,
+                                  int64_t tileColumns) {
   ExprRef row = var(program.outer, DType::Int64), column = var(program.inner, DType::Int64);
+  ExprRef column0 = param(program, ParamColumn), columns = param(program, ParamColumns);
+  const int64_t positions = spec.window ? spec.window->positions : 0;
+  if (positions == 0 || positions >= spec.n || spec.n % positions != 0) {
+    std::vector<StmtRef> element = {
+        assign(spec.j, add(column0, column)),
+        assign(spec.acc, load(program.tile, DType::Float32, add(mul(row, tileColumns), column)))};
+    element.insert(element.end(), spec.epilogue.begin(), spec.epilogue.end());
+    return {assign(spec.b, param(program, ParamBatch)),
+            forLoop(program.outer, param(program, ParamRows),
+                    {assign(spec.i, add(param(program, ParamRow), row)),
+                     forLoop(program.inner, param(program, ParamColumns), element)})};
+  }
+  ExprRef image = var(program.image, DType::Int64), first = var(program.first, DType::Int64);
+  ExprRef j = add(mul(image, positions), var(program.position, DType::Int64));
+  Kernel ranged = kernel;
+  ranged.body = spec.epilogue;
+  IndexRanges ranges(ranged);
+  setContractionRanges(ranges, spec);
+  ranges.setVariable(program.image, {0, spec.n / positions - 1});
+  ranges.setVariable(program.first, {0, positions - 1});
+  ranges.setVariable(program.position, {0, positions - 1});
   std::vector<StmtRef> element = {
-      assign(spec.j, add(param(program, ParamColumn), column)),
-      assign(spec.acc, load(program.tile, DType::Float32, add(mul(row, tileColumns), column)))};
-  element.insert(element.end(), spec.epilogue.begin(), spec.epilogue.end());
+      assign(program.position, add(first, column)),
+      assign(spec.acc, load(program.tile, DType::Float32, add(mul(row, tileColumns), sub(j, column0))))};
+  for (const StmtRef &statement : spec.epilogue)
+    element.push_back(ranges.simplify(substituted(statement, spec.j, j)));
+  // The tile's images: from column0's to the last column's; in each, positions [first, first + count).
+  ExprRef firstImage = div(column0, positions);
+  ExprRef images = sub(div(add(add(column0, columns), positions - 1), positions), firstImage);
+  ExprRef start = mul(image, positions);
+  std::vector<StmtRef> perImage = {
+      assign(program.image, add(firstImage, var(program.middle, DType::Int64))),
+      assign(program.first, sub(binary(BinaryOp::Max, column0, start), start)),
+      assign(program.count, sub(sub(binary(BinaryOp::Min, add(column0, columns), add(start, positions)), start), first)),
+      forLoop(program.inner, var(program.count, DType::Int64), element)};
   return {assign(spec.b, param(program, ParamBatch)),
           forLoop(program.outer, param(program, ParamRows),
-                  {assign(spec.i, add(param(program, ParamRow), row)),
-                   forLoop(program.inner, param(program, ParamColumns), element)})};
+                  {assign(spec.i, add(param(program, ParamRow), row)), forLoop(program.middle, images, perImage)})};
 }
 
 /// Narrower products than worthTiling accepts still gain from the micro-kernel on the CPU, as
@@ -736,7 +776,7 @@ Kernel emitBlockedContraction(const LoweredGroup &group, const BlockedContractio
   // A window over rows of f32 positions is packed by row segments (cpu_window_pack.h).
   const bool rowPacked = rhsGather && !direct && rhsGather->rowLength > 0 && rhsGather->sourceType == DType::Float32;
   packRhs.kernel.body = packOperand(packRhs, spec, false, nr, rhsGather, direct ? direct->positions : 0);
-  epilogue.kernel.body = tileEpilogue(epilogue, spec, blocking.nc);
+  epilogue.kernel.body = tileEpilogue(epilogue, epilogue.kernel, spec, blocking.nc);
   std::vector<llvm::Value *> programBuffers(buffers.begin(), buffers.begin() + long(bufferCount));
   programBuffers.insert(programBuffers.end(), {paramBuffer, lhsPack, rhsPack, tile, gatherTable ? gatherTable : tile});
   KernelEmitter lhsEmitter(packLhs.kernel, b, module, programBuffers, hostMathLibrary(), hasF16c);

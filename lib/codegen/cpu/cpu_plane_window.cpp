@@ -261,12 +261,28 @@ Kernel emitPlaneWindow(const LoweredGroup &group, const PlaneWindow &plan, const
     ExprRef value = load(tileId, DType::Float32, add(mul(row, tileColumns), column));
     std::vector<StmtRef> band, element;
     const std::vector<StmtRef> *statements;
+    std::vector<StmtRef> rewritten;
     if (weighted) {
+      // j = image * positions + position, substituted into the epilogue and simplified over the
+      // two's ranges: at batch > 1 the output index then has no division per element.
       const ContractionSpec &spec = group.contraction->spec;
-      band = {assign(spec.b, param(ParamChannel)), assign(spec.i, intConstant(0))};
-      element = {assign(spec.j, add(mul(param(ParamImage), plan.outRows * plan.outColumns), position)),
-                 assign(spec.acc, value)};
-      statements = &spec.epilogue;
+      const int64_t positions = plan.outRows * plan.outColumns;
+      const int imageVar = int(epilogue.variables.size());
+      epilogue.variables.push_back({"image", DType::Int64});
+      const int positionVar = int(epilogue.variables.size());
+      epilogue.variables.push_back({"position", DType::Int64});
+      band = {assign(spec.b, param(ParamChannel)), assign(spec.i, intConstant(0)), assign(imageVar, param(ParamImage))};
+      element = {assign(positionVar, position), assign(spec.acc, value)};
+      Kernel ranged = epilogue;
+      ranged.body = spec.epilogue;
+      IndexRanges ranges(ranged);
+      setContractionRanges(ranges, spec);
+      ranges.setVariable(imageVar, {0, plan.images - 1});
+      ranges.setVariable(positionVar, {0, positions - 1});
+      ExprRef j = add(mul(var(imageVar, DType::Int64), positions), var(positionVar, DType::Int64));
+      for (const StmtRef &statement : spec.epilogue)
+        rewritten.push_back(ranges.simplify(substituted(statement, spec.j, j)));
+      statements = &rewritten;
     } else {
       const Pooling &pooling = *group.pooling;
       band = {assign(pooling.image, param(ParamImage)), assign(pooling.channel, param(ParamChannel))};

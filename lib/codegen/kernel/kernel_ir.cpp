@@ -291,6 +291,19 @@ ExprRef substituted(const ExprRef &e, int id, const ExprRef &value) {
   return substitutedOnce(e, id, value, done);
 }
 
+StmtRef substituted(const StmtRef &statement, int id, const ExprRef &value) {
+  auto copy = std::make_shared<Stmt>(*statement);
+  if (copy->a)
+    copy->a = substituted(copy->a, id, value);
+  if (copy->b)
+    copy->b = substituted(copy->b, id, value);
+  for (StmtRef &inner : copy->body)
+    inner = substituted(inner, id, value);
+  for (StmtRef &inner : copy->orElse)
+    inner = substituted(inner, id, value);
+  return copy;
+}
+
 bool multipleOf(const ExprRef &e, int64_t n) {
   if (e->kind == ExprKind::Constant)
     return e->intValue % n == 0;

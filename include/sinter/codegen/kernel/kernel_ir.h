@@ -162,6 +162,9 @@ bool usesVariable(const ExprRef &e, int id);
 
 /// `e` with variable `id` replaced by `value` (shared where `e` does not read it).
 ExprRef substituted(const ExprRef &e, int id, const ExprRef &value);
+/// `statement` (and the statements inside it) with variable `id` replaced by `value` in every
+/// expression.
+StmtRef substituted(const StmtRef &statement, int id, const ExprRef &value);
 
 /// Whether an integer expression is a multiple of `n` for every value of its variables (as far
 /// as constants, products with a multiple, and sums and differences of multiples show).
