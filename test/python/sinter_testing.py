@@ -119,12 +119,17 @@ def shape_flags(inputs):
     return flags
 
 
-def run_cpu(model_path, inputs, workdir):
-    library = workdir / "model.so"
-    run_cli(["compile", model_path, "--target", "cpu", *shape_flags(inputs), "-o", library])
+def run_artifact(library, inputs, workdir):
+    """`sinter run` on a compiled artifact: its outputs by name."""
     out = workdir / "outputs.npz"
     run_cli(["run", library, *_input_flags(inputs, workdir), "-o", out])
     return _load_npz(out)
+
+
+def run_cpu(model_path, inputs, workdir):
+    library = workdir / "model.so"
+    run_cli(["compile", model_path, "--target", "cpu", *shape_flags(inputs), "-o", library])
+    return run_artifact(library, inputs, workdir)
 
 
 TARGETS = {"reference": run_reference, "cpu": run_cpu}

@@ -156,15 +156,7 @@ def test_blocked_contraction_matches_reference(case, cpu, tmp_path):
     model, inputs = CASES[case]()
     path, library, generators = compile_for_cpu(case, model, inputs, tmp_path, cpu)
     assert generators == ["llvm-x86-blocked"], generators
-
-    out = tmp_path / "outputs.npz"
-    flags = []
-    for index, (name, array) in enumerate(inputs.items()):
-        np.save(tmp_path / f"in{index}.npy", array)
-        flags += ["--input", f"{name}={tmp_path / f'in{index}.npy'}"]
-    st.run_cli(["run", library, *flags, "-o", out])
-    with np.load(out) as archive:
-        actual = {name: archive[name] for name in archive.files}
+    actual = st.run_artifact(library, inputs, tmp_path)
     (tmp_path / "reference").mkdir()
     reference = st.run_reference(path, inputs, tmp_path / "reference")
     st.assert_outputs_match(actual, reference, context=f"{case} ({cpu}) against the reference evaluator")
@@ -248,9 +240,5 @@ def test_gated_epilogues_over_several_images(case, cpu, tmp_path):
     model, inputs = make()
     path, library, generators = compile_for_cpu(case, model, inputs, tmp_path, cpu)
     assert generators == [generator], generators
-    np.save(tmp_path / "x.npy", inputs["x"])
-    out = tmp_path / "outputs.npz"
-    st.run_cli(["run", library, "--input", f"x={tmp_path / 'x.npy'}", "-o", out])
-    with np.load(out) as archive:
-        actual = {name: archive[name] for name in archive.files}
+    actual = st.run_artifact(library, inputs, tmp_path)
     st.assert_outputs_match(actual, st.run_onnxruntime(path, inputs), context=f"{case} ({cpu}) against onnxruntime")

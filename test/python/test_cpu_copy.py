@@ -59,14 +59,7 @@ def test_concat_copies_match_onnxruntime(case, tmp_path):
     model, inputs = CASES[case]()
     path, library, generators = compile_for_cpu(case, model, inputs, tmp_path)
     assert generators == ["llvm-x86-copy"], generators
-    flags = []
-    for index, (name, array) in enumerate(inputs.items()):
-        np.save(tmp_path / f"in{index}.npy", array)
-        flags += ["--input", f"{name}={tmp_path / f'in{index}.npy'}"]
-    out = tmp_path / "outputs.npz"
-    st.run_cli(["run", library, *flags, "-o", out])
-    with np.load(out) as archive:
-        actual = archive["y"]
+    actual = st.run_artifact(library, inputs, tmp_path)["y"]
     (tmp_path / "reference").mkdir()
     for name, truth in (("onnxruntime", st.run_onnxruntime(path, inputs)["y"]),
                         ("the reference evaluator", st.run_reference(path, inputs, tmp_path / "reference")["y"])):

@@ -128,22 +128,16 @@ def test_row_kernels_match_onnxruntime(case, cpu, tmp_path):
     path, library, generators = compile_for_cpu(case, model, inputs, tmp_path, cpu)
     if split:
         assert "llvm-x86-rows" in generators, generators
-    flags = []
-    for index, (name, array) in enumerate(inputs.items()):
-        np.save(tmp_path / f"in{index}.npy", array)
-        flags += ["--input", f"{name}={tmp_path / f'in{index}.npy'}"]
-    out = tmp_path / "outputs.npz"
-    st.run_cli(["run", library, *flags, "-o", out])
+    outputs = st.run_artifact(library, inputs, tmp_path)
     truths = {"onnxruntime": st.run_onnxruntime(path, inputs)}
     (tmp_path / "reference").mkdir()
     truths["the reference evaluator"] = st.run_reference(path, inputs, tmp_path / "reference")
-    with np.load(out) as archive:
-        for output in model.graph.output:
-            actual = archive[output.name]
-            for who, truth in truths.items():
-                expected = truth[output.name]
-                assert actual.dtype == expected.dtype and actual.shape == expected.shape, (who, output.name)
-                if case.startswith("gate"):  # a sigmoid: within a few ulp of each truth
-                    np.testing.assert_allclose(actual, expected, rtol=2e-6, atol=1e-7, err_msg=f"{case} vs {who}")
-                else:
-                    np.testing.assert_array_equal(actual, expected, err_msg=f"{case} against {who}")
+    for output in model.graph.output:
+        actual = outputs[output.name]
+        for who, truth in truths.items():
+            expected = truth[output.name]
+            assert actual.dtype == expected.dtype and actual.shape == expected.shape, (who, output.name)
+            if case.startswith("gate"):  # a sigmoid: within a few ulp of each truth
+                np.testing.assert_allclose(actual, expected, rtol=2e-6, atol=1e-7, err_msg=f"{case} vs {who}")
+            else:
+                np.testing.assert_array_equal(actual, expected, err_msg=f"{case} against {who}")
