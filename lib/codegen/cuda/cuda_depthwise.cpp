@@ -98,7 +98,10 @@ std::optional<DepthwisePlan> planDepthwise(const LoweredGroup &group) {
   const int64_t blocksOfOne = plan.planes() * plan.bands;
   plan.planesPerBlock = std::max<int64_t>(
       1, std::min({int64_t(kMaxThreads) / items, kSharedFloats / planeFloats(bandRows), blocksOfOne / kEnoughBlocks}));
-  plan.threads = int(std::clamp<int64_t>(roundUp(items * plan.planesPerBlock, 32), 32, kMaxThreads));
+  // Threads: the block's items in as few rounds of at most kMaxThreads as they take, evenly.
+  const int64_t blockItems = items * plan.planesPerBlock;
+  plan.threads = int(std::clamp<int64_t>(roundUp(ceilDiv(blockItems, ceilDiv(blockItems, kMaxThreads)), 32), 32,
+                                         kMaxThreads));
   if (plan.blocks() > (int64_t(1) << 31) - 1)
     return std::nullopt;
   return plan;
@@ -117,10 +120,7 @@ std::string printDepthwise(const Contraction &contraction, const DepthwisePlan &
   const int64_t runs = ceilDiv(plan.bandRows, plan.run), items = runs * plan.outColumns;
   const int64_t columnLength = (plan.run - 1) * plan.strideRows + (plan.kernelRows - 1) * plan.dilationRows + 1;
   // X's element as the rhs reads it: loaded, then through its casts to f32.
-  std::string element = "b" + std::to_string(window.source) + "[(plane / " + std::to_string(window.channels) +
-                        "LL) * " + std::to_string(window.imageStride) + "LL + (plane % " +
-                        std::to_string(window.channels) + "LL) * " + std::to_string(window.planeStride) +
-                        "LL + y * " + std::to_string(plan.inColumns) + "LL + x]";
+  std::string element = "row[x]";
   DType type = window.stored;
   for (DType next : window.casts) {
     element = castText(element, type, next);
@@ -139,18 +139,24 @@ std::string printDepthwise(const Contraction &contraction, const DepthwisePlan &
   out << "  const long long band = blockIdx.x % " << plan.bands << "LL, plane0 = (blockIdx.x / " << plan.bands
       << "LL) * " << plan.planesPerBlock << "LL;\n";
   out << "  const int row0 = (int)band * " << plan.bandRows << ";\n";
-  // Stage the band's input rows, widened to f32, zero outside the plane.
-  out << "  for (int e = threadIdx.x; e < " << plan.planesPerBlock * planeShared << "; e += " << plan.threads
-      << ") {\n";
-  out << "    const int p = e / " << planeShared << ", rest = e % " << planeShared << ";\n";
-  out << "    const int y = row0 * " << plan.strideRows << " - " << plan.padTop << " + rest / " << plan.sharedColumns
-      << ", x = rest % " << plan.sharedColumns << " - " << plan.padLeft << ";\n";
+  // Stage the band's input rows, widened to f32, zero outside the plane: a warp a row, its lanes
+  // along the row (coalesced reads, no division per element).
+  const int warps = plan.threads / 32;
+  out << "  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;\n";
+  out << "  for (int r = warp; r < " << plan.planesPerBlock * plan.sharedRows << "; r += " << warps << ") {\n";
+  out << "    const int p = r / " << plan.sharedRows << ", y = row0 * " << plan.strideRows << " - " << plan.padTop
+      << " + r % " << plan.sharedRows << ";\n";
   out << "    const long long plane = plane0 + p;\n";
-  out << "    float value = 0.0f;\n";
-  out << "    if (plane < " << plan.planes() << "LL && y >= 0 && y < " << plan.inRows << " && x >= 0 && x < "
-      << plan.inColumns << ")\n";
-  out << "      value = " << element << ";\n";
-  out << "    sX[e] = value;\n  }\n";
+  out << "    const bool inside = plane < " << plan.planes() << "LL && y >= 0 && y < " << plan.inRows << ";\n";
+  out << "    const " << cudaStorageType(window.stored) << " *row = b" << window.source << " + (inside ? (plane / "
+      << window.channels << "LL) * " << window.imageStride << "LL + (plane % " << window.channels << "LL) * "
+      << window.planeStride << "LL + (long long)y * " << plan.inColumns << "LL : 0LL);\n";
+  out << "    float *staged = sX + p * " << planeShared << " + (r % " << plan.sharedRows << ") * " << plan.sharedColumns
+      << ";\n";
+  out << "    for (int c = lane; c < " << plan.sharedColumns << "; c += 32) {\n";
+  out << "      const int x = c - " << plan.padLeft << ";\n";
+  out << "      staged[c] = inside && x >= 0 && x < " << plan.inColumns << " ? " << element << " : 0.0f;\n";
+  out << "    }\n  }\n";
   // The taps, through the contraction's lhs (the weights as stored, or a fused scale of them).
   out << "  for (int e = threadIdx.x; e < " << plan.planesPerBlock * taps << "; e += " << plan.threads << ") {\n";
   out << "    const long long plane = plane0 + e / " << taps << ";\n";
