@@ -31,6 +31,7 @@ constexpr int64_t kSharedFloats = 3072;       ///< a block's staged input: 12 Ki
 constexpr int64_t kMaxSharedFloats = 8192;    ///< 32 KiB, within the 48 KiB of static shared memory
 constexpr int64_t kEnoughBlocks = 132 * 8;    ///< eight blocks on each of an H200's SMs
 constexpr int kMaxThreads = 256;
+constexpr int64_t kStagingChunk = 16;         ///< staged elements a thread loads before storing them
 
 int64_t roundUp(int64_t value, int64_t multiple) { return ceilDiv(value, multiple) * multiple; }
 
@@ -102,8 +103,10 @@ std::optional<DepthwisePlan> planDepthwise(const LoweredGroup &group) {
   const int64_t blockItems = items * plan.planesPerBlock;
   plan.threads = int(std::clamp<int64_t>(roundUp(ceilDiv(blockItems, ceilDiv(blockItems, kMaxThreads)), 32), 32,
                                          kMaxThreads));
-  if (plan.blocks() > (int64_t(1) << 31) - 1)
-    return std::nullopt;
+  if (plan.blocks() > (int64_t(1) << 31) - 1 || plan.planes() > (int64_t(1) << 31) - 1 ||
+      plan.inRows * plan.inColumns > (int64_t(1) << 31) - 1)
+    return std::nullopt; // the kernel's block and plane indices, and a plane's offsets, are int
+
   return plan;
 }
 
@@ -120,7 +123,10 @@ std::string printDepthwise(const Contraction &contraction, const DepthwisePlan &
   const int64_t runs = ceilDiv(plan.bandRows, plan.run), items = runs * plan.outColumns;
   const int64_t columnLength = (plan.run - 1) * plan.strideRows + (plan.kernelRows - 1) * plan.dilationRows + 1;
   // X's element as the rhs reads it: loaded, then through its casts to f32.
-  std::string element = "row[x]";
+  std::string element = "b" + std::to_string(window.source) + "[(long long)(plane / " +
+                        std::to_string(window.channels) + ") * " + std::to_string(window.imageStride) +
+                        "LL + (long long)(plane % " + std::to_string(window.channels) + ") * " +
+                        std::to_string(window.planeStride) + "LL + y * " + std::to_string(plan.inColumns) + " + x]";
   DType type = window.stored;
   for (DType next : window.casts) {
     element = castText(element, type, next);
@@ -139,23 +145,28 @@ std::string printDepthwise(const Contraction &contraction, const DepthwisePlan &
   out << "  const long long band = blockIdx.x % " << plan.bands << "LL, plane0 = (blockIdx.x / " << plan.bands
       << "LL) * " << plan.planesPerBlock << "LL;\n";
   out << "  const int row0 = (int)band * " << plan.bandRows << ";\n";
-  // Stage the band's input rows, widened to f32, zero outside the plane: a warp a row, its lanes
-  // along the row (coalesced reads, no division per element).
-  const int warps = plan.threads / 32;
-  out << "  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;\n";
-  out << "  for (int r = warp; r < " << plan.planesPerBlock * plan.sharedRows << "; r += " << warps << ") {\n";
-  out << "    const int p = r / " << plan.sharedRows << ", y = row0 * " << plan.strideRows << " - " << plan.padTop
-      << " + r % " << plan.sharedRows << ";\n";
-  out << "    const long long plane = plane0 + p;\n";
-  out << "    const bool inside = plane < " << plan.planes() << "LL && y >= 0 && y < " << plan.inRows << ";\n";
-  out << "    const " << cudaStorageType(window.stored) << " *row = b" << window.source << " + (inside ? (plane / "
-      << window.channels << "LL) * " << window.imageStride << "LL + (plane % " << window.channels << "LL) * "
-      << window.planeStride << "LL + (long long)y * " << plan.inColumns << "LL : 0LL);\n";
-  out << "    float *staged = sX + p * " << planeShared << " + (r % " << plan.sharedRows << ") * " << plan.sharedColumns
-      << ";\n";
-  out << "    for (int c = lane; c < " << plan.sharedColumns << "; c += 32) {\n";
-  out << "      const int x = c - " << plan.padLeft << ";\n";
-  out << "      staged[c] = inside && x >= 0 && x < " << plan.inColumns << " ? " << element << " : 0.0f;\n";
+  // Stage the band's input rows, widened to f32, zero outside the plane. A thread loads a chunk
+  // of its elements into registers, then stores them: the chunk's loads are in flight together,
+  // so staging costs about one round trip to memory, not one per element a thread stages.
+  const int64_t staged = plan.planesPerBlock * planeShared;
+  const int64_t chunk = std::min<int64_t>(kStagingChunk, ceilDiv(staged, plan.threads));
+  out << "  for (int base = 0; base < " << staged << "; base += " << chunk * plan.threads << ") {\n";
+  out << "    float s[" << chunk << "];\n";
+  out << "#pragma unroll\n    for (int u = 0; u < " << chunk << "; ++u) {\n";
+  out << "      const int e = base + threadIdx.x + u * " << plan.threads << ";\n";
+  out << "      s[u] = 0.0f;\n";
+  out << "      if (e < " << staged << ") {\n";
+  out << "        const int p = e / " << planeShared << ", rest = e % " << planeShared << ";\n";
+  out << "        const int y = row0 * " << plan.strideRows << " - " << plan.padTop << " + rest / " << plan.sharedColumns
+      << ", x = rest % " << plan.sharedColumns << " - " << plan.padLeft << ";\n";
+  out << "        const int plane = (int)plane0 + p;\n";
+  out << "        if (plane < " << plan.planes() << " && y >= 0 && y < " << plan.inRows << " && x >= 0 && x < "
+      << plan.inColumns << ")\n";
+  out << "          s[u] = " << element << ";\n";
+  out << "      }\n    }\n";
+  out << "#pragma unroll\n    for (int u = 0; u < " << chunk << "; ++u) {\n";
+  out << "      const int e = base + threadIdx.x + u * " << plan.threads << ";\n";
+  out << "      if (e < " << staged << ") sX[e] = s[u];\n";
   out << "    }\n  }\n";
   // The taps, through the contraction's lhs (the weights as stored, or a fused scale of them).
   out << "  for (int e = threadIdx.x; e < " << plan.planesPerBlock * taps << "; e += " << plan.threads << ") {\n";
