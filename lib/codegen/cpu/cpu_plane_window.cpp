@@ -7,9 +7,11 @@
 //       the plane (0, or -inf for a maximum)
 //       for each output row of the band:
 //         for each chunk of up to 4 vectors: acc = combine over taps of scratch[...]
-//                                           (unrolled over the taps; stored to the tile buffer)
-//       epilogue over the band              kernel IR: acc from the tile buffer, then the
-//                                           contraction's or the pooling's epilogue
+//                                           (unrolled over the taps; stored to the tile buffer,
+//                                           rows at the output's pitch: dense)
+//       epilogue over the band              kernel IR, one loop over the band's outputs: acc
+//                                           from the tile buffer, then the contraction's or the
+//                                           pooling's epilogue
 //
 // Scratch row pr holds input row (band's first output row * strideRows - padTop + pr), its
 // column pc input column pc - padLeft: output (oy, ox)'s tap (ky, kx) is scratch[(oy - oy0) *
@@ -250,15 +252,16 @@ Kernel emitPlaneWindow(const LoweredGroup &group, const PlaneWindow &plan, const
   epilogue.buffers.push_back({"params", DType::Int64, ParamCount, false});
   const int tileId = int(epilogue.buffers.size());
   epilogue.buffers.push_back({"tile", DType::Float32, plan.bandRows * tileColumns, true});
-  const int rowVar = int(epilogue.variables.size());
-  epilogue.variables.push_back({"row", DType::Int64});
-  const int columnVar = int(epilogue.variables.size());
-  epilogue.variables.push_back({"column", DType::Int64});
+  const int flatVar = int(epilogue.variables.size());
+  epilogue.variables.push_back({"flat", DType::Int64});
   {
     auto param = [&](int64_t which) { return load(paramsId, DType::Int64, intConstant(which)); };
-    ExprRef row = var(rowVar, DType::Int64), column = var(columnVar, DType::Int64);
-    ExprRef position = add(mul(add(param(ParamRow), row), plan.outColumns), column);
-    ExprRef value = load(tileId, DType::Float32, add(mul(row, tileColumns), column));
+    // The tile holds the band's outputs densely, row after row (see the row loop below), so the
+    // epilogue is one loop over them: long enough to vectorize where rows are short (7 or 14
+    // columns), with the output position affine in it.
+    ExprRef flat = var(flatVar, DType::Int64);
+    ExprRef position = add(mul(param(ParamRow), plan.outColumns), flat);
+    ExprRef value = load(tileId, DType::Float32, flat);
     std::vector<StmtRef> band, element;
     const std::vector<StmtRef> *statements;
     std::vector<StmtRef> rewritten;
@@ -290,8 +293,7 @@ Kernel emitPlaneWindow(const LoweredGroup &group, const PlaneWindow &plan, const
       statements = &pooling.epilogue;
     }
     element.insert(element.end(), statements->begin(), statements->end());
-    band.push_back(forLoop(rowVar, param(ParamRows),
-                           {forLoop(columnVar, intConstant(plan.outColumns), std::move(element))}));
+    band.push_back(forLoop(flatVar, mul(param(ParamRows), plan.outColumns), std::move(element)));
     epilogue.body = std::move(band);
   }
   std::vector<llvm::Value *> epilogueBuffers(buffers.begin(), buffers.begin() + long(bufferCount));
@@ -375,7 +377,10 @@ Kernel emitPlaneWindow(const LoweredGroup &group, const PlaneWindow &plan, const
     llvm::Value *tapsAt = b.CreateMul(channel, constant(plan.taps()));
     emitLoop(b, constant(0), rows, 1, [&](llvm::Value *row) {
       llvm::Value *rowBase = at(band, b.CreateMul(row, constant(plan.strideRows * plan.paddedColumns)));
-      llvm::Value *tileRow = at(tile, b.CreateMul(row, constant(tileColumns)));
+      // Row after row at the pitch of the output's rows: a row's last vector reaches past its
+      // end into the next row's place, which the next row then overwrites (rows run in order);
+      // the last row's reach ends within the tile's bandRows x tileColumns floats.
+      llvm::Value *tileRow = at(tile, b.CreateMul(row, constant(plan.outColumns)));
       auto vectors = [&](llvm::Value *first, int64_t count) {
         std::vector<llvm::Value *> sums(size_t(count), initial);
         for (int64_t ky = 0; ky < plan.kernelRows; ++ky)
