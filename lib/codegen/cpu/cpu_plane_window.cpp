@@ -5,7 +5,7 @@
 //     for tile in [begin, end):             tile = (image, channel, band), band fastest
 //       copy the band's input rows into scratch, the pad value where the window reaches past
 //       the plane (0, or -inf for a maximum)
-//       for each output row of the band:
+//       for each output row of the band (rows of 1-3 vectors: 4 / vectors rows at once):
 //         for each chunk of up to 4 vectors: acc = combine over taps of scratch[...]
 //                                           (unrolled over the taps; stored to the tile buffer,
 //                                           rows at the output's pitch: dense)
@@ -373,26 +373,32 @@ Kernel emitPlaneWindow(const LoweredGroup &group, const PlaneWindow &plan, const
       b.SetInsertPoint(done);
     }, "pr");
 
-    // Each output row, `count` vectors at a time from column `first`.
+    // Each output row, `count` vectors at a time from column `first`; rows of one to three
+    // vectors (7, 14 or 28 outputs at AVX-512) several rows at a time, so that four sums are
+    // in flight: with one sum a row, its taps were one chain of dependent multiply-adds
+    // (5x5 over 960 channels at 7x7 ran at the FMA's latency).
     llvm::Value *tapsAt = b.CreateMul(channel, constant(plan.taps()));
-    emitLoop(b, constant(0), rows, 1, [&](llvm::Value *row) {
-      llvm::Value *rowBase = at(band, b.CreateMul(row, constant(plan.strideRows * plan.paddedColumns)));
-      // Row after row at the pitch of the output's rows: a row's last vector reaches past its
-      // end into the next row's place, which the next row then overwrites (rows run in order);
-      // the last row's reach ends within the tile's bandRows x tileColumns floats.
-      llvm::Value *tileRow = at(tile, b.CreateMul(row, constant(plan.outColumns)));
-      auto vectors = [&](llvm::Value *first, int64_t count) {
-        std::vector<llvm::Value *> sums(size_t(count), initial);
-        for (int64_t ky = 0; ky < plan.kernelRows; ++ky)
-          for (int64_t kx = 0; kx < plan.kernelColumns; ++kx) {
-            llvm::Value *broadcast = nullptr;
-            if (weighted) {
-              llvm::Value *tap = b.CreateAlignedLoad(
-                  f32, at(weights, b.CreateAdd(tapsAt, constant(ky * plan.kernelColumns + kx))), llvm::Align(4));
-              broadcast = b.CreateVectorSplat(unsigned(width), tap);
-            }
-            llvm::Value *tapRow = at(rowBase, constant(ky * plan.dilationRows * plan.paddedColumns +
-                                                       kx * plan.dilationColumns));
+    // `group` rows from `row`, each `count` vectors from column `first`; stored row after row at
+    // the pitch of the output's rows: a row's last vector reaches past its end into the next
+    // row's place, which the next row then overwrites (rows are stored in order); the last
+    // row's reach ends within the tile's bandRows x tileColumns floats.
+    auto vectors = [&](llvm::Value *row, int64_t group, llvm::Value *first, int64_t count) {
+      std::vector<std::vector<llvm::Value *>> sums(size_t(group), std::vector<llvm::Value *>(size_t(count), initial));
+      std::vector<llvm::Value *> rowBases;
+      for (int64_t g = 0; g < group; ++g)
+        rowBases.push_back(
+            at(band, b.CreateMul(b.CreateAdd(row, constant(g)), constant(plan.strideRows * plan.paddedColumns))));
+      for (int64_t ky = 0; ky < plan.kernelRows; ++ky)
+        for (int64_t kx = 0; kx < plan.kernelColumns; ++kx) {
+          llvm::Value *broadcast = nullptr;
+          if (weighted) {
+            llvm::Value *tap = b.CreateAlignedLoad(
+                f32, at(weights, b.CreateAdd(tapsAt, constant(ky * plan.kernelColumns + kx))), llvm::Align(4));
+            broadcast = b.CreateVectorSplat(unsigned(width), tap);
+          }
+          for (int64_t g = 0; g < group; ++g) {
+            llvm::Value *tapRow = at(rowBases[size_t(g)], constant(ky * plan.dilationRows * plan.paddedColumns +
+                                                                   kx * plan.dilationColumns));
             for (int64_t v = 0; v < count; ++v) {
               llvm::Value *address =
                   at(tapRow, b.CreateMul(b.CreateAdd(first, constant(v * width)), constant(stride)));
@@ -400,22 +406,35 @@ Kernel emitPlaneWindow(const LoweredGroup &group, const PlaneWindow &plan, const
                                    ? b.CreateAlignedLoad(vector, address, llvm::Align(4))
                                    : b.CreateShuffleVector(b.CreateAlignedLoad(wide, address, llvm::Align(4)),
                                                            everyStride);
-              llvm::Value *&sum = sums[size_t(v)];
+              llvm::Value *&sum = sums[size_t(g)][size_t(v)];
               sum = plan.combine == PlaneWindow::Combine::MultiplyAdd ? b.CreateCall(fmuladd, {broadcast, x, sum})
                     : plan.combine == PlaneWindow::Combine::Max        ? b.CreateCall(maximum, {sum, x})
                                                                         : b.CreateFAdd(sum, x);
             }
           }
+        }
+      for (int64_t g = 0; g < group; ++g) {
+        llvm::Value *tileRow = at(tile, b.CreateMul(b.CreateAdd(row, constant(g)), constant(plan.outColumns)));
         for (int64_t v = 0; v < count; ++v)
-          b.CreateAlignedStore(sums[size_t(v)], at(tileRow, b.CreateAdd(first, constant(v * width))),
+          b.CreateAlignedStore(sums[size_t(g)][size_t(v)], at(tileRow, b.CreateAdd(first, constant(v * width))),
                                llvm::Align(4));
-      };
+      }
+    };
+    auto oneRow = [&](llvm::Value *row) {
       const int64_t fullChunks = vectorsPerRow / chunk, tail = vectorsPerRow % chunk;
       emitLoop(b, constant(0), constant(fullChunks * chunk * width), chunk * width,
-               [&](llvm::Value *first) { vectors(first, chunk); }, "chunk");
+               [&](llvm::Value *first) { vectors(row, 1, first, chunk); }, "chunk");
       if (tail > 0)
-        vectors(constant(fullChunks * chunk * width), tail);
-    }, "row");
+        vectors(row, 1, constant(fullChunks * chunk * width), tail);
+    };
+    const int64_t together = vectorsPerRow < 4 ? std::min<int64_t>(4 / vectorsPerRow, plan.bandRows) : 1;
+    llvm::Value *grouped = constant(0);
+    if (together > 1) {
+      grouped = b.CreateSub(rows, b.CreateURem(rows, constant(together)));
+      emitLoop(b, constant(0), grouped, together,
+               [&](llvm::Value *row) { vectors(row, together, constant(0), vectorsPerRow); }, "rows");
+    }
+    emitLoop(b, grouped, rows, 1, oneRow, "row");
 
     setParam(ParamChannel, channel);
     setParam(ParamImage, image);
