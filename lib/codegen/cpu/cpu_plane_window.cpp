@@ -5,11 +5,13 @@
 //     for tile in [begin, end):             tile = (image, channel, band), band fastest
 //       copy the band's input rows into scratch, the pad value where the window reaches past
 //       the plane (0, or -inf for a maximum)
-//       for each output row of the band:
+//       for each output row of the band (rows of 1-3 vectors: 4 / vectors rows at once):
 //         for each chunk of up to 4 vectors: acc = combine over taps of scratch[...]
-//                                           (unrolled over the taps; stored to the tile buffer)
-//       epilogue over the band              kernel IR: acc from the tile buffer, then the
-//                                           contraction's or the pooling's epilogue
+//                                           (unrolled over the taps; stored to the tile buffer,
+//                                           rows at the output's pitch: dense)
+//       epilogue over the band              kernel IR, one loop over the band's outputs: acc
+//                                           from the tile buffer, then the contraction's or the
+//                                           pooling's epilogue
 //
 // Scratch row pr holds input row (band's first output row * strideRows - padTop + pr), its
 // column pc input column pc - padLeft: output (oy, ox)'s tap (ky, kx) is scratch[(oy - oy0) *
@@ -250,15 +252,16 @@ Kernel emitPlaneWindow(const LoweredGroup &group, const PlaneWindow &plan, const
   epilogue.buffers.push_back({"params", DType::Int64, ParamCount, false});
   const int tileId = int(epilogue.buffers.size());
   epilogue.buffers.push_back({"tile", DType::Float32, plan.bandRows * tileColumns, true});
-  const int rowVar = int(epilogue.variables.size());
-  epilogue.variables.push_back({"row", DType::Int64});
-  const int columnVar = int(epilogue.variables.size());
-  epilogue.variables.push_back({"column", DType::Int64});
+  const int flatVar = int(epilogue.variables.size());
+  epilogue.variables.push_back({"flat", DType::Int64});
   {
     auto param = [&](int64_t which) { return load(paramsId, DType::Int64, intConstant(which)); };
-    ExprRef row = var(rowVar, DType::Int64), column = var(columnVar, DType::Int64);
-    ExprRef position = add(mul(add(param(ParamRow), row), plan.outColumns), column);
-    ExprRef value = load(tileId, DType::Float32, add(mul(row, tileColumns), column));
+    // The tile holds the band's outputs densely, row after row (see the row loop below), so the
+    // epilogue is one loop over them: long enough to vectorize where rows are short (7 or 14
+    // columns), with the output position affine in it.
+    ExprRef flat = var(flatVar, DType::Int64);
+    ExprRef position = add(mul(param(ParamRow), plan.outColumns), flat);
+    ExprRef value = load(tileId, DType::Float32, flat);
     std::vector<StmtRef> band, element;
     const std::vector<StmtRef> *statements;
     std::vector<StmtRef> rewritten;
@@ -290,8 +293,7 @@ Kernel emitPlaneWindow(const LoweredGroup &group, const PlaneWindow &plan, const
       statements = &pooling.epilogue;
     }
     element.insert(element.end(), statements->begin(), statements->end());
-    band.push_back(forLoop(rowVar, param(ParamRows),
-                           {forLoop(columnVar, intConstant(plan.outColumns), std::move(element))}));
+    band.push_back(forLoop(flatVar, mul(param(ParamRows), plan.outColumns), std::move(element)));
     epilogue.body = std::move(band);
   }
   std::vector<llvm::Value *> epilogueBuffers(buffers.begin(), buffers.begin() + long(bufferCount));
@@ -371,23 +373,32 @@ Kernel emitPlaneWindow(const LoweredGroup &group, const PlaneWindow &plan, const
       b.SetInsertPoint(done);
     }, "pr");
 
-    // Each output row, `count` vectors at a time from column `first`.
+    // Each output row, `count` vectors at a time from column `first`; rows of one to three
+    // vectors (7, 14 or 28 outputs at AVX-512) several rows at a time, so that four sums are
+    // in flight: with one sum a row, its taps were one chain of dependent multiply-adds
+    // (5x5 over 960 channels at 7x7 ran at the FMA's latency).
     llvm::Value *tapsAt = b.CreateMul(channel, constant(plan.taps()));
-    emitLoop(b, constant(0), rows, 1, [&](llvm::Value *row) {
-      llvm::Value *rowBase = at(band, b.CreateMul(row, constant(plan.strideRows * plan.paddedColumns)));
-      llvm::Value *tileRow = at(tile, b.CreateMul(row, constant(tileColumns)));
-      auto vectors = [&](llvm::Value *first, int64_t count) {
-        std::vector<llvm::Value *> sums(size_t(count), initial);
-        for (int64_t ky = 0; ky < plan.kernelRows; ++ky)
-          for (int64_t kx = 0; kx < plan.kernelColumns; ++kx) {
-            llvm::Value *broadcast = nullptr;
-            if (weighted) {
-              llvm::Value *tap = b.CreateAlignedLoad(
-                  f32, at(weights, b.CreateAdd(tapsAt, constant(ky * plan.kernelColumns + kx))), llvm::Align(4));
-              broadcast = b.CreateVectorSplat(unsigned(width), tap);
-            }
-            llvm::Value *tapRow = at(rowBase, constant(ky * plan.dilationRows * plan.paddedColumns +
-                                                       kx * plan.dilationColumns));
+    // `group` rows from `row`, each `count` vectors from column `first`; stored row after row at
+    // the pitch of the output's rows: a row's last vector reaches past its end into the next
+    // row's place, which the next row then overwrites (rows are stored in order); the last
+    // row's reach ends within the tile's bandRows x tileColumns floats.
+    auto vectors = [&](llvm::Value *row, int64_t group, llvm::Value *first, int64_t count) {
+      std::vector<std::vector<llvm::Value *>> sums(size_t(group), std::vector<llvm::Value *>(size_t(count), initial));
+      std::vector<llvm::Value *> rowBases;
+      for (int64_t g = 0; g < group; ++g)
+        rowBases.push_back(
+            at(band, b.CreateMul(b.CreateAdd(row, constant(g)), constant(plan.strideRows * plan.paddedColumns))));
+      for (int64_t ky = 0; ky < plan.kernelRows; ++ky)
+        for (int64_t kx = 0; kx < plan.kernelColumns; ++kx) {
+          llvm::Value *broadcast = nullptr;
+          if (weighted) {
+            llvm::Value *tap = b.CreateAlignedLoad(
+                f32, at(weights, b.CreateAdd(tapsAt, constant(ky * plan.kernelColumns + kx))), llvm::Align(4));
+            broadcast = b.CreateVectorSplat(unsigned(width), tap);
+          }
+          for (int64_t g = 0; g < group; ++g) {
+            llvm::Value *tapRow = at(rowBases[size_t(g)], constant(ky * plan.dilationRows * plan.paddedColumns +
+                                                                   kx * plan.dilationColumns));
             for (int64_t v = 0; v < count; ++v) {
               llvm::Value *address =
                   at(tapRow, b.CreateMul(b.CreateAdd(first, constant(v * width)), constant(stride)));
@@ -395,22 +406,35 @@ Kernel emitPlaneWindow(const LoweredGroup &group, const PlaneWindow &plan, const
                                    ? b.CreateAlignedLoad(vector, address, llvm::Align(4))
                                    : b.CreateShuffleVector(b.CreateAlignedLoad(wide, address, llvm::Align(4)),
                                                            everyStride);
-              llvm::Value *&sum = sums[size_t(v)];
+              llvm::Value *&sum = sums[size_t(g)][size_t(v)];
               sum = plan.combine == PlaneWindow::Combine::MultiplyAdd ? b.CreateCall(fmuladd, {broadcast, x, sum})
                     : plan.combine == PlaneWindow::Combine::Max        ? b.CreateCall(maximum, {sum, x})
                                                                         : b.CreateFAdd(sum, x);
             }
           }
+        }
+      for (int64_t g = 0; g < group; ++g) {
+        llvm::Value *tileRow = at(tile, b.CreateMul(b.CreateAdd(row, constant(g)), constant(plan.outColumns)));
         for (int64_t v = 0; v < count; ++v)
-          b.CreateAlignedStore(sums[size_t(v)], at(tileRow, b.CreateAdd(first, constant(v * width))),
+          b.CreateAlignedStore(sums[size_t(g)][size_t(v)], at(tileRow, b.CreateAdd(first, constant(v * width))),
                                llvm::Align(4));
-      };
+      }
+    };
+    auto oneRow = [&](llvm::Value *row) {
       const int64_t fullChunks = vectorsPerRow / chunk, tail = vectorsPerRow % chunk;
       emitLoop(b, constant(0), constant(fullChunks * chunk * width), chunk * width,
-               [&](llvm::Value *first) { vectors(first, chunk); }, "chunk");
+               [&](llvm::Value *first) { vectors(row, 1, first, chunk); }, "chunk");
       if (tail > 0)
-        vectors(constant(fullChunks * chunk * width), tail);
-    }, "row");
+        vectors(row, 1, constant(fullChunks * chunk * width), tail);
+    };
+    const int64_t together = vectorsPerRow < 4 ? std::min<int64_t>(4 / vectorsPerRow, plan.bandRows) : 1;
+    llvm::Value *grouped = constant(0);
+    if (together > 1) {
+      grouped = b.CreateSub(rows, b.CreateURem(rows, constant(together)));
+      emitLoop(b, constant(0), grouped, together,
+               [&](llvm::Value *row) { vectors(row, together, constant(0), vectorsPerRow); }, "rows");
+    }
+    emitLoop(b, grouped, rows, 1, oneRow, "row");
 
     setParam(ParamChannel, channel);
     setParam(ParamImage, image);
