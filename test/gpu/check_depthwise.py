@@ -33,8 +33,9 @@ FLOAT_TOLERANCE = 1e-4
 PRECISION_L2_TOLERANCE = 1e-2
 PRECISIONS = ["fp32", "fp16", "bf16"]
 
-# (name, x shape, kernel, Conv attributes, nodes after ("relu", "silu", "residual", "clip"),
-#  whether the direct kernel takes it)
+# (name, x shape, kernel, Conv attributes, nodes after ("relu", "silu", "residual", "clip"; "relu
+#  before": a Relu before the Conv, so that at fp16 and bf16 the Conv reads a stored 16-bit
+#  activation, not the graph's f32 input), whether the direct kernel takes it)
 CASES = [
     ("7x7 convnext stage 1", [2, 96, 56, 56], [7, 7], {"pads": [3, 3, 3, 3]}, [], True),
     ("7x7 on 7x7 planes + residual", [4, 384, 7, 7], [7, 7], {"pads": [3, 3, 3, 3]}, ["residual"], True),
@@ -47,6 +48,11 @@ CASES = [
     ("1-d k4 causal pad", [2, 64, 100], [4], {"pads": [3, 0]}, ["silu"], True),
     ("11x11 taps", [1, 8, 40, 40], [11, 11], {"pads": [5, 5, 5, 5]}, [], True),
     ("13x13 past the taps", [1, 4, 20, 20], [13, 13], {"pads": [6, 6, 6, 6]}, [], False),
+    ("7x7 after a relu", [2, 48, 28, 28], [7, 7], {"pads": [3, 3, 3, 3]}, ["relu before", "residual"], True),
+    ("3x3 stride 2 after a relu, right pad", [2, 32, 56, 56], [3, 3], {"pads": [0, 0, 1, 1], "strides": [2, 2]},
+     ["relu before", "clip"], True),
+    ("5x5 after a relu, rows of 6", [3, 8, 10, 6], [5, 5], {"pads": [2, 2, 2, 2]}, ["relu before"], True),
+    ("1-d after a relu", [2, 16, 64], [3], {"pads": [1, 1]}, ["relu before"], True),
 ]
 
 
@@ -59,6 +65,10 @@ def build(path, x_shape, kernel, attributes, after, rng):
         initializers += [numpy_helper.from_array(np.array(0.0, np.float32), "low"),
                          numpy_helper.from_array(np.array(6.0, np.float32), "high")]
     nodes = [helper.make_node("Conv", ["x", "w", "bias"], ["c"], kernel_shape=kernel, group=channels, **attributes)]
+    if "relu before" in after:
+        nodes = [helper.make_node("Relu", ["x"], ["xr"])] + nodes
+        nodes[1].input[0] = "xr"
+        after = [op for op in after if op != "relu before"]
     inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)]
     # The output's shape, as ONNX defines it.
     spatial = len(kernel)

@@ -35,6 +35,15 @@ constexpr int64_t kStagingChunk = 16;         ///< staged elements a thread load
 
 int64_t roundUp(int64_t value, int64_t multiple) { return ceilDiv(value, multiple) * multiple; }
 
+/// Elements of X a staging load reads at once (8 bytes), when every row of every plane starts at
+/// a multiple of it; 1 otherwise (element by element).
+int stagingVector(const DepthwisePlan &plan) {
+  const DepthwiseWindow &window = plan.window;
+  const int vector = window.stored == DType::Float32 ? 2 : 4;
+  bool aligned = plan.inColumns % vector == 0 && window.imageStride % vector == 0 && window.planeStride % vector == 0;
+  return aligned ? vector : 1;
+}
+
 /// `text`, a value of type `from` (f32, or 16-bit bits in an unsigned short), cast to `to`.
 std::string castText(const std::string &text, DType from, DType to) {
   if (from == to)
@@ -122,16 +131,21 @@ std::string printDepthwise(const Contraction &contraction, const DepthwisePlan &
   const int64_t planeShared = plan.sharedRows * plan.sharedColumns, taps = spec.k;
   const int64_t runs = ceilDiv(plan.bandRows, plan.run), items = runs * plan.outColumns;
   const int64_t columnLength = (plan.run - 1) * plan.strideRows + (plan.kernelRows - 1) * plan.dilationRows + 1;
-  // X's element as the rhs reads it: loaded, then through its casts to f32.
-  std::string element = "b" + std::to_string(window.source) + "[(long long)(plane / " +
-                        std::to_string(window.channels) + ") * " + std::to_string(window.imageStride) +
-                        "LL + (long long)(plane % " + std::to_string(window.channels) + ") * " +
-                        std::to_string(window.planeStride) + "LL + y * " + std::to_string(plan.inColumns) + " + x]";
-  DType type = window.stored;
-  for (DType next : window.casts) {
-    element = castText(element, type, next);
-    type = next;
-  }
+  // The address of X's element (plane, y, x), and an element loaded from X as the rhs reads it:
+  // through its casts to f32.
+  const std::string elementAddress = "b" + std::to_string(window.source) + " + (long long)(plane / " +
+                                     std::to_string(window.channels) + ") * " + std::to_string(window.imageStride) +
+                                     "LL + (long long)(plane % " + std::to_string(window.channels) + ") * " +
+                                     std::to_string(window.planeStride) + "LL + y * " +
+                                     std::to_string(plan.inColumns) + " + x";
+  auto widened = [&](std::string element) {
+    DType type = window.stored;
+    for (DType next : window.casts) {
+      element = castText(element, type, next);
+      type = next;
+    }
+    return element;
+  };
 
   std::ostringstream out;
   out << printer.signature(kernel, plan.threads);
@@ -149,25 +163,75 @@ std::string printDepthwise(const Contraction &contraction, const DepthwisePlan &
   // of its elements into registers, then stores them: the chunk's loads are in flight together,
   // so staging costs about one round trip to memory, not one per element a thread stages.
   const int64_t staged = plan.planesPerBlock * planeShared;
-  const int64_t chunk = std::min<int64_t>(kStagingChunk, ceilDiv(staged, plan.threads));
-  out << "  for (int base = 0; base < " << staged << "; base += " << chunk * plan.threads << ") {\n";
-  out << "    float s[" << chunk << "];\n";
-  out << "#pragma unroll\n    for (int u = 0; u < " << chunk << "; ++u) {\n";
-  out << "      const int e = base + threadIdx.x + u * " << plan.threads << ";\n";
-  out << "      s[u] = 0.0f;\n";
-  out << "      if (e < " << staged << ") {\n";
-  out << "        const int p = e / " << planeShared << ", rest = e % " << planeShared << ";\n";
-  out << "        const int y = row0 * " << plan.strideRows << " - " << plan.padTop << " + rest / " << plan.sharedColumns
-      << ", x = rest % " << plan.sharedColumns << " - " << plan.padLeft << ";\n";
-  out << "        const int plane = (int)plane0 + p;\n";
-  out << "        if (plane < " << plan.planes() << " && y >= 0 && y < " << plan.inRows << " && x >= 0 && x < "
-      << plan.inColumns << ")\n";
-  out << "          s[u] = " << element << ";\n";
-  out << "      }\n    }\n";
-  out << "#pragma unroll\n    for (int u = 0; u < " << chunk << "; ++u) {\n";
-  out << "      const int e = base + threadIdx.x + u * " << plan.threads << ";\n";
-  out << "      if (e < " << staged << ") sX[e] = s[u];\n";
-  out << "    }\n  }\n";
+  const int vector = stagingVector(plan);
+  if (vector > 1) {
+    // 8-byte loads of `vector` elements along the row (rows start at multiples of it), each
+    // element stored where it goes; the pad columns get zeros from items of their own.
+    const int64_t groups = plan.inColumns / vector, rowItems = plan.planesPerBlock * plan.sharedRows;
+    const int64_t items = rowItems * groups;
+    const int64_t chunk = std::min<int64_t>(kStagingChunk / 2, ceilDiv(items, plan.threads));
+    const char *raw = window.stored == DType::Float32 ? "float2" : "uint2";
+    auto locate = [&](const char *pad) {
+      out << pad << "const int p = e / " << plan.sharedRows * groups << ", r = e / " << groups << " % "
+          << plan.sharedRows << ", g = e % " << groups << ";\n";
+    };
+    out << "  for (int base = 0; base < " << items << "; base += " << chunk * plan.threads << ") {\n";
+    out << "    " << raw << " s[" << chunk << "];\n";
+    out << "#pragma unroll\n    for (int u = 0; u < " << chunk << "; ++u) {\n";
+    out << "      const int e = base + threadIdx.x + u * " << plan.threads << ";\n";
+    out << "      s[u] = " << (window.stored == DType::Float32 ? "make_float2(0.0f, 0.0f)" : "make_uint2(0u, 0u)") << ";\n";
+    out << "      if (e < " << items << ") {\n";
+    locate("        ");
+    out << "        const int y = row0 * " << plan.strideRows << " - " << plan.padTop << " + r, x = g * " << vector
+        << ";\n";
+    out << "        const int plane = (int)plane0 + p;\n";
+    out << "        if (plane < " << plan.planes() << " && y >= 0 && y < " << plan.inRows << ")\n";
+    out << "          s[u] = *reinterpret_cast<const " << raw << " *>(" << elementAddress << ");\n";
+    out << "      }\n    }\n";
+    out << "#pragma unroll\n    for (int u = 0; u < " << chunk << "; ++u) {\n";
+    out << "      const int e = base + threadIdx.x + u * " << plan.threads << ";\n";
+    out << "      if (e < " << items << ") {\n";
+    locate("        ");
+    out << "        float *to = sX + p * " << planeShared << " + r * " << plan.sharedColumns << " + " << plan.padLeft
+        << " + g * " << vector << ";\n";
+    for (int t = 0; t < vector; ++t) {
+      std::string lane = window.stored == DType::Float32
+                             ? std::string("s[u].") + (t ? "y" : "x")
+                             : std::string("(unsigned short)(s[u].") + (t < 2 ? "x" : "y") + (t % 2 ? " >> 16)" : ")");
+      out << "        if (" << plan.padLeft << " + g * " << vector << " + " << t << " < " << plan.sharedColumns
+          << ") to[" << t << "] = " << widened(lane) << ";\n";
+    }
+    out << "      }\n    }\n  }\n";
+    const int64_t right = std::max<int64_t>(0, plan.sharedColumns - plan.padLeft - plan.inColumns);
+    const int64_t padCells = plan.padLeft + right;
+    if (padCells > 0) {
+      out << "  for (int e = threadIdx.x; e < " << rowItems * padCells << "; e += " << plan.threads << ") {\n";
+      out << "    const int k = e % " << padCells << ", row = e / " << padCells << ";\n";
+      out << "    sX[(row / " << plan.sharedRows << ") * " << planeShared << " + (row % " << plan.sharedRows << ") * "
+          << plan.sharedColumns << " + (k < " << plan.padLeft << " ? k : " << plan.inColumns << " + k)] = 0.0f;\n";
+      out << "  }\n";
+    }
+  } else {
+    const int64_t chunk = std::min<int64_t>(kStagingChunk, ceilDiv(staged, plan.threads));
+    out << "  for (int base = 0; base < " << staged << "; base += " << chunk * plan.threads << ") {\n";
+    out << "    float s[" << chunk << "];\n";
+    out << "#pragma unroll\n    for (int u = 0; u < " << chunk << "; ++u) {\n";
+    out << "      const int e = base + threadIdx.x + u * " << plan.threads << ";\n";
+    out << "      s[u] = 0.0f;\n";
+    out << "      if (e < " << staged << ") {\n";
+    out << "        const int p = e / " << planeShared << ", rest = e % " << planeShared << ";\n";
+    out << "        const int y = row0 * " << plan.strideRows << " - " << plan.padTop << " + rest / "
+        << plan.sharedColumns << ", x = rest % " << plan.sharedColumns << " - " << plan.padLeft << ";\n";
+    out << "        const int plane = (int)plane0 + p;\n";
+    out << "        if (plane < " << plan.planes() << " && y >= 0 && y < " << plan.inRows << " && x >= 0 && x < "
+        << plan.inColumns << ")\n";
+    out << "          s[u] = " << widened("*(" + elementAddress + ")") << ";\n";
+    out << "      }\n    }\n";
+    out << "#pragma unroll\n    for (int u = 0; u < " << chunk << "; ++u) {\n";
+    out << "      const int e = base + threadIdx.x + u * " << plan.threads << ";\n";
+    out << "      if (e < " << staged << ") sX[e] = s[u];\n";
+    out << "    }\n  }\n";
+  }
   // The taps, through the contraction's lhs (the weights as stored, or a fused scale of them).
   out << "  for (int e = threadIdx.x; e < " << plan.planesPerBlock * taps << "; e += " << plan.threads << ") {\n";
   out << "    const long long plane = plane0 + e / " << taps << ";\n";
