@@ -5,7 +5,7 @@
 #   2. bench/gpu_vs_torch.py on the zoo rows whose depthwise layers were their cliffs (eager and
 #      reduce-overhead; DEPTHWISE_ROWS overrides the rows);
 #   3. bench/flag_ablation.py: those rows' exports with the direct kernel against the generic one
-#      (--depthwise-kernel generic), sinter alone, interleaved rounds.
+#      (--depthwise-kernel generic), sinter alone, interleaved rounds (DEPTHWISE_ABLATION=0 skips it).
 # Results: $OUT/check_depthwise.log, bench.json, bench.log, ablation.log; about 8 minutes.
 set -uo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -19,9 +19,11 @@ read -r -a rows <<<"${DEPTHWISE_ROWS:-convnext_tiny:32:fp16 efficientnet_b0:32:f
 timeout --kill-after=10 420 python3 "$root/bench/gpu_vs_torch.py" --bin "$bin" --out "$out" --work "$work/bench" \
   --skip-default --iterations 50 --budget 330 --rows "${rows[@]}" >/dev/null
 python3 "$root/bench/gpu_vs_torch.py" --markdown "$out/bench.json"
-mapfile -t models < <(ls "$work"/bench/*/*.onnx)
-timeout --kill-after=10 150 python3 "$root/bench/flag_ablation.py" --sinter "$bin/sinter" --work "$work/ablation" \
-  --flags "--depthwise-kernel generic" --precisions fp16 --rounds 3 "${models[@]}" | tee "$out/ablation.log"
+if [[ "${DEPTHWISE_ABLATION:-1}" != 0 ]]; then
+  mapfile -t models < <(ls "$work"/bench/*/*.onnx)
+  timeout --kill-after=10 150 python3 "$root/bench/flag_ablation.py" --sinter "$bin/sinter" --work "$work/ablation" \
+    --flags "--depthwise-kernel generic" --precisions fp16 --rounds 3 "${models[@]}" | tee "$out/ablation.log"
+fi
 # DEPTHWISE_NCU="MODEL-bBATCH KERNEL": Nsight Compute's speed-of-light, occupancy and memory
 # sections for one kernel of that row's fp16 artifact (e.g. "mobilenet_v2-b32 fused_conv_clip_4").
 if [[ -n "${DEPTHWISE_NCU:-}" ]]; then
