@@ -22,7 +22,7 @@
 #include "cpu_contraction.h"
 #include "cpu_kernel_frame.h"
 
-#include "sinter/codegen/kernel/index_program.h"
+#include "sinter/codegen/lowering/depthwise.h"
 #include "sinter/codegen/llvm/kernel_emitter.h"
 #include "sinter/support/error.h"
 
@@ -52,34 +52,6 @@ constexpr int64_t kWidestVector = 16;       ///< scratch rows are padded for AVX
 constexpr int64_t kMaxTaps = 121;           ///< the taps are unrolled: up to 11 x 11
 constexpr int64_t kBandFloats = 16384;      ///< a band's padded input: 64 KiB, within L2
 constexpr int64_t kMaxScratchFloats = 1 << 20;
-
-/// X, when `rhs` reads it directly: `load(X)` or `select(inside, load(X), 0)`, in f32.
-std::optional<int> directSource(const ExprRef &rhs) {
-  ExprRef value = rhs;
-  if (value->kind == ExprKind::Select) {
-    const ExprRef &otherwise = value->operands[2];
-    if (otherwise->kind != ExprKind::Constant || otherwise->floatValue != 0.0)
-      return std::nullopt;
-    value = value->operands[1];
-  }
-  if (value->kind != ExprKind::Load || value->type != DType::Float32)
-    return std::nullopt;
-  return value->id;
-}
-
-/// Whether `expr`, evaluated over `variable` in [0, count), gives expected(x) at every x.
-/// nullopt when the expression is not plain index arithmetic.
-std::optional<bool> evaluatesTo(const ExprRef &expr, int variable, int64_t count,
-                                const std::function<int64_t(int64_t)> &expected) {
-  std::optional<IndexProgram> program = IndexProgram::compile(expr);
-  if (!program)
-    return std::nullopt;
-  std::span<const int64_t> values = program->evaluate(variable, 0, count);
-  for (int64_t x = 0; x < count; ++x)
-    if (values[size_t(x)] != expected(x))
-      return false;
-  return true;
-}
 
 /// The window and the bands of a plan from its geometry (1 or 2 spatial dims; the last is the
 /// columns); false when the kernel does not take it (strides past 4, too many taps, negative
@@ -130,58 +102,27 @@ bool planWindow(const WindowGeometry &geometry, PlaneWindow &plan) {
 } // namespace
 
 std::optional<PlaneWindow> planDepthwiseConvolution(const LoweredGroup &group, LaunchShape &launch) {
-  const std::optional<Contraction> &contraction = group.contraction;
-  if (!contraction || contraction->spec.type != DType::Float32 || !contraction->spec.window ||
-      contraction->spec.m != 1)
+  if (!group.contraction)
     return std::nullopt;
-  const ContractionSpec &spec = contraction->spec;
-  const ConvolutionWindow &window = *spec.window;
-  const WindowGeometry &geometry = window.geometry;
-  const size_t dims = geometry.rank();
-  if (geometry.kernel.size() != dims || spec.k != productOf(geometry.kernel) || spec.n % window.positions != 0)
-    return std::nullopt; // more than one input channel per group
-  std::optional<int> source = directSource(spec.rhs);
+  const Contraction &contraction = *group.contraction;
+  // The window as depthwise.h restates it (checked against the rhs's expressions there); this
+  // kernel reads X as f32, with no rounding on the way.
+  std::optional<DepthwiseWindow> window = depthwiseWindow(contraction);
   PlaneWindow plan;
-  if (!source || !planWindow(geometry, plan))
+  if (!window || window->stored != DType::Float32 || !window->casts.empty() || !planWindow(window->geometry, plan))
     return std::nullopt;
-
-  // The geometry restates the window's expressions (contraction.h): check it does, position by
-  // position and tap by tap, and that every tap reads the group's own channel.
-  const std::vector<int64_t> &output = geometry.output, &kernel = geometry.kernel;
-  auto unravel = [](int64_t flat, const std::vector<int64_t> &extents, size_t d) {
-    for (size_t e = extents.size(); e-- > d + 1;)
-      flat /= extents[e];
-    return flat % extents[d];
-  };
-  std::vector<std::optional<bool>> checks = {
-      evaluatesTo(window.channelOffset, spec.r, spec.k, [](int64_t) { return int64_t(0); })};
-  for (size_t d = 0; d < dims; ++d) {
-    checks.push_back(evaluatesTo(window.base[d], spec.j, window.positions, [&](int64_t p) {
-      return unravel(p, output, d) * geometry.strides[d] - geometry.padBegin[d];
-    }));
-    checks.push_back(evaluatesTo(window.displacement[d], spec.r, spec.k,
-                                 [&](int64_t r) { return unravel(r, kernel, d) * geometry.dilations[d]; }));
-  }
-  for (const std::optional<bool> &check : checks) {
-    if (!check)
-      return std::nullopt;
-    SINTER_ASSERT(*check, "the window geometry of ", contraction->kernel.name, " disagrees with its expressions");
-  }
-  SINTER_ASSERT(productOf(output) == window.positions && window.extent == geometry.input &&
-                    window.stride.back() == 1 && (dims == 1 || window.stride[0] == plan.inColumns),
-                "the window geometry of ", contraction->kernel.name, " disagrees with its extents");
   plan.combine = PlaneWindow::Combine::MultiplyAdd;
-  plan.source = *source;
-  plan.channels = spec.batch;
-  plan.images = spec.n / window.positions;
-  plan.imageStride = window.imageStride;
-  plan.planeStride = window.groupStride;
+  plan.source = window->source;
+  plan.channels = window->channels;
+  plan.images = window->images;
+  plan.imageStride = window->imageStride;
+  plan.planeStride = window->planeStride;
 
   // The weights, channel-major: w[channel * k + tap] (one panel of one row per group).
-  std::optional<PackedOperand> weights = packConstantOperand(group, *contraction, true, 1);
+  std::optional<PackedOperand> weights = packConstantOperand(group, contraction, true, 1);
   if (!weights)
     return std::nullopt;
-  launch.replacedInputs = inputsReplacedByPacks(group, *contraction, true, false, plan.source);
+  launch.replacedInputs = inputsReplacedByPacks(group, contraction, true, false, plan.source);
   launch.derivedConstants.push_back(std::move(weights->bytes));
   launch.parallelExtent = plan.tiles();
   return plan;
