@@ -63,22 +63,7 @@ bool planWindow(const WindowGeometry &geometry, PlaneWindow &plan) {
   for (size_t d = 0; d < dims; ++d)
     if (geometry.strides[d] < 1 || geometry.strides[d] > 4 || geometry.padBegin[d] < 0 || geometry.dilations[d] < 1)
       return false;
-  const size_t columns = dims - 1; // a 1-d window has one row
-  plan.inColumns = geometry.input[columns];
-  plan.outColumns = geometry.output[columns];
-  plan.kernelColumns = geometry.kernel[columns];
-  plan.strideColumns = geometry.strides[columns];
-  plan.dilationColumns = geometry.dilations[columns];
-  plan.padLeft = geometry.padBegin[columns];
-  plan.inRows = plan.outRows = plan.kernelRows = 1;
-  if (dims == 2) {
-    plan.inRows = geometry.input[0];
-    plan.outRows = geometry.output[0];
-    plan.kernelRows = geometry.kernel[0];
-    plan.strideRows = geometry.strides[0];
-    plan.dilationRows = geometry.dilations[0];
-    plan.padTop = geometry.padBegin[0];
-  }
+  static_cast<PlaneGeometry &>(plan) = planeGeometry(geometry);
   // Scratch rows cover every lane a vector of the widest level reads: a row's last vector of
   // outputs starts at (outColumns rounded up - 16) * stride and reads stride * 16 floats.
   plan.paddedColumns = roundUp(plan.outColumns, kWidestVector) * plan.strideColumns +

@@ -61,7 +61,7 @@ std::optional<DepthwisePlan> planDepthwise(const LoweredGroup &group) {
   if (!window)
     return std::nullopt;
   const WindowGeometry &geometry = window->geometry;
-  const size_t dims = geometry.rank(), columns = dims - 1;
+  const size_t dims = geometry.rank();
   for (size_t d = 0; d < dims; ++d)
     if (geometry.strides[d] > kMaxStride || geometry.padBegin[d] < 0)
       return std::nullopt;
@@ -69,20 +69,7 @@ std::optional<DepthwisePlan> planDepthwise(const LoweredGroup &group) {
     return std::nullopt;
   DepthwisePlan plan;
   plan.window = *window;
-  plan.inColumns = geometry.input[columns];
-  plan.outColumns = geometry.output[columns];
-  plan.kernelColumns = geometry.kernel[columns];
-  plan.strideColumns = geometry.strides[columns];
-  plan.dilationColumns = geometry.dilations[columns];
-  plan.padLeft = geometry.padBegin[columns];
-  if (dims == 2) {
-    plan.inRows = geometry.input[0];
-    plan.outRows = geometry.output[0];
-    plan.kernelRows = geometry.kernel[0];
-    plan.strideRows = geometry.strides[0];
-    plan.dilationRows = geometry.dilations[0];
-    plan.padTop = geometry.padBegin[0];
-  }
+  static_cast<PlaneGeometry &>(plan) = planeGeometry(geometry);
   plan.run = int(std::min<int64_t>(kRun, plan.outRows));
   plan.sharedColumns = (plan.outColumns - 1) * plan.strideColumns + (plan.kernelColumns - 1) * plan.dilationColumns + 1;
   auto sharedRows = [&](int64_t bandRows) {

@@ -22,12 +22,9 @@
 
 namespace sinter::codegen::cuda {
 
-/// How a depthwise convolution is cut into blocks.
-struct DepthwisePlan {
+/// How a depthwise convolution is cut into blocks; its window as rows and columns.
+struct DepthwisePlan : PlaneGeometry {
   DepthwiseWindow window;
-  /// The window in two dims (a 1-d window is one of one row).
-  int64_t inRows = 1, inColumns = 1, outRows = 1, outColumns = 1, kernelRows = 1, kernelColumns = 1;
-  int64_t strideRows = 1, strideColumns = 1, dilationRows = 1, dilationColumns = 1, padTop = 0, padLeft = 0;
   int run = 1;                 ///< output rows a thread computes
   int64_t bandRows = 1;        ///< output rows a block computes of each of its planes (a multiple of run, or all)
   int64_t bands = 1;           ///< bands a plane is cut into

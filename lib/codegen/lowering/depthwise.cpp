@@ -59,6 +59,28 @@ int64_t unravel(int64_t flat, const std::vector<int64_t> &extents, size_t d) {
 
 } // namespace
 
+PlaneGeometry planeGeometry(const WindowGeometry &geometry) {
+  SINTER_ASSERT(geometry.rank() == 1 || geometry.rank() == 2, "a plane window has 1 or 2 spatial dims, not ",
+                geometry.rank());
+  const size_t columns = geometry.rank() - 1;
+  PlaneGeometry plane;
+  plane.inColumns = geometry.input[columns];
+  plane.outColumns = geometry.output[columns];
+  plane.kernelColumns = geometry.kernel[columns];
+  plane.strideColumns = geometry.strides[columns];
+  plane.dilationColumns = geometry.dilations[columns];
+  plane.padLeft = geometry.padBegin[columns];
+  if (geometry.rank() == 2) {
+    plane.inRows = geometry.input[0];
+    plane.outRows = geometry.output[0];
+    plane.kernelRows = geometry.kernel[0];
+    plane.strideRows = geometry.strides[0];
+    plane.dilationRows = geometry.dilations[0];
+    plane.padTop = geometry.padBegin[0];
+  }
+  return plane;
+}
+
 int64_t DepthwiseWindow::positions() const { return productOf(geometry.output); }
 
 std::optional<DepthwiseWindow> depthwiseWindow(const Contraction &contraction) {

@@ -20,6 +20,17 @@
 
 namespace sinter::codegen {
 
+/// A window over a plane of 1 or 2 spatial dims as rows and columns (a 1-d window is one row): what
+/// the plane-window kernels of both backends walk, for depthwise convolutions and pooling.
+struct PlaneGeometry {
+  int64_t inRows = 1, inColumns = 1, outRows = 1, outColumns = 1, kernelRows = 1, kernelColumns = 1;
+  int64_t strideRows = 1, strideColumns = 1, dilationRows = 1, dilationColumns = 1;
+  int64_t padTop = 0, padLeft = 0;
+};
+
+/// `geometry` (rank 1 or 2) as rows and columns.
+PlaneGeometry planeGeometry(const WindowGeometry &geometry);
+
 struct DepthwiseWindow {
   int source = -1;               ///< the buffer X
   DType stored = DType::Float32; ///< X's element type: f32, f16 or bf16
