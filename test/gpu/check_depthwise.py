@@ -29,8 +29,8 @@ import onnx
 import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
-FLOAT_TOLERANCE = 1e-4
-PRECISION_L2_TOLERANCE = 1e-2
+import kernel_cases
+
 PRECISIONS = ["fp32", "fp16", "bf16"]
 
 # (name, x shape, kernel, Conv attributes, nodes after ("relu", "silu", "residual", "clip"; "relu
@@ -123,10 +123,7 @@ def main():
         model = case / "model.onnx"
         feeds = build(model, x_shape, kernel, attributes, after, rng)
         want = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"]).run(None, feeds)[0].astype(np.float64)
-        files = []
-        for key, value in feeds.items():
-            np.save(case / f"{key}.npy", value)
-            files += ["--input", f"{key}={case / f'{key}.npy'}"]
+        files = kernel_cases.save_inputs(case, feeds)
         for precision in PRECISIONS:
             problems = []
             cuda = case / f"cuda_{precision}.so"
@@ -135,23 +132,10 @@ def main():
             kinds = generators(sinter, cuda)
             if ("cuda-c depthwise" in kinds) != direct:
                 problems.append(f"generators {kinds}, expected the direct kernel: {direct}")
-            artifact = cuda
-            if args.no_gpu:
-                artifact = case / f"cpu_{precision}.so"
-                subprocess.run([sinter, "compile", str(model), "-o", str(artifact), "--force", "--target", "cpu",
-                                "--precision", precision], check=True, capture_output=True)
-            out = case / f"out_{precision}.npz"
-            subprocess.run([sinter, "run", str(artifact), *files, "-o", str(out), "--force"], check=True,
-                           capture_output=True)
-            got = np.load(out)["y"].astype(np.float64)
-            if precision == "fp32":
-                error = float(np.max(np.abs(got - want)) / np.max(np.abs(want)))
-                limit, what = FLOAT_TOLERANCE, "max rel"
-            else:
-                error = float(np.linalg.norm(got - want) / np.linalg.norm(want))
-                limit, what = PRECISION_L2_TOLERANCE, "rel L2"
-            if not error <= limit:
-                problems.append(f"{what} {error:.3g} > {limit}")
+            got = kernel_cases.output_of(sinter, model, cuda, case, precision, ["--precision", precision], files,
+                                         args.no_gpu)
+            error, what, problem = kernel_cases.compare(got, want, precision)
+            problems += [problem] if problem else []
             failures += bool(problems)
             print(f"{'FAIL' if problems else 'ok  '} {name} {precision}: {what} {error:.3g}"
                   + ("" if not problems else " -- " + "; ".join(problems)), flush=True)
