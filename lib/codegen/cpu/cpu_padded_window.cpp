@@ -1,0 +1,180 @@
+// Design note. The plan reads everything off the window tables that rhsWindowTable built and
+// checked against the gather expression (cpu_contraction.cpp): per r the channel offset and the
+// displacement (dy, dx), per output position the window's origin (by, bx). For stride 1 the
+// origins are (by0 + oy, bx0 + ox), so kernel element r of output (oy, ox) reads X at
+//
+//   (by0 + dy(r) + oy, bx0 + dx(r) + ox) = slab (oy - oy0 + dy(r) - lowY, ox + dx(r) - lowX)
+//
+// for a slab whose row 0 is X's row oy0 + by0 + lowY and whose column 0 is X's column
+// bx0 + lowX, with rows `pitch` = outputWidth + highX - lowX long (low, high: the least and
+// greatest displacement). On the padded pitch, column j' = oy * pitch + ox of the tile that
+// starts at j'0 = oy0 * pitch + ox0 reads slab element
+//
+//   (j' - j'0) + ox0 + (dy(r) - lowY) * pitch + dx(r) - lowX  (+ the channel's slab)
+//
+// so the rhs row of r is the slab at ox0 + offset[r], and offset[r] is a compile-time table.
+// The tile loop (cpu_contraction.cpp) copies the slab once per tile and hands the
+// micro-kernel the slab at ox0 and the table at kc; the epilogue walks the output rows the
+// tile's columns cover and skips the columns ox >= outputWidth.
+#include "cpu_padded_window.h"
+#include "cpu_kernel_frame.h"
+
+#include "sinter/support/error.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace sinter::codegen::llvmgen {
+
+namespace {
+
+/// The largest slab (floats) a tile keeps on its thread's stack: as large as the rhs pack it
+/// replaces may be (KC 384 x NC 256). (At most 2^31 / 4 bytes, so the offsets fit in i32.)
+constexpr int64_t kMaxSlabFloats = 384 * 256;
+
+} // namespace
+
+std::optional<PaddedWindow> planPaddedWindow(const ContractionSpec &spec, const WindowGather &gather,
+                                             std::span<const int32_t> table, const PanelShape &panels,
+                                             ContractionBlocking &blocking, std::vector<int32_t> &offsets) {
+  if (!spec.window || gather.dims != 2 || gather.sourceType != DType::Float32 || gather.rowStep != 1)
+    return std::nullopt;
+  const ConvolutionWindow &window = *spec.window;
+  const WindowGeometry &geometry = window.geometry;
+  if (geometry.rank() != 2 || geometry.strides[0] != 1 || geometry.strides[1] != 1 || window.stride[1] != 1 ||
+      gather.rowLength != geometry.output[1] || window.positions != geometry.output[0] * geometry.output[1] ||
+      spec.n % window.positions != 0)
+    return std::nullopt;
+  const int64_t outputWidth = geometry.output[1], outputRows = geometry.output[0];
+  // The channels: offsets 0, s, 2s, ... (in whatever order r visits them), each `taps` times.
+  auto channelOffset = [&](int64_t r) { return int64_t(table[size_t(r * 3)]); };
+  auto displacement = [&](int64_t r, int64_t d) { return int64_t(table[size_t(r * 3 + 1 + d)]); };
+  int64_t channelStride = 0, lastOffset = 0;
+  for (int64_t r = 0; r < spec.k; ++r) {
+    if (channelOffset(r) < 0)
+      return std::nullopt;
+    lastOffset = std::max(lastOffset, channelOffset(r));
+    if (channelOffset(r) > 0 && (channelStride == 0 || channelOffset(r) < channelStride))
+      channelStride = channelOffset(r);
+  }
+  const int64_t channels = channelStride == 0 ? 1 : lastOffset / channelStride + 1;
+  if (spec.k % channels != 0 || spec.k / channels < 2)
+    return std::nullopt; // a single tap is a pointwise convolution, read in place elsewhere
+  const int64_t taps = spec.k / channels;
+  std::vector<int64_t> uses(size_t(channels), 0);
+  int64_t lowY = std::numeric_limits<int64_t>::max(), highY = std::numeric_limits<int64_t>::min();
+  int64_t lowX = lowY, highX = highY;
+  for (int64_t r = 0; r < spec.k; ++r) {
+    if (channelStride > 0 && channelOffset(r) % channelStride != 0)
+      return std::nullopt;
+    if (++uses[size_t(channelStride > 0 ? channelOffset(r) / channelStride : 0)] > taps)
+      return std::nullopt;
+    lowY = std::min(lowY, displacement(r, 0));
+    highY = std::max(highY, displacement(r, 0));
+    lowX = std::min(lowX, displacement(r, 1));
+    highX = std::max(highX, displacement(r, 1));
+  }
+  // Origins (by0 + oy, bx0 + ox).
+  const int32_t *origins = table.data() + gather.positionsAt;
+  const int64_t by0 = origins[0], bx0 = origins[1];
+  for (int64_t p = 0; p < window.positions; ++p)
+    if (origins[p * 2] != by0 + p / outputWidth || origins[p * 2 + 1] != bx0 + p % outputWidth)
+      return std::nullopt;
+
+  PaddedWindow padded;
+  padded.source = gather.source;
+  padded.channels = channels;
+  padded.channelStride = channelStride;
+  padded.rowStride = window.stride[0];
+  padded.height = window.extent[0];
+  padded.width = window.extent[1];
+  padded.outputWidth = outputWidth;
+  padded.positions = window.positions;
+  padded.images = spec.n / window.positions;
+  padded.imageStride = window.imageStride;
+  padded.groupStride = window.groupStride;
+  padded.pitch = outputWidth + highX - lowX;
+  padded.columns = (outputRows - 1) * padded.pitch + outputWidth;
+  padded.firstRow = by0 + lowY;
+  padded.firstColumn = bx0 + lowX;
+  // The wider pitch computes columns the output drops: at most half as many again (a 3x3 window
+  // at 7x7: 61 against 49, both two 32-column panels; a 5x5 one at 7x7, 73 against 49, is not).
+  if (2 * roundUp(padded.columns, panels.columns) > 3 * roundUp(window.positions, panels.columns))
+    return std::nullopt;
+
+  // Blocks over each image's padded columns, the images as more batches.
+  ContractionSpec onPitch = spec;
+  onPitch.n = padded.columns;
+  onPitch.batch = spec.batch * padded.images;
+  ContractionBlocking chosen = chooseBlocking(onPitch, panels);
+  // A tile's nc columns reach (nc - 1) / pitch + 2 output rows at most, and each row the window's
+  // rows beyond it; one more row holds the reads of the columns past the row's end. Narrower
+  // tiles where the slab of every channel would not fit.
+  auto slabRows = [&] { return (chosen.nc - 1) / padded.pitch + 2 + (highY - lowY) + 1; };
+  while (channels * slabRows() * padded.pitch > kMaxSlabFloats && chosen.nc > panels.columns) {
+    chosen.nc = roundUp(chosen.nc / 2, panels.columns);
+    chosen.nBlocks = ceilDiv(padded.columns, chosen.nc);
+    chosen.tiles = onPitch.batch * chosen.mBlocks * chosen.nBlocks;
+  }
+  padded.slabRows = slabRows();
+  if (channels * padded.slabFloats() > kMaxSlabFloats)
+    return std::nullopt;
+  // The furthest read of a block (from the slab at ox0 < pitch, column < nc) stays in the slab.
+  SINTER_ASSERT((padded.pitch - 1) + (chosen.nc - 1) + (highY - lowY) * padded.pitch + (highX - lowX) <
+                    padded.slabFloats(),
+                "a padded window's reads leave its slab");
+  offsets.assign(size_t(spec.k), 0);
+  for (int64_t r = 0; r < spec.k; ++r)
+    offsets[size_t(r)] = int32_t((channelStride > 0 ? channelOffset(r) / channelStride : 0) * padded.slabFloats() +
+                                 (displacement(r, 0) - lowY) * padded.pitch + (displacement(r, 1) - lowX));
+  blocking = chosen;
+  return padded;
+}
+
+void emitPaddedSlab(llvm::IRBuilder<> &b, const PaddedWindow &padded, int64_t vectorWidth, llvm::Value *source,
+                    llvm::Value *slab, llvm::Value *batch, llvm::Value *image, llvm::Value *outputRow) {
+  llvm::Type *f32 = b.getFloatTy();
+  auto *vector = llvm::FixedVectorType::get(f32, unsigned(vectorWidth));
+  auto *maskType = llvm::FixedVectorType::get(b.getInt1Ty(), unsigned(vectorWidth));
+  auto constant = [&](int64_t value) { return b.getInt64(uint64_t(value)); };
+  auto minimum = [&](llvm::Value *x, llvm::Value *y) { return b.CreateSelect(b.CreateICmpSLT(x, y), x, y); };
+  // The mask of lanes [from, to), clamped to the vector.
+  auto laneRange = [&](llvm::Value *from, llvm::Value *to) {
+    auto clamp = [&](llvm::Value *x) {
+      return minimum(b.CreateSelect(b.CreateICmpSLT(x, constant(0)), constant(0), x), constant(vectorWidth));
+    };
+    auto below = [&](llvm::Value *x) { return b.CreateSub(b.CreateShl(constant(1), clamp(x)), constant(1)); };
+    llvm::Value *bits = b.CreateAnd(below(to), b.CreateNot(below(from)));
+    return b.CreateBitCast(b.CreateTrunc(bits, b.getIntNTy(unsigned(vectorWidth))), maskType);
+  };
+  llvm::Value *zeros = llvm::ConstantAggregateZero::get(vector);
+  llvm::Value *noLanes = llvm::ConstantAggregateZero::get(maskType);
+  // Slab columns [left, right) are X's columns firstColumn + left ...; the others are padding.
+  const int64_t left = std::max<int64_t>(0, -padded.firstColumn);
+  const int64_t right = std::min(padded.pitch, padded.width - padded.firstColumn);
+  llvm::Value *imageBase = b.CreateAdd(b.CreateMul(batch, constant(padded.groupStride)),
+                                       b.CreateMul(image, constant(padded.imageStride)));
+  llvm::Value *row0 = b.CreateAdd(outputRow, constant(padded.firstRow));
+  emitLoop(b, constant(0), constant(padded.channels), 1, [&](llvm::Value *c) {
+    llvm::Value *channelBase = b.CreateAdd(imageBase, b.CreateMul(c, constant(padded.channelStride)));
+    llvm::Value *channelSlab = b.CreateInBoundsGEP(f32, slab, b.CreateMul(c, constant(padded.slabFloats())));
+    emitLoop(b, constant(0), constant(padded.slabRows), 1, [&](llvm::Value *t) {
+      llvm::Value *y = b.CreateAdd(row0, t);
+      llvm::Value *inside = b.CreateICmpULT(y, constant(padded.height));
+      // Not inbounds: for padding lanes the address is outside X, and is never read.
+      llvm::Value *from = b.CreateGEP(
+          f32, source, b.CreateAdd(channelBase, b.CreateAdd(b.CreateMul(y, constant(padded.rowStride)),
+                                                             constant(padded.firstColumn))));
+      llvm::Value *to = b.CreateInBoundsGEP(f32, channelSlab, b.CreateMul(t, constant(padded.pitch)));
+      emitLoop(b, constant(0), constant(padded.pitch), vectorWidth, [&](llvm::Value *x) {
+        llvm::Value *read = b.CreateSelect(inside, laneRange(b.CreateSub(constant(left), x), b.CreateSub(constant(right), x)),
+                                           noLanes);
+        llvm::Value *value = b.CreateMaskedLoad(vector, b.CreateGEP(f32, from, x), llvm::Align(4), read, zeros);
+        b.CreateMaskedStore(value, b.CreateInBoundsGEP(f32, to, x), llvm::Align(4),
+                            laneRange(constant(0), b.CreateSub(constant(padded.pitch), x)));
+      }, "slab.x");
+    }, "slab.row");
+  }, "slab.channel");
+}
+
+} // namespace sinter::codegen::llvmgen

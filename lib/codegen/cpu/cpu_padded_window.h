@@ -1,0 +1,46 @@
+// A stride-1 2-D convolution's rhs read in place from padded input rows, for the blocked
+// contraction (cpu_contraction.h): no im2col.
+//
+// The product's columns are taken on the padded row pitch: output (oy, ox) of an image is column
+// oy * pitch + ox, pitch = the output width + the window's reach - 1 (the input's width plus its
+// left and right padding, for an ordinary convolution). On that pitch, kernel element r reads,
+// for consecutive columns, consecutive elements of the padded input, at one fixed offset from
+// the column: so the rhs row of r is a contiguous run of the padded input, and the micro-kernel
+// reads it in place through a per-r offset table (a compile-time constant of k entries). The
+// columns ox >= the output width of each row are computed and dropped by the epilogue.
+//
+// Per tile, the packer copies the rows of every channel that the tile's columns reach into stack
+// scratch, padded with zeros (the slab): about (rows + kernel rows - 1) / rows of the input
+// once, where im2col copied it kernel-size times.
+//
+//   before (im2col):  pack[r][j] = X[c(r), oy(j) + dy(r), ox(j) + dx(r)], per r and column
+//   after:            slab[c][t][x] = padded X rows, once; rhs row r = slab + offset[r]
+#pragma once
+
+#include "cpu_contraction.h"
+
+#include <llvm/IR/IRBuilder.h>
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace sinter::codegen::llvmgen {
+
+/// The padded-row form of `spec` (a convolution whose window tables are `table`, the i32 layout
+/// of ContractionSpec::window's tables, described by `gather`), with its blocking: nullopt unless
+/// the window is 2-D, stride 1, over f32 rows of X, every channel read at the same number of taps,
+/// the padded pitch costs at most half as many columns again and the slab of every channel fits
+/// the stack. `offsets` receives the per-r table: the offset of r's run in the slab, from the
+/// slab's first column.
+std::optional<PaddedWindow> planPaddedWindow(const ContractionSpec &spec, const WindowGather &gather,
+                                             std::span<const int32_t> table, const PanelShape &panels,
+                                             ContractionBlocking &blocking, std::vector<int32_t> &offsets);
+
+/// Copies the slab of one tile: every channel of image `image`, group `batch`, padded rows from
+/// the first one output row `outputRow` reaches, into `slab` (padded.channels x slabFloats, zeros
+/// outside X). `vectorWidth`: the level's f32 lanes.
+void emitPaddedSlab(llvm::IRBuilder<> &b, const PaddedWindow &padded, int64_t vectorWidth, llvm::Value *source,
+                    llvm::Value *slab, llvm::Value *batch, llvm::Value *image, llvm::Value *outputRow);
+
+} // namespace sinter::codegen::llvmgen
