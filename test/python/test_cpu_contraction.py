@@ -137,6 +137,23 @@ CASES = {
                                                  pads=[2, 0, 1, 1]),
 }
 
+# Stride-1 2-D windows read from padded rows in place (cpu_padded_window.h): the product's columns
+# on the padded pitch, tiles that start and end mid-row and span rows, several images, dilations,
+# pads on one side or none or past the kernel, odd channel counts (partial lhs panels), and
+# slabs too large for the stack at the first tile width.
+PADDED_CASES = {
+    "conv_padded_images_odd": lambda: conv((3, 24, 13, 11), 13, (3, 3), 50, pads=[1, 1, 1, 1]),
+    "conv_padded_dilated_asymmetric": lambda: conv((2, 16, 15, 17), 19, (3, 3), 51, dilations=[2, 3],
+                                                   pads=[1, 3, 2, 0]),
+    "conv_padded_no_pads": lambda: conv((1, 8, 12, 30), 16, (3, 3), 52),
+    "conv_padded_5x5_wide": lambda: conv((1, 12, 21, 45), 33, (5, 5), 53, pads=[2, 2, 2, 2]),
+    "conv_padded_small_plane_many_images": lambda: conv((5, 32, 7, 7), 40, (3, 3), 54, pads=[1, 1, 1, 1]),
+    "conv_padded_narrowed_tiles": lambda: conv((4, 300, 16, 16), 8, (3, 3), 55, pads=[1, 1, 1, 1]),
+    "conv_padded_grouped_images": lambda: conv((2, 48, 9, 10), 36, (3, 3), 56, group=3, pads=[1, 1, 1, 1]),
+    "conv_padded_2x3_window": lambda: conv((2, 20, 11, 23), 24, (2, 3), 57, pads=[0, 2, 1, 0]),
+}
+CASES.update(PADDED_CASES)
+
 
 def compile_for_cpu(name, model, inputs, tmp_path, cpu=None):
     """Saves `model` as NAME.onnx and compiles it for the CPU (at `cpu`, else the default levels);
@@ -161,6 +178,33 @@ def test_blocked_contraction_matches_reference(case, cpu, tmp_path):
     reference = st.run_reference(path, inputs, tmp_path / "reference")
     st.assert_outputs_match(actual, reference, context=f"{case} ({cpu}) against the reference evaluator")
     st.assert_outputs_match(actual, st.run_onnxruntime(path, inputs), context=f"{case} ({cpu}) against onnxruntime")
+
+
+def _uses_padded_rows(name, model, inputs, tmp_path):
+    """Whether the artifact's kernel reads its rhs from padded rows: its micro-kernel takes the
+    per-r offsets (sinter.microkernel.*.taps in the generated LLVM IR)."""
+    path = tmp_path / f"{name}.onnx"
+    onnx.save(model, str(path))
+    source = tmp_path / "source"
+    st.run_cli(["compile", path, "--target", "cpu", "--cpu", "x86-64-v4", "--cache-dir", tmp_path / "cache",
+                "--emit-source", source, *st.shape_flags(inputs), "-o", tmp_path / "source.so"])
+    return ".taps" in (source / "module.unoptimized.ll").read_text()
+
+
+@pytest.mark.parametrize("case", sorted(PADDED_CASES) + ["conv_wide_output", "conv_dilated", "conv_grouped"])
+def test_stride_one_windows_read_padded_rows(case, tmp_path):
+    """The padded-row cases above go through that path (a fallback to the packed window would pass
+    the comparisons too), and strided windows, pointwise ones and small planes where the padded
+    pitch would cost too many columns do not."""
+    model, inputs = CASES[case]()
+    assert _uses_padded_rows(case, model, inputs, tmp_path)
+
+
+@pytest.mark.parametrize("case", ["conv_3x3_stride2_pad1", "conv_1x1_in_place_images", "conv_narrow_small_image",
+                                  "conv_1d", "conv_3d_padded"])
+def test_other_windows_do_not_read_padded_rows(case, tmp_path):
+    model, inputs = CASES[case]()
+    assert not _uses_padded_rows(case, model, inputs, tmp_path)
 
 
 @pytest.mark.parametrize("threads", [1, 2, 3])
