@@ -25,7 +25,9 @@
 // a pointwise convolution's is not packed at all but for a tile's last partial panel: the
 // micro-kernel reads its whole panels in place, rows of X one plane apart (DirectRhs). Where the
 // positions run along output rows (nearly every f32 convolution), the rhs is packed by row
-// segments with vector copies instead (cpu_window_pack.h).
+// segments with vector copies instead (cpu_window_pack.h); a stride-1 2-D window is not packed:
+// its tiles run over the padded row pitch and the micro-kernel reads padded input rows copied
+// once per tile through a per-r offset table (PaddedWindow, cpu_padded_window.h).
 // Panels are zero-padded to MR rows / NR columns, so the micro-kernel never tests bounds; the
 // epilogue stores only the tile's real elements.
 #include "cpu_contraction.h"
