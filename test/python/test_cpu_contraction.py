@@ -137,10 +137,11 @@ CASES = {
                                                  pads=[2, 0, 1, 1]),
 }
 
-# Stride-1 2-D windows read from padded rows in place (cpu_padded_window.h): the product's columns
-# on the padded pitch, tiles that start and end mid-row and span rows, several images, dilations,
-# pads on one side or none or past the kernel, odd channel counts (partial lhs panels), and
-# slabs too large for the stack at the first tile width.
+# 2-D windows read from padded rows in place (cpu_padded_window.h): the product's columns on the
+# padded pitch, tiles that start and end mid-row and span rows, several images, dilations, pads
+# on one side or none or past the kernel, odd channel counts (partial lhs panels), slabs too large
+# for the stack at the first tile width, and strides (the slab split into phases) in either dim,
+# with odd input sizes whose last row or column no window reaches.
 PADDED_CASES = {
     "conv_padded_images_odd": lambda: conv((3, 24, 13, 11), 13, (3, 3), 50, pads=[1, 1, 1, 1]),
     "conv_padded_dilated_asymmetric": lambda: conv((2, 16, 15, 17), 19, (3, 3), 51, dilations=[2, 3],
@@ -151,6 +152,14 @@ PADDED_CASES = {
     "conv_padded_narrowed_tiles": lambda: conv((4, 300, 16, 16), 8, (3, 3), 55, pads=[1, 1, 1, 1]),
     "conv_padded_grouped_images": lambda: conv((2, 48, 9, 10), 36, (3, 3), 56, group=3, pads=[1, 1, 1, 1]),
     "conv_padded_2x3_window": lambda: conv((2, 20, 11, 23), 24, (2, 3), 57, pads=[0, 2, 1, 0]),
+    "conv_padded_stride2_images_odd": lambda: conv((3, 16, 17, 15), 21, (3, 3), 58, strides=[2, 2],
+                                                   pads=[1, 1, 1, 1]),
+    "conv_padded_stride2_even_no_pads": lambda: conv((1, 24, 16, 20), 16, (3, 3), 59, strides=[2, 2]),
+    "conv_padded_stride2_1": lambda: conv((2, 8, 19, 21), 12, (3, 3), 60, strides=[2, 1], pads=[0, 1, 2, 1]),
+    "conv_padded_stride1_3_dilated": lambda: conv((1, 16, 13, 40), 10, (3, 3), 61, strides=[1, 3],
+                                                  dilations=[2, 2], pads=[2, 1, 2, 2]),
+    "conv_padded_stem_7x7_stride2": lambda: conv((2, 3, 37, 35), 16, (7, 7), 62, strides=[2, 2],
+                                                 pads=[3, 3, 3, 3]),
 }
 CASES.update(PADDED_CASES)
 
@@ -191,17 +200,19 @@ def _uses_padded_rows(name, model, inputs, tmp_path):
     return ".taps" in (source / "module.unoptimized.ll").read_text()
 
 
-@pytest.mark.parametrize("case", sorted(PADDED_CASES) + ["conv_wide_output", "conv_dilated", "conv_grouped"])
-def test_stride_one_windows_read_padded_rows(case, tmp_path):
+@pytest.mark.parametrize("case", sorted(PADDED_CASES) + ["conv_wide_output", "conv_dilated", "conv_grouped",
+                                                         "conv_3x3_stride2_pad1", "conv_narrow_7x7_stride2",
+                                                         "conv_rows_across_panels_strided"])
+def test_windows_read_padded_rows(case, tmp_path):
     """The padded-row cases above go through that path (a fallback to the packed window would pass
-    the comparisons too), and strided windows, pointwise ones and small planes where the padded
-    pitch would cost too many columns do not."""
+    the comparisons too), and pointwise windows, 1-D and 3-D ones, strides of more than 16
+    phases and small planes where the padded pitch would cost too many columns do not."""
     model, inputs = CASES[case]()
     assert _uses_padded_rows(case, model, inputs, tmp_path)
 
 
-@pytest.mark.parametrize("case", ["conv_3x3_stride2_pad1", "conv_1x1_in_place_images", "conv_narrow_small_image",
-                                  "conv_1d", "conv_3d_padded"])
+@pytest.mark.parametrize("case", ["conv_1x1_in_place_images", "conv_narrow_small_image", "conv_long_reduction",
+                                  "conv_depthwise_stride5", "conv_1d", "conv_3d_padded"])
 def test_other_windows_do_not_read_padded_rows(case, tmp_path):
     model, inputs = CASES[case]()
     assert not _uses_padded_rows(case, model, inputs, tmp_path)

@@ -92,9 +92,9 @@ struct DirectRhs {
   int64_t plane = 0, imageStride = 0, groupStride = 0, positions = 0;
 };
 
-/// A stride-1 2-D convolution's rhs read in place from padded input rows copied per tile
-/// (cpu_padded_window.h): the geometry of the copy and of the product's columns on the padded
-/// pitch.
+/// A 2-D convolution's rhs read in place from padded input rows copied per tile, split into
+/// phases by the strides (cpu_padded_window.h): the geometry of the copy and of the product's
+/// columns on the padded pitch.
 struct PaddedWindow {
   int source = -1;                       ///< the buffer X (f32)
   int64_t channels = 0;                  ///< X's channels the window reads (each at every tap)
@@ -102,11 +102,13 @@ struct PaddedWindow {
   int64_t height = 0, width = 0;         ///< X's spatial extents
   int64_t outputWidth = 0, positions = 0; ///< the output's row length and plane
   int64_t images = 1, imageStride = 0, groupStride = 0;
+  int64_t strideY = 1, strideX = 1;      ///< the window's strides: the slab's row and column phases
   int64_t pitch = 0;                     ///< the padded row: columns per output row
   int64_t columns = 0;                   ///< product columns per image: (rows - 1) * pitch + outputWidth
   int64_t firstRow = 0, firstColumn = 0; ///< X's coordinates of slab (0, 0) for output row 0
-  int64_t slabRows = 0;                  ///< rows of one channel's slab: what a tile's columns reach
-  int64_t slabFloats() const { return slabRows * pitch; } ///< one channel's slab
+  int64_t slabRows = 0;                  ///< rows of one phase of a channel's slab: what a tile reaches
+  int64_t phaseFloats() const { return slabRows * pitch; }
+  int64_t slabFloats() const { return strideY * strideX * phaseFloats(); } ///< one channel's slab
 };
 
 /// A blocked contraction as planned once for all levels: the blocking, which operands were

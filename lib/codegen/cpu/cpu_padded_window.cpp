@@ -1,21 +1,23 @@
 // Design note. The plan reads everything off the window tables that rhsWindowTable built and
 // checked against the gather expression (cpu_contraction.cpp): per r the channel offset and the
-// displacement (dy, dx), per output position the window's origin (by, bx). For stride 1 the
-// origins are (by0 + oy, bx0 + ox), so kernel element r of output (oy, ox) reads X at
+// displacement (dy, dx), per output position the window's origin. With strides (sy, sx) the
+// origins are (by0 + oy * sy, bx0 + ox * sx), so kernel element r of output (oy, ox) reads X at
 //
-//   (by0 + dy(r) + oy, bx0 + dx(r) + ox) = slab (oy - oy0 + dy(r) - lowY, ox + dx(r) - lowX)
+//   (firstRow + oy * sy + ey, firstColumn + ox * sx + ex),  ey = dy(r) - lowY, ex = dx(r) - lowX
 //
-// for a slab whose row 0 is X's row oy0 + by0 + lowY and whose column 0 is X's column
-// bx0 + lowX, with rows `pitch` = outputWidth + highX - lowX long (low, high: the least and
-// greatest displacement). On the padded pitch, column j' = oy * pitch + ox of the tile that
-// starts at j'0 = oy0 * pitch + ox0 reads slab element
+// (low: the least displacement; firstRow = by0 + lowY, firstColumn = bx0 + lowX). A tile whose
+// first column is on output row oy0 copies phase (py, px) of each channel: slab row t, column u
+// holding X at (firstRow + (oy0 + t) * sy + py, firstColumn + u * sx + px). Element (oy, ox) of r
+// is then phase (ey % sy, ex % sx), row oy - oy0 + ey / sy, column ox + ex / sx: on the pitch,
+// column j' = oy * pitch + ox of the tile that starts at j'0 = oy0 * pitch + ox0 reads
 //
-//   (j' - j'0) + ox0 + (dy(r) - lowY) * pitch + dx(r) - lowX  (+ the channel's slab)
+//   (j' - j'0) + ox0 + offset[r],  offset[r] = channel * slab + phase * phase size
+//                                               + ey / sy * pitch + ex / sx
 //
-// so the rhs row of r is the slab at ox0 + offset[r], and offset[r] is a compile-time table.
-// The tile loop (cpu_contraction.cpp) copies the slab once per tile and hands the
-// micro-kernel the slab at ox0 and the table at kc; the epilogue walks the output rows the
-// tile's columns cover and skips the columns ox >= outputWidth.
+// so the rhs row of r is the slab at ox0 + offset[r]. The tile loop (cpu_contraction.cpp)
+// copies the slab once per tile and hands the micro-kernel the slab at ox0 and the table at kc;
+// the epilogue walks the output rows the tile's columns cover and skips the columns
+// ox >= outputWidth.
 #include "cpu_padded_window.h"
 #include "cpu_kernel_frame.h"
 
@@ -32,18 +34,23 @@ namespace {
 /// replaces may be (KC 384 x NC 256). (At most 2^31 / 4 bytes, so the offsets fit in i32.)
 constexpr int64_t kMaxSlabFloats = 384 * 256;
 
+/// Strided windows: at most this many phases (stride rows x stride columns) in the slab.
+constexpr int64_t kMaxPhases = 16;
+
 } // namespace
 
 std::optional<PaddedWindow> planPaddedWindow(const ContractionSpec &spec, const WindowGather &gather,
                                              std::span<const int32_t> table, const PanelShape &panels,
                                              ContractionBlocking &blocking, std::vector<int32_t> &offsets) {
-  if (!spec.window || gather.dims != 2 || gather.sourceType != DType::Float32 || gather.rowStep != 1)
+  if (!spec.window || gather.dims != 2 || gather.sourceType != DType::Float32)
     return std::nullopt;
   const ConvolutionWindow &window = *spec.window;
   const WindowGeometry &geometry = window.geometry;
-  if (geometry.rank() != 2 || geometry.strides[0] != 1 || geometry.strides[1] != 1 || window.stride[1] != 1 ||
-      gather.rowLength != geometry.output[1] || window.positions != geometry.output[0] * geometry.output[1] ||
-      spec.n % window.positions != 0)
+  if (geometry.rank() != 2 || window.stride[1] != 1 || gather.rowLength != geometry.output[1] ||
+      window.positions != geometry.output[0] * geometry.output[1] || spec.n % window.positions != 0)
+    return std::nullopt;
+  const int64_t strideY = geometry.strides[0], strideX = geometry.strides[1];
+  if (strideY < 1 || strideX < 1 || strideY * strideX > kMaxPhases || gather.rowStep != strideX)
     return std::nullopt;
   const int64_t outputWidth = geometry.output[1], outputRows = geometry.output[0];
   // The channels: offsets 0, s, 2s, ... (in whatever order r visits them), each `taps` times.
@@ -74,11 +81,11 @@ std::optional<PaddedWindow> planPaddedWindow(const ContractionSpec &spec, const 
     lowX = std::min(lowX, displacement(r, 1));
     highX = std::max(highX, displacement(r, 1));
   }
-  // Origins (by0 + oy, bx0 + ox).
+  // Origins (by0 + oy * strideY, bx0 + ox * strideX).
   const int32_t *origins = table.data() + gather.positionsAt;
   const int64_t by0 = origins[0], bx0 = origins[1];
   for (int64_t p = 0; p < window.positions; ++p)
-    if (origins[p * 2] != by0 + p / outputWidth || origins[p * 2 + 1] != bx0 + p % outputWidth)
+    if (origins[p * 2] != by0 + p / outputWidth * strideY || origins[p * 2 + 1] != bx0 + p % outputWidth * strideX)
       return std::nullopt;
 
   PaddedWindow padded;
@@ -93,7 +100,9 @@ std::optional<PaddedWindow> planPaddedWindow(const ContractionSpec &spec, const 
   padded.images = spec.n / window.positions;
   padded.imageStride = window.imageStride;
   padded.groupStride = window.groupStride;
-  padded.pitch = outputWidth + highX - lowX;
+  padded.strideY = strideY;
+  padded.strideX = strideX;
+  padded.pitch = outputWidth + (highX - lowX) / strideX;
   padded.columns = (outputRows - 1) * padded.pitch + outputWidth;
   padded.firstRow = by0 + lowY;
   padded.firstColumn = bx0 + lowX;
@@ -110,8 +119,9 @@ std::optional<PaddedWindow> planPaddedWindow(const ContractionSpec &spec, const 
   // A tile's nc columns reach (nc - 1) / pitch + 2 output rows at most, and each row the window's
   // rows beyond it; one more row holds the reads of the columns past the row's end. Narrower
   // tiles where the slab of every channel would not fit.
-  auto slabRows = [&] { return (chosen.nc - 1) / padded.pitch + 2 + (highY - lowY) + 1; };
-  while (channels * slabRows() * padded.pitch > kMaxSlabFloats && chosen.nc > panels.columns) {
+  const int64_t phases = strideY * strideX;
+  auto slabRows = [&] { return (chosen.nc - 1) / padded.pitch + 2 + (highY - lowY) / strideY + 1; };
+  while (channels * phases * slabRows() * padded.pitch > kMaxSlabFloats && chosen.nc > panels.columns) {
     chosen.nc = roundUp(chosen.nc / 2, panels.columns);
     chosen.nBlocks = ceilDiv(padded.columns, chosen.nc);
     chosen.tiles = onPitch.batch * chosen.mBlocks * chosen.nBlocks;
@@ -120,13 +130,17 @@ std::optional<PaddedWindow> planPaddedWindow(const ContractionSpec &spec, const 
   if (channels * padded.slabFloats() > kMaxSlabFloats)
     return std::nullopt;
   // The furthest read of a block (from the slab at ox0 < pitch, column < nc) stays in the slab.
-  SINTER_ASSERT((padded.pitch - 1) + (chosen.nc - 1) + (highY - lowY) * padded.pitch + (highX - lowX) <
-                    padded.slabFloats(),
+  SINTER_ASSERT((padded.pitch - 1) + (chosen.nc - 1) + (highY - lowY) / strideY * padded.pitch +
+                        (highX - lowX) / strideX <
+                    padded.phaseFloats(),
                 "a padded window's reads leave its slab");
   offsets.assign(size_t(spec.k), 0);
-  for (int64_t r = 0; r < spec.k; ++r)
-    offsets[size_t(r)] = int32_t((channelStride > 0 ? channelOffset(r) / channelStride : 0) * padded.slabFloats() +
-                                 (displacement(r, 0) - lowY) * padded.pitch + (displacement(r, 1) - lowX));
+  for (int64_t r = 0; r < spec.k; ++r) {
+    const int64_t y = displacement(r, 0) - lowY, x = displacement(r, 1) - lowX;
+    const int64_t channel = channelStride > 0 ? channelOffset(r) / channelStride : 0;
+    offsets[size_t(r)] = int32_t(channel * padded.slabFloats() + (y % strideY * strideX + x % strideX) * padded.phaseFloats() +
+                                 y / strideY * padded.pitch + x / strideX);
+  }
   blocking = chosen;
   return padded;
 }
@@ -147,33 +161,53 @@ void emitPaddedSlab(llvm::IRBuilder<> &b, const PaddedWindow &padded, int64_t ve
     llvm::Value *bits = b.CreateAnd(below(to), b.CreateNot(below(from)));
     return b.CreateBitCast(b.CreateTrunc(bits, b.getIntNTy(unsigned(vectorWidth))), maskType);
   };
+  llvm::Value *lanes = nullptr; // <0, 1, ..., vectorWidth - 1> * strideX, a gather's offsets
+  {
+    std::vector<llvm::Constant *> values;
+    for (int64_t l = 0; l < vectorWidth; ++l)
+      values.push_back(b.getInt64(uint64_t(l * padded.strideX)));
+    lanes = llvm::ConstantVector::get(values);
+  }
   llvm::Value *zeros = llvm::ConstantAggregateZero::get(vector);
   llvm::Value *noLanes = llvm::ConstantAggregateZero::get(maskType);
-  // Slab columns [left, right) are X's columns firstColumn + left ...; the others are padding.
-  const int64_t left = std::max<int64_t>(0, -padded.firstColumn);
-  const int64_t right = std::min(padded.pitch, padded.width - padded.firstColumn);
   llvm::Value *imageBase = b.CreateAdd(b.CreateMul(batch, constant(padded.groupStride)),
                                        b.CreateMul(image, constant(padded.imageStride)));
-  llvm::Value *row0 = b.CreateAdd(outputRow, constant(padded.firstRow));
+  // Slab row t of row phase py is X's row (outputRow + t) * strideY + py + firstRow.
+  llvm::Value *row0 = b.CreateAdd(b.CreateMul(outputRow, constant(padded.strideY)), constant(padded.firstRow));
   emitLoop(b, constant(0), constant(padded.channels), 1, [&](llvm::Value *c) {
     llvm::Value *channelBase = b.CreateAdd(imageBase, b.CreateMul(c, constant(padded.channelStride)));
     llvm::Value *channelSlab = b.CreateInBoundsGEP(f32, slab, b.CreateMul(c, constant(padded.slabFloats())));
-    emitLoop(b, constant(0), constant(padded.slabRows), 1, [&](llvm::Value *t) {
-      llvm::Value *y = b.CreateAdd(row0, t);
-      llvm::Value *inside = b.CreateICmpULT(y, constant(padded.height));
-      // Not inbounds: for padding lanes the address is outside X, and is never read.
-      llvm::Value *from = b.CreateGEP(
-          f32, source, b.CreateAdd(channelBase, b.CreateAdd(b.CreateMul(y, constant(padded.rowStride)),
-                                                             constant(padded.firstColumn))));
-      llvm::Value *to = b.CreateInBoundsGEP(f32, channelSlab, b.CreateMul(t, constant(padded.pitch)));
-      emitLoop(b, constant(0), constant(padded.pitch), vectorWidth, [&](llvm::Value *x) {
-        llvm::Value *read = b.CreateSelect(inside, laneRange(b.CreateSub(constant(left), x), b.CreateSub(constant(right), x)),
-                                           noLanes);
-        llvm::Value *value = b.CreateMaskedLoad(vector, b.CreateGEP(f32, from, x), llvm::Align(4), read, zeros);
-        b.CreateMaskedStore(value, b.CreateInBoundsGEP(f32, to, x), llvm::Align(4),
-                            laneRange(constant(0), b.CreateSub(constant(padded.pitch), x)));
-      }, "slab.x");
-    }, "slab.row");
+    for (int64_t py = 0; py < padded.strideY; ++py)
+      for (int64_t px = 0; px < padded.strideX; ++px) {
+        // Slab column u of column phase px is X's column u * strideX + at: inside X for u in
+        // [left, right); the others are padding.
+        const int64_t at = px + padded.firstColumn;
+        const int64_t left = at >= 0 ? 0 : (-at + padded.strideX - 1) / padded.strideX;
+        const int64_t right = std::max(left, std::min(padded.pitch, padded.width > at ? (padded.width - at + padded.strideX - 1) / padded.strideX : 0));
+        llvm::Value *phaseSlab =
+            b.CreateConstInBoundsGEP1_64(f32, channelSlab, uint64_t((py * padded.strideX + px) * padded.phaseFloats()));
+        emitLoop(b, constant(0), constant(padded.slabRows), 1, [&](llvm::Value *t) {
+          llvm::Value *y = b.CreateAdd(row0, b.CreateAdd(b.CreateMul(t, constant(padded.strideY)), constant(py)));
+          llvm::Value *inside = b.CreateICmpULT(y, constant(padded.height));
+          // Not inbounds: for padding lanes the address is outside X, and is never read.
+          llvm::Value *from = b.CreateGEP(
+              f32, source, b.CreateAdd(channelBase, b.CreateAdd(b.CreateMul(y, constant(padded.rowStride)), constant(at))));
+          llvm::Value *to = b.CreateInBoundsGEP(f32, phaseSlab, b.CreateMul(t, constant(padded.pitch)));
+          emitLoop(b, constant(0), constant(padded.pitch), vectorWidth, [&](llvm::Value *u) {
+            llvm::Value *read = b.CreateSelect(
+                inside, laneRange(b.CreateSub(constant(left), u), b.CreateSub(constant(right), u)), noLanes);
+            llvm::Value *value;
+            if (padded.strideX == 1) {
+              value = b.CreateMaskedLoad(vector, b.CreateGEP(f32, from, u), llvm::Align(4), read, zeros);
+            } else {
+              llvm::Value *first = b.CreateGEP(f32, from, b.CreateMul(u, constant(padded.strideX)));
+              value = b.CreateMaskedGather(vector, b.CreateGEP(f32, first, lanes), llvm::Align(4), read, zeros);
+            }
+            b.CreateMaskedStore(value, b.CreateInBoundsGEP(f32, to, u), llvm::Align(4),
+                                laneRange(constant(0), b.CreateSub(constant(padded.pitch), u)));
+          }, "slab.x");
+        }, "slab.row");
+      }
   }, "slab.channel");
 }
 

@@ -1,20 +1,23 @@
-// A stride-1 2-D convolution's rhs read in place from padded input rows, for the blocked
-// contraction (cpu_contraction.h): no im2col.
+// A 2-D convolution's rhs read in place from padded input rows, for the blocked contraction
+// (cpu_contraction.h): no im2col.
 //
 // The product's columns are taken on the padded row pitch: output (oy, ox) of an image is column
-// oy * pitch + ox, pitch = the output width + the window's reach - 1 (the input's width plus its
-// left and right padding, for an ordinary convolution). On that pitch, kernel element r reads,
-// for consecutive columns, consecutive elements of the padded input, at one fixed offset from
-// the column: so the rhs row of r is a contiguous run of the padded input, and the micro-kernel
-// reads it in place through a per-r offset table (a compile-time constant of k entries). The
-// columns ox >= the output width of each row are computed and dropped by the epilogue.
+// oy * pitch + ox, pitch = the output width + (the window's reach - 1) / the column stride. On
+// that pitch, kernel element r reads, for consecutive columns, consecutive elements of one phase
+// of the padded input (the input's rows and columns split by the strides into stride-y x
+// stride-x phases, each holding the rows and columns of one remainder: for stride 1, one phase,
+// the padded input itself), at one fixed offset from the column: so the rhs row of r is a
+// contiguous run of the slab, and the micro-kernel reads it in place through a per-r offset table
+// (a compile-time constant of k entries). The columns ox >= the output width of each row are
+// computed and dropped by the epilogue.
 //
 // Per tile, the packer copies the rows of every channel that the tile's columns reach into stack
-// scratch, padded with zeros (the slab): about (rows + kernel rows - 1) / rows of the input
-// once, where im2col copied it kernel-size times.
+// scratch, padded with zeros and split into phases (the slab): about (rows + kernel rows - 1) /
+// rows of the input once, where im2col copied it kernel-size / stride^2 times.
 //
-//   before (im2col):  pack[r][j] = X[c(r), oy(j) + dy(r), ox(j) + dx(r)], per r and column
-//   after:            slab[c][t][x] = padded X rows, once; rhs row r = slab + offset[r]
+//   before (im2col):  pack[r][j] = X[c(r), oy(j) * sy + dy(r), ox(j) * sx + dx(r)], per r and column
+//   after:            slab[c][py][px][t][u] = padded X[c, t * sy + py, u * sx + px], once per tile;
+//                     rhs row r = slab + offset[r]
 #pragma once
 
 #include "cpu_contraction.h"
@@ -29,7 +32,8 @@ namespace sinter::codegen::llvmgen {
 
 /// The padded-row form of `spec` (a convolution whose window tables are `table`, the i32 layout
 /// of ContractionSpec::window's tables, described by `gather`), with its blocking: nullopt unless
-/// the window is 2-D, stride 1, over f32 rows of X, every channel read at the same number of taps,
+/// the window is 2-D, of at most 16 stride phases, over f32 rows of X, every channel read at the
+/// same number of taps,
 /// the padded pitch costs at most half as many columns again and the slab of every channel fits
 /// the stack. `offsets` receives the per-r table: the offset of r's run in the slab, from the
 /// slab's first column.
