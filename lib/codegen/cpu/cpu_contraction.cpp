@@ -776,11 +776,14 @@ std::optional<BlockedContraction> planBlockedContraction(const LoweredGroup &gro
     std::vector<int32_t> table(rhsGather->bytes.size() / sizeof(int32_t)), offsets;
     std::memcpy(table.data(), rhsGather->bytes.data(), table.size() * sizeof(int32_t));
     ContractionBlocking paddedBlocking;
+    std::vector<int64_t> order;
     std::optional<PaddedWindow> padded =
         plan.directRhs || !plan.lhsPacked
             ? std::nullopt
-            : planPaddedWindow(spec, rhsGather->gather, table, panels, paddedBlocking, offsets);
+            : planPaddedWindow(spec, rhsGather->gather, table, panels, paddedBlocking, offsets, order);
     if (padded) {
+      // The lhs pack (the first derived constant) walks the reduction in the slab's order.
+      permuteReduction(launch.derivedConstants.front(), spec.k, panels.rows, order);
       plan.padded = *padded;
       plan.blocking = paddedBlocking;
       launch.parallelExtent = paddedBlocking.tiles;

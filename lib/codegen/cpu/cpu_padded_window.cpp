@@ -24,6 +24,7 @@
 #include "sinter/support/error.h"
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 
 namespace sinter::codegen::llvmgen {
@@ -41,7 +42,8 @@ constexpr int64_t kMaxPhases = 16;
 
 std::optional<PaddedWindow> planPaddedWindow(const ContractionSpec &spec, const WindowGather &gather,
                                              std::span<const int32_t> table, const PanelShape &panels,
-                                             ContractionBlocking &blocking, std::vector<int32_t> &offsets) {
+                                             ContractionBlocking &blocking, std::vector<int32_t> &offsets,
+                                             std::vector<int64_t> &order) {
   if (!spec.window || gather.dims != 2 || gather.sourceType != DType::Float32)
     return std::nullopt;
   const ConvolutionWindow &window = *spec.window;
@@ -134,15 +136,33 @@ std::optional<PaddedWindow> planPaddedWindow(const ContractionSpec &spec, const 
                         (highX - lowX) / strideX <
                     padded.phaseFloats(),
                 "a padded window's reads leave its slab");
+  auto channelOf = [&](int64_t r) { return channelStride > 0 ? channelOffset(r) / channelStride : 0; };
+  order.resize(size_t(spec.k));
+  for (int64_t r = 0; r < spec.k; ++r)
+    order[size_t(r)] = r;
+  std::stable_sort(order.begin(), order.end(), [&](int64_t x, int64_t y) { return channelOf(x) < channelOf(y); });
   offsets.assign(size_t(spec.k), 0);
-  for (int64_t r = 0; r < spec.k; ++r) {
+  for (int64_t step = 0; step < spec.k; ++step) {
+    const int64_t r = order[size_t(step)];
     const int64_t y = displacement(r, 0) - lowY, x = displacement(r, 1) - lowX;
-    const int64_t channel = channelStride > 0 ? channelOffset(r) / channelStride : 0;
-    offsets[size_t(r)] = int32_t(channel * padded.slabFloats() + (y % strideY * strideX + x % strideX) * padded.phaseFloats() +
+    const int64_t channel = channelOf(r);
+    offsets[size_t(step)] = int32_t(channel * padded.slabFloats() + (y % strideY * strideX + x % strideX) * padded.phaseFloats() +
                                  y / strideY * padded.pitch + x / strideX);
   }
   blocking = chosen;
   return padded;
+}
+
+void permuteReduction(std::vector<uint8_t> &packed, int64_t k, int64_t width, std::span<const int64_t> order) {
+  const size_t row = size_t(width) * sizeof(float), block = size_t(k) * row;
+  SINTER_ASSERT(packed.size() % block == 0 && order.size() == size_t(k), "a packed operand is not k x ", width,
+                " panels");
+  std::vector<uint8_t> panel(block);
+  for (size_t first = 0; first < packed.size(); first += block) {
+    std::memcpy(panel.data(), packed.data() + first, block);
+    for (int64_t step = 0; step < k; ++step)
+      std::memcpy(packed.data() + first + size_t(step) * row, panel.data() + size_t(order[size_t(step)]) * row, row);
+  }
 }
 
 void emitPaddedSlab(llvm::IRBuilder<> &b, const PaddedWindow &padded, int64_t vectorWidth, llvm::Value *source,

@@ -35,11 +35,19 @@ namespace sinter::codegen::llvmgen {
 /// the window is 2-D, of at most 16 stride phases, over f32 rows of X, every channel read at the
 /// same number of taps,
 /// the padded pitch costs at most half as many columns again and the slab of every channel fits
-/// the stack. `offsets` receives the per-r table: the offset of r's run in the slab, from the
-/// slab's first column.
+/// the stack. The kernel's reduction runs channel by channel (`order[s]`: the r of step s; a
+/// convolution whose weights were permuted channels innermost, permute-conv-weights, is walked
+/// channel-major again, so that a KC block's runs of one channel share cache lines); the lhs
+/// packed at compile time must be permuted to match (permuteReduction). `offsets` receives the
+/// table per step: the offset of its run in the slab, from the slab's first column.
 std::optional<PaddedWindow> planPaddedWindow(const ContractionSpec &spec, const WindowGather &gather,
                                              std::span<const int32_t> table, const PanelShape &panels,
-                                             ContractionBlocking &blocking, std::vector<int32_t> &offsets);
+                                             ContractionBlocking &blocking, std::vector<int32_t> &offsets,
+                                             std::vector<int64_t> &order);
+
+/// Rearranges an operand packed at compile time (panels x k x width floats, any number of
+/// copies) so that its step s holds what step order[s] held.
+void permuteReduction(std::vector<uint8_t> &packed, int64_t k, int64_t width, std::span<const int64_t> order);
 
 /// Copies the slab of one tile: every channel of image `image`, group `batch`, padded rows from
 /// the first one output row `outputRow` reaches, into `slab` (padded.channels x slabFloats, zeros
