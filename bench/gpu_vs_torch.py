@@ -499,8 +499,12 @@ class Bench(BudgetedRun):
         precision = row["precision"]
         row["max_rel_err"], max_problems = suite.compare_outputs(
             actual, expected, tolerance=MAX_REL_TOLERANCE[precision] or float("inf"))
+        # A 16-bit row passes at rel L2 1e-2, or no worse than torch's own output in the same
+        # precision where the model itself is that unstable (#29: MobileNetV3-Large b1 bf16 is
+        # 2.9e-2 off in torch).
+        l2_tolerance = max(L2_TOLERANCE[precision], row.get("torch_rel_l2_err") or 0.0)
         row["rel_l2_err"], l2_problems = suite.compare_outputs(
-            actual, expected, l2=True, tolerance=L2_TOLERANCE[precision])
+            actual, expected, l2=True, tolerance=l2_tolerance)
         problems = list(dict.fromkeys(max_problems + l2_problems))
         row["check"] = "ok" if not problems else "fail: " + "; ".join(problems)[:300]
         self.save()
@@ -642,7 +646,8 @@ def table(rows, rates, markdown=False):
                    f"{rates['copy_gbps']:.0f} GB/s.")
     out.append("Ratios above 1: sinter is faster. RO: torch.compile mode=\"reduce-overhead\". "
                "Errors: sinter against torch's fp32 eager output (fp32 rows: max rel and rel L2 "
-               f"<= {L2_TOLERANCE['fp32']:g}; fp16 rows: rel L2 <= {L2_TOLERANCE['fp16']:g}).")
+               f"<= {L2_TOLERANCE['fp32']:g}; fp16 and bf16 rows: rel L2 <= {L2_TOLERANCE['fp16']:g}, or no "
+               "more than torch's own output in that precision).")
     if notes:
         out.append("")
         out += [("- " if markdown else "") + note for note in notes]

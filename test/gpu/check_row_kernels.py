@@ -28,9 +28,9 @@ import onnx
 import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
+import kernel_cases
+
 INNER = 64  # the product's reduction
-FLOAT_TOLERANCE = 1e-4
-PRECISION_L2_TOLERANCE = 1e-2
 
 # Compilations of each case: at fp16 the LayerNorm reads the product's rows as stored, f16 (the
 # default, --norm-inputs auto), or as f32 (--norm-inputs f32 pins its input to f32).
@@ -98,10 +98,7 @@ def main():
         model = case / "model.onnx"
         feeds = build(model, op, rows, length, rng)
         want = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"]).run(None, feeds)[0].astype(np.float64)
-        files = []
-        for key, value in feeds.items():
-            np.save(case / f"{key}.npy", value)
-            files += ["--input", f"{key}={case / f'{key}.npy'}"]
+        files = kernel_cases.save_inputs(case, feeds)
         for config, flags in CONFIGS:
             precision = flags[1]
             problems = []
@@ -111,23 +108,9 @@ def main():
                             "sm_90", *flags, "--emit-source", str(source)], check=True, capture_output=True)
             if holds_rows(source) != held:
                 problems.append(f"rows held in registers: {not held}, expected {held}")
-            artifact = cuda
-            if args.no_gpu:
-                artifact = case / f"cpu_{config}.so"
-                subprocess.run([sinter, "compile", str(model), "-o", str(artifact), "--force", "--target", "cpu",
-                                *flags], check=True, capture_output=True)
-            out = case / f"out_{config}.npz"
-            subprocess.run([sinter, "run", str(artifact), *files, "-o", str(out), "--force"], check=True,
-                           capture_output=True)
-            got = np.load(out)["y"].astype(np.float64)
-            if precision == "fp32":
-                error = float(np.max(np.abs(got - want)) / np.max(np.abs(want)))
-                limit, what = FLOAT_TOLERANCE, "max rel"
-            else:
-                error = float(np.linalg.norm(got - want) / np.linalg.norm(want))
-                limit, what = PRECISION_L2_TOLERANCE, "rel L2"
-            if not error <= limit:
-                problems.append(f"{what} {error:.3g} > {limit}")
+            got = kernel_cases.output_of(sinter, model, cuda, case, config, flags, files, args.no_gpu)
+            error, what, problem = kernel_cases.compare(got, want, precision)
+            problems += [problem] if problem else []
             failures += bool(problems)
             print(f"{'FAIL' if problems else 'ok  '} {name} {config}: {what} {error:.3g}, rows held {held}"
                   + ("" if not problems else " -- " + "; ".join(problems)))

@@ -80,6 +80,12 @@ CASES = {
                                      after=[("Clip", {"inputs": ["low", "high"]})]),
     "fused_sigmoid_mul": lambda: depthwise((2, 8, 9, 11), (5, 5), 16, strides=[2, 2], pads=[2, 2, 2, 2],
                                            after=[("Sigmoid", {})]),
+    # Rows shorter than a vector (the band's outputs lie densely in the tile, each row's last
+    # vector reaching into the next row's place): MobileNetV3's 7x7 planes, and rows of 14 in
+    # bands over several images.
+    "short_rows_fused_hardswish": lambda: depthwise((1, 40, 7, 7), (5, 5), 17, pads=[2, 2, 2, 2],
+                                                    after=[("HardSwish", {})]),
+    "short_rows_in_bands": lambda: depthwise((3, 1, 64, 14), (3, 3), 18, pads=[1, 1, 1, 1], after=[("Relu", {})]),
     # Pooling: ResNet's stem, SqueezeNet's ceil mode, GoogLeNet's stride-1 pools, DenseNet's
     # averages, and the count an average divides by at the edges (with and without the padding).
     "maxpool_3x3_stride2_pad1": lambda: depthwise((1, 16, 28, 30), (3, 3), 20, op="MaxPool", strides=[2, 2],

@@ -144,3 +144,41 @@ TEST(IndexRanges, SimplifySplitsAMultipleOffADividendOfAnySize) {
             << iv << " " << hv << " " << cv;
       }
 }
+
+TEST(IndexRanges, SimplifyRecombinesAnIndexUnravelledAndRavelledBack) {
+  // GlobalAveragePool's tap r over a 7 x 9 plane, read as (r / 9, r % 9) and ravelled into
+  // [2, 5, 7, 9]: ((image * 5 + channel) * 7 + r / 9) * 9 + r % 9 has no division left. The
+  // identity div(x, n) * n + rem(x, n) = x holds for negative x as well (C's truncation).
+  KernelBuilder builder("k");
+  int image = builder.addVariable("image", DType::Int64), channel = builder.addVariable("channel", DType::Int64),
+      r = builder.addVariable("r", DType::Int64);
+  builder.setParallelExtent(1);
+  Kernel kernel = builder.take();
+  IndexRanges ranges(kernel);
+  ranges.setVariable(image, {0, 1});
+  ranges.setVariable(channel, {0, 4});
+  ranges.setVariable(r, {-70, 62});
+  ExprRef vi = var(image, DType::Int64), vc = var(channel, DType::Int64), vr = var(r, DType::Int64);
+  ExprRef index = add(mul(add(mul(add(mul(vi, 5), vc), 7), div(vr, 9)), 9), rem(vr, intConstant(9)));
+  // Scaled pairs (a quotient times 3 * 4 beside the remainder times 4) recombine too; a pair of
+  // different divisors or dividends does not.
+  ExprRef scaled = add(mul(div(vr, 3), 12), mul(rem(vr, intConstant(3)), 4));
+  ExprRef mismatched = add(mul(div(vr, 9), 9), rem(vr, intConstant(8)));
+  ExprRef otherDividend = add(mul(div(vr, 9), 9), rem(vc, intConstant(9)));
+  ExprRef simple = ranges.simplify(index), simpleScaled = ranges.simplify(scaled);
+  EXPECT_FALSE(dividesVariable(simple, r));
+  EXPECT_FALSE(dividesVariable(simpleScaled, r));
+  EXPECT_TRUE(dividesVariable(ranges.simplify(mismatched), r));
+  EXPECT_TRUE(dividesVariable(ranges.simplify(otherDividend), r));
+  ExprEvaluator eval(kernel);
+  for (int64_t iv = 0; iv < 2; ++iv)
+    for (int64_t cv = 0; cv < 5; ++cv)
+      for (int64_t rv = -70; rv <= 62; ++rv) {
+        eval.setVariable(image, iv);
+        eval.setVariable(channel, cv);
+        eval.setVariable(r, rv);
+        ASSERT_EQ(eval.evaluate(simple).intValue, eval.evaluate(index).intValue) << iv << " " << cv << " " << rv;
+        ASSERT_EQ(eval.evaluate(simple).intValue, (iv * 5 + cv) * 63 + rv);
+        ASSERT_EQ(eval.evaluate(simpleScaled).intValue, rv * 4) << rv;
+      }
+}

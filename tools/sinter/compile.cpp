@@ -181,6 +181,7 @@ CompileOptions compileOptionsFrom(const CompileFlags &flags) {
   options.target.cuda.warpgroupMma = isFirstChoice("--wgmma", flags.wgmma, "on", "off");
   options.target.cuda.streamK = isFirstChoice("--stream-k", flags.streamK, "auto", "off");
   options.target.cuda.rowWalkEpilogue = isFirstChoice("--tensor-core-epilogue", flags.tensorCoreEpilogue, "rows", "fragments");
+  options.target.cuda.directDepthwise = isFirstChoice("--depthwise-kernel", flags.depthwiseKernel, "direct", "generic");
   if (!flags.tensorCoreTile.empty()) {
     if (options.target.target != package::Target::Cuda)
       userError("--tensor-core-tile chooses the CUDA tensor-core tile; it has no meaning with --target cpu");
@@ -227,6 +228,7 @@ std::vector<std::pair<std::string, std::string>> describeCompileFlags(const Comp
       {"--wgmma", flags.wgmma},
       {"--stream-k", flags.streamK},
       {"--tensor-core-epilogue", flags.tensorCoreEpilogue},
+      {"--depthwise-kernel", flags.depthwiseKernel},
   };
   for (const std::string &pass : flags.disabledPasses)
     described.emplace_back("--disable-pass", pass);
@@ -349,6 +351,11 @@ void addCompileFlags(CLI::App &command, CompileFlags &flags) {
                       "CUDA: tensor-core epilogues walk the tile by rows through shared memory "
                       "(rows, the default) or each thread its own accumulators (fragments); for "
                       "ablations")
+      ->capture_default_str();
+  command.add_option("--depthwise-kernel", flags.depthwiseKernel,
+                      "CUDA: depthwise convolutions run as a direct kernel over planes staged in shared "
+                      "memory (direct, the default) or as the generic kernel, a thread an output "
+                      "(generic); for ablations")
       ->capture_default_str();
   command.add_option("--emit-source", flags.emitSource, "Write the generated code, kernel by kernel, here")
       ->type_name("DIR");

@@ -29,6 +29,7 @@ struct CompileFlags {
   std::string streamK = "auto";
   std::string normInputs = "auto";
   std::string tensorCoreEpilogue = "rows";
+  std::string depthwiseKernel = "direct";
   std::string dumpIrAfter;
   std::vector<std::string> disabledPasses;
   /// How the toolchain work runs, not what it makes (describeCompileFlags leaves them out):

@@ -5,11 +5,13 @@
 //     for tile in [begin, end):             tile = (image, channel, band), band fastest
 //       copy the band's input rows into scratch, the pad value where the window reaches past
 //       the plane (0, or -inf for a maximum)
-//       for each output row of the band:
+//       for each output row of the band (rows of 1-3 vectors: 4 / vectors rows at once):
 //         for each chunk of up to 4 vectors: acc = combine over taps of scratch[...]
-//                                           (unrolled over the taps; stored to the tile buffer)
-//       epilogue over the band              kernel IR: acc from the tile buffer, then the
-//                                           contraction's or the pooling's epilogue
+//                                           (unrolled over the taps; stored to the tile buffer,
+//                                           rows at the output's pitch: dense)
+//       epilogue over the band              kernel IR, one loop over the band's outputs: acc
+//                                           from the tile buffer, then the contraction's or the
+//                                           pooling's epilogue
 //
 // Scratch row pr holds input row (band's first output row * strideRows - padTop + pr), its
 // column pc input column pc - padLeft: output (oy, ox)'s tap (ky, kx) is scratch[(oy - oy0) *
@@ -20,7 +22,7 @@
 #include "cpu_contraction.h"
 #include "cpu_kernel_frame.h"
 
-#include "sinter/codegen/kernel/index_program.h"
+#include "sinter/codegen/lowering/depthwise.h"
 #include "sinter/codegen/llvm/kernel_emitter.h"
 #include "sinter/support/error.h"
 
@@ -51,34 +53,6 @@ constexpr int64_t kMaxTaps = 121;           ///< the taps are unrolled: up to 11
 constexpr int64_t kBandFloats = 16384;      ///< a band's padded input: 64 KiB, within L2
 constexpr int64_t kMaxScratchFloats = 1 << 20;
 
-/// X, when `rhs` reads it directly: `load(X)` or `select(inside, load(X), 0)`, in f32.
-std::optional<int> directSource(const ExprRef &rhs) {
-  ExprRef value = rhs;
-  if (value->kind == ExprKind::Select) {
-    const ExprRef &otherwise = value->operands[2];
-    if (otherwise->kind != ExprKind::Constant || otherwise->floatValue != 0.0)
-      return std::nullopt;
-    value = value->operands[1];
-  }
-  if (value->kind != ExprKind::Load || value->type != DType::Float32)
-    return std::nullopt;
-  return value->id;
-}
-
-/// Whether `expr`, evaluated over `variable` in [0, count), gives expected(x) at every x.
-/// nullopt when the expression is not plain index arithmetic.
-std::optional<bool> evaluatesTo(const ExprRef &expr, int variable, int64_t count,
-                                const std::function<int64_t(int64_t)> &expected) {
-  std::optional<IndexProgram> program = IndexProgram::compile(expr);
-  if (!program)
-    return std::nullopt;
-  std::span<const int64_t> values = program->evaluate(variable, 0, count);
-  for (int64_t x = 0; x < count; ++x)
-    if (values[size_t(x)] != expected(x))
-      return false;
-  return true;
-}
-
 /// The window and the bands of a plan from its geometry (1 or 2 spatial dims; the last is the
 /// columns); false when the kernel does not take it (strides past 4, too many taps, negative
 /// padding, scratch too large).
@@ -89,22 +63,7 @@ bool planWindow(const WindowGeometry &geometry, PlaneWindow &plan) {
   for (size_t d = 0; d < dims; ++d)
     if (geometry.strides[d] < 1 || geometry.strides[d] > 4 || geometry.padBegin[d] < 0 || geometry.dilations[d] < 1)
       return false;
-  const size_t columns = dims - 1; // a 1-d window has one row
-  plan.inColumns = geometry.input[columns];
-  plan.outColumns = geometry.output[columns];
-  plan.kernelColumns = geometry.kernel[columns];
-  plan.strideColumns = geometry.strides[columns];
-  plan.dilationColumns = geometry.dilations[columns];
-  plan.padLeft = geometry.padBegin[columns];
-  plan.inRows = plan.outRows = plan.kernelRows = 1;
-  if (dims == 2) {
-    plan.inRows = geometry.input[0];
-    plan.outRows = geometry.output[0];
-    plan.kernelRows = geometry.kernel[0];
-    plan.strideRows = geometry.strides[0];
-    plan.dilationRows = geometry.dilations[0];
-    plan.padTop = geometry.padBegin[0];
-  }
+  static_cast<PlaneGeometry &>(plan) = planeGeometry(geometry);
   // Scratch rows cover every lane a vector of the widest level reads: a row's last vector of
   // outputs starts at (outColumns rounded up - 16) * stride and reads stride * 16 floats.
   plan.paddedColumns = roundUp(plan.outColumns, kWidestVector) * plan.strideColumns +
@@ -128,58 +87,27 @@ bool planWindow(const WindowGeometry &geometry, PlaneWindow &plan) {
 } // namespace
 
 std::optional<PlaneWindow> planDepthwiseConvolution(const LoweredGroup &group, LaunchShape &launch) {
-  const std::optional<Contraction> &contraction = group.contraction;
-  if (!contraction || contraction->spec.type != DType::Float32 || !contraction->spec.window ||
-      contraction->spec.m != 1)
+  if (!group.contraction)
     return std::nullopt;
-  const ContractionSpec &spec = contraction->spec;
-  const ConvolutionWindow &window = *spec.window;
-  const WindowGeometry &geometry = window.geometry;
-  const size_t dims = geometry.rank();
-  if (geometry.kernel.size() != dims || spec.k != productOf(geometry.kernel) || spec.n % window.positions != 0)
-    return std::nullopt; // more than one input channel per group
-  std::optional<int> source = directSource(spec.rhs);
+  const Contraction &contraction = *group.contraction;
+  // The window as depthwise.h restates it (checked against the rhs's expressions there); this
+  // kernel reads X as f32, with no rounding on the way.
+  std::optional<DepthwiseWindow> window = depthwiseWindow(contraction);
   PlaneWindow plan;
-  if (!source || !planWindow(geometry, plan))
+  if (!window || window->stored != DType::Float32 || !window->casts.empty() || !planWindow(window->geometry, plan))
     return std::nullopt;
-
-  // The geometry restates the window's expressions (contraction.h): check it does, position by
-  // position and tap by tap, and that every tap reads the group's own channel.
-  const std::vector<int64_t> &output = geometry.output, &kernel = geometry.kernel;
-  auto unravel = [](int64_t flat, const std::vector<int64_t> &extents, size_t d) {
-    for (size_t e = extents.size(); e-- > d + 1;)
-      flat /= extents[e];
-    return flat % extents[d];
-  };
-  std::vector<std::optional<bool>> checks = {
-      evaluatesTo(window.channelOffset, spec.r, spec.k, [](int64_t) { return int64_t(0); })};
-  for (size_t d = 0; d < dims; ++d) {
-    checks.push_back(evaluatesTo(window.base[d], spec.j, window.positions, [&](int64_t p) {
-      return unravel(p, output, d) * geometry.strides[d] - geometry.padBegin[d];
-    }));
-    checks.push_back(evaluatesTo(window.displacement[d], spec.r, spec.k,
-                                 [&](int64_t r) { return unravel(r, kernel, d) * geometry.dilations[d]; }));
-  }
-  for (const std::optional<bool> &check : checks) {
-    if (!check)
-      return std::nullopt;
-    SINTER_ASSERT(*check, "the window geometry of ", contraction->kernel.name, " disagrees with its expressions");
-  }
-  SINTER_ASSERT(productOf(output) == window.positions && window.extent == geometry.input &&
-                    window.stride.back() == 1 && (dims == 1 || window.stride[0] == plan.inColumns),
-                "the window geometry of ", contraction->kernel.name, " disagrees with its extents");
   plan.combine = PlaneWindow::Combine::MultiplyAdd;
-  plan.source = *source;
-  plan.channels = spec.batch;
-  plan.images = spec.n / window.positions;
-  plan.imageStride = window.imageStride;
-  plan.planeStride = window.groupStride;
+  plan.source = window->source;
+  plan.channels = window->channels;
+  plan.images = window->images;
+  plan.imageStride = window->imageStride;
+  plan.planeStride = window->planeStride;
 
   // The weights, channel-major: w[channel * k + tap] (one panel of one row per group).
-  std::optional<PackedOperand> weights = packConstantOperand(group, *contraction, true, 1);
+  std::optional<PackedOperand> weights = packConstantOperand(group, contraction, true, 1);
   if (!weights)
     return std::nullopt;
-  launch.replacedInputs = inputsReplacedByPacks(group, *contraction, true, false, plan.source);
+  launch.replacedInputs = inputsReplacedByPacks(group, contraction, true, false, plan.source);
   launch.derivedConstants.push_back(std::move(weights->bytes));
   launch.parallelExtent = plan.tiles();
   return plan;
@@ -250,15 +178,16 @@ Kernel emitPlaneWindow(const LoweredGroup &group, const PlaneWindow &plan, const
   epilogue.buffers.push_back({"params", DType::Int64, ParamCount, false});
   const int tileId = int(epilogue.buffers.size());
   epilogue.buffers.push_back({"tile", DType::Float32, plan.bandRows * tileColumns, true});
-  const int rowVar = int(epilogue.variables.size());
-  epilogue.variables.push_back({"row", DType::Int64});
-  const int columnVar = int(epilogue.variables.size());
-  epilogue.variables.push_back({"column", DType::Int64});
+  const int flatVar = int(epilogue.variables.size());
+  epilogue.variables.push_back({"flat", DType::Int64});
   {
     auto param = [&](int64_t which) { return load(paramsId, DType::Int64, intConstant(which)); };
-    ExprRef row = var(rowVar, DType::Int64), column = var(columnVar, DType::Int64);
-    ExprRef position = add(mul(add(param(ParamRow), row), plan.outColumns), column);
-    ExprRef value = load(tileId, DType::Float32, add(mul(row, tileColumns), column));
+    // The tile holds the band's outputs densely, row after row (see the row loop below), so the
+    // epilogue is one loop over them: long enough to vectorize where rows are short (7 or 14
+    // columns), with the output position affine in it.
+    ExprRef flat = var(flatVar, DType::Int64);
+    ExprRef position = add(mul(param(ParamRow), plan.outColumns), flat);
+    ExprRef value = load(tileId, DType::Float32, flat);
     std::vector<StmtRef> band, element;
     const std::vector<StmtRef> *statements;
     std::vector<StmtRef> rewritten;
@@ -290,8 +219,7 @@ Kernel emitPlaneWindow(const LoweredGroup &group, const PlaneWindow &plan, const
       statements = &pooling.epilogue;
     }
     element.insert(element.end(), statements->begin(), statements->end());
-    band.push_back(forLoop(rowVar, param(ParamRows),
-                           {forLoop(columnVar, intConstant(plan.outColumns), std::move(element))}));
+    band.push_back(forLoop(flatVar, mul(param(ParamRows), plan.outColumns), std::move(element)));
     epilogue.body = std::move(band);
   }
   std::vector<llvm::Value *> epilogueBuffers(buffers.begin(), buffers.begin() + long(bufferCount));
@@ -371,23 +299,32 @@ Kernel emitPlaneWindow(const LoweredGroup &group, const PlaneWindow &plan, const
       b.SetInsertPoint(done);
     }, "pr");
 
-    // Each output row, `count` vectors at a time from column `first`.
+    // Each output row, `count` vectors at a time from column `first`; rows of one to three
+    // vectors (7, 14 or 28 outputs at AVX-512) several rows at a time, so that four sums are
+    // in flight: with one sum a row, its taps were one chain of dependent multiply-adds
+    // (5x5 over 960 channels at 7x7 ran at the FMA's latency).
     llvm::Value *tapsAt = b.CreateMul(channel, constant(plan.taps()));
-    emitLoop(b, constant(0), rows, 1, [&](llvm::Value *row) {
-      llvm::Value *rowBase = at(band, b.CreateMul(row, constant(plan.strideRows * plan.paddedColumns)));
-      llvm::Value *tileRow = at(tile, b.CreateMul(row, constant(tileColumns)));
-      auto vectors = [&](llvm::Value *first, int64_t count) {
-        std::vector<llvm::Value *> sums(size_t(count), initial);
-        for (int64_t ky = 0; ky < plan.kernelRows; ++ky)
-          for (int64_t kx = 0; kx < plan.kernelColumns; ++kx) {
-            llvm::Value *broadcast = nullptr;
-            if (weighted) {
-              llvm::Value *tap = b.CreateAlignedLoad(
-                  f32, at(weights, b.CreateAdd(tapsAt, constant(ky * plan.kernelColumns + kx))), llvm::Align(4));
-              broadcast = b.CreateVectorSplat(unsigned(width), tap);
-            }
-            llvm::Value *tapRow = at(rowBase, constant(ky * plan.dilationRows * plan.paddedColumns +
-                                                       kx * plan.dilationColumns));
+    // `group` rows from `row`, each `count` vectors from column `first`; stored row after row at
+    // the pitch of the output's rows: a row's last vector reaches past its end into the next
+    // row's place, which the next row then overwrites (rows are stored in order); the last
+    // row's reach ends within the tile's bandRows x tileColumns floats.
+    auto vectors = [&](llvm::Value *row, int64_t group, llvm::Value *first, int64_t count) {
+      std::vector<std::vector<llvm::Value *>> sums(size_t(group), std::vector<llvm::Value *>(size_t(count), initial));
+      std::vector<llvm::Value *> rowBases;
+      for (int64_t g = 0; g < group; ++g)
+        rowBases.push_back(
+            at(band, b.CreateMul(b.CreateAdd(row, constant(g)), constant(plan.strideRows * plan.paddedColumns))));
+      for (int64_t ky = 0; ky < plan.kernelRows; ++ky)
+        for (int64_t kx = 0; kx < plan.kernelColumns; ++kx) {
+          llvm::Value *broadcast = nullptr;
+          if (weighted) {
+            llvm::Value *tap = b.CreateAlignedLoad(
+                f32, at(weights, b.CreateAdd(tapsAt, constant(ky * plan.kernelColumns + kx))), llvm::Align(4));
+            broadcast = b.CreateVectorSplat(unsigned(width), tap);
+          }
+          for (int64_t g = 0; g < group; ++g) {
+            llvm::Value *tapRow = at(rowBases[size_t(g)], constant(ky * plan.dilationRows * plan.paddedColumns +
+                                                                   kx * plan.dilationColumns));
             for (int64_t v = 0; v < count; ++v) {
               llvm::Value *address =
                   at(tapRow, b.CreateMul(b.CreateAdd(first, constant(v * width)), constant(stride)));
@@ -395,22 +332,35 @@ Kernel emitPlaneWindow(const LoweredGroup &group, const PlaneWindow &plan, const
                                    ? b.CreateAlignedLoad(vector, address, llvm::Align(4))
                                    : b.CreateShuffleVector(b.CreateAlignedLoad(wide, address, llvm::Align(4)),
                                                            everyStride);
-              llvm::Value *&sum = sums[size_t(v)];
+              llvm::Value *&sum = sums[size_t(g)][size_t(v)];
               sum = plan.combine == PlaneWindow::Combine::MultiplyAdd ? b.CreateCall(fmuladd, {broadcast, x, sum})
                     : plan.combine == PlaneWindow::Combine::Max        ? b.CreateCall(maximum, {sum, x})
                                                                         : b.CreateFAdd(sum, x);
             }
           }
+        }
+      for (int64_t g = 0; g < group; ++g) {
+        llvm::Value *tileRow = at(tile, b.CreateMul(b.CreateAdd(row, constant(g)), constant(plan.outColumns)));
         for (int64_t v = 0; v < count; ++v)
-          b.CreateAlignedStore(sums[size_t(v)], at(tileRow, b.CreateAdd(first, constant(v * width))),
+          b.CreateAlignedStore(sums[size_t(g)][size_t(v)], at(tileRow, b.CreateAdd(first, constant(v * width))),
                                llvm::Align(4));
-      };
+      }
+    };
+    auto oneRow = [&](llvm::Value *row) {
       const int64_t fullChunks = vectorsPerRow / chunk, tail = vectorsPerRow % chunk;
       emitLoop(b, constant(0), constant(fullChunks * chunk * width), chunk * width,
-               [&](llvm::Value *first) { vectors(first, chunk); }, "chunk");
+               [&](llvm::Value *first) { vectors(row, 1, first, chunk); }, "chunk");
       if (tail > 0)
-        vectors(constant(fullChunks * chunk * width), tail);
-    }, "row");
+        vectors(row, 1, constant(fullChunks * chunk * width), tail);
+    };
+    const int64_t together = vectorsPerRow < 4 ? std::min<int64_t>(4 / vectorsPerRow, plan.bandRows) : 1;
+    llvm::Value *grouped = constant(0);
+    if (together > 1) {
+      grouped = b.CreateSub(rows, b.CreateURem(rows, constant(together)));
+      emitLoop(b, constant(0), grouped, together,
+               [&](llvm::Value *row) { vectors(row, together, constant(0), vectorsPerRow); }, "rows");
+    }
+    emitLoop(b, grouped, rows, 1, oneRow, "row");
 
     setParam(ParamChannel, channel);
     setParam(ParamImage, image);

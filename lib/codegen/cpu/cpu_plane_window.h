@@ -18,6 +18,7 @@
 #pragma once
 
 #include "sinter/codegen/backend/backend.h"
+#include "sinter/codegen/lowering/depthwise.h"
 
 #include <llvm/IR/Module.h>
 
@@ -28,16 +29,12 @@ namespace sinter::codegen::llvmgen {
 
 /// A plane window as planned once for every level: what it combines, its window in two spatial
 /// dims (a 1-d window is one of height 1), its bands and the scratch each band is copied to.
-struct PlaneWindow {
+struct PlaneWindow : PlaneGeometry {
   enum class Combine { MultiplyAdd, Max, Add }; ///< a depthwise convolution, MaxPool, AveragePool
   Combine combine = Combine::MultiplyAdd;
   int source = -1;                  ///< the buffer X
   int64_t channels = 0, images = 0; ///< planes: images x channels
   int64_t imageStride = 0, planeStride = 0;
-  int64_t inRows = 0, inColumns = 0, outRows = 0, outColumns = 0;
-  int64_t kernelRows = 0, kernelColumns = 0;
-  int64_t strideRows = 1, strideColumns = 1, dilationRows = 1, dilationColumns = 1;
-  int64_t padTop = 0, padLeft = 0;
   int64_t bandRows = 0, bands = 0;           ///< output rows a tile computes; tiles per plane
   int64_t paddedRows = 0, paddedColumns = 0; ///< the scratch a band of input is copied to
   int64_t tiles() const { return images * channels * bands; }

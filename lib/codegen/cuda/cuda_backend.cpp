@@ -105,6 +105,9 @@ public:
     case cuda::KernelForm::Tiled:
       source = cuda::printTiledContraction(*group.contraction, choice.tile, launch);
       break;
+    case cuda::KernelForm::Depthwise:
+      source = cuda::printDepthwise(*group.contraction, *choice.depthwise, launch);
+      break;
     case cuda::KernelForm::Generic: {
       source = cuda::printCudaKernel(kernel, kBlockSize);
       int64_t blocks = std::clamp<int64_t>((cuda::threadsNeeded(kernel) + kBlockSize - 1) / kBlockSize,

@@ -17,6 +17,11 @@ KernelChoice chooseKernel(const LoweredGroup &group, const CudaOptions &options,
       return choice;
     }
   const std::optional<Contraction> &contraction = group.contraction;
+  if (contraction && options.directDepthwise)
+    if ((choice.depthwise = planDepthwise(group))) {
+      choice.form = KernelForm::Depthwise;
+      return choice;
+    }
   if (!contraction || !worthTiling(contraction->spec))
     return choice;
   const ContractionSpec &spec = contraction->spec;
@@ -55,6 +60,7 @@ std::string generatorName(const KernelChoice &choice) {
     return std::string("cuda-c tensor-core ") + mmaOperandsName(choice.operands) +
            (choice.mmaOptions.warpgroupMma ? " wgmma" : "") + (choice.mmaOptions.streamKBlocks ? " stream-k" : "");
   case KernelForm::Tiled: return "cuda-c tiled";
+  case KernelForm::Depthwise: return "cuda-c depthwise";
   case KernelForm::Generic: break;
   }
   return "cuda-c";

@@ -8,10 +8,13 @@
 //      (chooseMmaTile), when that tile's grid fits the launch limits;
 //   3. the tiled f32 kernel (cuda_contraction.cpp): a contraction worth tiling whose tile's grid
 //      fits;
-//   4. the generic kernel: the group's kernel IR printed as it is (cuda_source.cpp).
+//   4. the depthwise kernel (cuda_depthwise.cpp): a depthwise convolution reading its input
+//      directly, whose band of rows fits the kernel's shared memory;
+//   5. the generic kernel: the group's kernel IR printed as it is (cuda_source.cpp).
 #pragma once
 
 #include "cuda_contraction.h"
+#include "cuda_depthwise.h"
 
 #include "sinter/codegen/backend/backend.h"
 
@@ -19,7 +22,7 @@
 
 namespace sinter::codegen::cuda {
 
-enum class KernelForm { FusedAttention, TensorCore, Tiled, Generic };
+enum class KernelForm { FusedAttention, TensorCore, Tiled, Depthwise, Generic };
 
 struct KernelChoice {
   KernelForm form = KernelForm::Generic;
@@ -28,6 +31,7 @@ struct KernelChoice {
   MmaTile mmaTile{};                        ///< TensorCore
   MmaKernelOptions mmaOptions;              ///< TensorCore: wgmma body, epilogue, stream-K
   TileShape tile{};                         ///< Tiled
+  std::optional<DepthwisePlan> depthwise;   ///< Depthwise
 };
 
 /// The choice for `group` on `archs` (sorted, oldest first; each a number: 80 for sm_80).

@@ -258,6 +258,46 @@ ExprRef divideExact(const ExprRef &term, int64_t n) {
   }
 }
 
+/// `sum` with each pair of terms div(x, n) * (n * c) and rem(x, n) * c replaced by x * c (an
+/// identity for any x and n != 0: an index unravelled over dims and ravelled back, as a plane's
+/// position r read as (r / W, r % W) is (r / W) * W + r % W). `sum` itself when there is none.
+ExprRef recombinedQuotients(const ExprRef &sum) {
+  std::vector<ExprRef> terms;
+  if (!flattenSum(sum, 1, terms))
+    return sum;
+  // A term as (factor, coefficient): factor * coefficient, the coefficient 1 when there is none.
+  auto split = [](const ExprRef &term) -> std::pair<ExprRef, int64_t> {
+    if (term->kind == ExprKind::Binary && term->binary == BinaryOp::Mul && isIntConstant(term->operands[1]))
+      return {term->operands[0], term->operands[1]->intValue};
+    return {term, 1};
+  };
+  auto byConstant = [](const ExprRef &e, BinaryOp op) {
+    return e->kind == ExprKind::Binary && e->binary == op && isIntConstant(e->operands[1]) &&
+           e->operands[1]->intValue != 0;
+  };
+  bool changed = false;
+  for (size_t q = 0; q < terms.size(); ++q) {
+    auto [quotient, scaled] = split(terms[q]);
+    if (!byConstant(quotient, BinaryOp::Div))
+      continue;
+    const int64_t n = quotient->operands[1]->intValue;
+    for (size_t r = 0; r < terms.size(); ++r) {
+      auto [remainder, c] = split(terms[r]);
+      if (r == q || !byConstant(remainder, BinaryOp::Rem) || remainder->operands[1]->intValue != n ||
+          product(n, c) != std::optional<int64_t>(scaled) ||
+          !structurallyEqual(quotient->operands[0], remainder->operands[0]))
+        continue;
+      const ExprRef &x = quotient->operands[0];
+      terms[q] = c == 1 ? x : binary(BinaryOp::Mul, x, intConstant(c, x->type));
+      terms.erase(terms.begin() + long(r));
+      q -= r < q ? 1 : 0;
+      changed = true;
+      break;
+    }
+  }
+  return changed ? sumOf(terms, sum->type) : sum;
+}
+
 } // namespace
 
 ExprRef IndexRanges::simplify(const ExprRef &e) {
@@ -284,6 +324,8 @@ ExprRef IndexRanges::simplifyNode(const ExprRef &e) {
     copy->operands = operands;
     current = copy;
   }
+  if (current->kind == ExprKind::Binary && current->binary == BinaryOp::Add && isInteger(current->type))
+    return recombinedQuotients(current);
   if (current->kind != ExprKind::Binary || !isInteger(current->type) ||
       (current->binary != BinaryOp::Div && current->binary != BinaryOp::Rem) || !isIntConstant(current->operands[1]) ||
       current->operands[1]->intValue <= 0)

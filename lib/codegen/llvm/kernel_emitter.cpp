@@ -465,6 +465,21 @@ void KernelEmitter::stmts(const std::vector<StmtRef> &list) {
     stmt(*s);
 }
 
+void KernelEmitter::reductionStmts(const std::vector<StmtRef> &list) {
+  // `acc = op(acc, x)` each (reductionLoop checks the form). A float sum or product may be
+  // reassociated (kernel_ir.h's promise), which is what lets the loop vectorizer keep partial
+  // sums in vector lanes; without it the loop is one dependent add per element. Only the
+  // combining operation gets the flag: x's own arithmetic keeps its order.
+  for (const StmtRef &s : list) {
+    cache_.clear();
+    llvm::Value *value = expr(s->a);
+    if (auto *combine = llvm::dyn_cast<llvm::BinaryOperator>(value);
+        combine && (combine->getOpcode() == llvm::Instruction::FAdd || combine->getOpcode() == llvm::Instruction::FMul))
+      combine->setHasAllowReassoc(true);
+    b_.CreateStore(value, variables_[s->id]);
+  }
+}
+
 void KernelEmitter::stmt(const Stmt &s) {
   cache_.clear(); // values from an earlier statement may not dominate this one
   llvm::Function *function = b_.GetInsertBlock()->getParent();
@@ -493,7 +508,10 @@ void KernelEmitter::stmt(const Stmt &s) {
     llvm::Value *index = b_.CreateLoad(b_.getInt64Ty(), variables_[s.id]);
     b_.CreateCondBr(b_.CreateICmpSLT(index, extent), body, after);
     b_.SetInsertPoint(body);
-    stmts(s.body);
+    if (s.loop == LoopKind::Reduction)
+      reductionStmts(s.body);
+    else
+      stmts(s.body);
     llvm::Value *current = b_.CreateLoad(b_.getInt64Ty(), variables_[s.id]);
     b_.CreateStore(b_.CreateAdd(current, b_.getInt64(1)), variables_[s.id]);
     b_.CreateBr(header);

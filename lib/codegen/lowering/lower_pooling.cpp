@@ -32,6 +32,19 @@ void poolRule(const RuleContext &ctx) {
   DType type = ctx.outputType(0);
   b.setParallelExtent(productOf(out));
   std::vector<ExprRef> index = unravelIndex(b.gid(), out);
+  if (global && node.kind() == OpKind::GlobalAveragePool) {
+    // A plane's mean: every tap is inside, so the sum is a reduction loop (the CPU vectorizes
+    // it, the CUDA backend splits it over a warp) and the count is the plane's size.
+    int acc = b.addVariable("acc", type), r = b.addVariable("r", DType::Int64);
+    std::vector<ExprRef> inIndex = {index[0], index[1]};
+    for (const ExprRef &at : unravelIndex(var(r, DType::Int64), kernel))
+      inIndex.push_back(at);
+    b.emit(assign(acc, typedConstant(type, 0)));
+    b.emit(reductionLoop(r, intConstant(productOf(kernel)),
+                         {assign(acc, binary(BinaryOp::Add, var(acc, type), cast(ctx.input(0)(inIndex), type)))}));
+    b.emit(ctx.store(0, b.gid(), binary(BinaryOp::Div, var(acc, type), typedConstant(type, double(productOf(kernel))))));
+    return;
+  }
   int acc = b.addVariable("acc", type), count = b.addVariable("count", DType::Int64);
   int where = b.addVariable("where", DType::Int64), r = b.addVariable("r", DType::Int64);
   std::vector<ExprRef> at = unravelIndex(var(r, DType::Int64), kernel);

@@ -71,6 +71,8 @@ private:
   llvm::Value *intrinsic(llvm::Intrinsic::ID id, std::vector<llvm::Value *> args);
   void stmts(const std::vector<StmtRef> &list);
   void stmt(const Stmt &s);
+  /// The body of a LoopKind::Reduction loop: its float sums and products marked reassociable.
+  void reductionStmts(const std::vector<StmtRef> &list);
 
   const Kernel &kernel_;
   llvm::IRBuilder<> &b_;

@@ -1,0 +1,53 @@
+// Depthwise convolutions (one input and one output channel per group) read as a window slid
+// over each (image, channel) plane on its own, so a backend can generate a direct kernel for
+// them instead of running the contraction as a GEMM of one row per group:
+//
+//   for image, channel, position (row-major over geometry.output):
+//     acc = sum over taps t inside X of lhs(channel, 0, t) * X[image][channel][at(position, t)]
+//           (at_d = position_d * strides_d - padBegin_d + tap_d * dilations_d)
+//     epilogue(b = channel, i = 0, j = image * positions + position, acc)
+//
+// It restates the contraction's description (contraction.h) when that description's rhs reads
+// X directly (no fused prologue): depthwiseWindow checks the restatement against the rhs's
+// expressions position by position and tap by tap, so a backend that trusts it computes what the
+// naive lowering computes. The CPU's plane-window kernel (cpu_plane_window.h) and the CUDA
+// backend's depthwise kernel (cuda_depthwise.h) are built on it.
+#pragma once
+
+#include "sinter/codegen/lowering/contraction.h"
+
+#include <optional>
+
+namespace sinter::codegen {
+
+/// A window over a plane of 1 or 2 spatial dims as rows and columns (a 1-d window is one row): what
+/// the plane-window kernels of both backends walk, for depthwise convolutions and pooling.
+struct PlaneGeometry {
+  int64_t inRows = 1, inColumns = 1, outRows = 1, outColumns = 1, kernelRows = 1, kernelColumns = 1;
+  int64_t strideRows = 1, strideColumns = 1, dilationRows = 1, dilationColumns = 1;
+  int64_t padTop = 0, padLeft = 0;
+};
+
+/// `geometry` (rank 1 or 2) as rows and columns.
+PlaneGeometry planeGeometry(const WindowGeometry &geometry);
+
+struct DepthwiseWindow {
+  int source = -1;               ///< the buffer X
+  DType stored = DType::Float32; ///< X's element type: f32, f16 or bf16
+  /// The float types X's value is cast through after its load, in order, the last f32: empty
+  /// for an f32 X read as it is, {f32} for a 16-bit X widened, {f16, f32} for an f32 X rounded
+  /// to f16 on its way in (a graph input under --precision fp16).
+  std::vector<DType> casts;
+  int64_t channels = 0, images = 0;
+  int64_t imageStride = 0, planeStride = 0; ///< elements of X between images, between channels
+  WindowGeometry geometry;                  ///< 1 or 2 spatial dims
+  int64_t positions() const;                ///< output positions of a plane
+};
+
+/// The window of `contraction` when it is an f32-accumulated depthwise convolution over 1 or 2
+/// spatial dims whose rhs reads X directly: a load of X through casts between f32, f16 and bf16
+/// only, under the padding's select with 0 or not; nullopt otherwise. A window whose geometry disagrees with
+/// the rhs's expressions is a broken invariant of the convolution's lowering.
+std::optional<DepthwiseWindow> depthwiseWindow(const Contraction &contraction);
+
+} // namespace sinter::codegen

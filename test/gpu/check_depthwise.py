@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""The CUDA depthwise kernel (lib/codegen/cuda/cuda_depthwise.cpp) on the GPU, against
+onnxruntime on the CPU (docs/gpu-testing.md).
+
+    python3 test/gpu/check_depthwise.py --bin DIR --work DIR [--no-gpu]
+
+DIR holds the portable `sinter` (scripts/device/build-portable.sh). Each case is a small model
+of a depthwise Conv (group = channels) and the nodes fused after it, chosen to take every path
+of the kernel's plan: planes cut into bands (tall planes, or few planes at batch 1), several
+small planes to a block, strides 1-4, dilations, asymmetric and zero padding, 1-d windows, odd
+extents that leave a partial run at a band's end, up to 11x11 taps, fused bias, activations and
+a residual. For each case and precision (fp32; fp16 and bf16 storage):
+  - the artifact's kernel generators must say `cuda-c depthwise` exactly when the case expects
+    the direct kernel (a 13x13 window, past its 121 taps, must not), so a fallback to the
+    generic kernel cannot pass for it;
+  - `sinter run` on the GPU must match onnxruntime: max|a-b|/max|b| <= 1e-4 at fp32, relative L2
+    <= 1e-2 at fp16 and bf16.
+With --no-gpu the outputs come from CPU-target artifacts (the CUDA artifacts are still compiled
+and their generators checked). Exits 1 when any check fails; prints one line per case.
+"""
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
+
+import kernel_cases
+
+PRECISIONS = ["fp32", "fp16", "bf16"]
+
+# (name, x shape, kernel, Conv attributes, nodes after ("relu", "silu", "residual", "clip"; "relu
+#  before": a Relu before the Conv, so that at fp16 and bf16 the Conv reads a stored 16-bit
+#  activation, not the graph's f32 input), whether the direct kernel takes it)
+CASES = [
+    ("7x7 convnext stage 1", [2, 96, 56, 56], [7, 7], {"pads": [3, 3, 3, 3]}, [], True),
+    ("7x7 on 7x7 planes + residual", [4, 384, 7, 7], [7, 7], {"pads": [3, 3, 3, 3]}, ["residual"], True),
+    ("3x3 tall planes batch 1 + clip", [1, 32, 112, 112], [3, 3], {"pads": [1, 1, 1, 1]}, ["clip"], True),
+    ("3x3 stride 2 odd + relu", [3, 24, 57, 45], [3, 3], {"pads": [1, 1, 1, 1], "strides": [2, 2]}, ["relu"], True),
+    ("5x5 stride 2 + silu", [2, 40, 28, 28], [5, 5], {"pads": [2, 2, 2, 2], "strides": [2, 2]}, ["silu"], True),
+    ("3x3 dilation 2", [2, 16, 30, 30], [3, 3], {"pads": [2, 2, 2, 2], "dilations": [2, 2]}, [], True),
+    ("asymmetric pads, strides 3x1", [1, 8, 20, 23], [3, 4], {"pads": [0, 1, 2, 0], "strides": [3, 1]}, [], True),
+    ("no padding stride 4", [2, 12, 33, 33], [4, 4], {"strides": [4, 4]}, ["relu"], True),
+    ("1-d k4 causal pad", [2, 64, 100], [4], {"pads": [3, 0]}, ["silu"], True),
+    ("11x11 taps", [1, 8, 40, 40], [11, 11], {"pads": [5, 5, 5, 5]}, [], True),
+    ("13x13 past the taps", [1, 4, 20, 20], [13, 13], {"pads": [6, 6, 6, 6]}, [], False),
+    ("7x7 after a relu", [2, 48, 28, 28], [7, 7], {"pads": [3, 3, 3, 3]}, ["relu before", "residual"], True),
+    ("3x3 stride 2 after a relu, right pad", [2, 32, 56, 56], [3, 3], {"pads": [0, 0, 1, 1], "strides": [2, 2]},
+     ["relu before", "clip"], True),
+    ("5x5 after a relu, rows of 6", [3, 8, 10, 6], [5, 5], {"pads": [2, 2, 2, 2]}, ["relu before"], True),
+    ("1-d after a relu", [2, 16, 64], [3], {"pads": [1, 1]}, ["relu before"], True),
+]
+
+
+def build(path, x_shape, kernel, attributes, after, rng):
+    channels = x_shape[1]
+    w = (rng.standard_normal((channels, 1, *kernel)) / np.sqrt(np.prod(kernel))).astype(np.float32)
+    bias = (0.1 * rng.standard_normal(channels)).astype(np.float32)
+    initializers = [numpy_helper.from_array(w, "w"), numpy_helper.from_array(bias, "bias")]
+    if "clip" in after:
+        initializers += [numpy_helper.from_array(np.array(0.0, np.float32), "low"),
+                         numpy_helper.from_array(np.array(6.0, np.float32), "high")]
+    nodes = [helper.make_node("Conv", ["x", "w", "bias"], ["c"], kernel_shape=kernel, group=channels, **attributes)]
+    if "relu before" in after:
+        nodes = [helper.make_node("Relu", ["x"], ["xr"])] + nodes
+        nodes[1].input[0] = "xr"
+        after = [op for op in after if op != "relu before"]
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)]
+    # The output's shape, as ONNX defines it.
+    spatial = len(kernel)
+    pads = attributes.get("pads", [0] * 2 * spatial)
+    strides = attributes.get("strides", [1] * spatial)
+    dilations = attributes.get("dilations", [1] * spatial)
+    out = x_shape[:2] + [(x_shape[2 + d] + pads[d] + pads[spatial + d] - (kernel[d] - 1) * dilations[d] - 1)
+                         // strides[d] + 1 for d in range(spatial)]
+    last = "c"
+    for index, op in enumerate(after):
+        name = f"a{index}"
+        if op == "relu":
+            nodes.append(helper.make_node("Relu", [last], [name]))
+        elif op == "clip":
+            nodes.append(helper.make_node("Clip", [last, "low", "high"], [name]))
+        elif op == "silu":
+            nodes += [helper.make_node("Sigmoid", [last], [name + "s"]), helper.make_node("Mul", [last, name + "s"], [name])]
+        elif op == "residual":
+            assert out == x_shape
+            inputs.append(helper.make_tensor_value_info("r", TensorProto.FLOAT, out))
+            nodes.append(helper.make_node("Add", [last, "r"], [name]))
+        last = name
+    nodes[-1].output[0] = "y"
+    graph = helper.make_graph(nodes, "depthwise", inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, out)],
+                              initializers)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    onnx.checker.check_model(model)
+    onnx.save(model, path)
+    return {i.name: rng.standard_normal([d.dim_value for d in i.type.tensor_type.shape.dim]).astype(np.float32)
+            for i in inputs}
+
+
+def generators(sinter, artifact):
+    info = json.loads(subprocess.run([sinter, "inspect", str(artifact), "--json"], check=True, capture_output=True,
+                                     text=True).stdout)
+    return [kernel["generator"] for kernel in info["kernels"]]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--bin", required=True, type=Path)
+    parser.add_argument("--work", required=True, type=Path)
+    parser.add_argument("--no-gpu", action="store_true", help="run CPU-target artifacts instead")
+    args = parser.parse_args()
+    args.work.mkdir(parents=True, exist_ok=True)
+    sinter = str(args.bin / "sinter")
+    rng = np.random.default_rng(0)
+    failures = 0
+    for name, x_shape, kernel, attributes, after, direct in CASES:
+        case = args.work / name.replace(" ", "_").replace(",", "")
+        case.mkdir(exist_ok=True)
+        model = case / "model.onnx"
+        feeds = build(model, x_shape, kernel, attributes, after, rng)
+        want = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"]).run(None, feeds)[0].astype(np.float64)
+        files = kernel_cases.save_inputs(case, feeds)
+        for precision in PRECISIONS:
+            problems = []
+            cuda = case / f"cuda_{precision}.so"
+            subprocess.run([sinter, "compile", str(model), "-o", str(cuda), "--force", "--target", "cuda", "--arch",
+                            "sm_90", "--precision", precision], check=True, capture_output=True)
+            kinds = generators(sinter, cuda)
+            if ("cuda-c depthwise" in kinds) != direct:
+                problems.append(f"generators {kinds}, expected the direct kernel: {direct}")
+            got = kernel_cases.output_of(sinter, model, cuda, case, precision, ["--precision", precision], files,
+                                         args.no_gpu)
+            error, what, problem = kernel_cases.compare(got, want, precision)
+            problems += [problem] if problem else []
+            failures += bool(problems)
+            print(f"{'FAIL' if problems else 'ok  '} {name} {precision}: {what} {error:.3g}"
+                  + ("" if not problems else " -- " + "; ".join(problems)), flush=True)
+    print(f"check_depthwise: {failures} failing")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
