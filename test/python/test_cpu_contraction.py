@@ -137,6 +137,34 @@ CASES = {
                                                  pads=[2, 0, 1, 1]),
 }
 
+# 2-D windows read from padded rows in place (cpu_padded_window.h): the product's columns on the
+# padded pitch, tiles that start and end mid-row and span rows, several images, dilations, pads
+# on one side or none or past the kernel, odd channel counts (partial lhs panels), slabs too large
+# for the stack at the first tile width, and strides (the slab split into phases) in either dim,
+# with odd input sizes whose last row or column no window reaches.
+PADDED_CASES = {
+    "conv_padded_images_odd": lambda: conv((3, 24, 13, 41), 13, (3, 3), 50, pads=[1, 1, 1, 1]),
+    "conv_padded_dilated_asymmetric": lambda: conv((2, 16, 15, 47), 19, (3, 3), 51, dilations=[2, 3],
+                                                   pads=[1, 3, 2, 0]),
+    "conv_padded_no_pads": lambda: conv((1, 8, 12, 30), 16, (3, 3), 52),
+    "conv_padded_5x5_wide": lambda: conv((1, 12, 21, 45), 33, (5, 5), 53, pads=[2, 2, 2, 2]),
+    "conv_padded_small_plane_two_images": lambda: conv((2, 32, 7, 7), 40, (3, 3), 54, pads=[1, 1, 1, 1]),
+    "conv_padded_narrowed_tiles": lambda: conv((4, 300, 16, 16), 8, (3, 3), 55, pads=[1, 1, 1, 1]),
+    "conv_padded_grouped_images": lambda: conv((2, 48, 9, 30), 36, (3, 3), 56, group=3, pads=[1, 1, 1, 1]),
+    "conv_padded_2x3_window": lambda: conv((2, 20, 11, 23), 24, (2, 3), 57, pads=[0, 2, 1, 0]),
+    "conv_padded_stride2_images_odd": lambda: conv((3, 16, 17, 71), 21, (5, 5), 58, strides=[2, 2],
+                                                   pads=[2, 2, 2, 2]),
+    "conv_padded_stride2_even_no_pads": lambda: conv((1, 24, 16, 20), 16, (5, 4), 59, strides=[2, 2]),
+    "conv_padded_stride2_1": lambda: conv((2, 8, 19, 21), 12, (3, 3), 60, strides=[2, 1], pads=[0, 1, 2, 1]),
+    "conv_padded_stride1_3_dilated": lambda: conv((1, 16, 13, 40), 10, (5, 5), 61, strides=[1, 3],
+                                                  dilations=[2, 2], pads=[2, 1, 2, 2]),
+    "conv_padded_stem_7x7_stride2": lambda: conv((2, 3, 37, 75), 16, (7, 7), 62, strides=[2, 2],
+                                                 pads=[3, 3, 3, 3]),
+}
+# 7x7 planes of eight images: the packed window's panels run across images, and waste less.
+CASES["conv_small_planes_many_images"] = lambda: conv((8, 32, 7, 7), 24, (3, 3), 63, pads=[1, 1, 1, 1])
+CASES.update(PADDED_CASES)
+
 
 def compile_for_cpu(name, model, inputs, tmp_path, cpu=None):
     """Saves `model` as NAME.onnx and compiles it for the CPU (at `cpu`, else the default levels);
@@ -161,6 +189,36 @@ def test_blocked_contraction_matches_reference(case, cpu, tmp_path):
     reference = st.run_reference(path, inputs, tmp_path / "reference")
     st.assert_outputs_match(actual, reference, context=f"{case} ({cpu}) against the reference evaluator")
     st.assert_outputs_match(actual, st.run_onnxruntime(path, inputs), context=f"{case} ({cpu}) against onnxruntime")
+
+
+def _uses_padded_rows(name, model, inputs, tmp_path):
+    """Whether the artifact's kernel reads its rhs from padded rows: its micro-kernel takes the
+    per-r offsets (sinter.microkernel.*.taps in the generated LLVM IR)."""
+    path = tmp_path / f"{name}.onnx"
+    onnx.save(model, str(path))
+    source = tmp_path / "source"
+    st.run_cli(["compile", path, "--target", "cpu", "--cpu", "x86-64-v4", "--cache-dir", tmp_path / "cache",
+                "--emit-source", source, *st.shape_flags(inputs), "-o", tmp_path / "source.so"])
+    return ".taps" in (source / "module.unoptimized.ll").read_text()
+
+
+@pytest.mark.parametrize("case", sorted(PADDED_CASES) + ["conv_wide_output", "conv_narrow_7x7_stride2",
+                                                         "conv_rows_across_panels_strided"])
+def test_windows_read_padded_rows(case, tmp_path):
+    """The padded-row cases above go through that path (a fallback to the packed window would pass
+    the comparisons too), and pointwise windows, 1-D and 3-D ones, strides of more than 16
+    phases, 3x3 windows at stride 2 and small planes (of one image or several) where the padded
+    pitch would cost too many columns do not."""
+    model, inputs = CASES[case]()
+    assert _uses_padded_rows(case, model, inputs, tmp_path)
+
+
+@pytest.mark.parametrize("case", ["conv_1x1_in_place_images", "conv_narrow_small_image", "conv_long_reduction",
+                                  "conv_depthwise_stride5", "conv_1d", "conv_3d_padded", "conv_3x3_stride2_pad1",
+                                  "conv_small_planes_many_images"])
+def test_other_windows_do_not_read_padded_rows(case, tmp_path):
+    model, inputs = CASES[case]()
+    assert not _uses_padded_rows(case, model, inputs, tmp_path)
 
 
 @pytest.mark.parametrize("threads", [1, 2, 3])

@@ -25,11 +25,14 @@
 // a pointwise convolution's is not packed at all but for a tile's last partial panel: the
 // micro-kernel reads its whole panels in place, rows of X one plane apart (DirectRhs). Where the
 // positions run along output rows (nearly every f32 convolution), the rhs is packed by row
-// segments with vector copies instead (cpu_window_pack.h).
+// segments with vector copies instead (cpu_window_pack.h); a stride-1 2-D window is not packed:
+// its tiles run over the padded row pitch and the micro-kernel reads padded input rows copied
+// once per tile through a per-r offset table (PaddedWindow, cpu_padded_window.h).
 // Panels are zero-padded to MR rows / NR columns, so the micro-kernel never tests bounds; the
 // epilogue stores only the tile's real elements.
 #include "cpu_contraction.h"
 #include "cpu_kernel_frame.h"
+#include "cpu_padded_window.h"
 #include "cpu_window_pack.h"
 
 #include "sinter/codegen/llvm/kernel_emitter.h"
@@ -395,10 +398,14 @@ std::optional<WindowTable> rhsWindowTable(const Contraction &contraction) {
 /// sinter.microkernel.RxC.AxB: c[0..R)[0..C) (row stride ldc) = (accumulate ? c : 0) + sum over
 /// r < kLen of a[r * A + row] * b[r * ldb + column], where A is the panels' rows and ldb the rhs
 /// rows' stride (B, the panel's columns, for a packed panel, whose slice starts at b; the input
-/// plane for a pointwise convolution's rhs read in place). Built once per module and shape.
-llvm::Function *microKernel(llvm::Module &module, const MicroKernelShape &shape, const PanelShape &panels) {
+/// plane for a pointwise convolution's rhs read in place). `tapped`: the last argument is instead
+/// a pointer to i32 offsets, and rhs row r starts at b + offsets[r] (a padded window's runs,
+/// cpu_padded_window.h). Built once per module and shape.
+llvm::Function *microKernel(llvm::Module &module, const MicroKernelShape &shape, const PanelShape &panels,
+                            bool tapped = false) {
   std::string name = "sinter.microkernel." + std::to_string(shape.rows) + "x" + std::to_string(shape.columns()) +
-                     "." + std::to_string(panels.rows) + "x" + std::to_string(panels.columns);
+                     "." + std::to_string(panels.rows) + "x" + std::to_string(panels.columns) +
+                     (tapped ? ".taps" : "");
   if (llvm::Function *existing = module.getFunction(name))
     return existing;
   llvm::LLVMContext &context = module.getContext();
@@ -407,7 +414,7 @@ llvm::Function *microKernel(llvm::Module &module, const MicroKernelShape &shape,
   llvm::Type *i64 = b.getInt64Ty(), *f32 = b.getFloatTy();
   auto *vector = llvm::FixedVectorType::get(f32, unsigned(shape.width));
   auto *function = llvm::Function::Create(
-      llvm::FunctionType::get(b.getVoidTy(), {ptr, ptr, i64, ptr, i64, b.getInt1Ty(), i64}, false),
+      llvm::FunctionType::get(b.getVoidTy(), {ptr, ptr, i64, ptr, i64, b.getInt1Ty(), tapped ? ptr : i64}, false),
       llvm::Function::InternalLinkage, name, module);
   function->addFnAttr(llvm::Attribute::NoUnwind);
   function->addFnAttr(llvm::Attribute::NoInline);
@@ -457,7 +464,12 @@ llvm::Function *microKernel(llvm::Module &module, const MicroKernelShape &shape,
   }
   llvm::Function *fmuladd = llvm::Intrinsic::getDeclaration(&module, llvm::Intrinsic::fmuladd, {vector});
   std::vector<llvm::Value *> columnsAt(static_cast<size_t>(vectors));
-  llvm::Value *bRow = b.CreateInBoundsGEP(f32, bPanel, b.CreateMul(r, ldb));
+  llvm::Value *bRow =
+      tapped ? b.CreateGEP(f32, bPanel,
+                           b.CreateSExt(b.CreateAlignedLoad(b.getInt32Ty(), b.CreateInBoundsGEP(b.getInt32Ty(), ldb, r),
+                                                            llvm::Align(4)),
+                                        i64))
+             : b.CreateInBoundsGEP(f32, bPanel, b.CreateMul(r, ldb));
   for (int64_t v = 0; v < vectors; ++v)
     columnsAt[size_t(v)] = b.CreateAlignedLoad(
         vector, b.CreateConstInBoundsGEP1_64(f32, bRow, uint64_t(v * shape.width)), llvm::Align(4));
@@ -492,12 +504,14 @@ struct TileProgram {
   int params = 0, lhsPack = 0, rhsPack = 0, tile = 0, gather = 0; ///< buffer indices
   int outer = 0, middle = 0, inner = 0;               ///< loop variables
   int image = 0, first = 0, count = 0, position = 0;  ///< the epilogue's per-image pieces
+  int rowStart = 0;                                   ///< a padded window's: an output row's column
 };
 
 /// The `params` buffer: the block's batch, first row and column, first r and its length, and the
 /// rows and columns of the tile that exist.
 enum Param : int64_t {
   ParamBatch, ParamRow, ParamColumn, ParamReduction, ParamReductionLength, ParamRows, ParamColumns,
+  ParamImage, ///< a padded window's tiles: the image (their columns are within it)
   ParamCount
 };
 
@@ -525,6 +539,7 @@ TileProgram tileProgram(const Contraction &contraction, const ContractionBlockin
   program.first = addVariable("first");
   program.count = addVariable("count");
   program.position = addVariable("position");
+  program.rowStart = addVariable("row_start");
   return program;
 }
 
@@ -647,6 +662,46 @@ std::vector<StmtRef> tileEpilogue(const TileProgram &program, const Kernel &kern
                   {assign(spec.i, add(param(program, ParamRow), row)), forLoop(program.middle, images, perImage)})};
 }
 
+/// The epilogue of a padded window's tile (cpu_padded_window.h): the tile's columns [column0,
+/// column0 + columns) are on the padded pitch within one image; for each output row they cover,
+/// those of ox < outputWidth are stored, at j = image * positions + oy * outputWidth + ox, with
+/// the index arithmetic simplified over (image, position) as for a tile across images.
+std::vector<StmtRef> paddedTileEpilogue(const TileProgram &program, const Kernel &kernel, const ContractionSpec &spec,
+                                        int64_t tileColumns, const PaddedWindow &padded) {
+  ExprRef row = var(program.outer, DType::Int64), column = var(program.inner, DType::Int64);
+  ExprRef column0 = param(program, ParamColumn), columns = param(program, ParamColumns);
+  ExprRef image = var(program.image, DType::Int64), first = var(program.first, DType::Int64);
+  ExprRef rowStart = var(program.rowStart, DType::Int64);
+  Kernel ranged = kernel;
+  ranged.body = spec.epilogue;
+  IndexRanges ranges(ranged);
+  setContractionRanges(ranges, spec);
+  ranges.setVariable(program.image, {0, padded.images - 1});
+  ranges.setVariable(program.position, {0, padded.positions - 1});
+  ExprRef j = add(mul(image, padded.positions), var(program.position, DType::Int64));
+  // Output row oy starts at padded column rowStart = oy * pitch; its position is oy * outputWidth.
+  ExprRef outputRow = div(rowStart, padded.pitch);
+  std::vector<StmtRef> element = {
+      assign(program.position, add(mul(outputRow, padded.outputWidth), add(first, column))),
+      assign(spec.acc, load(program.tile, DType::Float32,
+                            add(mul(row, tileColumns), sub(add(rowStart, add(first, column)), column0))))};
+  for (const StmtRef &statement : spec.epilogue)
+    element.push_back(ranges.simplify(substituted(statement, spec.j, j)));
+  // The output rows from column0's to the last column's; in each, columns [first, first + count).
+  ExprRef firstRow = div(column0, padded.pitch);
+  ExprRef rowCount = sub(add(div(sub(add(column0, columns), intConstant(1)), padded.pitch), intConstant(1)), firstRow);
+  std::vector<StmtRef> perRow = {
+      assign(program.rowStart, mul(add(firstRow, var(program.middle, DType::Int64)), padded.pitch)),
+      assign(program.first, sub(binary(BinaryOp::Max, column0, rowStart), rowStart)),
+      assign(program.count, sub(sub(binary(BinaryOp::Min, add(column0, columns), add(rowStart, padded.outputWidth)),
+                                    rowStart),
+                                first)),
+      forLoop(program.inner, var(program.count, DType::Int64), element)};
+  return {assign(spec.b, param(program, ParamBatch)), assign(program.image, param(program, ParamImage)),
+          forLoop(program.outer, param(program, ParamRows),
+                  {assign(spec.i, add(param(program, ParamRow), row)), forLoop(program.middle, rowCount, perRow)})};
+}
+
 /// Narrower products than worthTiling accepts still gain from the micro-kernel on the CPU, as
 /// long as a tile row fills an SSE vector: the naive loop is one scalar dependency chain with
 /// the gather's index arithmetic in it. That includes depthwise convolutions (m = 1 per group:
@@ -715,9 +770,30 @@ std::optional<BlockedContraction> planBlockedContraction(const LoweredGroup &gro
     launch.derivedConstants.push_back(std::move(rhsPacked->bytes));
   }
   if (rhsGather) {
-    plan.gather = rhsGather->gather;
     plan.directRhs = pointwiseRhs(spec, rhsGather->gather);
-    launch.derivedConstants.push_back(std::move(rhsGather->bytes));
+    // A stride-1 window with constant weights reads padded rows in place (cpu_padded_window.h),
+    // its tables giving way to one offset per r.
+    std::vector<int32_t> table(rhsGather->bytes.size() / sizeof(int32_t)), offsets;
+    std::memcpy(table.data(), rhsGather->bytes.data(), table.size() * sizeof(int32_t));
+    ContractionBlocking paddedBlocking;
+    std::vector<int64_t> order;
+    std::optional<PaddedWindow> padded =
+        plan.directRhs || !plan.lhsPacked
+            ? std::nullopt
+            : planPaddedWindow(spec, rhsGather->gather, table, panels, paddedBlocking, offsets, order);
+    if (padded) {
+      // The lhs pack (the first derived constant) walks the reduction in the slab's order.
+      permuteReduction(launch.derivedConstants.front(), spec.k, panels.rows, order);
+      plan.padded = *padded;
+      plan.blocking = paddedBlocking;
+      launch.parallelExtent = paddedBlocking.tiles;
+      std::vector<uint8_t> bytes(offsets.size() * sizeof(int32_t));
+      std::memcpy(bytes.data(), offsets.data(), bytes.size());
+      launch.derivedConstants.push_back(std::move(bytes));
+    } else {
+      plan.gather = rhsGather->gather;
+      launch.derivedConstants.push_back(std::move(rhsGather->bytes));
+    }
   }
   return plan;
 }
@@ -737,6 +813,7 @@ Kernel emitBlockedContraction(const LoweredGroup &group, const BlockedContractio
   const int64_t nr = rhsAtRunTime ? micro.columns() : panels.columns;
   const ContractionBlocking &blocking = plan.blocking;
   const WindowGather *rhsGather = plan.gather ? &*plan.gather : nullptr;
+  const PaddedWindow *padded = plan.padded ? &*plan.padded : nullptr;
 
   llvm::LLVMContext &context = module.getContext();
   llvm::IRBuilder<> b(context);
@@ -752,7 +829,7 @@ Kernel emitBlockedContraction(const LoweredGroup &group, const BlockedContractio
     buffers.push_back(body->getArg(unsigned(i)));
   llvm::Value *lhsConstant = plan.lhsPacked ? body->getArg(unsigned(bufferCount)) : nullptr;
   llvm::Value *rhsConstant = plan.rhsPacked ? body->getArg(unsigned(bufferCount + (plan.lhsPacked ? 1 : 0))) : nullptr;
-  llvm::Value *gatherTable = rhsGather ? body->getArg(unsigned(bufferCount + derivedCount - 1)) : nullptr;
+  llvm::Value *gatherTable = rhsGather || padded ? body->getArg(unsigned(bufferCount + derivedCount - 1)) : nullptr;
   llvm::Value *begin = body->getArg(unsigned(bufferCount + derivedCount));
   llvm::Value *end = body->getArg(unsigned(bufferCount + derivedCount + 1));
 
@@ -767,22 +844,26 @@ Kernel emitBlockedContraction(const LoweredGroup &group, const BlockedContractio
   llvm::Value *paramBuffer = scratch(i64, ParamCount, "params");
   llvm::Value *tile = scratch(f32, blocking.mc * blocking.nc, "tile");
   llvm::Value *lhsPack = lhsAtRunTime ? scratch(f32, blocking.mc * blocking.kc, "lhs.pack") : tile;
-  llvm::Value *rhsPack = rhsAtRunTime ? scratch(f32, blocking.kc * blocking.nc, "rhs.pack") : tile;
+  // A padded window's rhs is the slab of its input rows, not a pack.
+  llvm::Value *rhsPack = !rhsAtRunTime ? tile
+                         : padded      ? scratch(f32, padded->channels * padded->slabFloats(), "rhs.slab")
+                                       : scratch(f32, blocking.kc * blocking.nc, "rhs.pack");
 
-  TileProgram packLhs = tileProgram(contraction, blocking, rhsGather ? rhsGather->entries : 0),
+  TileProgram packLhs = tileProgram(contraction, blocking, rhsGather ? rhsGather->entries : padded ? spec.k : 0),
               packRhs = packLhs, epilogue = packLhs;
   packLhs.kernel.body = packOperand(packLhs, spec, true, mr);
   const DirectRhs *direct = plan.directRhs ? &*plan.directRhs : nullptr;
   // A window over rows of f32 positions is packed by row segments (cpu_window_pack.h).
   const bool rowPacked = rhsGather && !direct && rhsGather->rowLength > 0 && rhsGather->sourceType == DType::Float32;
   packRhs.kernel.body = packOperand(packRhs, spec, false, nr, rhsGather, direct ? direct->positions : 0);
-  epilogue.kernel.body = tileEpilogue(epilogue, epilogue.kernel, spec, blocking.nc);
+  epilogue.kernel.body = padded ? paddedTileEpilogue(epilogue, epilogue.kernel, spec, blocking.nc, *padded)
+                                : tileEpilogue(epilogue, epilogue.kernel, spec, blocking.nc);
   std::vector<llvm::Value *> programBuffers(buffers.begin(), buffers.begin() + long(bufferCount));
   programBuffers.insert(programBuffers.end(), {paramBuffer, lhsPack, rhsPack, tile, gatherTable ? gatherTable : tile});
   KernelEmitter lhsEmitter(packLhs.kernel, b, module, programBuffers, hostMathLibrary(), hasF16c);
   KernelEmitter rhsEmitter(packRhs.kernel, b, module, programBuffers, hostMathLibrary(), hasF16c);
   KernelEmitter epilogueEmitter(epilogue.kernel, b, module, programBuffers, hostMathLibrary(), hasF16c);
-  llvm::Function *microKernelFunction = microKernel(module, micro, PanelShape{mr, nr});
+  llvm::Function *microKernelFunction = microKernel(module, micro, PanelShape{mr, nr}, padded != nullptr);
 
   auto setParam = [&](Param which, llvm::Value *value) {
     b.CreateStore(value, b.CreateConstInBoundsGEP1_64(i64, paramBuffer, uint64_t(which)));
@@ -795,10 +876,24 @@ Kernel emitBlockedContraction(const LoweredGroup &group, const BlockedContractio
     llvm::Value *rest = b.CreateUDiv(t, constant(blocking.nBlocks));
     llvm::Value *mBlock = b.CreateURem(rest, constant(blocking.mBlocks));
     llvm::Value *batch = b.CreateUDiv(rest, constant(blocking.mBlocks));
+    // A padded window's tiles are (group, image, m block, n block), the columns within the image.
+    llvm::Value *image = nullptr, *outputRow0 = nullptr, *rowOffset0 = nullptr;
+    if (padded) {
+      image = b.CreateURem(batch, constant(padded->images));
+      batch = b.CreateUDiv(batch, constant(padded->images));
+    }
     llvm::Value *row0 = b.CreateMul(mBlock, constant(blocking.mc));
     llvm::Value *column0 = b.CreateMul(nBlock, constant(blocking.nc));
     llvm::Value *rows = minimum(constant(blocking.mc), b.CreateSub(constant(spec.m), row0));
-    llvm::Value *columns = minimum(constant(blocking.nc), b.CreateSub(constant(spec.n), column0));
+    llvm::Value *columns =
+        minimum(constant(blocking.nc), b.CreateSub(constant(padded ? padded->columns : spec.n), column0));
+    if (padded) {
+      // The tile's first column is output row outputRow0's column rowOffset0 (< pitch).
+      outputRow0 = b.CreateUDiv(column0, constant(padded->pitch));
+      rowOffset0 = b.CreateSub(column0, b.CreateMul(outputRow0, constant(padded->pitch)));
+      setParam(ParamImage, image);
+      emitPaddedSlab(b, *padded, micro.width, buffers[size_t(padded->source)], rhsPack, batch, image, outputRow0);
+    }
     llvm::Value *rowPanels = b.CreateUDiv(b.CreateAdd(rows, constant(mr - 1)), constant(mr));
     llvm::Value *columnPanels = b.CreateUDiv(b.CreateAdd(columns, constant(nr - 1)), constant(nr));
     setParam(ParamBatch, batch);
@@ -813,7 +908,7 @@ Kernel emitBlockedContraction(const LoweredGroup &group, const BlockedContractio
       if (rhsAtRunTime && rowPacked)
         emitWindowPack(b, *rhsGather, *spec.window, nr, micro.width,
                        {buffers[size_t(rhsGather->source)], gatherTable, rhsPack, batch, column0, columns, kc, kLen});
-      else if (rhsAtRunTime)
+      else if (rhsAtRunTime && !padded)
         rhsEmitter.emitBody(t); // with a direct rhs, only the panels it cannot read in place
       if (lhsAtRunTime)
         lhsEmitter.emitBody(t);
@@ -841,6 +936,11 @@ Kernel emitBlockedContraction(const LoweredGroup &group, const BlockedContractio
                                              nr, ceilDiv(spec.n, nr), nBlock, blocking.nc / nr, q);
         llvm::Value *columnsLeft = b.CreateSub(columns, b.CreateMul(q, constant(nr)));
         llvm::Value *ldb = constant(nr);
+        if (padded) {
+          // Rows of the slab through the offsets of r from kc on (cpu_padded_window.h).
+          rhsPanel = b.CreateInBoundsGEP(f32, rhsPack, b.CreateAdd(rowOffset0, b.CreateMul(q, constant(nr))));
+          ldb = b.CreateInBoundsGEP(b.getInt32Ty(), gatherTable, kc);
+        }
         if (direct) {
           // A whole panel is read in place: rows of X from channel kc, `plane` apart.
           llvm::Value *first = b.CreateAdd(column0, b.CreateMul(q, constant(nr)));

@@ -92,6 +92,25 @@ struct DirectRhs {
   int64_t plane = 0, imageStride = 0, groupStride = 0, positions = 0;
 };
 
+/// A 2-D convolution's rhs read in place from padded input rows copied per tile, split into
+/// phases by the strides (cpu_padded_window.h): the geometry of the copy and of the product's
+/// columns on the padded pitch.
+struct PaddedWindow {
+  int source = -1;                       ///< the buffer X (f32)
+  int64_t channels = 0;                  ///< X's channels the window reads (each at every tap)
+  int64_t channelStride = 0, rowStride = 0; ///< elements of X between channels, rows
+  int64_t height = 0, width = 0;         ///< X's spatial extents
+  int64_t outputWidth = 0, positions = 0; ///< the output's row length and plane
+  int64_t images = 1, imageStride = 0, groupStride = 0;
+  int64_t strideY = 1, strideX = 1;      ///< the window's strides: the slab's row and column phases
+  int64_t pitch = 0;                     ///< the padded row: columns per output row
+  int64_t columns = 0;                   ///< product columns per image: (rows - 1) * pitch + outputWidth
+  int64_t firstRow = 0, firstColumn = 0; ///< X's coordinates of slab (0, 0) for output row 0
+  int64_t slabRows = 0;                  ///< rows of one phase of a channel's slab: what a tile reaches
+  int64_t phaseFloats() const { return slabRows * pitch; }
+  int64_t slabFloats() const { return strideY * strideX * phaseFloats(); } ///< one channel's slab
+};
+
 /// A blocked contraction as planned once for all levels: the blocking, which operands were
 /// packed at compile time (derived constants of the launch, in this order: lhs, rhs, window).
 struct BlockedContraction {
@@ -100,7 +119,12 @@ struct BlockedContraction {
   bool lhsPerBatch = false, rhsPerBatch = false; ///< a packed copy per batch, not one for all
   std::optional<WindowGather> gather;
   std::optional<DirectRhs> directRhs; ///< with `gather`, for the tail panels
-  size_t derivedCount() const { return size_t(lhsPacked) + size_t(rhsPacked) + size_t(gather.has_value()); }
+  /// Instead of `gather`: the rhs read from padded rows through a per-r offset table (the last
+  /// derived constant), the blocking over the padded columns.
+  std::optional<PaddedWindow> padded;
+  size_t derivedCount() const {
+    return size_t(lhsPacked) + size_t(rhsPacked) + size_t(gather.has_value() || padded.has_value());
+  }
 };
 
 /// Whether every load of `expr` reads a constant input of the group (its data known now).
