@@ -94,7 +94,7 @@ std::optional<PlaneWindow> planDepthwiseConvolution(const LoweredGroup &group, L
   // kernel reads X as f32, with no rounding on the way.
   std::optional<DepthwiseWindow> window = depthwiseWindow(contraction);
   PlaneWindow plan;
-  if (!window || window->stored != DType::Float32 || !window->casts.empty() || !planWindow(window->geometry, plan))
+  if (!window || window->read != window->load || !planWindow(window->geometry, plan))
     return std::nullopt;
   plan.combine = PlaneWindow::Combine::MultiplyAdd;
   plan.source = window->source;

@@ -44,14 +44,6 @@ int stagingVector(const DepthwisePlan &plan) {
   return aligned ? vector : 1;
 }
 
-/// `text`, a value of type `from` (f32, or 16-bit bits in an unsigned short), cast to `to`.
-std::string castText(const std::string &text, DType from, DType to) {
-  if (from == to)
-    return text;
-  std::string wide = from == DType::Float16 ? "sn_h2f(" + text + ")" : from == DType::BFloat16 ? "sn_bf2f(" + text + ")" : text;
-  return to == DType::Float16 ? "sn_f2h(" + wide + ")" : to == DType::BFloat16 ? "sn_f2bf(" + wide + ")" : wide;
-}
-
 } // namespace
 
 std::optional<DepthwisePlan> planDepthwise(const LoweredGroup &group) {
@@ -118,21 +110,14 @@ std::string printDepthwise(const Contraction &contraction, const DepthwisePlan &
   const int64_t planeShared = plan.sharedRows * plan.sharedColumns, taps = spec.k;
   const int64_t runs = ceilDiv(plan.bandRows, plan.run), items = runs * plan.outColumns;
   const int64_t columnLength = (plan.run - 1) * plan.strideRows + (plan.kernelRows - 1) * plan.dilationRows + 1;
-  // The address of X's element (plane, y, x), and an element loaded from X as the rhs reads it:
-  // through its casts to f32.
+  // The address of X's element (plane, y, x), and an element loaded from X as the rhs reads it
+  // (through its casts to f32, as the printer prints them).
   const std::string elementAddress = "b" + std::to_string(window.source) + " + (long long)(plane / " +
                                      std::to_string(window.channels) + ") * " + std::to_string(window.imageStride) +
                                      "LL + (long long)(plane % " + std::to_string(window.channels) + ") * " +
                                      std::to_string(window.planeStride) + "LL + y * " +
                                      std::to_string(plan.inColumns) + " + x";
-  auto widened = [&](std::string element) {
-    DType type = window.stored;
-    for (DType next : window.casts) {
-      element = castText(element, type, next);
-      type = next;
-    }
-    return element;
-  };
+  auto widened = [&](const std::string &element) { return printer.exprReading(window.read, window.load.get(), element); };
 
   std::ostringstream out;
   out << printer.signature(kernel, plan.threads);
@@ -149,25 +134,24 @@ std::string printDepthwise(const Contraction &contraction, const DepthwisePlan &
   // Stage the band's input rows, widened to f32, zero outside the plane. A thread loads a chunk
   // of its elements into registers, then stores them: the chunk's loads are in flight together,
   // so staging costs about one round trip to memory, not one per element a thread stages.
-  const int64_t staged = plan.planesPerBlock * planeShared;
   const int vector = stagingVector(plan);
   if (vector > 1) {
     // 8-byte loads of `vector` elements along the row (rows start at multiples of it), each
     // element stored where it goes; the pad columns get zeros from items of their own.
     const int64_t groups = plan.inColumns / vector, rowItems = plan.planesPerBlock * plan.sharedRows;
-    const int64_t items = rowItems * groups;
-    const int64_t chunk = std::min<int64_t>(kStagingChunk / 2, ceilDiv(items, plan.threads));
+    const int64_t loads = rowItems * groups;
+    const int64_t chunk = std::min<int64_t>(kStagingChunk / 2, ceilDiv(loads, plan.threads));
     const char *raw = window.stored == DType::Float32 ? "float2" : "uint2";
     auto locate = [&](const char *pad) {
       out << pad << "const int p = e / " << plan.sharedRows * groups << ", r = e / " << groups << " % "
           << plan.sharedRows << ", g = e % " << groups << ";\n";
     };
-    out << "  for (int base = 0; base < " << items << "; base += " << chunk * plan.threads << ") {\n";
+    out << "  for (int base = 0; base < " << loads << "; base += " << chunk * plan.threads << ") {\n";
     out << "    " << raw << " s[" << chunk << "];\n";
     out << "#pragma unroll\n    for (int u = 0; u < " << chunk << "; ++u) {\n";
     out << "      const int e = base + threadIdx.x + u * " << plan.threads << ";\n";
     out << "      s[u] = " << (window.stored == DType::Float32 ? "make_float2(0.0f, 0.0f)" : "make_uint2(0u, 0u)") << ";\n";
-    out << "      if (e < " << items << ") {\n";
+    out << "      if (e < " << loads << ") {\n";
     locate("        ");
     out << "        const int y = row0 * " << plan.strideRows << " - " << plan.padTop << " + r, x = g * " << vector
         << ";\n";
@@ -177,7 +161,7 @@ std::string printDepthwise(const Contraction &contraction, const DepthwisePlan &
     out << "      }\n    }\n";
     out << "#pragma unroll\n    for (int u = 0; u < " << chunk << "; ++u) {\n";
     out << "      const int e = base + threadIdx.x + u * " << plan.threads << ";\n";
-    out << "      if (e < " << items << ") {\n";
+    out << "      if (e < " << loads << ") {\n";
     locate("        ");
     out << "        float *to = sX + p * " << planeShared << " + r * " << plan.sharedColumns << " + " << plan.padLeft
         << " + g * " << vector << ";\n";
@@ -199,6 +183,7 @@ std::string printDepthwise(const Contraction &contraction, const DepthwisePlan &
       out << "  }\n";
     }
   } else {
+    const int64_t staged = plan.planesPerBlock * planeShared;
     const int64_t chunk = std::min<int64_t>(kStagingChunk, ceilDiv(staged, plan.threads));
     out << "  for (int base = 0; base < " << staged << "; base += " << chunk * plan.threads << ") {\n";
     out << "    float s[" << chunk << "];\n";

@@ -531,6 +531,13 @@ std::string CudaPrinter::locals(const Kernel &kernel, int depth) {
   return text;
 }
 
+std::string CudaPrinter::exprReading(const ExprRef &e, const Expr *load, const std::string &text) {
+  loadText_[load] = text;
+  std::string printed = expr(e);
+  loadText_.erase(load);
+  return printed;
+}
+
 std::string CudaPrinter::statements(const std::vector<StmtRef> &list, int depth) {
   out_.str("");
   stmts(list, depth);

@@ -42,6 +42,9 @@ public:
     std::vector<std::string> texts;
   };
   Line line(const std::vector<ExprRef> &roots, const std::string &pad, bool guarded = false);
+  /// `e` with `load` (a Load node inside it) printed as `text`: a value the caller has already
+  /// read, as from registers or shared memory.
+  std::string exprReading(const ExprRef &e, const Expr *load, const std::string &text);
   /// Statements at an indentation depth (two spaces per level), each line ending in a newline.
   std::string statements(const std::vector<StmtRef> &list, int depth);
   /// `extern "C" __global__ void __launch_bounds__(blockSize[, minBlocksPerSm]) name(params) {`

@@ -15,25 +15,21 @@ bool isFloatStorage(DType type) {
   return type == DType::Float32 || type == DType::Float16 || type == DType::BFloat16;
 }
 
-/// The load of X and the casts after it, when `rhs` reads X directly: a load of f32, f16 or bf16
-/// through casts between those types, or that under `select(inside, ..., 0)`.
-std::optional<std::pair<ExprRef, std::vector<DType>>> directSource(const ExprRef &rhs) {
+/// X's element as `rhs` reads it, when it reads X directly: a load of f32, f16 or bf16 through
+/// casts between those types, or that under `select(inside, ..., 0)`.
+ExprRef directRead(const ExprRef &rhs) {
   ExprRef value = rhs;
   if (value->kind == ExprKind::Select) {
     const ExprRef &otherwise = value->operands[2];
     if (otherwise->kind != ExprKind::Constant || otherwise->floatValue != 0.0)
-      return std::nullopt;
+      return nullptr;
     value = value->operands[1];
   }
-  std::vector<DType> casts;
-  for (; value->kind == ExprKind::Cast; value = value->operands[0]) {
-    if (!isFloatStorage(value->type))
-      return std::nullopt;
-    casts.insert(casts.begin(), value->type);
-  }
-  if (value->kind != ExprKind::Load || !isFloatStorage(value->type))
-    return std::nullopt;
-  return std::pair{value, std::move(casts)};
+  ExprRef load = value;
+  for (; load->kind == ExprKind::Cast; load = load->operands[0])
+    if (!isFloatStorage(load->type))
+      return nullptr;
+  return load->kind == ExprKind::Load && isFloatStorage(load->type) ? value : nullptr;
 }
 
 /// Whether `expr`, evaluated over `variable` in [0, count), gives expected(x) at every x.
@@ -93,8 +89,8 @@ std::optional<DepthwiseWindow> depthwiseWindow(const Contraction &contraction) {
   if (dims < 1 || dims > 2 || geometry.kernel.size() != dims || spec.k != productOf(geometry.kernel) ||
       window.positions <= 0 || spec.n % window.positions != 0)
     return std::nullopt; // more than one input channel per group, or a window of another rank
-  std::optional<std::pair<ExprRef, std::vector<DType>>> source = directSource(spec.rhs);
-  if (!source || (source->second.empty() ? source->first->type : source->second.back()) != DType::Float32)
+  ExprRef read = directRead(spec.rhs);
+  if (!read || read->type != DType::Float32)
     return std::nullopt;
 
   // The geometry restates the window's expressions (contraction.h): check it does, position by
@@ -118,9 +114,11 @@ std::optional<DepthwiseWindow> depthwiseWindow(const Contraction &contraction) {
                     window.stride.back() == 1 && (dims == 1 || window.stride[0] == geometry.input[1]),
                 "the window geometry of ", contraction.kernel.name, " disagrees with its extents");
   DepthwiseWindow depthwise;
-  depthwise.source = source->first->id;
-  depthwise.stored = source->first->type;
-  depthwise.casts = std::move(source->second);
+  depthwise.read = read;
+  for (depthwise.load = read; depthwise.load->kind == ExprKind::Cast;)
+    depthwise.load = depthwise.load->operands[0];
+  depthwise.source = depthwise.load->id;
+  depthwise.stored = depthwise.load->type;
   depthwise.channels = spec.batch;
   depthwise.images = spec.n / window.positions;
   depthwise.imageStride = window.imageStride;

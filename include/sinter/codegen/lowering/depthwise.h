@@ -34,10 +34,10 @@ PlaneGeometry planeGeometry(const WindowGeometry &geometry);
 struct DepthwiseWindow {
   int source = -1;               ///< the buffer X
   DType stored = DType::Float32; ///< X's element type: f32, f16 or bf16
-  /// The float types X's value is cast through after its load, in order, the last f32: empty
-  /// for an f32 X read as it is, {f32} for a 16-bit X widened, {f16, f32} for an f32 X rounded
-  /// to f16 on its way in (a graph input under --precision fp16).
-  std::vector<DType> casts;
+  /// X's element as the rhs reads it: the load of X (`load`), through the casts between f32, f16
+  /// and bf16 that take it to f32 (none for an f32 X read as it is, one for a 16-bit X widened,
+  /// two for an f32 X rounded to f16 on its way in: a graph input under --precision fp16).
+  ExprRef read, load;
   int64_t channels = 0, images = 0;
   int64_t imageStride = 0, planeStride = 0; ///< elements of X between images, between channels
   WindowGeometry geometry;                  ///< 1 or 2 spatial dims
