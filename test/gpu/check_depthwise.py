@@ -1,18 +1,21 @@
 #!/usr/bin/env python3
 """The CUDA depthwise kernel (lib/codegen/cuda/cuda_depthwise.cpp) on the GPU, against
-onnxruntime on the CPU (docs/gpu-testing.md).
+onnxruntime on the CPU (docs/gpu-testing.md), for depthwise and grouped convolutions.
 
     python3 test/gpu/check_depthwise.py --bin DIR --work DIR [--no-gpu]
 
 DIR holds the portable `sinter` (scripts/device/build-portable.sh). Each case is a small model
-of a depthwise Conv (group = channels) and the nodes fused after it, chosen to take every path
-of the kernel's plan: planes cut into bands (tall planes, or few planes at batch 1), several
-small planes to a block, strides 1-4, dilations, asymmetric and zero padding, 1-d windows, odd
-extents that leave a partial run at a band's end, up to 11x11 taps, fused bias, activations and
-a residual. For each case and precision (fp32; fp16 and bf16 storage):
-  - the artifact's kernel generators must say `cuda-c depthwise` exactly when the case expects
-    the direct kernel (a 13x13 window, past its 121 taps, must not), so a fallback to the
-    generic kernel cannot pass for it;
+of a depthwise Conv (group = channels) or a grouped one (a few channels a group, both reduction
+orders of conv_layout.h, a channel multiplier) and the nodes fused after it, chosen to take
+every path of the kernel's plan: planes cut into bands (tall planes, or few planes at batch 1),
+several small planes to a block, strides 1-4, dilations, asymmetric and zero padding, 1-d
+windows, odd extents that leave a partial run at a band's end, up to 11x11 taps, shorter runs
+for wide planes of many channels, fused bias, activations and a residual. For each case and
+precision (fp32; fp16 and bf16 storage):
+  - the artifact's kernel generators must name the direct kernel the case expects (`cuda-c
+    depthwise` or `cuda-c grouped-window`), and neither where it must not take the case (a 13x13
+    window, past its 121 taps; 40 outputs a group), so a fallback to the generic kernel cannot
+    pass for it;
   - `sinter run` on the GPU must match onnxruntime: max|a-b|/max|b| <= 1e-4 at fp32, relative L2
     <= 1e-2 at fp16 and bf16.
 With --no-gpu the outputs come from CPU-target artifacts (the CUDA artifacts are still compiled
@@ -33,38 +36,61 @@ import kernel_cases
 
 PRECISIONS = ["fp32", "fp16", "bf16"]
 
-# (name, x shape, kernel, Conv attributes, nodes after ("relu", "silu", "residual", "clip"; "relu
+DEPTHWISE, GROUPED = "cuda-c depthwise", "cuda-c grouped-window"
+DIRECT = (DEPTHWISE, GROUPED)
+
+# (name, x shape, kernel, Conv attributes (group: the channels unless given; "outputs": output
+#  channels, the input's unless given), nodes after ("relu", "silu", "residual", "clip"; "relu
 #  before": a Relu before the Conv, so that at fp16 and bf16 the Conv reads a stored 16-bit
-#  activation, not the graph's f32 input), whether the direct kernel takes it)
+#  activation, not the graph's f32 input), the direct kernel that takes it, or None)
 CASES = [
-    ("7x7 convnext stage 1", [2, 96, 56, 56], [7, 7], {"pads": [3, 3, 3, 3]}, [], True),
-    ("7x7 on 7x7 planes + residual", [4, 384, 7, 7], [7, 7], {"pads": [3, 3, 3, 3]}, ["residual"], True),
-    ("3x3 tall planes batch 1 + clip", [1, 32, 112, 112], [3, 3], {"pads": [1, 1, 1, 1]}, ["clip"], True),
-    ("3x3 stride 2 odd + relu", [3, 24, 57, 45], [3, 3], {"pads": [1, 1, 1, 1], "strides": [2, 2]}, ["relu"], True),
-    ("5x5 stride 2 + silu", [2, 40, 28, 28], [5, 5], {"pads": [2, 2, 2, 2], "strides": [2, 2]}, ["silu"], True),
-    ("3x3 dilation 2", [2, 16, 30, 30], [3, 3], {"pads": [2, 2, 2, 2], "dilations": [2, 2]}, [], True),
-    ("asymmetric pads, strides 3x1", [1, 8, 20, 23], [3, 4], {"pads": [0, 1, 2, 0], "strides": [3, 1]}, [], True),
-    ("no padding stride 4", [2, 12, 33, 33], [4, 4], {"strides": [4, 4]}, ["relu"], True),
-    ("1-d k4 causal pad", [2, 64, 100], [4], {"pads": [3, 0]}, ["silu"], True),
-    ("11x11 taps", [1, 8, 40, 40], [11, 11], {"pads": [5, 5, 5, 5]}, [], True),
-    ("13x13 past the taps", [1, 4, 20, 20], [13, 13], {"pads": [6, 6, 6, 6]}, [], False),
-    ("7x7 after a relu", [2, 48, 28, 28], [7, 7], {"pads": [3, 3, 3, 3]}, ["relu before", "residual"], True),
+    ("7x7 convnext stage 1", [2, 96, 56, 56], [7, 7], {"pads": [3, 3, 3, 3]}, [], DEPTHWISE),
+    ("7x7 on 7x7 planes + residual", [4, 384, 7, 7], [7, 7], {"pads": [3, 3, 3, 3]}, ["residual"], DEPTHWISE),
+    ("3x3 tall planes batch 1 + clip", [1, 32, 112, 112], [3, 3], {"pads": [1, 1, 1, 1]}, ["clip"], DEPTHWISE),
+    ("3x3 stride 2 odd + relu", [3, 24, 57, 45], [3, 3], {"pads": [1, 1, 1, 1], "strides": [2, 2]}, ["relu"], DEPTHWISE),
+    ("5x5 stride 2 + silu", [2, 40, 28, 28], [5, 5], {"pads": [2, 2, 2, 2], "strides": [2, 2]}, ["silu"], DEPTHWISE),
+    ("3x3 dilation 2", [2, 16, 30, 30], [3, 3], {"pads": [2, 2, 2, 2], "dilations": [2, 2]}, [], DEPTHWISE),
+    ("asymmetric pads, strides 3x1", [1, 8, 20, 23], [3, 4], {"pads": [0, 1, 2, 0], "strides": [3, 1]}, [], DEPTHWISE),
+    ("no padding stride 4", [2, 12, 33, 33], [4, 4], {"strides": [4, 4]}, ["relu"], DEPTHWISE),
+    ("1-d k4 causal pad", [2, 64, 100], [4], {"pads": [3, 0]}, ["silu"], DEPTHWISE),
+    ("11x11 taps", [1, 8, 40, 40], [11, 11], {"pads": [5, 5, 5, 5]}, [], DEPTHWISE),
+    ("13x13 past the taps", [1, 4, 20, 20], [13, 13], {"pads": [6, 6, 6, 6]}, [], None),
+    ("7x7 after a relu", [2, 48, 28, 28], [7, 7], {"pads": [3, 3, 3, 3]}, ["relu before", "residual"], DEPTHWISE),
     ("3x3 stride 2 after a relu, right pad", [2, 32, 56, 56], [3, 3], {"pads": [0, 0, 1, 1], "strides": [2, 2]},
-     ["relu before", "clip"], True),
-    ("5x5 after a relu, rows of 6", [3, 8, 10, 6], [5, 5], {"pads": [2, 2, 2, 2]}, ["relu before"], True),
-    ("1-d after a relu", [2, 16, 64], [3], {"pads": [1, 1]}, ["relu before"], True),
+     ["relu before", "clip"], DEPTHWISE),
+    ("5x5 after a relu, rows of 6", [3, 8, 10, 6], [5, 5], {"pads": [2, 2, 2, 2]}, ["relu before"], DEPTHWISE),
+    ("1-d after a relu", [2, 16, 64], [3], {"pads": [1, 1]}, ["relu before"], DEPTHWISE),
+    # Grouped: 8 channels a group reduce channels innermost (conv_layout.h), 4 window innermost.
+    ("groups of 8 stride 2 odd + relu", [2, 48, 29, 31], [3, 3], {"pads": [1, 1, 1, 1], "strides": [2, 2], "group": 6},
+     ["relu"], GROUPED),
+    ("groups of 8 on 7x7 planes + residual", [3, 64, 7, 7], [3, 3], {"pads": [1, 1, 1, 1], "group": 8},
+     ["relu before", "residual"], GROUPED),
+    ("groups of 4, 4 outputs", [2, 32, 14, 14], [3, 3], {"pads": [1, 1, 1, 1], "group": 8}, ["silu"], GROUPED),
+    ("groups of 16, 16 outputs, shorter runs", [2, 64, 15, 15], [3, 3], {"pads": [1, 1, 1, 1], "group": 4},
+     ["relu before"], GROUPED),
+    ("groups of 8, wide rows halve the run", [1, 16, 9, 121], [3, 3], {"pads": [1, 1, 1, 1], "strides": [2, 2],
+                                                                      "group": 2}, [], GROUPED),
+    ("channel multiplier 2, 5x5", [2, 12, 20, 20], [5, 5], {"pads": [2, 2, 2, 2], "outputs": 24}, ["clip"], GROUPED),
+    ("groups of 3, 6 outputs, dilation 2", [2, 12, 18, 18], [3, 3], {"pads": [2, 2, 2, 2], "dilations": [2, 2],
+                                                                      "group": 4, "outputs": 24}, [], GROUPED),
+    ("1-d groups of 8", [2, 32, 50], [3], {"pads": [1, 1], "group": 4}, ["relu"], GROUPED),
+    ("40 outputs a group", [1, 8, 10, 10], [3, 3], {"pads": [1, 1, 1, 1], "group": 2, "outputs": 80}, [], None),
 ]
 
 
 def build(path, x_shape, kernel, attributes, after, rng):
+    attributes = dict(attributes)
     channels = x_shape[1]
-    w = (rng.standard_normal((channels, 1, *kernel)) / np.sqrt(np.prod(kernel))).astype(np.float32)
-    bias = (0.1 * rng.standard_normal(channels)).astype(np.float32)
+    outputs = attributes.pop("outputs", channels)
+    attributes.setdefault("group", channels)
+    per_group = channels // attributes["group"]
+    w = (rng.standard_normal((outputs, per_group, *kernel)) / np.sqrt(per_group * np.prod(kernel))).astype(np.float32)
+    bias = (0.1 * rng.standard_normal(outputs)).astype(np.float32)
     initializers = [numpy_helper.from_array(w, "w"), numpy_helper.from_array(bias, "bias")]
     if "clip" in after:
         initializers += [numpy_helper.from_array(np.array(0.0, np.float32), "low"),
                          numpy_helper.from_array(np.array(6.0, np.float32), "high")]
-    nodes = [helper.make_node("Conv", ["x", "w", "bias"], ["c"], kernel_shape=kernel, group=channels, **attributes)]
+    nodes = [helper.make_node("Conv", ["x", "w", "bias"], ["c"], kernel_shape=kernel, **attributes)]
     if "relu before" in after:
         nodes = [helper.make_node("Relu", ["x"], ["xr"])] + nodes
         nodes[1].input[0] = "xr"
@@ -75,7 +101,7 @@ def build(path, x_shape, kernel, attributes, after, rng):
     pads = attributes.get("pads", [0] * 2 * spatial)
     strides = attributes.get("strides", [1] * spatial)
     dilations = attributes.get("dilations", [1] * spatial)
-    out = x_shape[:2] + [(x_shape[2 + d] + pads[d] + pads[spatial + d] - (kernel[d] - 1) * dilations[d] - 1)
+    out = [x_shape[0], outputs] + [(x_shape[2 + d] + pads[d] + pads[spatial + d] - (kernel[d] - 1) * dilations[d] - 1)
                          // strides[d] + 1 for d in range(spatial)]
     last = "c"
     for index, op in enumerate(after):
@@ -117,7 +143,7 @@ def main():
     sinter = str(args.bin / "sinter")
     rng = np.random.default_rng(0)
     failures = 0
-    for name, x_shape, kernel, attributes, after, direct in CASES:
+    for name, x_shape, kernel, attributes, after, expected in CASES:
         case = args.work / name.replace(" ", "_").replace(",", "")
         case.mkdir(exist_ok=True)
         model = case / "model.onnx"
@@ -130,8 +156,8 @@ def main():
             subprocess.run([sinter, "compile", str(model), "-o", str(cuda), "--force", "--target", "cuda", "--arch",
                             "sm_90", "--precision", precision], check=True, capture_output=True)
             kinds = generators(sinter, cuda)
-            if ("cuda-c depthwise" in kinds) != direct:
-                problems.append(f"generators {kinds}, expected the direct kernel: {direct}")
+            if [kind for kind in DIRECT if kind in kinds] != ([expected] if expected else []):
+                problems.append(f"generators {kinds}, expected the direct kernel: {expected}")
             got = kernel_cases.output_of(sinter, model, cuda, case, precision, ["--precision", precision], files,
                                          args.no_gpu)
             error, what, problem = kernel_cases.compare(got, want, precision)

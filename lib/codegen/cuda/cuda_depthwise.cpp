@@ -1,14 +1,16 @@
 // Design note. One block computes `bandRows` output rows of `planesPerBlock` consecutive planes
-// (plane = image * channels + channel):
+// (plane = image * groups + group; a group is a channel of a depthwise convolution), each of C
+// input planes and M outputs (1 and 1 for depthwise):
 //
-//   stage:    sX[p][sr][sc] = X[plane p][band's first input row + sr][sc - padLeft] (0 outside)
-//             sW[p][t]      = lhs(channel of p, 0, t)             (the taps, through the lhs)
+//   stage:    sX[p][c][sr][sc] = X[image][group * C + c][band's first input row + sr][sc - padLeft]
+//                                (0 outside)
+//             sW[p][o][r]      = lhs(group of p, o, r)            (the weights, through the lhs)
 //   compute:  item = (p, run of `run` output rows, output column ox), a thread an item;
-//             for kx: column[q] = sX[p][run's first row * strideRows + q][ox * strideColumns +
-//                                   kx * dilationColumns]
-//                     for ky, u: acc[u] += sW[p][ky * kernelColumns + kx] *
-//                                          column[u * strideRows + ky * dilationRows]
-//             epilogue per u: b = channel, i = 0, j = image * positions + oy * outColumns + ox
+//             for c, kx: column[q] = sX[p][c][run's first row * strideRows + q][ox * strideColumns +
+//                                      kx * dilationColumns]
+//                        for ky, o, u: acc[o][u] += sW[p][o][r(c, ky * kernelColumns + kx)] *
+//                                                   column[u * strideRows + ky * dilationRows]
+//             epilogue per o, u: b = group, i = o, j = image * positions + oy * outColumns + ox
 //
 // Staged rows cover whole runs (the band's rows rounded up to a run), so no read of `column`
 // leaves the plane's staged input; rows past the input are zeros there and their outputs are
@@ -27,6 +29,8 @@ namespace {
 constexpr int64_t kMaxTaps = 121;             ///< the taps are unrolled: up to 11 x 11
 constexpr int64_t kMaxStride = 4;
 constexpr int kRun = 4;                       ///< output rows a thread computes
+constexpr int kMaxAccumulators = 32;          ///< a thread's outputs: the group's outputs x the run
+constexpr int64_t kMaxOutputsPerGroup = 32;
 constexpr int64_t kSharedFloats = 3072;       ///< a block's staged input: 12 KiB, many blocks an SM
 constexpr int64_t kMaxSharedFloats = 8192;    ///< 32 KiB, within the 48 KiB of static shared memory
 constexpr int64_t kEnoughBlocks = 132 * 8;    ///< eight blocks on each of an H200's SMs
@@ -40,7 +44,7 @@ int64_t roundUp(int64_t value, int64_t multiple) { return ceilDiv(value, multipl
 int stagingVector(const DepthwisePlan &plan) {
   const DepthwiseWindow &window = plan.window;
   const int vector = window.stored == DType::Float32 ? 2 : 4;
-  bool aligned = plan.inColumns % vector == 0 && window.imageStride % vector == 0 && window.planeStride % vector == 0;
+  bool aligned = plan.inColumns % vector == 0 && window.imageStride % vector == 0 && window.channelStride % vector == 0;
   return aligned ? vector : 1;
 }
 
@@ -49,27 +53,31 @@ int stagingVector(const DepthwisePlan &plan) {
 std::optional<DepthwisePlan> planDepthwise(const LoweredGroup &group) {
   if (!group.contraction)
     return std::nullopt;
-  std::optional<DepthwiseWindow> window = depthwiseWindow(*group.contraction);
-  if (!window)
+  std::optional<DepthwiseWindow> window = groupedWindow(*group.contraction);
+  if (!window || window->outputsPerGroup > kMaxOutputsPerGroup)
     return std::nullopt;
   const WindowGeometry &geometry = window->geometry;
   const size_t dims = geometry.rank();
   for (size_t d = 0; d < dims; ++d)
     if (geometry.strides[d] > kMaxStride || geometry.padBegin[d] < 0)
       return std::nullopt;
-  if (group.contraction->spec.k > kMaxTaps)
+  if (window->taps() > kMaxTaps)
     return std::nullopt;
   DepthwisePlan plan;
   plan.window = *window;
   static_cast<PlaneGeometry &>(plan) = planeGeometry(geometry);
-  plan.run = int(std::min<int64_t>(kRun, plan.outRows));
+  const int64_t outputs = window->outputsPerGroup, channels = window->channelsPerGroup;
+  plan.run = int(std::min<int64_t>({kRun, plan.outRows, std::max<int64_t>(1, kMaxAccumulators / outputs)}));
   plan.sharedColumns = (plan.outColumns - 1) * plan.strideColumns + (plan.kernelColumns - 1) * plan.dilationColumns + 1;
   auto sharedRows = [&](int64_t bandRows) {
     return (roundUp(bandRows, plan.run) - 1) * plan.strideRows + (plan.kernelRows - 1) * plan.dilationRows + 1;
   };
   auto halved = [&](int64_t bandRows) { return std::max<int64_t>(plan.run, roundUp(ceilDiv(bandRows, 2), plan.run)); };
-  const int64_t taps = group.contraction->spec.k;
-  auto planeFloats = [&](int64_t bandRows) { return sharedRows(bandRows) * plan.sharedColumns + taps; };
+  const int64_t weights = outputs * group.contraction->spec.k;
+  auto planeFloats = [&](int64_t bandRows) { return channels * sharedRows(bandRows) * plan.sharedColumns + weights; };
+  // Runs as long as the staged input of one allows (a wide plane of many channels).
+  while (plan.run > 1 && planeFloats(plan.run) > kMaxSharedFloats)
+    plan.run = std::max(1, plan.run / 2);
   // Bands: as tall as the shared-memory budget allows, then shorter while there are too few
   // blocks to fill the GPU.
   int64_t bandRows = plan.outRows;
@@ -91,7 +99,7 @@ std::optional<DepthwisePlan> planDepthwise(const LoweredGroup &group) {
   const int64_t blockItems = items * plan.planesPerBlock;
   plan.threads = int(std::clamp<int64_t>(roundUp(ceilDiv(blockItems, ceilDiv(blockItems, kMaxThreads)), 32), 32,
                                          kMaxThreads));
-  if (plan.blocks() > (int64_t(1) << 31) - 1 || plan.planes() > (int64_t(1) << 31) - 1 ||
+  if (plan.blocks() > (int64_t(1) << 31) - 1 || plan.planes() * channels > (int64_t(1) << 31) - 1 ||
       plan.inRows * plan.inColumns > (int64_t(1) << 31) - 1)
     return std::nullopt; // the kernel's block and plane indices, and a plane's offsets, are int
 
@@ -107,26 +115,33 @@ std::string printDepthwise(const Contraction &contraction, const DepthwisePlan &
   setContractionRanges(ranges, spec);
   printer.setRanges(&ranges);
   auto v = [](int id) { return "v" + std::to_string(id); };
-  const int64_t planeShared = plan.sharedRows * plan.sharedColumns, taps = spec.k;
+  const int64_t channels = window.channelsPerGroup, outputs = window.outputsPerGroup;
+  const int64_t planeShared = plan.sharedRows * plan.sharedColumns, groupShared = channels * planeShared;
+  const int64_t taps = window.taps(), weights = outputs * spec.k;
   const int64_t runs = ceilDiv(plan.bandRows, plan.run), items = runs * plan.outColumns;
   const int64_t columnLength = (plan.run - 1) * plan.strideRows + (plan.kernelRows - 1) * plan.dilationRows + 1;
-  // The address of X's element (plane, y, x), and an element loaded from X as the rhs reads it
-  // (through its casts to f32, as the printer prints them).
+  // Staging walks input planes: the block's planes' C input planes each, `plane` counting them
+  // over the whole input (image-major), which are X's channels in order.
+  const int64_t stagedPlanes = plan.planesPerBlock * channels, inputPlanes = plan.planes() * channels;
+  const int64_t inputChannels = window.channels * channels;
+  // The address of X's element (input plane, y, x), and an element loaded from X as the rhs reads
+  // it (through its casts to f32, as the printer prints them).
   const std::string elementAddress = "b" + std::to_string(window.source) + " + (long long)(plane / " +
-                                     std::to_string(window.channels) + ") * " + std::to_string(window.imageStride) +
-                                     "LL + (long long)(plane % " + std::to_string(window.channels) + ") * " +
-                                     std::to_string(window.planeStride) + "LL + y * " +
+                                     std::to_string(inputChannels) + ") * " + std::to_string(window.imageStride) +
+                                     "LL + (long long)(plane % " + std::to_string(inputChannels) + ") * " +
+                                     std::to_string(window.channelStride) + "LL + y * " +
                                      std::to_string(plan.inColumns) + " + x";
   auto widened = [&](const std::string &element) { return printer.exprReading(window.read, window.load.get(), element); };
 
   std::ostringstream out;
   out << printer.signature(kernel, plan.threads);
-  out << "  // depthwise: " << window.images << " images x " << window.channels << " channels, " << plan.outRows
+  out << "  // " << (channels == 1 && outputs == 1 ? "depthwise" : "grouped") << ": " << window.images << " images x "
+      << window.channels << " groups of " << channels << " input and " << outputs << " output channels, " << plan.outRows
       << "x" << plan.outColumns << " outputs of a " << plan.kernelRows << "x" << plan.kernelColumns
       << " window; bands of " << plan.bandRows << " rows, " << plan.planesPerBlock << " plane(s) a block, runs of "
       << plan.run << "\n";
-  out << "  __shared__ float sX[" << plan.planesPerBlock * planeShared << "];\n";
-  out << "  __shared__ float sW[" << plan.planesPerBlock * taps << "];\n";
+  out << "  __shared__ float sX[" << plan.planesPerBlock * groupShared << "];\n";
+  out << "  __shared__ float sW[" << plan.planesPerBlock * weights << "];\n";
   out << printer.locals(kernel, 1);
   out << "  const long long band = blockIdx.x % " << plan.bands << "LL, plane0 = (blockIdx.x / " << plan.bands
       << "LL) * " << plan.planesPerBlock << "LL;\n";
@@ -138,7 +153,7 @@ std::string printDepthwise(const Contraction &contraction, const DepthwisePlan &
   if (vector > 1) {
     // 8-byte loads of `vector` elements along the row (rows start at multiples of it), each
     // element stored where it goes; the pad columns get zeros from items of their own.
-    const int64_t groups = plan.inColumns / vector, rowItems = plan.planesPerBlock * plan.sharedRows;
+    const int64_t groups = plan.inColumns / vector, rowItems = stagedPlanes * plan.sharedRows;
     const int64_t loads = rowItems * groups;
     const int64_t chunk = std::min<int64_t>(kStagingChunk / 2, ceilDiv(loads, plan.threads));
     const char *raw = window.stored == DType::Float32 ? "float2" : "uint2";
@@ -155,8 +170,8 @@ std::string printDepthwise(const Contraction &contraction, const DepthwisePlan &
     locate("        ");
     out << "        const int y = row0 * " << plan.strideRows << " - " << plan.padTop << " + r, x = g * " << vector
         << ";\n";
-    out << "        const int plane = (int)plane0 + p;\n";
-    out << "        if (plane < " << plan.planes() << " && y >= 0 && y < " << plan.inRows << ")\n";
+    out << "        const int plane = (int)plane0 * " << channels << " + p;\n";
+    out << "        if (plane < " << inputPlanes << " && y >= 0 && y < " << plan.inRows << ")\n";
     out << "          s[u] = *reinterpret_cast<const " << raw << " *>(" << elementAddress << ");\n";
     out << "      }\n    }\n";
     out << "#pragma unroll\n    for (int u = 0; u < " << chunk << "; ++u) {\n";
@@ -183,7 +198,7 @@ std::string printDepthwise(const Contraction &contraction, const DepthwisePlan &
       out << "  }\n";
     }
   } else {
-    const int64_t staged = plan.planesPerBlock * planeShared;
+    const int64_t staged = stagedPlanes * planeShared;
     const int64_t chunk = std::min<int64_t>(kStagingChunk, ceilDiv(staged, plan.threads));
     out << "  for (int base = 0; base < " << staged << "; base += " << chunk * plan.threads << ") {\n";
     out << "    float s[" << chunk << "];\n";
@@ -194,8 +209,8 @@ std::string printDepthwise(const Contraction &contraction, const DepthwisePlan &
     out << "        const int p = e / " << planeShared << ", rest = e % " << planeShared << ";\n";
     out << "        const int y = row0 * " << plan.strideRows << " - " << plan.padTop << " + rest / "
         << plan.sharedColumns << ", x = rest % " << plan.sharedColumns << " - " << plan.padLeft << ";\n";
-    out << "        const int plane = (int)plane0 + p;\n";
-    out << "        if (plane < " << plan.planes() << " && y >= 0 && y < " << plan.inRows << " && x >= 0 && x < "
+    out << "        const int plane = (int)plane0 * " << channels << " + p;\n";
+    out << "        if (plane < " << inputPlanes << " && y >= 0 && y < " << plan.inRows << " && x >= 0 && x < "
         << plan.inColumns << ")\n";
     out << "          s[u] = " << widened("*(" + elementAddress + ")") << ";\n";
     out << "      }\n    }\n";
@@ -204,11 +219,12 @@ std::string printDepthwise(const Contraction &contraction, const DepthwisePlan &
     out << "      if (e < " << staged << ") sX[e] = s[u];\n";
     out << "    }\n  }\n";
   }
-  // The taps, through the contraction's lhs (the weights as stored, or a fused scale of them).
-  out << "  for (int e = threadIdx.x; e < " << plan.planesPerBlock * taps << "; e += " << plan.threads << ") {\n";
-  out << "    const long long plane = plane0 + e / " << taps << ";\n";
-  out << "    " << v(spec.b) << " = plane % " << window.channels << "LL; " << v(spec.i) << " = 0; " << v(spec.r)
-      << " = e % " << taps << ";\n";
+  // The weights, through the contraction's lhs (as stored, or a fused scale of them).
+  out << "  for (int e = threadIdx.x; e < " << plan.planesPerBlock * weights << "; e += " << plan.threads << ") {\n";
+  out << "    const long long plane = plane0 + e / " << weights << ";\n";
+  out << "    " << v(spec.b) << " = plane % " << window.channels << "LL; " << v(spec.i) << " = "
+      << (outputs == 1 ? "0" : "e / " + std::to_string(spec.k) + " % " + std::to_string(outputs)) << "; " << v(spec.r)
+      << " = e % " << spec.k << ";\n";
   CudaPrinter::Line weight = printer.line({spec.lhs}, "    ", true);
   out << "    float w = 0.0f;\n";
   out << "    if (plane < " << plan.planes() << "LL) {\n" << weight.definitions << "      w = " << weight.texts[0]
@@ -223,29 +239,65 @@ std::string printDepthwise(const Contraction &contraction, const DepthwisePlan &
   out << "    if (plane >= " << plan.planes() << "LL) continue;\n";
   out << "    const int runRow = (rest / " << plan.outColumns << ") * " << plan.run << ", ox = rest % "
       << plan.outColumns << ";\n";
-  out << "    const float *xs = sX + p * " << planeShared << " + runRow * " << plan.strideRows * plan.sharedColumns
+  out << "    const float *xs = sX + p * " << groupShared << " + runRow * " << plan.strideRows * plan.sharedColumns
       << " + ox * " << plan.strideColumns << ";\n";
-  out << "    const float *ws = sW + p * " << taps << ";\n";
-  out << "    float acc[" << plan.run << "];\n";
-  out << "#pragma unroll\n    for (int u = 0; u < " << plan.run << "; ++u) acc[u] = 0.0f;\n";
-  out << "#pragma unroll\n    for (int kx = 0; kx < " << plan.kernelColumns << "; ++kx) {\n";
-  out << "      float column[" << columnLength << "];\n";
-  out << "#pragma unroll\n      for (int q = 0; q < " << columnLength << "; ++q) column[q] = xs[q * "
+  out << "    const float *ws = sW + p * " << weights << ";\n";
+  out << "    float acc[" << outputs * plan.run << "];\n";
+  out << "#pragma unroll\n    for (int u = 0; u < " << outputs * plan.run << "; ++u) acc[u] = 0.0f;\n";
+  // A group's input planes one after another (not unrolled: each is a whole window's work); within
+  // one, tap t of output o is weight o * k + r(c, t).
+  std::string xs = "xs", ws = "ws", pad = "    ";
+  const int64_t tapStep = window.channelsInnermost ? channels : 1;
+  if (channels > 1) {
+    out << "#pragma unroll 1\n    for (int c = 0; c < " << channels << "; ++c) {\n";
+    out << "      const float *xc = xs + c * " << planeShared << ";\n";
+    out << "      const float *wc = ws + c" << (window.channelsInnermost ? "" : " * " + std::to_string(taps)) << ";\n";
+    xs = "xc", ws = "wc", pad = "      ";
+  }
+  out << "#pragma unroll\n" << pad << "for (int kx = 0; kx < " << plan.kernelColumns << "; ++kx) {\n";
+  out << pad << "  float column[" << columnLength << "];\n";
+  out << "#pragma unroll\n" << pad << "  for (int q = 0; q < " << columnLength << "; ++q) column[q] = " << xs << "[q * "
       << plan.sharedColumns << " + kx * " << plan.dilationColumns << "];\n";
-  out << "#pragma unroll\n      for (int ky = 0; ky < " << plan.kernelRows << "; ++ky) {\n";
-  out << "        const float w = ws[ky * " << plan.kernelColumns << " + kx];\n";
-  out << "#pragma unroll\n        for (int u = 0; u < " << plan.run << "; ++u) acc[u] += w * column[u * "
-      << plan.strideRows << " + ky * " << plan.dilationRows << "];\n";
-  out << "      }\n    }\n";
+  out << "#pragma unroll\n" << pad << "  for (int ky = 0; ky < " << plan.kernelRows << "; ++ky) {\n";
+  const std::string tap = "(ky * " + std::to_string(plan.kernelColumns) + " + kx)";
+  const std::string product = "w * column[u * " + std::to_string(plan.strideRows) + " + ky * " +
+                              std::to_string(plan.dilationRows) + "]";
+  if (outputs == 1 && tapStep == 1) {
+    out << pad << "    const float w = " << ws << "[ky * " << plan.kernelColumns << " + kx];\n";
+    out << "#pragma unroll\n" << pad << "    for (int u = 0; u < " << plan.run << "; ++u) acc[u] += " << product
+        << ";\n";
+  } else {
+    out << "#pragma unroll\n" << pad << "    for (int o = 0; o < " << outputs << "; ++o) {\n";
+    out << pad << "      const float w = " << ws << "[o * " << spec.k << " + " << tap << " * " << tapStep << "];\n";
+    out << "#pragma unroll\n" << pad << "      for (int u = 0; u < " << plan.run << "; ++u) acc[o * " << plan.run
+        << " + u] += " << product << ";\n";
+    out << pad << "    }\n";
+  }
+  out << pad << "  }\n" << pad << "}\n";
+  if (channels > 1)
+    out << "    }\n";
   out << "    const long long image = plane / " << window.channels << "LL;\n";
-  out << "    " << v(spec.b) << " = plane % " << window.channels << "LL; " << v(spec.i) << " = 0;\n";
-  out << "#pragma unroll\n    for (int u = 0; u < " << plan.run << "; ++u) {\n";
-  out << "      const int oy = row0 + runRow + u;\n";
-  out << "      if (runRow + u >= " << plan.bandRows << " || oy >= " << plan.outRows << ") break;\n";
-  out << "      " << v(spec.j) << " = image * " << window.positions() << "LL + oy * " << plan.outColumns
+  out << "    " << v(spec.b) << " = plane % " << window.channels << "LL;";
+  std::string accumulator = "acc[u]";
+  pad = "    ";
+  if (outputs == 1) {
+    out << " " << v(spec.i) << " = 0;\n";
+  } else {
+    out << "\n#pragma unroll\n    for (int o = 0; o < " << outputs << "; ++o) {\n";
+    out << "      " << v(spec.i) << " = o;\n";
+    accumulator = "acc[o * " + std::to_string(plan.run) + " + u]";
+    pad = "      ";
+  }
+  out << "#pragma unroll\n" << pad << "for (int u = 0; u < " << plan.run << "; ++u) {\n";
+  out << pad << "  const int oy = row0 + runRow + u;\n";
+  out << pad << "  if (runRow + u >= " << plan.bandRows << " || oy >= " << plan.outRows << ") break;\n";
+  out << pad << "  " << v(spec.j) << " = image * " << window.positions() << "LL + oy * " << plan.outColumns
       << "LL + ox;\n";
-  out << printEpilogue(printer, spec, "acc[u]", 3, false);
-  out << "    }\n  }\n}\n";
+  out << printEpilogue(printer, spec, accumulator, outputs == 1 ? 3 : 4, false);
+  out << pad << "}\n";
+  if (outputs > 1)
+    out << "    }\n";
+  out << "  }\n}\n";
 
   launch.grid[0] = uint32_t(plan.blocks());
   launch.block[0] = uint32_t(plan.threads);

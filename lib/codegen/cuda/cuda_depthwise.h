@@ -12,6 +12,10 @@
 // reads and their epilogues' stores are consecutive addresses. The contraction's epilogue (bias,
 // fused activations, a residual, the store in the output's type) runs per output, as the tiled
 // kernels' does.
+//
+// A grouped convolution with a few channels a group (depthwise.h's groupedWindow) is the same
+// kernel over the group's input planes: a block stages all of them, and a thread computes the
+// run for each of the group's outputs, so every staged column it reads serves all of them.
 #pragma once
 
 #include "sinter/codegen/backend/backend.h"
@@ -25,19 +29,19 @@ namespace sinter::codegen::cuda {
 /// How a depthwise convolution is cut into blocks; its window as rows and columns.
 struct DepthwisePlan : PlaneGeometry {
   DepthwiseWindow window;
-  int run = 1;                 ///< output rows a thread computes
+  int run = 1;                 ///< output rows a thread computes (for each of the group's outputs)
   int64_t bandRows = 1;        ///< output rows a block computes of each of its planes (a multiple of run, or all)
   int64_t bands = 1;           ///< bands a plane is cut into
-  int64_t planesPerBlock = 1;  ///< consecutive planes (image-major) a block computes
-  int64_t sharedRows = 1, sharedColumns = 1; ///< the input staged for one plane's band
+  int64_t planesPerBlock = 1;  ///< consecutive planes (image, group; image-major) a block computes
+  int64_t sharedRows = 1, sharedColumns = 1; ///< the input staged for one input plane's band
   int threads = 128;
   int64_t planes() const { return window.images * window.channels; }
   int64_t blocks() const { return (planes() + planesPerBlock - 1) / planesPerBlock * bands; }
 };
 
-/// The plan for `group` when it is a depthwise convolution the kernel takes (X read directly,
-/// at most 121 taps, strides up to 4, a band's staged input within the shared-memory budget);
-/// nullopt otherwise.
+/// The plan for `group` when it is a depthwise or grouped convolution the kernel takes (X read
+/// directly, at most 121 taps, strides up to 4, at most 32 outputs a group, a band's staged input
+/// and the group's weights within the shared-memory budget); nullopt otherwise.
 std::optional<DepthwisePlan> planDepthwise(const LoweredGroup &group);
 
 /// The kernel's CUDA C and its launch shape.

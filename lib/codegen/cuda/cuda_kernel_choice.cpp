@@ -60,7 +60,10 @@ std::string generatorName(const KernelChoice &choice) {
     return std::string("cuda-c tensor-core ") + mmaOperandsName(choice.operands) +
            (choice.mmaOptions.warpgroupMma ? " wgmma" : "") + (choice.mmaOptions.streamKBlocks ? " stream-k" : "");
   case KernelForm::Tiled: return "cuda-c tiled";
-  case KernelForm::Depthwise: return "cuda-c depthwise";
+  case KernelForm::Depthwise: {
+    const DepthwiseWindow &window = choice.depthwise->window;
+    return window.channelsPerGroup == 1 && window.outputsPerGroup == 1 ? "cuda-c depthwise" : "cuda-c grouped-window";
+  }
   case KernelForm::Generic: break;
   }
   return "cuda-c";

@@ -3,6 +3,7 @@
 #include "lowering_rules.h"
 
 #include "sinter/codegen/kernel/index_program.h"
+#include "sinter/ir/conv_layout.h"
 #include "sinter/support/error.h"
 
 #include <functional>
@@ -79,31 +80,46 @@ PlaneGeometry planeGeometry(const WindowGeometry &geometry) {
 
 int64_t DepthwiseWindow::positions() const { return productOf(geometry.output); }
 
-std::optional<DepthwiseWindow> depthwiseWindow(const Contraction &contraction) {
+int64_t DepthwiseWindow::taps() const { return productOf(geometry.kernel); }
+
+std::optional<DepthwiseWindow> groupedWindow(const Contraction &contraction) {
   const ContractionSpec &spec = contraction.spec;
-  if (spec.type != DType::Float32 || !spec.window || spec.m != 1)
+  if (spec.type != DType::Float32 || !spec.window)
     return std::nullopt;
   const ConvolutionWindow &window = *spec.window;
   const WindowGeometry &geometry = window.geometry;
   const size_t dims = geometry.rank();
-  if (dims < 1 || dims > 2 || geometry.kernel.size() != dims || spec.k != productOf(geometry.kernel) ||
-      window.positions <= 0 || spec.n % window.positions != 0)
-    return std::nullopt; // more than one input channel per group, or a window of another rank
+  if (dims < 1 || dims > 2 || geometry.kernel.size() != dims || window.positions <= 0 ||
+      spec.n % window.positions != 0)
+    return std::nullopt; // a window of another rank
+  const int64_t taps = productOf(geometry.kernel);
+  const int64_t plane = productOf(geometry.input);
+  if (taps <= 0 || spec.k % taps != 0 || window.groupStride != spec.k / taps * plane)
+    return std::nullopt;
   ExprRef read = directRead(spec.rhs);
   if (!read || read->type != DType::Float32)
     return std::nullopt;
 
+  DepthwiseWindow depthwise;
+  depthwise.channelsPerGroup = spec.k / taps;
+  depthwise.outputsPerGroup = spec.m;
+  depthwise.channelStride = plane;
+  depthwise.channelsInnermost = depthwise.channelsPerGroup > 1 && convReducesChannelsInnermost(depthwise.channelsPerGroup);
+  depthwise.geometry = geometry;
   // The geometry restates the window's expressions (contraction.h): check it does, position by
-  // position and tap by tap, and that every tap reads the group's own channel.
+  // position and reduction step by reduction step (each step's input plane and tap).
   const std::vector<int64_t> &output = geometry.output, &kernel = geometry.kernel;
+  const int64_t channels = depthwise.channelsPerGroup;
+  auto channelOf = [&](int64_t r) { return depthwise.channelsInnermost ? r % channels : r / taps; };
+  auto tapOf = [&](int64_t r) { return depthwise.channelsInnermost ? r / channels : r % taps; };
   std::vector<std::optional<bool>> checks = {
-      evaluatesTo(window.channelOffset, spec.r, spec.k, [](int64_t) { return int64_t(0); })};
+      evaluatesTo(window.channelOffset, spec.r, spec.k, [&](int64_t r) { return channelOf(r) * plane; })};
   for (size_t d = 0; d < dims; ++d) {
     checks.push_back(evaluatesTo(window.base[d], spec.j, window.positions, [&](int64_t p) {
       return unravel(p, output, d) * geometry.strides[d] - geometry.padBegin[d];
     }));
     checks.push_back(evaluatesTo(window.displacement[d], spec.r, spec.k,
-                                 [&](int64_t r) { return unravel(r, kernel, d) * geometry.dilations[d]; }));
+                                 [&](int64_t r) { return unravel(tapOf(r), kernel, d) * geometry.dilations[d]; }));
   }
   for (const std::optional<bool> &check : checks) {
     if (!check)
@@ -113,7 +129,6 @@ std::optional<DepthwiseWindow> depthwiseWindow(const Contraction &contraction) {
   SINTER_ASSERT(productOf(output) == window.positions && window.extent == geometry.input &&
                     window.stride.back() == 1 && (dims == 1 || window.stride[0] == geometry.input[1]),
                 "the window geometry of ", contraction.kernel.name, " disagrees with its extents");
-  DepthwiseWindow depthwise;
   depthwise.read = read;
   for (depthwise.load = read; depthwise.load->kind == ExprKind::Cast;)
     depthwise.load = depthwise.load->operands[0];
@@ -123,8 +138,14 @@ std::optional<DepthwiseWindow> depthwiseWindow(const Contraction &contraction) {
   depthwise.images = spec.n / window.positions;
   depthwise.imageStride = window.imageStride;
   depthwise.planeStride = window.groupStride;
-  depthwise.geometry = geometry;
   return depthwise;
+}
+
+std::optional<DepthwiseWindow> depthwiseWindow(const Contraction &contraction) {
+  std::optional<DepthwiseWindow> window = groupedWindow(contraction);
+  if (window && (window->channelsPerGroup != 1 || window->outputsPerGroup != 1))
+    return std::nullopt; // more than one input or output channel a group
+  return window;
 }
 
 } // namespace sinter::codegen
