@@ -14,8 +14,8 @@ for wide planes of many channels, fused bias, activations and a residual. For ea
 precision (fp32; fp16 and bf16 storage):
   - the artifact's kernel generators must name the direct kernel the case expects (`cuda-c
     depthwise` or `cuda-c grouped-window`), and neither where it must not take the case (a 13x13
-    window, past its 121 taps; 40 outputs a group), so a fallback to the generic kernel cannot
-    pass for it;
+    window, past its 121 taps; 40 outputs or 32 channels a group; an ungrouped convolution, a
+    GEMM for the tensor cores), so a fallback to the generic kernel cannot pass for it;
   - `sinter run` on the GPU must match onnxruntime: max|a-b|/max|b| <= 1e-4 at fp32, relative L2
     <= 1e-2 at fp16 and bf16.
 With --no-gpu the outputs come from CPU-target artifacts (the CUDA artifacts are still compiled
@@ -75,6 +75,9 @@ CASES = [
                                                                       "group": 4, "outputs": 24}, [], GROUPED),
     ("1-d groups of 8", [2, 32, 50], [3], {"pads": [1, 1], "group": 4}, ["relu"], GROUPED),
     ("40 outputs a group", [1, 8, 10, 10], [3, 3], {"pads": [1, 1, 1, 1], "group": 2, "outputs": 80}, [], None),
+    ("32 channels a group", [1, 64, 10, 10], [3, 3], {"pads": [1, 1, 1, 1], "group": 2}, [], None),
+    ("one group of 3 channels", [2, 3, 20, 20], [3, 3], {"pads": [1, 1, 1, 1], "group": 1, "outputs": 16}, ["relu"],
+     None),
 ]
 
 

@@ -5,7 +5,8 @@
 //   stage:    sX[p][c][sr][sc] = X[image][group * C + c][band's first input row + sr][sc - padLeft]
 //                                (0 outside)
 //             sW[p][o][r]      = lhs(group of p, o, r)            (the weights, through the lhs)
-//   compute:  item = (p, run of `run` output rows, output column ox), a thread an item;
+//   compute:  item = (p, split, run of `run` output rows, output column ox), a thread an item,
+//             which computes outputs o of split * outputsPerThread and the next outputsPerThread - 1;
 //             for c, kx: column[q] = sX[p][c][run's first row * strideRows + q][ox * strideColumns +
 //                                      kx * dilationColumns]
 //                        for ky, o, u: acc[o][u] += sW[p][o][r(c, ky * kernelColumns + kx)] *
@@ -31,10 +32,12 @@ constexpr int64_t kMaxStride = 4;
 constexpr int kRun = 4;                       ///< output rows a thread computes
 constexpr int kMaxAccumulators = 32;          ///< a thread's outputs: the group's outputs x the run
 constexpr int64_t kMaxOutputsPerGroup = 32;
+constexpr int64_t kMaxChannelsPerGroup = 16;
 constexpr int64_t kSharedFloats = 3072;       ///< a block's staged input: 12 KiB, many blocks an SM
 constexpr int64_t kMaxSharedFloats = 8192;    ///< 32 KiB, within the 48 KiB of static shared memory
 constexpr int64_t kEnoughBlocks = 132 * 8;    ///< eight blocks on each of an H200's SMs
 constexpr int kMaxThreads = 256;
+constexpr int64_t kEnoughThreads = 132 * 1024; ///< half the threads an H200 keeps resident
 constexpr int64_t kStagingChunk = 16;         ///< staged elements a thread loads before storing them
 
 int64_t roundUp(int64_t value, int64_t multiple) { return ceilDiv(value, multiple) * multiple; }
@@ -53,8 +56,12 @@ int stagingVector(const DepthwisePlan &plan) {
 std::optional<DepthwisePlan> planDepthwise(const LoweredGroup &group) {
   if (!group.contraction)
     return std::nullopt;
+  // Depthwise, or grouped with a few channels a group; an ungrouped convolution (one group) is a
+  // GEMM for the tensor cores, as is a group of many channels.
   std::optional<DepthwiseWindow> window = groupedWindow(*group.contraction);
-  if (!window || window->outputsPerGroup > kMaxOutputsPerGroup)
+  if (!window || window->outputsPerGroup > kMaxOutputsPerGroup || window->channelsPerGroup > kMaxChannelsPerGroup)
+    return std::nullopt;
+  if (window->channels == 1 && (window->channelsPerGroup > 1 || window->outputsPerGroup > 1))
     return std::nullopt;
   const WindowGeometry &geometry = window->geometry;
   const size_t dims = geometry.rank();
@@ -90,8 +97,19 @@ std::optional<DepthwisePlan> planDepthwise(const LoweredGroup &group) {
   plan.bandRows = bandRows;
   plan.bands = ceilDiv(plan.outRows, bandRows);
   plan.sharedRows = sharedRows(bandRows);
+  // A group's outputs: a thread computes all of them for its run, which reads each staged column
+  // once for all, unless that leaves too few threads to keep the GPU's warps busy: then the
+  // fewest splits of them that give enough.
+  plan.outputsPerThread = outputs;
+  const int64_t columnsOfRuns = plan.planes() * plan.bands * ceilDiv(bandRows, plan.run) * plan.outColumns;
+  for (int64_t splits = 1; splits <= outputs; ++splits)
+    if (outputs % splits == 0) {
+      plan.outputsPerThread = outputs / splits;
+      if (columnsOfRuns * splits >= kEnoughThreads)
+        break;
+    }
   // Small planes: several to a block, while the block has threads to spare and the grid blocks.
-  const int64_t items = ceilDiv(bandRows, plan.run) * plan.outColumns;
+  const int64_t items = plan.items();
   const int64_t blocksOfOne = plan.planes() * plan.bands;
   plan.planesPerBlock = std::max<int64_t>(
       1, std::min({int64_t(kMaxThreads) / items, kSharedFloats / planeFloats(bandRows), blocksOfOne / kEnoughBlocks}));
@@ -118,7 +136,8 @@ std::string printDepthwise(const Contraction &contraction, const DepthwisePlan &
   const int64_t channels = window.channelsPerGroup, outputs = window.outputsPerGroup;
   const int64_t planeShared = plan.sharedRows * plan.sharedColumns, groupShared = channels * planeShared;
   const int64_t taps = window.taps(), weights = outputs * spec.k;
-  const int64_t runs = ceilDiv(plan.bandRows, plan.run), items = runs * plan.outColumns;
+  const int64_t runs = ceilDiv(plan.bandRows, plan.run), items = plan.items(), splitItems = runs * plan.outColumns;
+  const int64_t perThread = plan.outputsPerThread;
   const int64_t columnLength = (plan.run - 1) * plan.strideRows + (plan.kernelRows - 1) * plan.dilationRows + 1;
   // Staging walks input planes: the block's planes' C input planes each, `plane` counting them
   // over the whole input (image-major), which are X's channels in order.
@@ -237,13 +256,16 @@ std::string printDepthwise(const Contraction &contraction, const DepthwisePlan &
   out << "    const int p = item / " << items << ", rest = item % " << items << ";\n";
   out << "    const long long plane = plane0 + p;\n";
   out << "    if (plane >= " << plan.planes() << "LL) continue;\n";
-  out << "    const int runRow = (rest / " << plan.outColumns << ") * " << plan.run << ", ox = rest % "
-      << plan.outColumns << ";\n";
+  if (plan.outputSplits() > 1)
+    out << "    const int o0 = rest / " << splitItems << " * " << perThread << ";\n";
+  out << "    const int runRow = (rest" << (plan.outputSplits() > 1 ? " % " + std::to_string(splitItems) : "") << " / "
+      << plan.outColumns << ") * " << plan.run << ", ox = rest % " << plan.outColumns << ";\n";
   out << "    const float *xs = sX + p * " << groupShared << " + runRow * " << plan.strideRows * plan.sharedColumns
       << " + ox * " << plan.strideColumns << ";\n";
-  out << "    const float *ws = sW + p * " << weights << ";\n";
-  out << "    float acc[" << outputs * plan.run << "];\n";
-  out << "#pragma unroll\n    for (int u = 0; u < " << outputs * plan.run << "; ++u) acc[u] = 0.0f;\n";
+  out << "    const float *ws = sW + p * " << weights << (plan.outputSplits() > 1 ? " + o0 * " + std::to_string(spec.k) : "")
+      << ";\n";
+  out << "    float acc[" << perThread * plan.run << "];\n";
+  out << "#pragma unroll\n    for (int u = 0; u < " << perThread * plan.run << "; ++u) acc[u] = 0.0f;\n";
   // A group's input planes one after another (not unrolled: each is a whole window's work); within
   // one, tap t of output o is weight o * k + r(c, t).
   std::string xs = "xs", ws = "ws", pad = "    ";
@@ -262,12 +284,12 @@ std::string printDepthwise(const Contraction &contraction, const DepthwisePlan &
   const std::string tap = "(ky * " + std::to_string(plan.kernelColumns) + " + kx)";
   const std::string product = "w * column[u * " + std::to_string(plan.strideRows) + " + ky * " +
                               std::to_string(plan.dilationRows) + "]";
-  if (outputs == 1 && tapStep == 1) {
+  if (perThread == 1 && tapStep == 1) {
     out << pad << "    const float w = " << ws << "[ky * " << plan.kernelColumns << " + kx];\n";
     out << "#pragma unroll\n" << pad << "    for (int u = 0; u < " << plan.run << "; ++u) acc[u] += " << product
         << ";\n";
   } else {
-    out << "#pragma unroll\n" << pad << "    for (int o = 0; o < " << outputs << "; ++o) {\n";
+    out << "#pragma unroll\n" << pad << "    for (int o = 0; o < " << perThread << "; ++o) {\n";
     out << pad << "      const float w = " << ws << "[o * " << spec.k << " + " << tap << " * " << tapStep << "];\n";
     out << "#pragma unroll\n" << pad << "      for (int u = 0; u < " << plan.run << "; ++u) acc[o * " << plan.run
         << " + u] += " << product << ";\n";
@@ -282,9 +304,11 @@ std::string printDepthwise(const Contraction &contraction, const DepthwisePlan &
   pad = "    ";
   if (outputs == 1) {
     out << " " << v(spec.i) << " = 0;\n";
+  } else if (perThread == 1) {
+    out << " " << v(spec.i) << " = o0;\n";
   } else {
-    out << "\n#pragma unroll\n    for (int o = 0; o < " << outputs << "; ++o) {\n";
-    out << "      " << v(spec.i) << " = o;\n";
+    out << "\n#pragma unroll\n    for (int o = 0; o < " << perThread << "; ++o) {\n";
+    out << "      " << v(spec.i) << " = " << (plan.outputSplits() > 1 ? "o0 + " : "") << "o;\n";
     accumulator = "acc[o * " + std::to_string(plan.run) + " + u]";
     pad = "      ";
   }
@@ -293,9 +317,9 @@ std::string printDepthwise(const Contraction &contraction, const DepthwisePlan &
   out << pad << "  if (runRow + u >= " << plan.bandRows << " || oy >= " << plan.outRows << ") break;\n";
   out << pad << "  " << v(spec.j) << " = image * " << window.positions() << "LL + oy * " << plan.outColumns
       << "LL + ox;\n";
-  out << printEpilogue(printer, spec, accumulator, outputs == 1 ? 3 : 4, false);
+  out << printEpilogue(printer, spec, accumulator, perThread == 1 ? 3 : 4, false);
   out << pad << "}\n";
-  if (outputs > 1)
+  if (perThread > 1)
     out << "    }\n";
   out << "  }\n}\n";
 

@@ -29,19 +29,24 @@ namespace sinter::codegen::cuda {
 /// How a depthwise convolution is cut into blocks; its window as rows and columns.
 struct DepthwisePlan : PlaneGeometry {
   DepthwiseWindow window;
-  int run = 1;                 ///< output rows a thread computes (for each of the group's outputs)
+  int run = 1;                 ///< output rows a thread computes (for each of its outputs)
+  int64_t outputsPerThread = 1; ///< of the group's outputs, consecutive ones; divides them
   int64_t bandRows = 1;        ///< output rows a block computes of each of its planes (a multiple of run, or all)
   int64_t bands = 1;           ///< bands a plane is cut into
   int64_t planesPerBlock = 1;  ///< consecutive planes (image, group; image-major) a block computes
   int64_t sharedRows = 1, sharedColumns = 1; ///< the input staged for one input plane's band
   int threads = 128;
   int64_t planes() const { return window.images * window.channels; }
+  int64_t outputSplits() const { return window.outputsPerGroup / outputsPerThread; }
+  /// A block's items for one plane: (output split, run, output column), a thread an item.
+  int64_t items() const { return outputSplits() * ((bandRows + run - 1) / run) * outColumns; }
   int64_t blocks() const { return (planes() + planesPerBlock - 1) / planesPerBlock * bands; }
 };
 
 /// The plan for `group` when it is a depthwise or grouped convolution the kernel takes (X read
-/// directly, at most 121 taps, strides up to 4, at most 32 outputs a group, a band's staged input
-/// and the group's weights within the shared-memory budget); nullopt otherwise.
+/// directly, at most 121 taps, strides up to 4, more than one group of at most 16 input and 32
+/// output channels, a band's staged input and the group's weights within the shared-memory
+/// budget); nullopt otherwise.
 std::optional<DepthwisePlan> planDepthwise(const LoweredGroup &group);
 
 /// The kernel's CUDA C and its launch shape.
