@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The CUDA depthwise kernel (lib/codegen/cuda/cuda_depthwise.cpp) on the GPU, against
-onnxruntime on the CPU (docs/gpu-testing.md), for depthwise and grouped convolutions.
+onnxruntime on the CPU (docs/gpu-testing.md), for depthwise and grouped convolutions and pooling.
 
     python3 test/gpu/check_depthwise.py --bin DIR --work DIR [--no-gpu]
 
@@ -15,7 +15,9 @@ precision (fp32; fp16 and bf16 storage):
   - the artifact's kernel generators must name the direct kernel the case expects (`cuda-c
     depthwise` or `cuda-c grouped-window`), and neither where it must not take the case (a 13x13
     window, past its 121 taps; 40 outputs or 32 channels a group; an ungrouped convolution, a
-    GEMM for the tensor cores), so a fallback to the generic kernel cannot pass for it;
+    GEMM for the tensor cores), so a fallback to the generic kernel cannot pass for it; MaxPool and
+    AveragePool cases (ceil mode, padding the maximum must not see, counts with and without the
+    padding, dilations, 1-d) expect `cuda-c pooling-window`;
   - `sinter run` on the GPU must match onnxruntime: max|a-b|/max|b| <= 1e-4 at fp32, relative L2
     <= 1e-2 at fp16 and bf16.
 With --no-gpu the outputs come from CPU-target artifacts (the CUDA artifacts are still compiled
@@ -36,13 +38,14 @@ import kernel_cases
 
 PRECISIONS = ["fp32", "fp16", "bf16"]
 
-DEPTHWISE, GROUPED = "cuda-c depthwise", "cuda-c grouped-window"
-DIRECT = (DEPTHWISE, GROUPED)
+DEPTHWISE, GROUPED, POOLING = "cuda-c depthwise", "cuda-c grouped-window", "cuda-c pooling-window"
+DIRECT = (DEPTHWISE, GROUPED, POOLING)
 
 # (name, x shape, kernel, Conv attributes (group: the channels unless given; "outputs": output
-#  channels, the input's unless given), nodes after ("relu", "silu", "residual", "clip"; "relu
-#  before": a Relu before the Conv, so that at fp16 and bf16 the Conv reads a stored 16-bit
-#  activation, not the graph's f32 input), the direct kernel that takes it, or None)
+#  channels, the input's unless given; "pool": "MaxPool" or "AveragePool" instead of a Conv),
+#  nodes after ("relu", "silu", "residual", "clip"; "relu before" or "neg before": a Relu or Neg
+#  before the Conv, so that at fp16 and bf16 the Conv reads a stored 16-bit activation, not the
+#  graph's f32 input), the direct kernel that takes it, or None)
 CASES = [
     ("7x7 convnext stage 1", [2, 96, 56, 56], [7, 7], {"pads": [3, 3, 3, 3]}, [], DEPTHWISE),
     ("7x7 on 7x7 planes + residual", [4, 384, 7, 7], [7, 7], {"pads": [3, 3, 3, 3]}, ["residual"], DEPTHWISE),
@@ -74,6 +77,21 @@ CASES = [
     ("groups of 3, 6 outputs, dilation 2", [2, 12, 18, 18], [3, 3], {"pads": [2, 2, 2, 2], "dilations": [2, 2],
                                                                       "group": 4, "outputs": 24}, [], GROUPED),
     ("1-d groups of 8", [2, 32, 50], [3], {"pads": [1, 1], "group": 4}, ["relu"], GROUPED),
+    # Pooling. Inputs are half negative: a maximum that saw the padding as 0 would be wrong.
+    ("maxpool 3x3 stride 2 ceil, odd rows", [2, 16, 57, 57], [3, 3], {"pool": "MaxPool", "strides": [2, 2],
+                                                                       "ceil_mode": 1}, [], POOLING),
+    ("maxpool 3x3 pad 1 stored", [2, 24, 28, 28], [3, 3], {"pool": "MaxPool", "pads": [1, 1, 1, 1]},
+     ["neg before"], POOLING),
+    ("maxpool 3x3 stride 2 pad 1 graph input", [2, 8, 56, 56], [3, 3], {"pool": "MaxPool", "pads": [1, 1, 1, 1],
+                                                                         "strides": [2, 2]}, ["relu"], POOLING),
+    ("maxpool 2x2 dilation 2 asymmetric pads", [1, 6, 21, 30], [2, 2], {"pool": "MaxPool", "pads": [0, 1, 2, 1],
+                                                                         "dilations": [2, 2]}, [], POOLING),
+    ("averagepool 3x3 pad 1 excluding pads", [2, 8, 14, 15], [3, 3], {"pool": "AveragePool", "pads": [1, 1, 1, 1]},
+     ["neg before"], POOLING),
+    ("averagepool 2x2 stride 2 counting pads", [1, 8, 15, 15], [2, 2], {"pool": "AveragePool", "pads": [1, 1, 1, 1],
+                                                                         "strides": [2, 2], "count_include_pad": 1},
+     [], POOLING),
+    ("maxpool 1-d k3 stride 2", [2, 16, 50], [3], {"pool": "MaxPool", "strides": [2], "pads": [1, 1]}, [], POOLING),
     ("40 outputs a group", [1, 8, 10, 10], [3, 3], {"pads": [1, 1, 1, 1], "group": 2, "outputs": 80}, [], None),
     ("32 channels a group", [1, 64, 10, 10], [3, 3], {"pads": [1, 1, 1, 1], "group": 2}, [], None),
     ("one group of 3 channels", [2, 3, 20, 20], [3, 3], {"pads": [1, 1, 1, 1], "group": 1, "outputs": 16}, ["relu"],
@@ -85,27 +103,36 @@ def build(path, x_shape, kernel, attributes, after, rng):
     attributes = dict(attributes)
     channels = x_shape[1]
     outputs = attributes.pop("outputs", channels)
-    attributes.setdefault("group", channels)
-    per_group = channels // attributes["group"]
-    w = (rng.standard_normal((outputs, per_group, *kernel)) / np.sqrt(per_group * np.prod(kernel))).astype(np.float32)
-    bias = (0.1 * rng.standard_normal(outputs)).astype(np.float32)
-    initializers = [numpy_helper.from_array(w, "w"), numpy_helper.from_array(bias, "bias")]
+    pool = attributes.pop("pool", None)
+    initializers = []
+    if pool:
+        nodes = [helper.make_node(pool, ["x"], ["c"], kernel_shape=kernel, **attributes)]
+    else:
+        attributes.setdefault("group", channels)
+        per_group = channels // attributes["group"]
+        w = (rng.standard_normal((outputs, per_group, *kernel)) / np.sqrt(per_group * np.prod(kernel))).astype(np.float32)
+        bias = (0.1 * rng.standard_normal(outputs)).astype(np.float32)
+        initializers = [numpy_helper.from_array(w, "w"), numpy_helper.from_array(bias, "bias")]
+        nodes = [helper.make_node("Conv", ["x", "w", "bias"], ["c"], kernel_shape=kernel, **attributes)]
     if "clip" in after:
         initializers += [numpy_helper.from_array(np.array(0.0, np.float32), "low"),
                          numpy_helper.from_array(np.array(6.0, np.float32), "high")]
-    nodes = [helper.make_node("Conv", ["x", "w", "bias"], ["c"], kernel_shape=kernel, **attributes)]
-    if "relu before" in after:
-        nodes = [helper.make_node("Relu", ["x"], ["xr"])] + nodes
-        nodes[1].input[0] = "xr"
-        after = [op for op in after if op != "relu before"]
+    for op, before in (("Relu", "relu before"), ("Neg", "neg before")):
+        if before in after:
+            nodes = [helper.make_node(op, ["x"], ["xb"])] + nodes
+            nodes[1].input[0] = "xb"
+            after = [a for a in after if a != before]
     inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)]
     # The output's shape, as ONNX defines it.
     spatial = len(kernel)
     pads = attributes.get("pads", [0] * 2 * spatial)
     strides = attributes.get("strides", [1] * spatial)
     dilations = attributes.get("dilations", [1] * spatial)
-    out = [x_shape[0], outputs] + [(x_shape[2 + d] + pads[d] + pads[spatial + d] - (kernel[d] - 1) * dilations[d] - 1)
-                         // strides[d] + 1 for d in range(spatial)]
+    ceil = attributes.get("ceil_mode", 0)
+    out = [x_shape[0], outputs] + [-(-(x_shape[2 + d] + pads[d] + pads[spatial + d] - (kernel[d] - 1) * dilations[d] - 1)
+                                     // strides[d]) + 1 if ceil else
+                                   (x_shape[2 + d] + pads[d] + pads[spatial + d] - (kernel[d] - 1) * dilations[d] - 1)
+                                   // strides[d] + 1 for d in range(spatial)]
     last = "c"
     for index, op in enumerate(after):
         name = f"a{index}"

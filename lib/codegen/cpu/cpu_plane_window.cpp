@@ -114,8 +114,8 @@ std::optional<PlaneWindow> planDepthwiseConvolution(const LoweredGroup &group, L
 }
 
 std::optional<PlaneWindow> planPooling(const LoweredGroup &group, LaunchShape &launch) {
-  if (!group.pooling)
-    return std::nullopt;
+  if (!group.pooling || group.pooling->read != group.pooling->load)
+    return std::nullopt; // this kernel reads X as f32, with no rounding on the way
   const Pooling &pooling = *group.pooling;
   PlaneWindow plan;
   if (!planWindow(pooling.geometry, plan))

@@ -106,7 +106,7 @@ public:
       source = cuda::printTiledContraction(*group.contraction, choice.tile, launch);
       break;
     case cuda::KernelForm::Depthwise:
-      source = cuda::printDepthwise(*group.contraction, *choice.depthwise, launch);
+      source = cuda::printDepthwise(group, *choice.depthwise, launch);
       break;
     case cuda::KernelForm::Generic: {
       source = cuda::printCudaKernel(kernel, kBlockSize);

@@ -21,6 +21,8 @@
 #include "cuda_contraction.h"
 #include "cuda_source.h"
 
+#include "sinter/support/error.h"
+
 #include <algorithm>
 #include <sstream>
 
@@ -53,34 +55,28 @@ int stagingVector(const DepthwisePlan &plan) {
 
 } // namespace
 
-std::optional<DepthwisePlan> planDepthwise(const LoweredGroup &group) {
-  if (!group.contraction)
-    return std::nullopt;
-  // Depthwise, or grouped with a few channels a group; an ungrouped convolution (one group) is a
-  // GEMM for the tensor cores, as is a group of many channels.
-  std::optional<DepthwiseWindow> window = groupedWindow(*group.contraction);
-  if (!window || window->outputsPerGroup > kMaxOutputsPerGroup || window->channelsPerGroup > kMaxChannelsPerGroup)
-    return std::nullopt;
-  if (window->channels == 1 && (window->channelsPerGroup > 1 || window->outputsPerGroup > 1))
-    return std::nullopt;
-  const WindowGeometry &geometry = window->geometry;
+namespace {
+
+/// The plan for `window` (with `weights` weights a group: none for pooling), or nullopt.
+std::optional<DepthwisePlan> planWindow(const DepthwiseWindow &window, int64_t weights, DepthwisePlan::Combine combine) {
+  const WindowGeometry &geometry = window.geometry;
   const size_t dims = geometry.rank();
   for (size_t d = 0; d < dims; ++d)
     if (geometry.strides[d] > kMaxStride || geometry.padBegin[d] < 0)
       return std::nullopt;
-  if (window->taps() > kMaxTaps)
+  if (window.taps() > kMaxTaps)
     return std::nullopt;
   DepthwisePlan plan;
-  plan.window = *window;
+  plan.window = window;
+  plan.combine = combine;
   static_cast<PlaneGeometry &>(plan) = planeGeometry(geometry);
-  const int64_t outputs = window->outputsPerGroup, channels = window->channelsPerGroup;
+  const int64_t outputs = window.outputsPerGroup, channels = window.channelsPerGroup;
   plan.run = int(std::min<int64_t>({kRun, plan.outRows, std::max<int64_t>(1, kMaxAccumulators / outputs)}));
   plan.sharedColumns = (plan.outColumns - 1) * plan.strideColumns + (plan.kernelColumns - 1) * plan.dilationColumns + 1;
   auto sharedRows = [&](int64_t bandRows) {
     return (roundUp(bandRows, plan.run) - 1) * plan.strideRows + (plan.kernelRows - 1) * plan.dilationRows + 1;
   };
   auto halved = [&](int64_t bandRows) { return std::max<int64_t>(plan.run, roundUp(ceilDiv(bandRows, 2), plan.run)); };
-  const int64_t weights = outputs * group.contraction->spec.k;
   auto planeFloats = [&](int64_t bandRows) { return channels * sharedRows(bandRows) * plan.sharedColumns + weights; };
   // Runs as long as the staged input of one allows (a wide plane of many channels).
   while (plan.run > 1 && planeFloats(plan.run) > kMaxSharedFloats)
@@ -124,18 +120,60 @@ std::optional<DepthwisePlan> planDepthwise(const LoweredGroup &group) {
   return plan;
 }
 
-std::string printDepthwise(const Contraction &contraction, const DepthwisePlan &plan, LaunchShape &launch) {
-  const ContractionSpec &spec = contraction.spec;
-  const Kernel &kernel = contraction.kernel;
+} // namespace
+
+std::optional<DepthwisePlan> planDepthwise(const LoweredGroup &group) {
+  if (group.pooling) {
+    // Pooling: the window over each (image, channel) plane, with no weights.
+    const Pooling &pooling = *group.pooling;
+    DepthwiseWindow window;
+    window.source = pooling.source;
+    window.stored = pooling.load->type;
+    window.read = pooling.read;
+    window.load = pooling.load;
+    window.channels = pooling.channels;
+    window.images = pooling.images;
+    window.geometry = pooling.geometry;
+    const PlaneGeometry plane = planeGeometry(pooling.geometry);
+    window.planeStride = window.channelStride = plane.inRows * plane.inColumns;
+    window.imageStride = window.channels * window.planeStride;
+    return planWindow(window, 0, pooling.max ? DepthwisePlan::Combine::Max : DepthwisePlan::Combine::Add);
+  }
+  if (!group.contraction)
+    return std::nullopt;
+  // Depthwise, or grouped with a few channels a group; an ungrouped convolution (one group) is a
+  // GEMM for the tensor cores, as is a group of many channels.
+  std::optional<DepthwiseWindow> window = groupedWindow(*group.contraction);
+  if (!window || window->outputsPerGroup > kMaxOutputsPerGroup || window->channelsPerGroup > kMaxChannelsPerGroup)
+    return std::nullopt;
+  if (window->channels == 1 && (window->channelsPerGroup > 1 || window->outputsPerGroup > 1))
+    return std::nullopt;
+  return planWindow(*window, window->outputsPerGroup * group.contraction->spec.k, DepthwisePlan::Combine::MultiplyAdd);
+}
+
+std::string printDepthwise(const LoweredGroup &group, const DepthwisePlan &plan, LaunchShape &launch) {
+  using Combine = DepthwisePlan::Combine;
+  const bool weighted = plan.combine == Combine::MultiplyAdd;
+  SINTER_ASSERT(weighted ? group.contraction.has_value() : group.pooling.has_value(), "window kernel ",
+                group.kernel.name, " has no description to print");
+  const Kernel &kernel = weighted ? group.contraction->kernel : group.pooling->kernel;
   const DepthwiseWindow &window = plan.window;
   CudaPrinter printer;
   IndexRanges ranges(kernel);
-  setContractionRanges(ranges, spec);
+  if (weighted) {
+    setContractionRanges(ranges, group.contraction->spec);
+  } else {
+    const Pooling &pooling = *group.pooling;
+    ranges.setVariable(pooling.image, {0, pooling.images - 1});
+    ranges.setVariable(pooling.channel, {0, pooling.channels - 1});
+    ranges.setVariable(pooling.position, {0, window.positions() - 1});
+  }
   printer.setRanges(&ranges);
   auto v = [](int id) { return "v" + std::to_string(id); };
   const int64_t channels = window.channelsPerGroup, outputs = window.outputsPerGroup;
+  const int64_t k = weighted ? group.contraction->spec.k : 0;
   const int64_t planeShared = plan.sharedRows * plan.sharedColumns, groupShared = channels * planeShared;
-  const int64_t taps = window.taps(), weights = outputs * spec.k;
+  const int64_t taps = window.taps(), weights = outputs * k;
   const int64_t runs = ceilDiv(plan.bandRows, plan.run), items = plan.items(), splitItems = runs * plan.outColumns;
   const int64_t perThread = plan.outputsPerThread;
   const int64_t columnLength = (plan.run - 1) * plan.strideRows + (plan.kernelRows - 1) * plan.dilationRows + 1;
@@ -151,31 +189,44 @@ std::string printDepthwise(const Contraction &contraction, const DepthwisePlan &
                                      std::to_string(window.channelStride) + "LL + y * " +
                                      std::to_string(plan.inColumns) + " + x";
   auto widened = [&](const std::string &element) { return printer.exprReading(window.read, window.load.get(), element); };
+  // What the window's cells hold outside X: a maximum's identity, else zero (the sum's, and the
+  // padding's of a convolution).
+  const bool maximum = plan.combine == Combine::Max;
+  const std::string fill = maximum ? "__int_as_float(0xff800000)" : "0.0f";
 
   std::ostringstream out;
   out << printer.signature(kernel, plan.threads);
-  out << "  // " << (channels == 1 && outputs == 1 ? "depthwise" : "grouped") << ": " << window.images << " images x "
-      << window.channels << " groups of " << channels << " input and " << outputs << " output channels, " << plan.outRows
-      << "x" << plan.outColumns << " outputs of a " << plan.kernelRows << "x" << plan.kernelColumns
-      << " window; bands of " << plan.bandRows << " rows, " << plan.planesPerBlock << " plane(s) a block, runs of "
-      << plan.run << "\n";
+  const char *what = !weighted ? (maximum ? "max pooling" : "sum pooling")
+                     : channels == 1 && outputs == 1 ? "depthwise"
+                                                     : "grouped";
+  out << "  // " << what << ": " << window.images << " images x " << window.channels << " groups of " << channels
+      << " input and " << outputs << " output channels, " << plan.outRows << "x" << plan.outColumns
+      << " outputs of a " << plan.kernelRows << "x" << plan.kernelColumns << " window; bands of " << plan.bandRows
+      << " rows, " << plan.planesPerBlock << " plane(s) a block, runs of " << plan.run << "\n";
   out << "  __shared__ float sX[" << plan.planesPerBlock * groupShared << "];\n";
-  out << "  __shared__ float sW[" << plan.planesPerBlock * weights << "];\n";
+  if (weighted)
+    out << "  __shared__ float sW[" << plan.planesPerBlock * weights << "];\n";
   out << printer.locals(kernel, 1);
   out << "  const long long band = blockIdx.x % " << plan.bands << "LL, plane0 = (blockIdx.x / " << plan.bands
       << "LL) * " << plan.planesPerBlock << "LL;\n";
   out << "  const int row0 = (int)band * " << plan.bandRows << ";\n";
-  // Stage the band's input rows, widened to f32, zero outside the plane. A thread loads a chunk
+  // Stage the band's input rows, widened to f32, `fill` outside the plane. A thread loads a chunk
   // of its elements into registers, then stores them: the chunk's loads are in flight together,
   // so staging costs about one round trip to memory, not one per element a thread stages.
   const int vector = stagingVector(plan);
   if (vector > 1) {
     // 8-byte loads of `vector` elements along the row (rows start at multiples of it), each
-    // element stored where it goes; the pad columns get zeros from items of their own.
+    // element stored where it goes; the pad columns get `fill` from items of their own. A row
+    // outside X loads the bits of `fill` in X's type.
     const int64_t groups = plan.inColumns / vector, rowItems = stagedPlanes * plan.sharedRows;
     const int64_t loads = rowItems * groups;
     const int64_t chunk = std::min<int64_t>(kStagingChunk / 2, ceilDiv(loads, plan.threads));
     const char *raw = window.stored == DType::Float32 ? "float2" : "uint2";
+    const std::string rawFill =
+        window.stored == DType::Float32 ? "make_float2(" + fill + ", " + fill + ")"
+        : !maximum                      ? "make_uint2(0u, 0u)"
+        : window.stored == DType::Float16 ? "make_uint2(0xfc00fc00u, 0xfc00fc00u)"
+                                          : "make_uint2(0xff80ff80u, 0xff80ff80u)";
     auto locate = [&](const char *pad) {
       out << pad << "const int p = e / " << plan.sharedRows * groups << ", r = e / " << groups << " % "
           << plan.sharedRows << ", g = e % " << groups << ";\n";
@@ -184,7 +235,7 @@ std::string printDepthwise(const Contraction &contraction, const DepthwisePlan &
     out << "    " << raw << " s[" << chunk << "];\n";
     out << "#pragma unroll\n    for (int u = 0; u < " << chunk << "; ++u) {\n";
     out << "      const int e = base + threadIdx.x + u * " << plan.threads << ";\n";
-    out << "      s[u] = " << (window.stored == DType::Float32 ? "make_float2(0.0f, 0.0f)" : "make_uint2(0u, 0u)") << ";\n";
+    out << "      s[u] = " << rawFill << ";\n";
     out << "      if (e < " << loads << ") {\n";
     locate("        ");
     out << "        const int y = row0 * " << plan.strideRows << " - " << plan.padTop << " + r, x = g * " << vector
@@ -213,7 +264,8 @@ std::string printDepthwise(const Contraction &contraction, const DepthwisePlan &
       out << "  for (int e = threadIdx.x; e < " << rowItems * padCells << "; e += " << plan.threads << ") {\n";
       out << "    const int k = e % " << padCells << ", row = e / " << padCells << ";\n";
       out << "    sX[(row / " << plan.sharedRows << ") * " << planeShared << " + (row % " << plan.sharedRows << ") * "
-          << plan.sharedColumns << " + (k < " << plan.padLeft << " ? k : " << plan.inColumns << " + k)] = 0.0f;\n";
+          << plan.sharedColumns << " + (k < " << plan.padLeft << " ? k : " << plan.inColumns << " + k)] = " << fill
+          << ";\n";
       out << "  }\n";
     }
   } else {
@@ -223,7 +275,7 @@ std::string printDepthwise(const Contraction &contraction, const DepthwisePlan &
     out << "    float s[" << chunk << "];\n";
     out << "#pragma unroll\n    for (int u = 0; u < " << chunk << "; ++u) {\n";
     out << "      const int e = base + threadIdx.x + u * " << plan.threads << ";\n";
-    out << "      s[u] = 0.0f;\n";
+    out << "      s[u] = " << fill << ";\n";
     out << "      if (e < " << staged << ") {\n";
     out << "        const int p = e / " << planeShared << ", rest = e % " << planeShared << ";\n";
     out << "        const int y = row0 * " << plan.strideRows << " - " << plan.padTop << " + rest / "
@@ -238,17 +290,20 @@ std::string printDepthwise(const Contraction &contraction, const DepthwisePlan &
     out << "      if (e < " << staged << ") sX[e] = s[u];\n";
     out << "    }\n  }\n";
   }
-  // The weights, through the contraction's lhs (as stored, or a fused scale of them).
-  out << "  for (int e = threadIdx.x; e < " << plan.planesPerBlock * weights << "; e += " << plan.threads << ") {\n";
-  out << "    const long long plane = plane0 + e / " << weights << ";\n";
-  out << "    " << v(spec.b) << " = plane % " << window.channels << "LL; " << v(spec.i) << " = "
-      << (outputs == 1 ? "0" : "e / " + std::to_string(spec.k) + " % " + std::to_string(outputs)) << "; " << v(spec.r)
-      << " = e % " << spec.k << ";\n";
-  CudaPrinter::Line weight = printer.line({spec.lhs}, "    ", true);
-  out << "    float w = 0.0f;\n";
-  out << "    if (plane < " << plan.planes() << "LL) {\n" << weight.definitions << "      w = " << weight.texts[0]
-      << ";\n    }\n";
-  out << "    sW[e] = w;\n  }\n";
+  if (weighted) {
+    // The weights, through the contraction's lhs (as stored, or a fused scale of them).
+    const ContractionSpec &spec = group.contraction->spec;
+    out << "  for (int e = threadIdx.x; e < " << plan.planesPerBlock * weights << "; e += " << plan.threads << ") {\n";
+    out << "    const long long plane = plane0 + e / " << weights << ";\n";
+    out << "    " << v(spec.b) << " = plane % " << window.channels << "LL; " << v(spec.i) << " = "
+        << (outputs == 1 ? "0" : "e / " + std::to_string(k) + " % " + std::to_string(outputs)) << "; " << v(spec.r)
+        << " = e % " << k << ";\n";
+    CudaPrinter::Line weight = printer.line({spec.lhs}, "    ", true);
+    out << "    float w = 0.0f;\n";
+    out << "    if (plane < " << plan.planes() << "LL) {\n" << weight.definitions << "      w = " << weight.texts[0]
+        << ";\n    }\n";
+    out << "    sW[e] = w;\n  }\n";
+  }
   out << "  __syncthreads();\n";
   // A thread an item: a run of outputs down one column.
   out << "  for (int item = threadIdx.x; item < " << plan.planesPerBlock * items << "; item += " << plan.threads
@@ -262,10 +317,12 @@ std::string printDepthwise(const Contraction &contraction, const DepthwisePlan &
       << plan.outColumns << ") * " << plan.run << ", ox = rest % " << plan.outColumns << ";\n";
   out << "    const float *xs = sX + p * " << groupShared << " + runRow * " << plan.strideRows * plan.sharedColumns
       << " + ox * " << plan.strideColumns << ";\n";
-  out << "    const float *ws = sW + p * " << weights << (plan.outputSplits() > 1 ? " + o0 * " + std::to_string(spec.k) : "")
-      << ";\n";
+  if (weighted)
+    out << "    const float *ws = sW + p * " << weights
+        << (plan.outputSplits() > 1 ? " + o0 * " + std::to_string(k) : "") << ";\n";
   out << "    float acc[" << perThread * plan.run << "];\n";
-  out << "#pragma unroll\n    for (int u = 0; u < " << perThread * plan.run << "; ++u) acc[u] = 0.0f;\n";
+  out << "#pragma unroll\n    for (int u = 0; u < " << perThread * plan.run << "; ++u) acc[u] = "
+      << (maximum ? fill : "0.0f") << ";\n";
   // A group's input planes one after another (not unrolled: each is a whole window's work); within
   // one, tap t of output o is weight o * k + r(c, t).
   std::string xs = "xs", ws = "ws", pad = "    ";
@@ -282,42 +339,59 @@ std::string printDepthwise(const Contraction &contraction, const DepthwisePlan &
       << plan.sharedColumns << " + kx * " << plan.dilationColumns << "];\n";
   out << "#pragma unroll\n" << pad << "  for (int ky = 0; ky < " << plan.kernelRows << "; ++ky) {\n";
   const std::string tap = "(ky * " + std::to_string(plan.kernelColumns) + " + kx)";
-  const std::string product = "w * column[u * " + std::to_string(plan.strideRows) + " + ky * " +
-                              std::to_string(plan.dilationRows) + "]";
-  if (perThread == 1 && tapStep == 1) {
+  const std::string cell = "column[u * " + std::to_string(plan.strideRows) + " + ky * " +
+                           std::to_string(plan.dilationRows) + "]";
+  if (!weighted) {
+    // A NaN tap never wins the maximum (fmaxf takes the other operand), as in the reference.
+    out << "#pragma unroll\n" << pad << "    for (int u = 0; u < " << plan.run << "; ++u) acc[u] = "
+        << (maximum ? "fmaxf(acc[u], " + cell + ")" : "acc[u] + " + cell) << ";\n";
+  } else if (perThread == 1 && tapStep == 1) {
     out << pad << "    const float w = " << ws << "[ky * " << plan.kernelColumns << " + kx];\n";
-    out << "#pragma unroll\n" << pad << "    for (int u = 0; u < " << plan.run << "; ++u) acc[u] += " << product
+    out << "#pragma unroll\n" << pad << "    for (int u = 0; u < " << plan.run << "; ++u) acc[u] += w * " << cell
         << ";\n";
   } else {
     out << "#pragma unroll\n" << pad << "    for (int o = 0; o < " << perThread << "; ++o) {\n";
-    out << pad << "      const float w = " << ws << "[o * " << spec.k << " + " << tap << " * " << tapStep << "];\n";
+    out << pad << "      const float w = " << ws << "[o * " << k << " + " << tap << " * " << tapStep << "];\n";
     out << "#pragma unroll\n" << pad << "      for (int u = 0; u < " << plan.run << "; ++u) acc[o * " << plan.run
-        << " + u] += " << product << ";\n";
+        << " + u] += w * " << cell << ";\n";
     out << pad << "    }\n";
   }
   out << pad << "  }\n" << pad << "}\n";
   if (channels > 1)
     out << "    }\n";
+  // The epilogue per output: the contraction's (b = group, i = output, j = image's position), or
+  // the pooling's (image, channel, position).
   out << "    const long long image = plane / " << window.channels << "LL;\n";
-  out << "    " << v(spec.b) << " = plane % " << window.channels << "LL;";
-  std::string accumulator = "acc[u]";
+  std::string accumulator = "acc[u]", position = v(weighted ? group.contraction->spec.j : group.pooling->position);
   pad = "    ";
-  if (outputs == 1) {
-    out << " " << v(spec.i) << " = 0;\n";
-  } else if (perThread == 1) {
-    out << " " << v(spec.i) << " = o0;\n";
+  if (!weighted) {
+    out << "    " << v(group.pooling->image) << " = image; " << v(group.pooling->channel) << " = plane % "
+        << window.channels << "LL;\n";
   } else {
-    out << "\n#pragma unroll\n    for (int o = 0; o < " << perThread << "; ++o) {\n";
-    out << "      " << v(spec.i) << " = " << (plan.outputSplits() > 1 ? "o0 + " : "") << "o;\n";
-    accumulator = "acc[o * " + std::to_string(plan.run) + " + u]";
-    pad = "      ";
+    const ContractionSpec &spec = group.contraction->spec;
+    out << "    " << v(spec.b) << " = plane % " << window.channels << "LL;";
+    if (outputs == 1) {
+      out << " " << v(spec.i) << " = 0;\n";
+    } else if (perThread == 1) {
+      out << " " << v(spec.i) << " = o0;\n";
+    } else {
+      out << "\n#pragma unroll\n    for (int o = 0; o < " << perThread << "; ++o) {\n";
+      out << "      " << v(spec.i) << " = " << (plan.outputSplits() > 1 ? "o0 + " : "") << "o;\n";
+      accumulator = "acc[o * " + std::to_string(plan.run) + " + u]";
+      pad = "      ";
+    }
   }
   out << "#pragma unroll\n" << pad << "for (int u = 0; u < " << plan.run << "; ++u) {\n";
   out << pad << "  const int oy = row0 + runRow + u;\n";
   out << pad << "  if (runRow + u >= " << plan.bandRows << " || oy >= " << plan.outRows << ") break;\n";
-  out << pad << "  " << v(spec.j) << " = image * " << window.positions() << "LL + oy * " << plan.outColumns
-      << "LL + ox;\n";
-  out << printEpilogue(printer, spec, accumulator, perThread == 1 ? 3 : 4, false);
+  out << pad << "  " << position << " = " << (weighted ? "image * " + std::to_string(window.positions()) + "LL + " : "")
+      << "oy * " << plan.outColumns << "LL + ox;\n";
+  if (weighted) {
+    out << printEpilogue(printer, group.contraction->spec, accumulator, perThread == 1 ? 3 : 4, false);
+  } else {
+    out << pad << "  {\n" << pad << "    " << v(group.pooling->acc) << " = " << accumulator << ";\n"
+        << printer.statements(group.pooling->epilogue, 4) << pad << "  }\n";
+  }
   out << pad << "}\n";
   if (perThread > 1)
     out << "    }\n";
@@ -325,7 +399,8 @@ std::string printDepthwise(const Contraction &contraction, const DepthwisePlan &
 
   launch.grid[0] = uint32_t(plan.blocks());
   launch.block[0] = uint32_t(plan.threads);
-  launch.parallelExtent = spec.batch * spec.m * spec.n;
+  launch.parallelExtent = weighted ? group.contraction->spec.batch * group.contraction->spec.m * group.contraction->spec.n
+                                   : plan.planes() * window.positions();
   return out.str();
 }
 

@@ -28,7 +28,10 @@ namespace sinter::codegen::cuda {
 
 /// How a depthwise convolution is cut into blocks; its window as rows and columns.
 struct DepthwisePlan : PlaneGeometry {
-  DepthwiseWindow window;
+  /// What the window computes: a convolution's products with its weights, or a pooling's
+  /// maximum or sum of the taps.
+  enum class Combine { MultiplyAdd, Max, Add } combine = Combine::MultiplyAdd;
+  DepthwiseWindow window; ///< for pooling, one channel and one output a group, and no weights
   int run = 1;                 ///< output rows a thread computes (for each of its outputs)
   int64_t outputsPerThread = 1; ///< of the group's outputs, consecutive ones; divides them
   int64_t bandRows = 1;        ///< output rows a block computes of each of its planes (a multiple of run, or all)
@@ -43,13 +46,13 @@ struct DepthwisePlan : PlaneGeometry {
   int64_t blocks() const { return (planes() + planesPerBlock - 1) / planesPerBlock * bands; }
 };
 
-/// The plan for `group` when it is a depthwise or grouped convolution the kernel takes (X read
+/// The plan for `group` when it is a pooling (pooling.h) or a depthwise or grouped convolution the kernel takes (X read
 /// directly, at most 121 taps, strides up to 4, more than one group of at most 16 input and 32
 /// output channels, a band's staged input and the group's weights within the shared-memory
 /// budget); nullopt otherwise.
 std::optional<DepthwisePlan> planDepthwise(const LoweredGroup &group);
 
-/// The kernel's CUDA C and its launch shape.
-std::string printDepthwise(const Contraction &contraction, const DepthwisePlan &plan, LaunchShape &launch);
+/// The kernel's CUDA C and its launch shape, for the group planDepthwise planned.
+std::string printDepthwise(const LoweredGroup &group, const DepthwisePlan &plan, LaunchShape &launch);
 
 } // namespace sinter::codegen::cuda

@@ -17,7 +17,7 @@ KernelChoice chooseKernel(const LoweredGroup &group, const CudaOptions &options,
       return choice;
     }
   const std::optional<Contraction> &contraction = group.contraction;
-  if (contraction && options.directDepthwise)
+  if ((contraction || group.pooling) && options.directDepthwise)
     if ((choice.depthwise = planDepthwise(group))) {
       choice.form = KernelForm::Depthwise;
       return choice;
@@ -62,6 +62,8 @@ std::string generatorName(const KernelChoice &choice) {
   case KernelForm::Tiled: return "cuda-c tiled";
   case KernelForm::Depthwise: {
     const DepthwiseWindow &window = choice.depthwise->window;
+    if (choice.depthwise->combine != DepthwisePlan::Combine::MultiplyAdd)
+      return "cuda-c pooling-window";
     return window.channelsPerGroup == 1 && window.outputsPerGroup == 1 ? "cuda-c depthwise" : "cuda-c grouped-window";
   }
   case KernelForm::Generic: break;

@@ -6,9 +6,10 @@
 //           (at_d = position_d * strides_d - padBegin_d + tap_d * dilations_d)
 //     epilogue(image, channel, position, acc)   (an average's division; stores the output)
 //
-// Described for an f32 MaxPool (no Indices output) or AveragePool over 1 or 2 spatial dims whose
-// input X is read directly (no fused prologue). The naive lowering (lower_pooling.cpp) computes
-// the same; a backend without a direct kernel uses that.
+// Described for a MaxPool (no Indices output) or AveragePool over 1 or 2 spatial dims whose input
+// X is read directly (no fused prologue) and stored as f32, f16 or bf16 (the taps are compared or
+// summed in f32). The naive lowering (lower_pooling.cpp) computes the same; a backend without a
+// direct kernel uses that.
 #pragma once
 
 #include "sinter/codegen/kernel/kernel_ir.h"
@@ -23,6 +24,9 @@ struct Pooling {
   Kernel kernel;   ///< buffers and variables; its body is empty (a backend writes the loops)
   bool max = true; ///< the taps' maximum (a NaN never wins, as in the reference), else their sum
   int source = -1; ///< the buffer X
+  /// X's element as the taps read it: `load` (of X's type: f32, f16 or bf16) through casts
+  /// between those types to f32.
+  ExprRef read, load;
   int64_t images = 0, channels = 0;
   WindowGeometry geometry;
   int image = -1, channel = -1, position = -1; ///< i64 variables the epilogue reads
