@@ -143,8 +143,10 @@ TEST(CudaCodegen, LargeContractionsGetTiledKernels) {
   Value *a = graph.addInput("a", {DType::Float32, {3, 100, 70}});
   Value *b = graph.addInput("b", {DType::Float32, {70, 130}});
   Node *matmul = graph.addNode(OpKind::MatMul, {a, b}, 1, "matmul");
-  Value *x = graph.addInput("x", {DType::Float32, {2, 8, 20, 20}});
-  Value *w = graph.addInput("w", {DType::Float32, {32, 4, 3, 3}});
+  // Two groups of 20 channels: a GEMM a group (with at most 16, the direct window kernel would
+  // take it: test_cuda_depthwise.py).
+  Value *x = graph.addInput("x", {DType::Float32, {2, 40, 20, 20}});
+  Value *w = graph.addInput("w", {DType::Float32, {32, 20, 3, 3}});
   Node *conv = graph.addNode(OpKind::Conv, {x, w}, 1, "conv");
   conv->setAttr("group", int64_t(2));
   conv->setAttr("pads", std::vector<int64_t>{1, 1, 1, 1});
@@ -190,7 +192,7 @@ TEST(CudaCodegen, LargeContractionsGetTiledKernels) {
   EXPECT_EQ(described->spec.batch, 2);
   EXPECT_EQ(described->spec.m, 16);
   EXPECT_EQ(described->spec.n, 2 * 20 * 20);
-  EXPECT_EQ(described->spec.k, 4 * 3 * 3);
+  EXPECT_EQ(described->spec.k, 20 * 3 * 3);
   LaunchShape convLaunch;
   manifest.kernels.push_back(backend->addKernel(lowerForBackend(convGroup, backend->capabilities()), convLaunch));
   EXPECT_EQ(manifest.kernels.back().generator, "cuda-c tiled");

@@ -8,6 +8,7 @@
 #include "sinter/support/error.h"
 
 #include <algorithm>
+#include <functional>
 #include <numeric>
 
 namespace sinter::codegen {
@@ -73,26 +74,33 @@ ExprRef sliceRule(const RuleContext &ctx, int, const std::vector<ExprRef> &index
 ExprRef concatRule(const RuleContext &ctx, int, const std::vector<ExprRef> &index) {
   int64_t rank = int64_t(index.size());
   int64_t axis = normalizedAxis(ctx.node(), ctx.node().attrInt("axis", 0), rank);
-  // Walk the inputs back to front so the first input is the outermost select arm.
+  // The inputs that contribute along the axis, and where each begins.
+  std::vector<int> inputs;
   std::vector<int64_t> offsets;
   int64_t offset = 0;
   for (int i = 0; i < ctx.node().numInputs(); ++i) {
+    if (ctx.inputDims(i)[axis] == 0)
+      continue;
+    inputs.push_back(i);
     offsets.push_back(offset);
     offset += ctx.inputDims(i)[axis];
   }
-  ExprRef result;
-  for (int i = ctx.node().numInputs() - 1; i >= 0; --i) {
-    int64_t size = ctx.inputDims(i)[axis];
-    if (size == 0)
-      continue;
-    std::vector<ExprRef> inIndex = index;
-    // Clamped so that the arm not taken still reads in bounds (LLVM's select evaluates both).
-    inIndex[axis] = clampIndex(sub(index[axis], intConstant(offsets[i])), size);
-    ExprRef value = ctx.input(i)(inIndex);
-    result = result ? select(binary(BinaryOp::Lt, index[axis], intConstant(offsets[i] + size)), value, result)
-                    : value;
-  }
-  return result;
+  // A balanced tree of selects on the axis index: a read of one of n inputs tests log2(n)
+  // bounds, not up to n (DenseNet's blocks concatenate up to 33 inputs, and a kernel fused after
+  // the Concat makes every element's read go through the tree).
+  std::function<ExprRef(size_t, size_t)> tree = [&](size_t begin, size_t end) -> ExprRef {
+    if (end - begin == 1) {
+      const int i = inputs[begin];
+      std::vector<ExprRef> inIndex = index;
+      // Clamped so that an arm not taken still reads in bounds (LLVM's select evaluates both).
+      inIndex[axis] = clampIndex(sub(index[axis], intConstant(offsets[begin])), ctx.inputDims(i)[axis]);
+      return ctx.input(i)(inIndex);
+    }
+    const size_t middle = begin + (end - begin) / 2;
+    return select(binary(BinaryOp::Lt, index[axis], intConstant(offsets[middle])), tree(begin, middle),
+                  tree(middle, end));
+  };
+  return inputs.empty() ? nullptr : tree(0, inputs.size());
 }
 
 ExprRef splitRule(const RuleContext &ctx, int output, const std::vector<ExprRef> &index) {
