@@ -550,7 +550,19 @@ std::string CudaPrinter::kernelFunction(const Kernel &kernel, int blockSize) {
   ranges_ = &ranges;
   std::string text = signature(kernel, blockSize);
   text += "  const long long extent = " + std::to_string(kernel.parallelExtent) + "LL;\n";
-  if (!warpPerPoint(kernel)) {
+  if (const int points = pointsPerThread(kernel); points > 1) {
+    // `points` points a pass, a grid apart: their loads are independent, so all are in flight at
+    // once (the buffers are __restrict__, so the stores need not wait between them).
+    text += "  const long long stride = (long long)gridDim.x * blockDim.x;\n";
+    text += "  for (long long first = blockIdx.x * (long long)blockDim.x + threadIdx.x; first < extent;"
+            " first += stride * " + std::to_string(points) + ") {\n";
+    text += "#pragma unroll\n    for (int point = 0; point < " + std::to_string(points) + "; ++point) {\n";
+    text += "      const long long v0 = first + point * stride;\n";
+    text += "      if (v0 < extent) {\n";
+    text += locals(kernel, 4);
+    text += statements(kernel.body, 4);
+    text += "      }\n    }\n";
+  } else if (!warpPerPoint(kernel)) {
     text += "  for (long long v0 = blockIdx.x * (long long)blockDim.x + threadIdx.x; v0 < extent;"
             " v0 += (long long)gridDim.x * blockDim.x) {\n";
     text += locals(kernel, 2);

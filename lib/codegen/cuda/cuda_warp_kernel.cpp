@@ -116,8 +116,27 @@ bool warpPerPoint(const Kernel &kernel) {
   return !(kernel.parallelExtent >= kOneWave && longest <= kThreadLoop);
 }
 
+namespace {
+
+bool hasLoop(const std::vector<StmtRef> &statements) {
+  return std::any_of(statements.begin(), statements.end(), [](const StmtRef &statement) {
+    return statement->kind == StmtKind::For || hasLoop(statement->body) || hasLoop(statement->orElse);
+  });
+}
+
+/// Below this many points a kernel keeps a thread a point: it has few waves to begin with.
+constexpr int64_t kUnrolledExtent = int64_t(1) << 20;
+constexpr int kUnroll = 4;
+
+} // namespace
+
+int pointsPerThread(const Kernel &kernel) {
+  return !warpPerPoint(kernel) && kernel.parallelExtent >= kUnrolledExtent && !hasLoop(kernel.body) ? kUnroll : 1;
+}
+
 int64_t threadsNeeded(const Kernel &kernel) {
-  return warpPerPoint(kernel) ? kernel.parallelExtent * 32 : kernel.parallelExtent;
+  return warpPerPoint(kernel) ? kernel.parallelExtent * 32
+                              : (kernel.parallelExtent + pointsPerThread(kernel) - 1) / pointsPerThread(kernel);
 }
 
 /// What a warp-per-point kernel's lanes hold in registers; inactive (no caches) when no loop's
