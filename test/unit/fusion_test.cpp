@@ -131,6 +131,24 @@ TEST(Fusion, ElementwiseChainsBecomeOneKernelAndShapeOpsFoldIntoConsumers) {
   EXPECT_EQ(describe(groups), "Exp | Tanh | Reshape+MatMul | Neg");
 }
 
+TEST(Fusion, EpiloguesGoOnThroughAReshapeThatAnElementwiseLinkFollows) {
+  // GPT-2's Gemm over [tokens, features], then the residual add and the GELU over [batch,
+  // sequence, features]: the reshape keeps every element where it is.
+  std::unique_ptr<Graph> graph = parseGraph(R"(graph @main(%x: f32[6,8], %w: f32[8,4], %r: f32[2,3,4]) -> (%y, %z) {
+  %shape = constant i64[3] [2, 3, 4]
+  %flat = constant i64[2] [6, 4]
+  %m = MatMul(%x, %w) : f32[6,4]
+  %v = Reshape(%m, %shape) : f32[2,3,4]
+  %a = Add(%v, %r) : f32[2,3,4]
+  %y = Gelu(%a) : f32[2,3,4]
+  %n = MatMul(%x, %w) : f32[6,4]
+  %z = Reshape(%n, %shape) : f32[2,3,4]
+  return
+})");
+  // A reshape with no elementwise link after it ends the epilogue: it stays a view of its own.
+  EXPECT_EQ(describe(formKernelGroups(*graph, true)), "MatMul+Reshape+Add+Gelu | MatMul | Reshape");
+}
+
 TEST(Fusion, BroadcastingConsumersAreNotEpilogues) {
   std::unique_ptr<Graph> graph = parseGraph(R"(graph @main(%x: f32[3,1], %w: f32[1,1], %big: f32[3,4]) -> (%y) {
   %m = MatMul(%x, %w) : f32[3,1]

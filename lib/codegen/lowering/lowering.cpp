@@ -344,8 +344,10 @@ bool lowerGroupNodes(const KernelGroup &group, KernelBuilder &builder, GroupBuff
       for (Value *output : later->outputs()) {
         reach.insert(output);
         if (buffers.outputBuffers.count(output)) {
-          SINTER_ASSERT(staticDims(output->shape()) == staticDims(node.output(o)->shape()),
-                        "epilogue output '", output->name(), "' has another shape than '",
+          // Elementwise links and reshapes (fusion.cpp): the element stored at a flat index of
+          // the kernel's output gives the element at that flat index of each output after it.
+          SINTER_ASSERT(elementCount(output->shape()) == elementCount(node.output(o)->shape()),
+                        "epilogue output '", output->name(), "' has another size than '",
                         node.output(o)->name(), "'");
           downstream[o].push_back(output);
         }
@@ -367,10 +369,10 @@ bool lowerGroupNodes(const KernelGroup &group, KernelBuilder &builder, GroupBuff
       if (outputs[o] >= 0)
         statements.push_back(codegen::store(outputs[o], flat, cast(stored, result->dtype())));
       (*storing)[result] = stored;
-      std::vector<ExprRef> index = unravelIndex(flat, staticDims(result->shape()));
       for (const Value *output : downstream[o])
-        statements.push_back(codegen::store(buffers.outputBuffers.at(output), flat,
-                                            cast(accessors.at(output)(index), output->dtype())));
+        statements.push_back(
+            codegen::store(buffers.outputBuffers.at(output), flat,
+                           cast(accessors.at(output)(unravelIndex(flat, staticDims(output->shape()))), output->dtype())));
       storing->erase(result);
       return block(std::move(statements));
     };

@@ -79,6 +79,17 @@ public:
           value = side.back()->output(0);
           continue;
         }
+        // A reshape keeps every element where it is: the epilogue goes on through one when an
+        // elementwise link follows it (GPT-2's Gemm over [tokens, features] and the bias add or
+        // GELU over [batch, sequence, features] after it).
+        if (reshapeLink(*next, *value)) {
+          const Node *after = soleUser(graph_, next->output(0));
+          if (!after || !epilogueLink(*after, *next->output(0)))
+            break;
+          group_[next] = group_[node];
+          value = next->output(0);
+          continue;
+        }
         if (!epilogueLink(*next, *value))
           break;
         // A widening Cast read by a kernel node alone (directly or through views) is that
@@ -105,6 +116,16 @@ public:
     return opInfo(next.kind()).fusion == FusionClass::Elementwise && isInjective(next) && next.numOutputs() == 1 &&
            next.output(0) && isStatic(next.output(0)->shape()) &&
            staticDims(next.output(0)->shape()) == staticDims(value.shape());
+  }
+
+  /// A node that gives `value`'s elements in the same order under another static shape.
+  bool reshapeLink(const Node &next, const Value &value) const {
+    switch (next.kind()) {
+    case OpKind::Reshape: case OpKind::Flatten: case OpKind::Squeeze: case OpKind::Unsqueeze: break;
+    default: return false;
+    }
+    return next.numOutputs() == 1 && next.output(0) && next.input(0) == &value && isStatic(next.output(0)->shape()) &&
+           isStatic(value.shape()) && elementCount(next.output(0)->shape()) == elementCount(value.shape());
   }
 
   /// When `value` (not a graph output) has two uses, one a chain of epilogue links each the
