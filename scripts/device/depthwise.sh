@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The CUDA depthwise kernel (lib/codegen/cuda/cuda_depthwise.cpp) on the GPU machine, through the
+# The CUDA window kernel (lib/codegen/cuda/cuda_window.cpp) on the GPU machine, through the
 # device tool with carry [".device"] after scripts/device/build-portable.sh:
 #   1. test/gpu/check_depthwise.py: its cases against onnxruntime at fp32, fp16 and bf16;
 #   2. bench/gpu_vs_torch.py on the zoo rows whose depthwise layers were their cliffs (eager and

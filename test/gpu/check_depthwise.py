@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The CUDA depthwise kernel (lib/codegen/cuda/cuda_depthwise.cpp) on the GPU, against
+"""The CUDA window kernel (lib/codegen/cuda/cuda_window.cpp) on the GPU, against
 onnxruntime on the CPU (docs/gpu-testing.md), for depthwise and grouped convolutions and pooling.
 
     python3 test/gpu/check_depthwise.py --bin DIR --work DIR [--no-gpu]

@@ -105,8 +105,8 @@ public:
     case cuda::KernelForm::Tiled:
       source = cuda::printTiledContraction(*group.contraction, choice.tile, launch);
       break;
-    case cuda::KernelForm::Depthwise:
-      source = cuda::printDepthwise(group, *choice.depthwise, launch);
+    case cuda::KernelForm::Window:
+      source = cuda::printWindowKernel(group, *choice.window, launch);
       break;
     case cuda::KernelForm::Generic: {
       source = cuda::printCudaKernel(kernel, kBlockSize);

@@ -18,8 +18,8 @@ KernelChoice chooseKernel(const LoweredGroup &group, const CudaOptions &options,
     }
   const std::optional<Contraction> &contraction = group.contraction;
   if ((contraction || group.pooling) && options.directDepthwise)
-    if ((choice.depthwise = planDepthwise(group))) {
-      choice.form = KernelForm::Depthwise;
+    if ((choice.window = planWindowKernel(group))) {
+      choice.form = KernelForm::Window;
       return choice;
     }
   if (!contraction || !worthTiling(contraction->spec))
@@ -60,9 +60,9 @@ std::string generatorName(const KernelChoice &choice) {
     return std::string("cuda-c tensor-core ") + mmaOperandsName(choice.operands) +
            (choice.mmaOptions.warpgroupMma ? " wgmma" : "") + (choice.mmaOptions.streamKBlocks ? " stream-k" : "");
   case KernelForm::Tiled: return "cuda-c tiled";
-  case KernelForm::Depthwise: {
-    const DepthwiseWindow &window = choice.depthwise->window;
-    if (choice.depthwise->combine != DepthwisePlan::Combine::MultiplyAdd)
+  case KernelForm::Window: {
+    const DepthwiseWindow &window = choice.window->window;
+    if (choice.window->combine != WindowPlan::Combine::MultiplyAdd)
       return "cuda-c pooling-window";
     return window.channelsPerGroup == 1 && window.outputsPerGroup == 1 ? "cuda-c depthwise" : "cuda-c grouped-window";
   }

@@ -2,19 +2,20 @@
 // Triton's AccelerateMatmul decides before DotOpToLLVM prints). In order of preference:
 //   1. fused attention (cuda_attention.cpp): an attention description with 16-bit operands;
 //      described only when the oldest architecture is sm_80 or newer (mma.sync);
-//   2. tensor cores (cuda_mma_contraction.cpp): a contraction worth tiling whose operands the
+//   2. the window kernel (cuda_window.cpp): a depthwise or grouped convolution (a few channels a
+//      group) or a pooling reading its input directly, whose band of rows fits the kernel's
+//      shared memory (unless --depthwise-kernel generic);
+//   3. tensor cores (cuda_mma_contraction.cpp): a contraction worth tiling whose operands the
 //      tensor cores take (mmaOperands; sm_80 and newer), with a wgmma body when sm_90 is among
 //      the architectures and a wgmma tile fits (wgmmaBlockTile), else mma.sync's tile
 //      (chooseMmaTile), when that tile's grid fits the launch limits;
-//   3. the tiled f32 kernel (cuda_contraction.cpp): a contraction worth tiling whose tile's grid
+//   4. the tiled f32 kernel (cuda_contraction.cpp): a contraction worth tiling whose tile's grid
 //      fits;
-//   4. the depthwise kernel (cuda_depthwise.cpp): a depthwise convolution reading its input
-//      directly, whose band of rows fits the kernel's shared memory;
 //   5. the generic kernel: the group's kernel IR printed as it is (cuda_source.cpp).
 #pragma once
 
 #include "cuda_contraction.h"
-#include "cuda_depthwise.h"
+#include "cuda_window.h"
 
 #include "sinter/codegen/backend/backend.h"
 
@@ -22,7 +23,7 @@
 
 namespace sinter::codegen::cuda {
 
-enum class KernelForm { FusedAttention, TensorCore, Tiled, Depthwise, Generic };
+enum class KernelForm { FusedAttention, Window, TensorCore, Tiled, Generic };
 
 struct KernelChoice {
   KernelForm form = KernelForm::Generic;
@@ -31,7 +32,7 @@ struct KernelChoice {
   MmaTile mmaTile{};                        ///< TensorCore
   MmaKernelOptions mmaOptions;              ///< TensorCore: wgmma body, epilogue, stream-K
   TileShape tile{};                         ///< Tiled
-  std::optional<DepthwisePlan> depthwise;   ///< Depthwise
+  std::optional<WindowPlan> window;         ///< Window
 };
 
 /// The choice for `group` on `archs` (sorted, oldest first; each a number: 80 for sm_80).

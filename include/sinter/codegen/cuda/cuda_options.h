@@ -45,9 +45,10 @@ struct CudaOptions {
   /// copy of such a module (runtime/cuda_device.h); while modules were shared per device,
   /// concurrent sessions raced on the counters (H200: 4 of 80 runs wrong from 4 threads).
   bool streamK = true;
-  /// Depthwise convolutions whose input is read directly run as cuda_depthwise.h's kernel (bands
-  /// of planes staged in shared memory, a thread a run of outputs), not as the generic kernel
-  /// (--depthwise-kernel direct|generic, for ablations; docs/performance.md).
+  /// Depthwise and grouped convolutions and pooling whose input is read directly run as
+  /// cuda_window.h's kernel (bands of planes staged in shared memory, a thread a run of outputs),
+  /// not as the generic kernel or a GEMM (--depthwise-kernel direct|generic, for ablations;
+  /// docs/performance.md).
   bool directDepthwise = true;
 };
 

@@ -22,7 +22,7 @@
 // X directly (no fused prologue): depthwiseWindow checks the restatement against the rhs's
 // expressions position by position and tap by tap, so a backend that trusts it computes what the
 // naive lowering computes. The CPU's plane-window kernel (cpu_plane_window.h) and the CUDA
-// backend's depthwise kernel (cuda_depthwise.h) are built on it.
+// backend's window kernel (cuda_window.h) are built on it.
 #pragma once
 
 #include "sinter/codegen/lowering/contraction.h"

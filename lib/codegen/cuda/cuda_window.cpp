@@ -1,6 +1,7 @@
 // Design note. One block computes `bandRows` output rows of `planesPerBlock` consecutive planes
-// (plane = image * groups + group; a group is a channel of a depthwise convolution), each of C
-// input planes and M outputs (1 and 1 for depthwise):
+// (plane = image * groups + group; a group is a channel of a depthwise convolution or a
+// pooling), each of C input planes and M outputs (1 and 1 for depthwise and pooling, which has
+// no weights and combines the taps by a maximum or a sum instead):
 //
 //   stage:    sX[p][c][sr][sc] = X[image][group * C + c][band's first input row + sr][sc - padLeft]
 //                                (0 outside)
@@ -16,7 +17,7 @@
 // Staged rows cover whole runs (the band's rows rounded up to a run), so no read of `column`
 // leaves the plane's staged input; rows past the input are zeros there and their outputs are
 // never stored.
-#include "cuda_depthwise.h"
+#include "cuda_window.h"
 
 #include "cuda_contraction.h"
 #include "cuda_source.h"
@@ -46,7 +47,7 @@ int64_t roundUp(int64_t value, int64_t multiple) { return ceilDiv(value, multipl
 
 /// Elements of X a staging load reads at once (8 bytes), when every row of every plane starts at
 /// a multiple of it; 1 otherwise (element by element).
-int stagingVector(const DepthwisePlan &plan) {
+int stagingVector(const WindowPlan &plan) {
   const DepthwiseWindow &window = plan.window;
   const int vector = window.stored == DType::Float32 ? 2 : 4;
   bool aligned = plan.inColumns % vector == 0 && window.imageStride % vector == 0 && window.channelStride % vector == 0;
@@ -58,7 +59,7 @@ int stagingVector(const DepthwisePlan &plan) {
 namespace {
 
 /// The plan for `window` (with `weights` weights a group: none for pooling), or nullopt.
-std::optional<DepthwisePlan> planWindow(const DepthwiseWindow &window, int64_t weights, DepthwisePlan::Combine combine) {
+std::optional<WindowPlan> planWindow(const DepthwiseWindow &window, int64_t weights, WindowPlan::Combine combine) {
   const WindowGeometry &geometry = window.geometry;
   const size_t dims = geometry.rank();
   for (size_t d = 0; d < dims; ++d)
@@ -66,7 +67,7 @@ std::optional<DepthwisePlan> planWindow(const DepthwiseWindow &window, int64_t w
       return std::nullopt;
   if (window.taps() > kMaxTaps)
     return std::nullopt;
-  DepthwisePlan plan;
+  WindowPlan plan;
   plan.window = window;
   plan.combine = combine;
   static_cast<PlaneGeometry &>(plan) = planeGeometry(geometry);
@@ -122,7 +123,7 @@ std::optional<DepthwisePlan> planWindow(const DepthwiseWindow &window, int64_t w
 
 } // namespace
 
-std::optional<DepthwisePlan> planDepthwise(const LoweredGroup &group) {
+std::optional<WindowPlan> planWindowKernel(const LoweredGroup &group) {
   if (group.pooling) {
     // Pooling: the window over each (image, channel) plane, with no weights.
     const Pooling &pooling = *group.pooling;
@@ -137,7 +138,7 @@ std::optional<DepthwisePlan> planDepthwise(const LoweredGroup &group) {
     const PlaneGeometry plane = planeGeometry(pooling.geometry);
     window.planeStride = window.channelStride = plane.inRows * plane.inColumns;
     window.imageStride = window.channels * window.planeStride;
-    return planWindow(window, 0, pooling.max ? DepthwisePlan::Combine::Max : DepthwisePlan::Combine::Add);
+    return planWindow(window, 0, pooling.max ? WindowPlan::Combine::Max : WindowPlan::Combine::Add);
   }
   if (!group.contraction)
     return std::nullopt;
@@ -148,11 +149,11 @@ std::optional<DepthwisePlan> planDepthwise(const LoweredGroup &group) {
     return std::nullopt;
   if (window->channels == 1 && (window->channelsPerGroup > 1 || window->outputsPerGroup > 1))
     return std::nullopt;
-  return planWindow(*window, window->outputsPerGroup * group.contraction->spec.k, DepthwisePlan::Combine::MultiplyAdd);
+  return planWindow(*window, window->outputsPerGroup * group.contraction->spec.k, WindowPlan::Combine::MultiplyAdd);
 }
 
-std::string printDepthwise(const LoweredGroup &group, const DepthwisePlan &plan, LaunchShape &launch) {
-  using Combine = DepthwisePlan::Combine;
+std::string printWindowKernel(const LoweredGroup &group, const WindowPlan &plan, LaunchShape &launch) {
+  using Combine = WindowPlan::Combine;
   const bool weighted = plan.combine == Combine::MultiplyAdd;
   SINTER_ASSERT(weighted ? group.contraction.has_value() : group.pooling.has_value(), "window kernel ",
                 group.kernel.name, " has no description to print");
