@@ -34,8 +34,8 @@ constexpr int64_t kMaxTaps = 121;             ///< the taps are unrolled: up to 
 constexpr int64_t kMaxStride = 4;
 constexpr int kRun = 4;                       ///< output rows a thread computes
 constexpr int kMaxAccumulators = 32;          ///< a thread's outputs: the group's outputs x the run
-constexpr int64_t kMaxOutputsPerGroup = 32;
-constexpr int64_t kMaxChannelsPerGroup = 16;
+constexpr int64_t kMaxOutputsPerGroup = 32;   ///< more, and the group is a GEMM for the tensor cores
+constexpr int64_t kMaxChannelsPerGroup = 16;  ///< likewise
 constexpr int64_t kSharedFloats = 3072;       ///< a block's staged input: 12 KiB, many blocks an SM
 constexpr int64_t kMaxSharedFloats = 8192;    ///< 32 KiB, within the 48 KiB of static shared memory
 constexpr int64_t kEnoughBlocks = 132 * 8;    ///< eight blocks on each of an H200's SMs
@@ -53,10 +53,6 @@ int stagingVector(const WindowPlan &plan) {
   bool aligned = plan.inColumns % vector == 0 && window.imageStride % vector == 0 && window.channelStride % vector == 0;
   return aligned ? vector : 1;
 }
-
-} // namespace
-
-namespace {
 
 /// The plan for `window` (with `weights` weights a group: none for pooling), or nullopt.
 std::optional<WindowPlan> planWindow(const DepthwiseWindow &window, int64_t weights, WindowPlan::Combine combine) {
