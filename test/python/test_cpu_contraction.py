@@ -114,6 +114,10 @@ CASES = {
     "conv_1x1_in_place_images_of_odd_planes": lambda: conv((8, 16, 13, 11), 18, (1, 1), 42),
     "conv_1x1_in_place_long_reduction": lambda: conv((1, 520, 6, 7), 30, (1, 1), 39),
     "conv_1x1_in_place_grouped": lambda: conv((2, 32, 8, 4), 16, (1, 1), 40, group=2),
+    # The panels not read in place are packed by row segments, per panel and KC block: a 7x7
+    # plane's tail past several KC blocks, and panels across images of odd planes with one.
+    "conv_1x1_in_place_7x7_tail_long_reduction": lambda: conv((1, 400, 7, 7), 26, (1, 1), 45),
+    "conv_1x1_in_place_across_odd_images_long_reduction": lambda: conv((3, 390, 5, 9), 14, (1, 1), 46),
     "conv_3x3_stride2_pad1": lambda: conv((1, 16, 15, 13), 33, (3, 3), 21, strides=[2, 2], pads=[1, 1, 1, 1]),
     "conv_dilated": lambda: conv((1, 18, 17, 19), 17, (3, 3), 22, dilations=[2, 2], pads=[2, 2, 2, 2]),
     "conv_grouped": lambda: conv((1, 32, 12, 12), 40, (3, 3), 23, group=2, pads=[1, 1, 1, 1]),
