@@ -72,9 +72,13 @@ CASES = {
     "1d": lambda: depthwise((2, 12, 50), (5,), 11, pads=[2, 2]),
     "1d_stride2_dilated": lambda: depthwise((1, 7, 61), (3,), 12, strides=[2], dilations=[3], pads=[1, 3]),
     # Few planes: the plane is cut into bands of rows (tiles for the threads); a wide plane: the
-    # band's padded input is kept to L2's size.
+    # band's padded input and outputs are kept to L1's size; many planes of bands over many rows,
+    # the last one partial, over two images.
     "few_planes_in_bands": lambda: depthwise((1, 2, 200, 90), (3, 3), 13, pads=[1, 1, 1, 1]),
     "large_plane_in_bands": lambda: depthwise((1, 3, 150, 330), (3, 3), 14, strides=[2, 1], pads=[1, 1, 1, 1]),
+    "many_planes_in_tall_bands": lambda: depthwise((2, 5, 61, 100), (3, 3), 40, pads=[1, 1, 1, 1]),
+    "many_planes_in_tall_bands_5x5_stride2": lambda: depthwise((2, 6, 91, 75), (5, 5), 41, strides=[2, 2],
+                                                                pads=[2, 1, 2, 2], after=[("Relu", {})]),
     # The epilogue: activations fused after the convolution run over the finished band.
     "fused_relu6": lambda: depthwise((1, 16, 15, 15), (3, 3), 15, pads=[1, 1, 1, 1],
                                      after=[("Clip", {"inputs": ["low", "high"]})]),

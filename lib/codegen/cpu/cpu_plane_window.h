@@ -14,7 +14,8 @@
 // as the blocked kernel's does.
 //
 // The kernel's parallel index is (image, channel, band of output rows); bands are as tall as
-// keeps the padded input in L2, shorter when there are too few planes to share between threads.
+// keeps the padded input and the band's outputs in L1, shorter when there are too few planes to
+// share between threads.
 #pragma once
 
 #include "sinter/codegen/backend/backend.h"
