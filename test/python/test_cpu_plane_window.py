@@ -68,6 +68,10 @@ CASES = {
     "pad_wider_than_kernel": lambda: depthwise((1, 4, 6, 6), (3, 3), 7, pads=[3, 2, 3, 4]),
     "valid_no_pad": lambda: depthwise((1, 16, 10, 37), (3, 3), 8),
     "stride3_and_4": lambda: depthwise((1, 5, 23, 30), (3, 3), 9, strides=[3, 4], pads=[1, 1, 1, 1]),
+    # Strided columns are split into phases when a band is copied: taps whose reach is not a
+    # multiple of the stride, dilated, with pads on one side, over two images.
+    "stride3_columns_dilated_phases": lambda: depthwise((2, 6, 26, 47), (3, 5), 42, strides=[2, 3],
+                                                        dilations=[1, 2], pads=[1, 3, 2, 1]),
     "one_column": lambda: depthwise((1, 8, 20, 1), (3, 1), 10, pads=[1, 0, 1, 0]),
     "1d": lambda: depthwise((2, 12, 50), (5,), 11, pads=[2, 2]),
     "1d_stride2_dilated": lambda: depthwise((1, 7, 61), (3,), 12, strides=[2], dilations=[3], pads=[1, 3]),
