@@ -866,6 +866,12 @@ Kernel emitBlockedContraction(const LoweredGroup &group, const BlockedContractio
   KernelEmitter rhsEmitter(packRhs.kernel, b, module, programBuffers, hostMathLibrary(), hasF16c);
   KernelEmitter epilogueEmitter(epilogue.kernel, b, module, programBuffers, hostMathLibrary(), hasF16c);
   llvm::Function *microKernelFunction = microKernel(module, micro, PanelShape{mr, nr}, padded != nullptr);
+  // A slice whose real columns fit one vector (a tile's last panel: 4 of 32 columns at 14x14,
+  // 16 at 28x28) runs the one-vector micro-kernel on it, half the multiply-adds.
+  MicroKernelShape narrow = micro;
+  narrow.vectors = 1;
+  llvm::Function *narrowFunction =
+      micro.vectors > 1 ? microKernel(module, narrow, PanelShape{mr, nr}, padded != nullptr) : nullptr;
 
   auto setParam = [&](Param which, llvm::Value *value) {
     b.CreateStore(value, b.CreateConstInBoundsGEP1_64(i64, paramBuffer, uint64_t(which)));
@@ -971,13 +977,18 @@ Kernel emitBlockedContraction(const LoweredGroup &group, const BlockedContractio
         }
         for (int64_t column = 0; column < nr; column += micro.columns()) {
           auto slice = [&] {
+            llvm::Value *callee = microKernelFunction;
+            if (narrowFunction)
+              callee = b.CreateSelect(
+                  b.CreateICmpSLE(b.CreateSub(columnsLeft, constant(column)), constant(micro.width)),
+                  narrowFunction, microKernelFunction);
             emitLoop(b, constant(0), rowPanels, 1, [&](llvm::Value *p) {
               llvm::Value *lhsPanel = panelAddress(lhsAtRunTime, lhsPack, lhsConstant, plan.lhsPerBatch,
                                                    mr, ceilDiv(spec.m, mr), mBlock, blocking.mc / mr, p);
               llvm::Value *tileOffset =
                   b.CreateAdd(b.CreateMul(p, constant(mr * blocking.nc)), b.CreateMul(q, constant(nr)));
               llvm::Value *at = b.CreateAdd(tileOffset, constant(column));
-              b.CreateCall(microKernelFunction,
+              b.CreateCall(microKernelFunction->getFunctionType(), callee,
                            {lhsPanel, b.CreateConstInBoundsGEP1_64(f32, rhsPanel, uint64_t(column)), kLen,
                             b.CreateInBoundsGEP(f32, tile, at), constant(blocking.nc), accumulate, ldb});
             }, "p");
