@@ -8,10 +8,10 @@
 // to the gather, not to the arithmetic; pooling's naive kernel tests every tap's bounds. This
 // kernel instead copies a band of one channel's plane, padded, into scratch, and computes each
 // output row a few vectors at a time: per tap one vector load (for column stride s, from the
-// band's rows split into s phases as they are copied) and one multiply-add with a broadcast weight, or a maximum, or a sum,
-// with no bounds test and no table. The group's epilogue (bias, an average's division, fused
-// activations, the output's index) runs over the finished band through the kernel-IR emitter,
-// as the blocked kernel's does.
+// band's rows split into s phases as they are copied) and one multiply-add with a broadcast
+// weight, or a maximum, or a sum, with no bounds test and no table. The group's epilogue (bias,
+// an average's division, fused activations, the output's index) runs over the finished band
+// through the kernel-IR emitter, as the blocked kernel's does.
 //
 // The kernel's parallel index is (image, channel, band of output rows); bands are as tall as
 // keeps the padded input and the band's outputs in L1, shorter when there are too few planes to
