@@ -114,6 +114,13 @@ CASES = {
     "conv_1x1_in_place_images_of_odd_planes": lambda: conv((8, 16, 13, 11), 18, (1, 1), 42),
     "conv_1x1_in_place_long_reduction": lambda: conv((1, 520, 6, 7), 30, (1, 1), 39),
     "conv_1x1_in_place_grouped": lambda: conv((2, 32, 8, 4), 16, (1, 1), 40, group=2),
+    # The panels not read in place are packed by row segments, per panel and KC block: a 7x7
+    # plane's tail past several KC blocks, and panels across images of odd planes with one.
+    "conv_1x1_in_place_7x7_tail_long_reduction": lambda: conv((1, 400, 7, 7), 26, (1, 1), 45),
+    "conv_1x1_in_place_across_odd_images_long_reduction": lambda: conv((3, 390, 5, 9), 14, (1, 1), 46),
+    # A last panel whose columns fit one vector runs the one-vector micro-kernel: 196 columns are
+    # 4 past whole panels at every level.
+    "conv_1x1_in_place_14x14_narrow_last_panel": lambda: conv((1, 40, 14, 14), 30, (1, 1), 47),
     "conv_3x3_stride2_pad1": lambda: conv((1, 16, 15, 13), 33, (3, 3), 21, strides=[2, 2], pads=[1, 1, 1, 1]),
     "conv_dilated": lambda: conv((1, 18, 17, 19), 17, (3, 3), 22, dilations=[2, 2], pads=[2, 2, 2, 2]),
     "conv_grouped": lambda: conv((1, 32, 12, 12), 40, (3, 3), 23, group=2, pads=[1, 1, 1, 1]),
@@ -160,6 +167,8 @@ PADDED_CASES = {
                                                   dilations=[2, 2], pads=[2, 1, 2, 2]),
     "conv_padded_stem_7x7_stride2": lambda: conv((2, 3, 37, 75), 16, (7, 7), 62, strides=[2, 2],
                                                  pads=[3, 3, 3, 3]),
+    # 15 rows at a pitch of 22: a last slice of at most one vector at AVX-512.
+    "conv_padded_narrow_last_slice": lambda: conv((1, 16, 15, 20), 20, (3, 3), 64, pads=[1, 1, 1, 1]),
 }
 # 7x7 planes of eight images: the packed window's panels run across images, and waste less.
 CASES["conv_small_planes_many_images"] = lambda: conv((8, 32, 7, 7), 24, (3, 3), 63, pads=[1, 1, 1, 1])

@@ -68,13 +68,21 @@ CASES = {
     "pad_wider_than_kernel": lambda: depthwise((1, 4, 6, 6), (3, 3), 7, pads=[3, 2, 3, 4]),
     "valid_no_pad": lambda: depthwise((1, 16, 10, 37), (3, 3), 8),
     "stride3_and_4": lambda: depthwise((1, 5, 23, 30), (3, 3), 9, strides=[3, 4], pads=[1, 1, 1, 1]),
+    # Strided columns are split into phases when a band is copied: taps whose reach is not a
+    # multiple of the stride, dilated, with pads on one side, over two images.
+    "stride3_columns_dilated_phases": lambda: depthwise((2, 6, 26, 47), (3, 5), 42, strides=[2, 3],
+                                                        dilations=[1, 2], pads=[1, 3, 2, 1]),
     "one_column": lambda: depthwise((1, 8, 20, 1), (3, 1), 10, pads=[1, 0, 1, 0]),
     "1d": lambda: depthwise((2, 12, 50), (5,), 11, pads=[2, 2]),
     "1d_stride2_dilated": lambda: depthwise((1, 7, 61), (3,), 12, strides=[2], dilations=[3], pads=[1, 3]),
     # Few planes: the plane is cut into bands of rows (tiles for the threads); a wide plane: the
-    # band's padded input is kept to L2's size.
+    # band's padded input and outputs are kept to L1's size; many planes of bands over many rows,
+    # the last one partial, over two images.
     "few_planes_in_bands": lambda: depthwise((1, 2, 200, 90), (3, 3), 13, pads=[1, 1, 1, 1]),
     "large_plane_in_bands": lambda: depthwise((1, 3, 150, 330), (3, 3), 14, strides=[2, 1], pads=[1, 1, 1, 1]),
+    "many_planes_in_tall_bands": lambda: depthwise((2, 5, 61, 100), (3, 3), 40, pads=[1, 1, 1, 1]),
+    "many_planes_in_tall_bands_5x5_stride2": lambda: depthwise((2, 6, 91, 75), (5, 5), 41, strides=[2, 2],
+                                                                pads=[2, 1, 2, 2], after=[("Relu", {})]),
     # The epilogue: activations fused after the convolution run over the finished band.
     "fused_relu6": lambda: depthwise((1, 16, 15, 15), (3, 3), 15, pads=[1, 1, 1, 1],
                                      after=[("Clip", {"inputs": ["low", "high"]})]),

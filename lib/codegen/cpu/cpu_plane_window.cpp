@@ -17,7 +17,9 @@
 // column pc input column pc - padLeft: output (oy, ox)'s tap (ky, kx) is scratch[(oy - oy0) *
 // strideRows + ky * dilationRows][ox * strideColumns + kx * dilationColumns], in bounds for every
 // lane of a vector (rows are padded to whole vectors of the widest level), so the loads need no
-// test.
+// test. At column stride s > 1 a row is copied to a staging row first and split into s phases
+// (padded column pc at phase pc % s, index pc / s), so a tap's outputs ox.. read one contiguous
+// run of its phase: a plain vector load, not s vectors shuffled down to one per tap.
 #include "cpu_plane_window.h"
 #include "cpu_contraction.h"
 #include "cpu_kernel_frame.h"
@@ -50,13 +52,13 @@ int64_t vectorWidth(const std::string &cpuLevel) {
 
 constexpr int64_t kWidestVector = 16;       ///< scratch rows are padded for AVX-512's vectors
 constexpr int64_t kMaxTaps = 121;           ///< the taps are unrolled: up to 11 x 11
-constexpr int64_t kBandFloats = 16384;      ///< a band's padded input: 64 KiB, within L2
+constexpr int64_t kBandFloats = 6144;       ///< a band's padded input and outputs: 24 KiB, within L1
 constexpr int64_t kMaxScratchFloats = 1 << 20;
 
 /// The window and the bands of a plan from its geometry (1 or 2 spatial dims; the last is the
-/// columns); false when the kernel does not take it (strides past 4, too many taps, negative
-/// padding, scratch too large).
-bool planWindow(const WindowGeometry &geometry, PlaneWindow &plan) {
+/// columns) over `planes` planes (images x channels); false when the kernel does not take it
+/// (strides past 4, too many taps, negative padding, scratch too large).
+bool planWindow(const WindowGeometry &geometry, int64_t planes, PlaneWindow &plan) {
   const size_t dims = geometry.rank();
   if (dims < 1 || dims > 2 || geometry.kernel.size() != dims || productOf(geometry.kernel) > kMaxTaps)
     return false;
@@ -68,19 +70,29 @@ bool planWindow(const WindowGeometry &geometry, PlaneWindow &plan) {
   // outputs starts at (outColumns rounded up - 16) * stride and reads stride * 16 floats.
   plan.paddedColumns = roundUp(plan.outColumns, kWidestVector) * plan.strideColumns +
                        (plan.kernelColumns - 1) * plan.dilationColumns;
+  plan.phaseColumns = plan.strideColumns == 1
+                          ? plan.paddedColumns
+                          : roundUp(ceilDiv(plan.paddedColumns, plan.strideColumns), kWidestVector);
+  plan.rowPitch = plan.strideColumns * plan.phaseColumns;
   auto paddedRows = [&](int64_t bandRows) {
     return (bandRows - 1) * plan.strideRows + (plan.kernelRows - 1) * plan.dilationRows + 1;
   };
+  // The band's input is copied and read back, its outputs written and read by the epilogue:
+  // both stay in L1 (at 112x112 a whole plane's band, 100 KiB, measured 15% slower than
+  // 7-row ones).
+  auto bandFloats = [&](int64_t bandRows) {
+    return paddedRows(bandRows) * plan.rowPitch + bandRows * roundUp(plan.outColumns, kWidestVector);
+  };
   int64_t bandRows = plan.outRows;
-  while (bandRows > 1 && paddedRows(bandRows) * plan.paddedColumns > kBandFloats)
+  while (bandRows > 1 && bandFloats(bandRows) > kBandFloats)
     bandRows = ceilDiv(bandRows, 2);
   // Enough tiles for a few threads: cut planes into bands when there are few of them.
-  while (bandRows >= 8 && plan.images * plan.channels * ceilDiv(plan.outRows, bandRows) < 8)
+  while (bandRows >= 8 && planes * ceilDiv(plan.outRows, bandRows) < 8)
     bandRows = ceilDiv(bandRows, 2);
   plan.bandRows = bandRows;
   plan.bands = ceilDiv(plan.outRows, bandRows);
   plan.paddedRows = paddedRows(bandRows);
-  return plan.paddedRows * plan.paddedColumns <= kMaxScratchFloats &&
+  return plan.paddedRows * plan.rowPitch <= kMaxScratchFloats &&
          bandRows * roundUp(plan.outColumns, kWidestVector) <= kMaxScratchFloats;
 }
 
@@ -94,7 +106,8 @@ std::optional<PlaneWindow> planDepthwiseConvolution(const LoweredGroup &group, L
   // kernel reads X as f32, with no rounding on the way.
   std::optional<DepthwiseWindow> window = depthwiseWindow(contraction);
   PlaneWindow plan;
-  if (!window || window->read != window->load || !planWindow(window->geometry, plan))
+  if (!window || window->read != window->load ||
+      !planWindow(window->geometry, window->images * window->channels, plan))
     return std::nullopt;
   plan.combine = PlaneWindow::Combine::MultiplyAdd;
   plan.source = window->source;
@@ -118,7 +131,7 @@ std::optional<PlaneWindow> planPooling(const LoweredGroup &group, LaunchShape &l
     return std::nullopt; // this kernel reads X as f32, with no rounding on the way
   const Pooling &pooling = *group.pooling;
   PlaneWindow plan;
-  if (!planWindow(pooling.geometry, plan))
+  if (!planWindow(pooling.geometry, pooling.images * pooling.channels, plan))
     return std::nullopt;
   plan.combine = pooling.max ? PlaneWindow::Combine::Max : PlaneWindow::Combine::Add;
   plan.source = pooling.source;
@@ -166,7 +179,10 @@ Kernel emitPlaneWindow(const LoweredGroup &group, const PlaneWindow &plan, const
   };
   enum : int64_t { ParamChannel, ParamImage, ParamRow, ParamRows, ParamCount };
   llvm::Value *paramBuffer = scratch(i64, ParamCount, "params");
-  llvm::Value *band = scratch(f32, plan.paddedRows * plan.paddedColumns, "band");
+  llvm::Value *band = scratch(f32, plan.paddedRows * plan.rowPitch, "band");
+  // At column stride > 1 a padded row is copied here first, then split into the band's phases.
+  const bool phased = plan.strideColumns > 1;
+  llvm::Value *stage = phased ? scratch(f32, plan.rowPitch, "stage") : nullptr;
   llvm::Value *tile = scratch(f32, plan.bandRows * tileColumns, "tile");
 
   // The epilogue, in kernel IR: for each of the band's outputs, acc from the tile, then the
@@ -253,10 +269,27 @@ Kernel emitPlaneWindow(const LoweredGroup &group, const PlaneWindow &plan, const
     }, "fill");
   };
   const int64_t stride = plan.strideColumns;
-  std::vector<int> everyStride;
-  for (int64_t lane = 0; lane < width; ++lane)
-    everyStride.push_back(int(lane * stride));
   auto *wide = llvm::FixedVectorType::get(f32, unsigned(width * stride));
+  // The stage's columns past the padded row are read by the split below (into lanes no output
+  // reads): the pad value, written once.
+  if (phased)
+    fill(at(stage, constant(plan.paddedColumns)), plan.rowPitch - plan.paddedColumns);
+  // A staged row split into the band row `destination`'s phases: per `width` floats of each
+  // phase, one load of stride vectors and one shuffle per phase.
+  auto split = [&](llvm::Value *destination) {
+    emitLoop(b, constant(0), constant(plan.phaseColumns), width, [&](llvm::Value *index) {
+      llvm::Value *staged =
+          b.CreateAlignedLoad(wide, at(stage, b.CreateMul(index, constant(stride))), llvm::Align(4));
+      for (int64_t phase = 0; phase < stride; ++phase) {
+        std::vector<int> lanes;
+        for (int64_t lane = 0; lane < width; ++lane)
+          lanes.push_back(int(lane * stride + phase));
+        b.CreateAlignedStore(b.CreateShuffleVector(staged, lanes),
+                             at(destination, b.CreateAdd(index, constant(phase * plan.phaseColumns))),
+                             llvm::Align(4));
+      }
+    }, "split");
+  };
 
   emitLoop(b, begin, end, 1, [&](llvm::Value *t) {
     llvm::Value *bandIndex = b.CreateURem(t, constant(plan.bands));
@@ -277,7 +310,8 @@ Kernel emitPlaneWindow(const LoweredGroup &group, const PlaneWindow &plan, const
     llvm::Value *firstRow = b.CreateSub(b.CreateMul(row0, constant(plan.strideRows)), constant(plan.padTop));
     emitLoop(b, constant(0), constant(plan.paddedRows), 1, [&](llvm::Value *pr) {
       llvm::Value *inputRow = b.CreateAdd(firstRow, pr);
-      llvm::Value *destination = at(band, b.CreateMul(pr, constant(plan.paddedColumns)));
+      llvm::Value *bandRow = at(band, b.CreateMul(pr, constant(plan.rowPitch)));
+      llvm::Value *destination = phased ? stage : bandRow;
       llvm::Value *inside = b.CreateAnd(b.CreateICmpSGE(inputRow, constant(0)),
                                         b.CreateICmpSLT(inputRow, constant(plan.inRows)));
       llvm::Function *function = b.GetInsertBlock()->getParent();
@@ -292,9 +326,11 @@ Kernel emitPlaneWindow(const LoweredGroup &group, const PlaneWindow &plan, const
                        at(input, b.CreateMul(inputRow, constant(plan.inColumns))), llvm::MaybeAlign(4),
                        uint64_t(copied * 4));
       fill(at(destination, constant(left + copied)), right);
+      if (phased)
+        split(bandRow);
       b.CreateBr(done);
       b.SetInsertPoint(outside);
-      fill(destination, plan.paddedColumns);
+      fill(bandRow, plan.rowPitch);
       b.CreateBr(done);
       b.SetInsertPoint(done);
     }, "pr");
@@ -313,7 +349,7 @@ Kernel emitPlaneWindow(const LoweredGroup &group, const PlaneWindow &plan, const
       std::vector<llvm::Value *> rowBases;
       for (int64_t g = 0; g < group; ++g)
         rowBases.push_back(
-            at(band, b.CreateMul(b.CreateAdd(row, constant(g)), constant(plan.strideRows * plan.paddedColumns))));
+            at(band, b.CreateMul(b.CreateAdd(row, constant(g)), constant(plan.strideRows * plan.rowPitch))));
       for (int64_t ky = 0; ky < plan.kernelRows; ++ky)
         for (int64_t kx = 0; kx < plan.kernelColumns; ++kx) {
           llvm::Value *broadcast = nullptr;
@@ -323,15 +359,15 @@ Kernel emitPlaneWindow(const LoweredGroup &group, const PlaneWindow &plan, const
             broadcast = b.CreateVectorSplat(unsigned(width), tap);
           }
           for (int64_t g = 0; g < group; ++g) {
-            llvm::Value *tapRow = at(rowBases[size_t(g)], constant(ky * plan.dilationRows * plan.paddedColumns +
-                                                                   kx * plan.dilationColumns));
+            // Output column ox's tap reads padded column ox * stride + kx * dilation: at stride
+            // 1 the run from `first`, else the run from `first` of its phase, shifted.
+            const int64_t reach = kx * plan.dilationColumns;
+            const int64_t offset = phased ? (reach % stride) * plan.phaseColumns + reach / stride : reach;
+            llvm::Value *tapRow =
+                at(rowBases[size_t(g)], constant(ky * plan.dilationRows * plan.rowPitch + offset));
             for (int64_t v = 0; v < count; ++v) {
-              llvm::Value *address =
-                  at(tapRow, b.CreateMul(b.CreateAdd(first, constant(v * width)), constant(stride)));
-              llvm::Value *x = stride == 1
-                                   ? b.CreateAlignedLoad(vector, address, llvm::Align(4))
-                                   : b.CreateShuffleVector(b.CreateAlignedLoad(wide, address, llvm::Align(4)),
-                                                           everyStride);
+              llvm::Value *address = at(tapRow, b.CreateAdd(first, constant(v * width)));
+              llvm::Value *x = b.CreateAlignedLoad(vector, address, llvm::Align(4));
               llvm::Value *&sum = sums[size_t(g)][size_t(v)];
               sum = plan.combine == PlaneWindow::Combine::MultiplyAdd ? b.CreateCall(fmuladd, {broadcast, x, sum})
                     : plan.combine == PlaneWindow::Combine::Max        ? b.CreateCall(maximum, {sum, x})

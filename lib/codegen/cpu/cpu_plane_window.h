@@ -7,14 +7,15 @@
 // cpu_contraction.h would run it as a one-row micro-kernel over an im2col panel, its time going
 // to the gather, not to the arithmetic; pooling's naive kernel tests every tap's bounds. This
 // kernel instead copies a band of one channel's plane, padded, into scratch, and computes each
-// output row a few vectors at a time: per tap one vector load (for stride s, s vectors' worth
-// shuffled down to one) and one multiply-add with a broadcast weight, or a maximum, or a sum,
-// with no bounds test and no table. The group's epilogue (bias, an average's division, fused
-// activations, the output's index) runs over the finished band through the kernel-IR emitter,
-// as the blocked kernel's does.
+// output row a few vectors at a time: per tap one vector load (for column stride s, from the
+// band's rows split into s phases as they are copied) and one multiply-add with a broadcast
+// weight, or a maximum, or a sum, with no bounds test and no table. The group's epilogue (bias,
+// an average's division, fused activations, the output's index) runs over the finished band
+// through the kernel-IR emitter, as the blocked kernel's does.
 //
 // The kernel's parallel index is (image, channel, band of output rows); bands are as tall as
-// keeps the padded input in L2, shorter when there are too few planes to share between threads.
+// keeps the padded input and the band's outputs in L1, shorter when there are too few planes to
+// share between threads.
 #pragma once
 
 #include "sinter/codegen/backend/backend.h"
@@ -37,6 +38,10 @@ struct PlaneWindow : PlaneGeometry {
   int64_t imageStride = 0, planeStride = 0;
   int64_t bandRows = 0, bands = 0;           ///< output rows a tile computes; tiles per plane
   int64_t paddedRows = 0, paddedColumns = 0; ///< the scratch a band of input is copied to
+  /// A scratch row's layout: at column stride s > 1 it is s phases of phaseColumns floats, padded
+  /// column c at phase c % s, index c / s (every tap of a strided row then a plain vector load);
+  /// rowPitch = s * phaseColumns. At stride 1, both are paddedColumns.
+  int64_t phaseColumns = 0, rowPitch = 0;
   int64_t tiles() const { return images * channels * bands; }
   int64_t taps() const { return kernelRows * kernelColumns; }
 };
