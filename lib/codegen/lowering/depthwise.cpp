@@ -12,10 +12,6 @@
 namespace sinter::codegen {
 namespace {
 
-bool isFloatStorage(DType type) {
-  return type == DType::Float32 || type == DType::Float16 || type == DType::BFloat16;
-}
-
 /// X's element as `rhs` reads it, when it reads X directly: a load of f32, f16 or bf16 through
 /// casts between those types, or that under `select(inside, ..., 0)`.
 ExprRef directRead(const ExprRef &rhs) {
@@ -26,11 +22,7 @@ ExprRef directRead(const ExprRef &rhs) {
       return nullptr;
     value = value->operands[1];
   }
-  ExprRef load = value;
-  for (; load->kind == ExprKind::Cast; load = load->operands[0])
-    if (!isFloatStorage(load->type))
-      return nullptr;
-  return load->kind == ExprKind::Load && isFloatStorage(load->type) ? value : nullptr;
+  return floatLoadBeneathCasts(value) ? value : nullptr;
 }
 
 /// Whether `expr`, evaluated over `variable` in [0, count), gives expected(x) at every x.
@@ -130,8 +122,7 @@ std::optional<DepthwiseWindow> groupedWindow(const Contraction &contraction) {
                     window.stride.back() == 1 && (dims == 1 || window.stride[0] == geometry.input[1]),
                 "the window geometry of ", contraction.kernel.name, " disagrees with its extents");
   depthwise.read = read;
-  for (depthwise.load = read; depthwise.load->kind == ExprKind::Cast;)
-    depthwise.load = depthwise.load->operands[0];
+  depthwise.load = floatLoadBeneathCasts(read);
   depthwise.source = depthwise.load->id;
   depthwise.stored = depthwise.load->type;
   depthwise.channels = spec.batch;

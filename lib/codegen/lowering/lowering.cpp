@@ -192,6 +192,17 @@ ExprRef typedConstant(DType type, double value) {
   return intConstant(int64_t(value), type);
 }
 
+ExprRef floatLoadBeneathCasts(const ExprRef &value) {
+  auto floatStorage = [](DType type) {
+    return type == DType::Float32 || type == DType::Float16 || type == DType::BFloat16;
+  };
+  ExprRef load = value;
+  for (; load->kind == ExprKind::Cast; load = load->operands[0])
+    if (!floatStorage(load->type))
+      return nullptr;
+  return load->kind == ExprKind::Load && floatStorage(load->type) ? load : nullptr;
+}
+
 ExprRef clampIndex(ExprRef index, int64_t size) {
   index = binary(BinaryOp::Max, index, intConstant(0));
   return binary(BinaryOp::Min, index, intConstant(std::max<int64_t>(size - 1, 0)));

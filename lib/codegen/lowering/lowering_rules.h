@@ -171,6 +171,10 @@ int64_t productOf(const std::vector<int64_t> &dims, size_t begin = 0, size_t end
 ExprRef typedConstant(DType type, double value);
 /// An index clamped into [0, size), so that a load at it stays inside its tensor.
 ExprRef clampIndex(ExprRef index, int64_t size);
+/// The load of f32, f16 or bf16 that `value` reads through casts between those types (none, or
+/// a chain of them); null when `value` is anything else. A window kernel that stages X itself
+/// reads it through this (depthwise.cpp, pooling.cpp).
+ExprRef floatLoadBeneathCasts(const ExprRef &value);
 /// A data-derived index (a gather's, a scatter's): negative values count from the end; then
 /// clamped into [0, size) (an out-of-range index is undefined in ONNX).
 ExprRef dataIndex(ExprRef raw, int64_t size);

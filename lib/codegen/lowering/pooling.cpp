@@ -53,17 +53,10 @@ std::optional<Pooling> lowerPooling(const KernelGroup &group) {
       probe.push_back(var(described.position, DType::Int64));
     // X must be read directly: its accessor is a load at the row-major index, of f32 or 16 bits,
     // through casts between those to f32 (a graph input rounded to f16 on its way in).
-    auto floatStorage = [](DType type) {
-      return type == DType::Float32 || type == DType::Float16 || type == DType::BFloat16;
-    };
-    ExprRef read = ctx.input(0)(probe), loaded = read;
-    for (; loaded->kind == ExprKind::Cast; loaded = loaded->operands[0])
-      if (!floatStorage(loaded->type))
-        return;
+    ExprRef read = ctx.input(0)(probe), loaded = floatLoadBeneathCasts(read);
     // (A fused elementwise prologue indexes a dim of one as 0, as broadcastIndex does.)
     auto readAt = [&](const std::vector<ExprRef> &index) { return structurallyEqual(loaded->operands[0], ravelIndex(index, x)); };
-    if (loaded->kind != ExprKind::Load || !floatStorage(loaded->type) || read->type != DType::Float32 ||
-        !(readAt(probe) || readAt(broadcastIndex(probe, x))))
+    if (!loaded || read->type != DType::Float32 || !(readAt(probe) || readAt(broadcastIndex(probe, x))))
       return;
     described.source = loaded->id;
     described.load = loaded;
