@@ -47,9 +47,9 @@ def shuffle(channels, size, groups=2, dtype=np.float32, elem=TensorProto.FLOAT):
     return model, {"x": _array(np.random.default_rng(channels), shape, dtype)}
 
 
-def shuffle_unit(channels, size):
+def shuffle_unit(channels, size, batch=1):
     """ShuffleNetV2's unit tail: concatenate two branches, shuffle, split the result in halves."""
-    half = [1, channels // 2, *size]
+    half = [batch, channels // 2, *size]
     nodes = [helper.make_node("Concat", ["a", "b"], ["c"], axis=1),
              helper.make_node("Reshape", ["c", "grouped"], ["g"]),
              helper.make_node("Transpose", ["g"], ["t"], perm=[0, 2, 1, 3, 4]),
@@ -60,12 +60,30 @@ def shuffle_unit(channels, size):
     rng = np.random.default_rng(size[0])
     model = _model(nodes, [("a", TensorProto.FLOAT, half), ("b", TensorProto.FLOAT, half)],
                    [("y0", TensorProto.FLOAT), ("y1r", TensorProto.FLOAT)],
-                   [("grouped", np.array([1, 2, channels // 2, *size], np.int64)),
-                    ("flat", np.array([1, channels, *size], np.int64)),
+                   [("grouped", np.array([batch, 2, channels // 2, *size], np.int64)),
+                    ("flat", np.array([batch, channels, *size], np.int64)),
                     ("start0", np.array([0], np.int64)), ("end0", np.array([channels // 2], np.int64)),
                     ("start1", np.array([channels // 2], np.int64)), ("end1", np.array([channels], np.int64)),
                     ("axis", np.array([1], np.int64))])
     return model, {"a": _array(rng, half), "b": _array(rng, half)}
+
+
+def shuffle_slice_concat(channels, size, batch=1):
+    """ShuffleNetV2's unit head on the previous unit's output: shuffle it, keep its first half, and
+    concatenate that with the unit's branch."""
+    whole, half = [batch, channels, *size], [batch, channels // 2, *size]
+    nodes = [helper.make_node("Reshape", ["c", "grouped"], ["g"]),
+             helper.make_node("Transpose", ["g"], ["t"], perm=[0, 2, 1, 3, 4]),
+             helper.make_node("Reshape", ["t", "flat"], ["s"]),
+             helper.make_node("Slice", ["s", "start", "end", "axis"], ["kept"]),
+             helper.make_node("Concat", ["kept", "branch"], ["y"], axis=1)]
+    rng = np.random.default_rng(channels)
+    model = _model(nodes, [("c", TensorProto.FLOAT, whole), ("branch", TensorProto.FLOAT, half)],
+                   [("y", TensorProto.FLOAT)],
+                   [("grouped", np.array([batch, 2, channels // 2, *size], np.int64)),
+                    ("flat", np.array(whole, np.int64)), ("start", np.array([0], np.int64)),
+                    ("end", np.array([channels // 2], np.int64)), ("axis", np.array([1], np.int64))])
+    return model, {"c": _array(rng, whole), "branch": _array(rng, half)}
 
 
 def gate(batch, channels, size):
@@ -113,6 +131,10 @@ CASES = {
     "shuffle_odd_plane": (lambda: shuffle(30, (5, 13), groups=3), True),
     "shuffle_int64": (lambda: shuffle(12, (4, 6), dtype=np.int64, elem=TensorProto.INT64), True),
     "shuffle_unit_with_slices": (lambda: shuffle_unit(48, (14, 14)), True),
+    # ShuffleNetV2's stage-3 unit at batch 8: 363776 points whose indices have a few hundred
+    # nodes, which the check must afford (it once charged every candidate all points up front).
+    "shuffle_unit_batch8": (lambda: shuffle_unit(232, (14, 14), batch=8), True),
+    "shuffle_slice_concat_batch8": (lambda: shuffle_slice_concat(232, (14, 14), batch=8), True),
     "gate_over_planes": (lambda: gate(2, 40, (9, 11)), True),
     "broadcast_rows": (broadcast_rows, False),
     "transpose_last_axes": (lambda: transpose_last((2, 3, 17, 6)), False),

@@ -129,20 +129,29 @@ public:
 
 private:
   /// Evaluates `e` at every gid, a whole number of rows at a time.
+  // The budget is charged chunk by chunk, for what is evaluated: an expression that is neither
+  // usually shows it in its first chunk, so the rewriter's descent into the operands of a large
+  // index (where most expressions are rejected) costs little; only what holds costs all N points.
   AlongRow classify(const ExprRef &e) {
-    budget_ -= nodeCount(e) * extent_;
-    if (budget_ < 0)
-      return AlongRow::Neither;
     std::optional<IndexProgram> program = IndexProgram::compile(e);
     if (!program)
       return AlongRow::Neither;
-    const int64_t chunk = length_ * std::max<int64_t>(1, 4096 / length_);
+    const int64_t nodes = nodeCount(e);
+    // Chunks of at most 4096 points, whatever the row length; `start` is the value at the
+    // start of the row the current point is in.
+    const int64_t chunk = length_ <= 4096 ? length_ * (4096 / length_) : 4096;
     bool invariant = true, unit = true;
+    int64_t start = 0;
     for (int64_t first = 0; first < extent_ && (invariant || unit); first += chunk) {
       const int64_t count = std::min(chunk, extent_ - first);
+      budget_ -= nodes * count;
+      if (budget_ < 0)
+        return AlongRow::Neither;
       std::span<const int64_t> values = program->evaluate(0, first, count);
       for (int64_t x = 0; x < count && (invariant || unit); ++x) {
-        const int64_t column = x % length_, start = values[size_t(x - column)];
+        const int64_t column = (first + x) % length_;
+        if (column == 0)
+          start = values[size_t(x)];
         invariant = invariant && values[size_t(x)] == start;
         unit = unit && values[size_t(x)] == start + column;
       }
