@@ -9,8 +9,10 @@
 // (invariant) or that plus the column (unit) becomes e(row * L) or e(row * L) + column; LLVM
 // hoists e(row * L) out of the column loop. Any other expression is rebuilt from its operands,
 // and gid itself becomes row * L + column, so body' computes what body did at every point
-// whether or not a rewrite applied. The classification evaluates the expression at all N points
-// (IndexProgram), which is why kernels too large to check are left flat.
+// whether or not a rewrite applied. The classification is first proved from the expression's
+// structure (RowForms, row_forms.h: nothing per point, whatever N); what that cannot prove is
+// evaluated at all N points (IndexProgram) while a budget of evaluations lasts, and past it is
+// taken as neither.
 //
 // Row lengths tried: the constants gid is divided by (a plane, a row of a plane), then N, the
 // longest first; a length is taken when no division or remainder is left that depends on the
@@ -18,6 +20,7 @@
 #include "cpu_rows.h"
 
 #include "sinter/codegen/kernel/index_program.h"
+#include "sinter/codegen/kernel/row_forms.h"
 
 #include <algorithm>
 #include <functional>
@@ -79,15 +82,11 @@ int64_t nodeCount(const ExprRef &e) {
   return count;
 }
 
-enum class AlongRow { Invariant, Unit, Neither };
-
 class RowRewriter {
 public:
   RowRewriter(int64_t extent, int64_t length, int column, int64_t &budget)
       : extent_(extent), length_(length), column_(column), budget_(budget),
-        rowStart_(mul(var(0, DType::Int64), length)) {}
-
-  bool overBudget() const { return budget_ < 0; }
+        rowStart_(mul(var(0, DType::Int64), length)), forms_(extent, length) {}
 
   ExprRef rewrite(const ExprRef &e) {
     if (!usesVariable(e, 0))
@@ -133,6 +132,8 @@ private:
   // usually shows it in its first chunk, so the rewriter's descent into the operands of a large
   // index (where most expressions are rejected) costs little; only what holds costs all N points.
   AlongRow classify(const ExprRef &e) {
+    if (AlongRow proved = forms_.classify(e); proved != AlongRow::Neither)
+      return proved;
     std::optional<IndexProgram> program = IndexProgram::compile(e);
     if (!program)
       return AlongRow::Neither;
@@ -163,6 +164,7 @@ private:
   int column_;
   int64_t &budget_;
   ExprRef rowStart_;
+  RowForms forms_;
   std::unordered_map<const Expr *, ExprRef> done_;
 };
 
@@ -175,8 +177,6 @@ std::optional<Kernel> splitAt(const Kernel &kernel, int64_t length, int64_t &bud
   std::vector<StmtRef> body;
   for (const StmtRef &statement : kernel.body)
     body.push_back(rewriter.rewrite(statement));
-  if (rewriter.overBudget())
-    return std::nullopt;
   bool divisionsLeft = false;
   forEachExpression(body, [&](const ExprRef &e) {
     divisionsLeft = divisionsLeft || anyNode(e, [&](const Expr &node) {
@@ -217,8 +217,6 @@ std::optional<Kernel> splitIntoRows(const Kernel &kernel) {
     if (length > kMaxRowLength)
       continue;
     std::optional<Kernel> split = splitAt(kernel, length, budget);
-    if (budget < 0)
-      return std::nullopt;
     if (!split)
       continue;
     // Shorter rows when there are too few to share out: what holds along a row holds along any
