@@ -86,6 +86,17 @@ def shuffle_slice_concat(channels, size, batch=1):
     return model, {"c": _array(rng, whole), "branch": _array(rng, half)}
 
 
+def resize(batch, channels, size, scale, mode="linear", transform="half_pixel"):
+    """A Resize by `scale` on both spatial axes (LR-ASPP's last node: linear, 28x28 -> 224x224):
+    each output column's source columns and weights are the same in every row (column tables)."""
+    shape = [batch, channels, *size]
+    nodes = [helper.make_node("Resize", ["x", "", "scales"], ["y"], mode=mode,
+                              coordinate_transformation_mode=transform)]
+    model = _model(nodes, [("x", TensorProto.FLOAT, shape)], [("y", TensorProto.FLOAT)],
+                   [("scales", np.array([1, 1, scale, scale], np.float32))])
+    return model, {"x": _array(np.random.default_rng(channels), shape)}
+
+
 def gate(batch, channels, size):
     """A squeeze-excitation gate: x * sigmoid(s), s one value per (image, channel)."""
     nodes = [helper.make_node("Sigmoid", ["s"], ["g"]), helper.make_node("Mul", ["x", "g"], ["y"])]
@@ -136,6 +147,11 @@ CASES = {
     "shuffle_unit_batch8": (lambda: shuffle_unit(232, (14, 14), batch=8), True),
     "shuffle_slice_concat_batch8": (lambda: shuffle_slice_concat(232, (14, 14), batch=8), True),
     "gate_over_planes": (lambda: gate(2, 40, (9, 11)), True),
+    "resize_linear_up8": (lambda: resize(2, 5, (28, 28), 8.0), True),
+    "resize_linear_up8_batch8": (lambda: resize(8, 21, (28, 28), 8.0), True),
+    "resize_linear_down_align_corners": (lambda: resize(1, 3, (30, 36), 0.5, transform="align_corners"), True),
+    "resize_nearest_up2_asymmetric": (lambda: resize(2, 3, (9, 7), 2.0, mode="nearest", transform="asymmetric"),
+                                      True),
     "broadcast_rows": (broadcast_rows, False),
     "transpose_last_axes": (lambda: transpose_last((2, 3, 17, 6)), False),
     "strided_slice": (strided_slice, False),
@@ -161,5 +177,7 @@ def test_row_kernels_match_onnxruntime(case, cpu, tmp_path):
             assert actual.dtype == expected.dtype and actual.shape == expected.shape, (who, output.name)
             if case.startswith("gate"):  # a sigmoid: within a few ulp of each truth
                 np.testing.assert_allclose(actual, expected, rtol=2e-6, atol=1e-7, err_msg=f"{case} vs {who}")
+            elif case.startswith("resize"):  # weighted sums of four inputs in [-3, 3], weights rounded
+                np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=2e-5, err_msg=f"{case} vs {who}")
             else:
                 np.testing.assert_array_equal(actual, expected, err_msg=f"{case} against {who}")

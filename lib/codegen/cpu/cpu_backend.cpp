@@ -106,10 +106,12 @@ public:
     const bool copies = !window && !blocked && llvmgen::planConcatenation(group, launch);
     // The rest is the generic kernel: flat, or in rows where that takes divisions out (cpu_rows.h).
     const bool generic = !blocked && !window && !copies;
-    std::optional<Kernel> rows = generic ? llvmgen::splitIntoRows(kernel) : std::nullopt;
-    const Kernel &genericKernel = rows ? *rows : kernel;
+    std::optional<llvmgen::RowKernel> rows = generic ? llvmgen::splitIntoRows(kernel) : std::nullopt;
+    const Kernel &genericKernel = rows ? rows->kernel : kernel;
     if (generic)
       launch.parallelExtent = genericKernel.parallelExtent;
+    if (rows)
+      launch.derivedConstants = std::move(rows->columnTables);
     auto build = [&](size_t level, Unit &unit) {
       if (copies)
         return llvmgen::emitConcatenation(group, *unit.module);

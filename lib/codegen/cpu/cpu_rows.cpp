@@ -19,8 +19,11 @@
 // column. Rows are then shortened (to a divisor) until there are enough of them to share out.
 #include "cpu_rows.h"
 
+#include "sinter/codegen/kernel/expr_evaluator.h"
 #include "sinter/codegen/kernel/index_program.h"
 #include "sinter/codegen/kernel/row_forms.h"
+
+#include <cstring>
 
 #include <algorithm>
 #include <functional>
@@ -98,10 +101,16 @@ public:
       result = add(rowStart_, var(column_, DType::Int64));
     } else {
       AlongRow along = checkable(e) ? classify(e) : AlongRow::Neither;
+      if (along == AlongRow::Unit && e->type == DType::Bool)
+        along = AlongRow::Neither; // rows of two 0, 1: not worth a bool sum
+      // A start the same in every row is a constant (rem(gid, L) is the column itself).
+      std::optional<int64_t> fixed = along != AlongRow::Neither ? forms_.fixedStart(e) : std::nullopt;
+      ExprRef start = fixed ? intConstant(*fixed, e->type) : nullptr;
       if (along == AlongRow::Invariant) {
-        result = substituted(e, 0, rowStart_);
+        result = start ? start : substituted(e, 0, rowStart_);
       } else if (along == AlongRow::Unit) {
-        result = add(substituted(e, 0, rowStart_), var(column_, DType::Int64));
+        ExprRef column = e->type == DType::Int64 ? var(column_, DType::Int64) : cast(var(column_, DType::Int64), e->type);
+        result = start && *fixed == 0 ? column : add(start ? start : substituted(e, 0, rowStart_), column);
       } else {
         auto copy = std::make_shared<Expr>(*e);
         for (ExprRef &operand : copy->operands)
@@ -191,9 +200,124 @@ std::optional<Kernel> splitAt(const Kernel &kernel, int64_t length, int64_t &bud
   return split;
 }
 
+/// Whether `e` reads nothing but the column and constants.
+bool ofColumnAlone(const ExprRef &e, int column) {
+  return !anyNode(e, [&](const Expr &node) {
+    return node.kind == ExprKind::Load || (node.kind == ExprKind::Var && node.id != column);
+  });
+}
+
+/// Whether `e` costs more per column than a load: anything beyond integer sums and products.
+bool costly(const ExprRef &e) {
+  return anyNode(e, [](const Expr &node) {
+    if (node.kind == ExprKind::Var || node.kind == ExprKind::Constant)
+      return false;
+    const bool integer = node.type == DType::Int64 || node.type == DType::Int32;
+    return !(node.kind == ExprKind::Binary && integer &&
+             (node.binary == BinaryOp::Add || node.binary == BinaryOp::Sub || node.binary == BinaryOp::Mul));
+  });
+}
+
+/// Column tables: in a kernel split into rows, a costly subexpression of the column alone (a
+/// resize's source column and its weight, from float arithmetic, a floor and a clamp) has the
+/// same value in every row; it becomes a load from a table of its `length` values, computed
+/// here. Tables are buffers appended to the kernel, passed after its other arguments.
+class ColumnTables {
+public:
+  ColumnTables(Kernel &kernel, int column, int64_t length)
+      : kernel_(kernel), column_(column), length_(length), evaluator_(kernel) {}
+
+  std::vector<std::vector<uint8_t>> take() { return std::move(tables_); }
+
+  StmtRef rewrite(const StmtRef &statement) {
+    auto copy = std::make_shared<Stmt>(*statement);
+    if (copy->a)
+      copy->a = rewrite(copy->a);
+    if (copy->b)
+      copy->b = rewrite(copy->b);
+    for (StmtRef &inner : copy->body)
+      inner = rewrite(inner);
+    for (StmtRef &inner : copy->orElse)
+      inner = rewrite(inner);
+    return copy;
+  }
+
+private:
+  ExprRef rewrite(const ExprRef &e) {
+    if (!usesVariable(e, column_))
+      return e;
+    if (auto found = done_.find(e.get()); found != done_.end())
+      return found->second;
+    ExprRef result;
+    if (tabulable(e)) {
+      result = tabulate(e);
+    } else {
+      auto copy = std::make_shared<Expr>(*e);
+      for (ExprRef &operand : copy->operands)
+        operand = rewrite(operand);
+      result = copy;
+    }
+    done_[e.get()] = result;
+    return result;
+  }
+
+  bool tabulable(const ExprRef &e) const {
+    const bool typed = e->type == DType::Float32 || e->type == DType::Int64 || e->type == DType::Int32;
+    return typed && tables_.size() < kMaxTables && ofColumnAlone(e, column_) && costly(e) &&
+           evaluator_.canEvaluate(e);
+  }
+
+  ExprRef tabulate(const ExprRef &e) {
+    const size_t width = dtypeSize(e->type);
+    std::vector<uint8_t> bytes(size_t(length_) * width);
+    for (int64_t c = 0; c < length_; ++c) {
+      evaluator_.setVariable(column_, c);
+      ScalarValue value = evaluator_.evaluate(e);
+      uint8_t *at = bytes.data() + size_t(c) * width;
+      if (e->type == DType::Float32) {
+        const float f = float(value.floatValue);
+        std::memcpy(at, &f, width);
+      } else if (e->type == DType::Int32) {
+        const int32_t i = int32_t(value.intValue);
+        std::memcpy(at, &i, width);
+      } else {
+        std::memcpy(at, &value.intValue, width);
+      }
+    }
+    const int buffer = int(kernel_.buffers.size());
+    kernel_.buffers.push_back({kernel_.name + ".column" + std::to_string(tables_.size()), e->type, length_, false});
+    tables_.push_back(std::move(bytes));
+    return load(buffer, e->type, var(column_, DType::Int64));
+  }
+
+  static constexpr size_t kMaxTables = 16;
+  Kernel &kernel_;
+  int column_;
+  int64_t length_;
+  ExprEvaluator evaluator_;
+  std::vector<std::vector<uint8_t>> tables_;
+  std::unordered_map<const Expr *, ExprRef> done_;
+};
+
 } // namespace
 
-std::optional<Kernel> splitIntoRows(const Kernel &kernel) {
+namespace {
+
+/// The chosen split with its column tables.
+RowKernel withColumnTables(const Kernel &flat, Kernel split) {
+  const int column = int(flat.variables.size());
+  const int64_t length = flat.parallelExtent / split.parallelExtent;
+  ColumnTables tables(split, column, length);
+  std::vector<StmtRef> body;
+  for (const StmtRef &statement : split.body)
+    body.push_back(tables.rewrite(statement));
+  split.body = std::move(body);
+  return RowKernel{std::move(split), tables.take()};
+}
+
+} // namespace
+
+std::optional<RowKernel> splitIntoRows(const Kernel &kernel) {
   const int64_t extent = kernel.parallelExtent;
   if (extent < 2 || hasLoops(kernel.body))
     return std::nullopt;
@@ -225,10 +349,10 @@ std::optional<Kernel> splitIntoRows(const Kernel &kernel) {
       for (int64_t shorter = length / 2; shorter >= kShortestSplitRow; --shorter)
         if (length % shorter == 0 && extent / shorter >= kMinimumRows) {
           if (std::optional<Kernel> more = splitAt(kernel, shorter, budget))
-            return more;
+            return withColumnTables(kernel, std::move(*more));
           break;
         }
-    return split;
+    return withColumnTables(kernel, std::move(*split));
   }
   return std::nullopt;
 }

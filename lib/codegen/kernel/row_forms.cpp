@@ -40,6 +40,13 @@ AlongRow RowForms::classify(const ExprRef &e) {
   return f.slope == 0 ? AlongRow::Invariant : AlongRow::Unit;
 }
 
+std::optional<int64_t> RowForms::fixedStart(const ExprRef &e) {
+  Form f = form(e);
+  if (!f.proved || !f.bounded || f.lo != f.hi)
+    return std::nullopt;
+  return f.lo;
+}
+
 RowForms::Form RowForms::form(const ExprRef &e) {
   if (auto found = done_.find(e.get()); found != done_.end())
     return found->second;

@@ -22,6 +22,7 @@
 #include "sinter/codegen/kernel/kernel_ir.h"
 
 #include <cstdint>
+#include <optional>
 #include <unordered_map>
 
 namespace sinter::codegen {
@@ -37,6 +38,10 @@ public:
   /// What `e` (an expression of variable 0 alone, integer or bool) is along a row; Neither when
   /// not proved.
   AlongRow classify(const ExprRef &e);
+
+  /// The value of `e` at the start of every row, when it is proved the same for all rows (a
+  /// unit `rem(gid, L)` starts every row at 0).
+  std::optional<int64_t> fixedStart(const ExprRef &e);
 
 private:
   /// A subexpression's proved form: value = start(row) + slope * column, slope 0 or 1, with
