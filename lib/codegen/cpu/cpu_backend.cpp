@@ -357,6 +357,7 @@ private:
     auto *exit = llvm::BasicBlock::Create(context, "exit", body);
     b.SetInsertPoint(entry);
     llvmgen::KernelEmitter emitter(kernel, b, *module, buffers, llvmgen::hostMathLibrary(), hasF16c);
+    emitter.keepContiguousReductionsRolled();
     b.CreateBr(header);
     b.SetInsertPoint(header);
     llvm::PHINode *gid = b.CreatePHI(i64, 2, "gid");

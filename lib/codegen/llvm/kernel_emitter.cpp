@@ -1,4 +1,6 @@
 #include "sinter/codegen/llvm/kernel_emitter.h"
+
+#include "sinter/codegen/kernel/index_runs.h"
 #include "inline_math.h"
 
 #include "sinter/support/error.h"
@@ -460,6 +462,27 @@ llvm::Value *KernelEmitter::floatToHalfBits(llvm::Value *value) {
   return b_.CreateTrunc(b_.CreateOr(half, sign), b_.getInt16Ty());
 }
 
+namespace {
+
+/// Whether a Reduction loop runs at least 16 steps and every load of its body moves by one
+/// element a step.
+bool contiguousReduction(const Stmt &loop) {
+  if (loop.a->kind != ExprKind::Constant || loop.a->intValue < 16)
+    return false;
+  bool loads = false, contiguous = true;
+  for (const StmtRef &statement : loop.body)
+    anyNode(statement->a, [&](const Expr &node) {
+      if (node.kind == ExprKind::Load) {
+        loads = true;
+        contiguous = contiguous && linearStride(node.operands[0], loop.id) == std::optional<int64_t>(1);
+      }
+      return false;
+    });
+  return loads && contiguous;
+}
+
+} // namespace
+
 void KernelEmitter::stmts(const std::vector<StmtRef> &list) {
   for (const StmtRef &s : list)
     stmt(*s);
@@ -514,7 +537,13 @@ void KernelEmitter::stmt(const Stmt &s) {
       stmts(s.body);
     llvm::Value *current = b_.CreateLoad(b_.getInt64Ty(), variables_[s.id]);
     b_.CreateStore(b_.CreateAdd(current, b_.getInt64(1)), variables_[s.id]);
-    b_.CreateBr(header);
+    llvm::BranchInst *latch = b_.CreateBr(header);
+    if (rollContiguousReductions_ && s.loop == LoopKind::Reduction && contiguousReduction(s)) {
+      llvm::MDNode *rolled = llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, "llvm.loop.unroll.disable")});
+      llvm::MDNode *loop = llvm::MDNode::getDistinct(ctx_, {nullptr, rolled});
+      loop->replaceOperandWith(0, loop);
+      latch->setMetadata(llvm::LLVMContext::MD_loop, loop);
+    }
     b_.SetInsertPoint(after);
     cache_.clear();
     break;

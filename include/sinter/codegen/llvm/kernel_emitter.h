@@ -58,6 +58,12 @@ public:
   /// Emits the statements of the kernel body for one value of gid at the builder's position.
   void emitBody(llvm::Value *gid);
 
+  /// For a CPU: a Reduction loop of at least 16 steps whose loads are all contiguous in its
+  /// variable (a global average pool's 49 elements of a plane) is marked not to be unrolled, so
+  /// the loop vectorizer sums it in vector lanes. Unrolled whole, LLVM would vectorize the loop
+  /// around it instead, across outputs, with one scalar load per element and lane.
+  void keepContiguousReductionsRolled() { rollContiguousReductions_ = true; }
+
 private:
   llvm::Value *expr(const ExprRef &e);
   llvm::Value *unaryExpr(const Expr &e);
@@ -81,6 +87,7 @@ private:
   std::vector<llvm::Value *> buffers_;
   const MathLibrary &math_;
   bool nativeHalfConversions_;
+  bool rollContiguousReductions_ = false;
   std::vector<llvm::AllocaInst *> variables_;
   /// Per-statement cache so shared subexpressions are built once.
   std::map<const Expr *, llvm::Value *> cache_;
