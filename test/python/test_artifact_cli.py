@@ -174,6 +174,35 @@ def test_inspect_plan_lists_every_step(artifacts):
         assert ", ".join(step["ops"]) in line
 
 
+def test_inspect_json_counts_a_runs_work_by_launch(tmp_path):
+    """Two MatMuls of the same shapes share one kernel entry; a run does the work of both, so the
+    plan's FLOPs are twice the entry's: 2 * 8 * 64 * 48 multiply-adds each, from the model's
+    shapes."""
+    rng = np.random.default_rng(0)
+    weights = [rng.uniform(-1, 1, (64, 64)).astype(np.float32), rng.uniform(-1, 1, (64, 48)).astype(np.float32),
+               rng.uniform(-1, 1, (64, 48)).astype(np.float32)]
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w0"], ["h"]), helper.make_node("MatMul", ["h", "w1"], ["y0"]),
+         helper.make_node("MatMul", ["h", "w2"], ["y1"])], "repeated",
+        [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [8, 64])],
+        [helper.make_tensor_value_info("y0", onnx.TensorProto.FLOAT, [8, 48]),
+         helper.make_tensor_value_info("y1", onnx.TensorProto.FLOAT, [8, 48])],
+        [onnx.numpy_helper.from_array(w, f"w{i}") for i, w in enumerate(weights)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, str(tmp_path / "repeated.onnx"))
+    # --disable-pass: keep the two sibling products apart (they would be merged into one).
+    artifact = compile_model(tmp_path / "repeated.onnx", tmp_path / "repeated.so", "--target", "cpu",
+                             "--disable-pass", "merge-sibling-matmuls")
+    info = inspect_json(artifact, "--plan")
+    launches = [step for step in info["plan"] if step["kind"] == "launch"]
+    assert len(launches) == 3
+    flops = {kernel["index"]: kernel["flops"] for kernel in info["kernels"]}
+    assert sorted(flops[step["kernel_index"]] for step in launches) == [2 * 8 * 64 * 48] * 2 + [2 * 8 * 64 * 64]
+    assert len({step["kernel_index"] for step in launches}) == 2, "the two 64 -> 48 products share an entry"
+    assert info["plans"][0]["flops"] == 2 * 8 * 64 * 64 + 2 * (2 * 8 * 64 * 48)
+
+
 def test_inspect_plan_shows_copies(tmp_path):
     """A constant graph output is copied into the arena by a Copy step after the kernels."""
     value = np.arange(6, dtype=np.float32).reshape(2, 3)

@@ -489,6 +489,15 @@ void printJson(const std::string &path, const ArtifactFile &file, bool plan) {
     writeSignature(json, extra ? extra->outputs : manifest.outputs);
     json.key("arena_bytes").value(static_cast<int64_t>(extra ? extra->arenaBytes : manifest.arenaBytes));
     json.key("steps").value(static_cast<int64_t>(extra ? extra->steps.size() : manifest.steps.size()));
+    // The work of one run, by launch (a kernel launched by several steps counts each time).
+    double flops = 0, bytes = 0;
+    for (const package::Step &step : extra ? extra->steps : manifest.steps)
+      if (const auto *launch = std::get_if<package::Launch>(&step)) {
+        flops += manifest.kernels[launch->kernel].flops;
+        bytes += manifest.kernels[launch->kernel].bytesMoved;
+      }
+    json.key("flops").value(flops);
+    json.key("bytes_moved").value(bytes);
     json.endObject();
   }
   json.endArray();
