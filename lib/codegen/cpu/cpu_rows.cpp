@@ -123,16 +123,7 @@ public:
   }
 
   StmtRef rewrite(const StmtRef &statement) {
-    auto copy = std::make_shared<Stmt>(*statement);
-    if (copy->a)
-      copy->a = rewrite(copy->a);
-    if (copy->b)
-      copy->b = rewrite(copy->b);
-    for (StmtRef &inner : copy->body)
-      inner = rewrite(inner);
-    for (StmtRef &inner : copy->orElse)
-      inner = rewrite(inner);
-    return copy;
+    return withExpressions(statement, [&](const ExprRef &e) { return rewrite(e); });
   }
 
 private:
@@ -230,16 +221,7 @@ public:
   std::vector<std::vector<uint8_t>> take() { return std::move(tables_); }
 
   StmtRef rewrite(const StmtRef &statement) {
-    auto copy = std::make_shared<Stmt>(*statement);
-    if (copy->a)
-      copy->a = rewrite(copy->a);
-    if (copy->b)
-      copy->b = rewrite(copy->b);
-    for (StmtRef &inner : copy->body)
-      inner = rewrite(inner);
-    for (StmtRef &inner : copy->orElse)
-      inner = rewrite(inner);
-    return copy;
+    return withExpressions(statement, [&](const ExprRef &e) { return rewrite(e); });
   }
 
 private:

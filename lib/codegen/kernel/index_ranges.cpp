@@ -404,16 +404,7 @@ ExprRef IndexRanges::simplifyNode(const ExprRef &e) {
 }
 
 StmtRef IndexRanges::simplify(const StmtRef &statement) {
-  auto copy = std::make_shared<Stmt>(*statement);
-  if (copy->a)
-    copy->a = simplify(copy->a);
-  if (copy->b)
-    copy->b = simplify(copy->b);
-  for (StmtRef &inner : copy->body)
-    inner = simplify(inner);
-  for (StmtRef &inner : copy->orElse)
-    inner = simplify(inner);
-  return copy;
+  return withExpressions(statement, [&](const ExprRef &e) { return simplify(e); });
 }
 
 Kernel withSimplifiedIndices(const Kernel &kernel) {

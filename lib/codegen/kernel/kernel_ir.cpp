@@ -292,15 +292,19 @@ ExprRef substituted(const ExprRef &e, int id, const ExprRef &value) {
 }
 
 StmtRef substituted(const StmtRef &statement, int id, const ExprRef &value) {
+  return withExpressions(statement, [&](const ExprRef &e) { return substituted(e, id, value); });
+}
+
+StmtRef withExpressions(const StmtRef &statement, const std::function<ExprRef(const ExprRef &)> &rewrite) {
   auto copy = std::make_shared<Stmt>(*statement);
   if (copy->a)
-    copy->a = substituted(copy->a, id, value);
+    copy->a = rewrite(copy->a);
   if (copy->b)
-    copy->b = substituted(copy->b, id, value);
+    copy->b = rewrite(copy->b);
   for (StmtRef &inner : copy->body)
-    inner = substituted(inner, id, value);
+    inner = withExpressions(inner, rewrite);
   for (StmtRef &inner : copy->orElse)
-    inner = substituted(inner, id, value);
+    inner = withExpressions(inner, rewrite);
   return copy;
 }
 

@@ -166,6 +166,10 @@ ExprRef substituted(const ExprRef &e, int id, const ExprRef &value);
 /// expression.
 StmtRef substituted(const StmtRef &statement, int id, const ExprRef &value);
 
+/// `statement` (and the statements inside it) with each of its expressions replaced by
+/// `rewrite(expression)`.
+StmtRef withExpressions(const StmtRef &statement, const std::function<ExprRef(const ExprRef &)> &rewrite);
+
 /// Whether an integer expression is a multiple of `n` for every value of its variables (as far
 /// as constants, products with a multiple, and sums and differences of multiples show).
 bool multipleOf(const ExprRef &e, int64_t n);
