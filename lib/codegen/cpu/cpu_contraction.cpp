@@ -104,6 +104,18 @@ ContractionBlocking chooseBlocking(const ContractionSpec &spec, const PanelShape
   return blocking;
 }
 
+Contraction transposedProduct(const Contraction &contraction) {
+  Contraction transposed = contraction;
+  ContractionSpec &spec = transposed.spec;
+  std::swap(spec.m, spec.n);
+  std::swap(spec.i, spec.j);
+  std::swap(spec.lhs, spec.rhs);
+  spec.lhsUnitStrideK = contraction.spec.rhsUnitStrideK;
+  spec.rhsUnitStrideK = contraction.spec.lhsUnitStrideK;
+  spec.window.reset();
+  return transposed;
+}
+
 /// Whether every load of `expr` reads a constant input of the group (its data known now).
 bool readsOnlyConstants(const ExprRef &expr, const LoweredGroup &group) {
   return !anyNode(expr, [&](const Expr &node) {
@@ -400,12 +412,14 @@ std::optional<WindowTable> rhsWindowTable(const Contraction &contraction) {
 /// rows' stride (B, the panel's columns, for a packed panel, whose slice starts at b; the input
 /// plane for a pointwise convolution's rhs read in place). `tapped`: the last argument is instead
 /// a pointer to i32 offsets, and rhs row r starts at b + offsets[r] (a padded window's runs,
-/// cpu_padded_window.h). Built once per module and shape.
+/// cpu_padded_window.h). `stridedLhs`: an eighth argument, lda, replaces A as the lhs rows'
+/// stride (the transposed product's lhs read in place: each r's MR rows are contiguous floats of
+/// X's channel plane, `plane` apart). Built once per module and shape.
 llvm::Function *microKernel(llvm::Module &module, const MicroKernelShape &shape, const PanelShape &panels,
-                            bool tapped = false) {
+                            bool tapped = false, bool stridedLhs = false) {
   std::string name = "sinter.microkernel." + std::to_string(shape.rows) + "x" + std::to_string(shape.columns()) +
                      "." + std::to_string(panels.rows) + "x" + std::to_string(panels.columns) +
-                     (tapped ? ".taps" : "");
+                     (tapped ? ".taps" : "") + (stridedLhs ? ".lda" : "");
   if (llvm::Function *existing = module.getFunction(name))
     return existing;
   llvm::LLVMContext &context = module.getContext();
@@ -413,9 +427,11 @@ llvm::Function *microKernel(llvm::Module &module, const MicroKernelShape &shape,
   llvm::Type *ptr = llvm::PointerType::getUnqual(context);
   llvm::Type *i64 = b.getInt64Ty(), *f32 = b.getFloatTy();
   auto *vector = llvm::FixedVectorType::get(f32, unsigned(shape.width));
-  auto *function = llvm::Function::Create(
-      llvm::FunctionType::get(b.getVoidTy(), {ptr, ptr, i64, ptr, i64, b.getInt1Ty(), tapped ? ptr : i64}, false),
-      llvm::Function::InternalLinkage, name, module);
+  std::vector<llvm::Type *> parameters = {ptr, ptr, i64, ptr, i64, b.getInt1Ty(), tapped ? ptr : i64};
+  if (stridedLhs)
+    parameters.push_back(i64);
+  auto *function = llvm::Function::Create(llvm::FunctionType::get(b.getVoidTy(), parameters, false),
+                                          llvm::Function::InternalLinkage, name, module);
   function->addFnAttr(llvm::Attribute::NoUnwind);
   function->addFnAttr(llvm::Attribute::NoInline);
   // Use full-width registers even where the CPU's tuning prefers 256-bit vectors.
@@ -428,6 +444,7 @@ llvm::Function *microKernel(llvm::Module &module, const MicroKernelShape &shape,
   llvm::Value *a = function->getArg(0), *bPanel = function->getArg(1), *kLen = function->getArg(2);
   llvm::Value *c = function->getArg(3), *ldc = function->getArg(4), *accumulate = function->getArg(5);
   llvm::Value *ldb = function->getArg(6);
+  llvm::Value *lda = stridedLhs ? static_cast<llvm::Value *>(function->getArg(7)) : b.getInt64(uint64_t(panels.rows));
 
   auto *entry = llvm::BasicBlock::Create(context, "entry", function);
   auto *loop = llvm::BasicBlock::Create(context, "r.loop", function);
@@ -473,7 +490,7 @@ llvm::Function *microKernel(llvm::Module &module, const MicroKernelShape &shape,
   for (int64_t v = 0; v < vectors; ++v)
     columnsAt[size_t(v)] = b.CreateAlignedLoad(
         vector, b.CreateConstInBoundsGEP1_64(f32, bRow, uint64_t(v * shape.width)), llvm::Align(4));
-  llvm::Value *aRow = b.CreateInBoundsGEP(f32, a, b.CreateMul(r, b.getInt64(panels.rows)));
+  llvm::Value *aRow = b.CreateInBoundsGEP(f32, a, b.CreateMul(r, lda));
   std::vector<llvm::Value *> next(sums.size());
   for (int64_t row = 0; row < rows; ++row) {
     llvm::Value *scalar =
@@ -662,6 +679,43 @@ std::vector<StmtRef> tileEpilogue(const TileProgram &program, const Kernel &kern
                   {assign(spec.i, add(param(program, ParamRow), row)), forLoop(program.middle, images, perImage)})};
 }
 
+/// The epilogue of a transposed product's tile (BlockedContraction::transposed): its rows are
+/// positions (i = image * positions + position), its columns channels. The tile is walked
+/// column by column and, in each, image by image over the rows, with the epilogue's index
+/// arithmetic simplified over (image, position): the output's index is then contiguous in the
+/// position, so the stores are runs of a channel's plane (the tile's loads step by a row).
+std::vector<StmtRef> transposedTileEpilogue(const TileProgram &program, const Kernel &kernel,
+                                            const ContractionSpec &spec, int64_t tileColumns, int64_t positions) {
+  ExprRef column = var(program.outer, DType::Int64), row = var(program.inner, DType::Int64);
+  ExprRef row0 = param(program, ParamRow), rows = param(program, ParamRows);
+  ExprRef image = var(program.image, DType::Int64), first = var(program.first, DType::Int64);
+  ExprRef i = add(mul(image, positions), var(program.position, DType::Int64));
+  Kernel ranged = kernel;
+  ranged.body = spec.epilogue;
+  IndexRanges ranges(ranged);
+  setContractionRanges(ranges, spec);
+  ranges.setVariable(program.image, {0, spec.m / positions - 1});
+  ranges.setVariable(program.first, {0, positions - 1});
+  ranges.setVariable(program.position, {0, positions - 1});
+  std::vector<StmtRef> element = {
+      assign(program.position, add(first, row)),
+      assign(spec.acc, load(program.tile, DType::Float32, add(mul(sub(i, row0), tileColumns), column)))};
+  for (const StmtRef &statement : spec.epilogue)
+    element.push_back(ranges.simplify(substituted(statement, spec.i, i)));
+  // The tile's images: from row0's to the last row's; in each, positions [first, first + count).
+  ExprRef firstImage = div(row0, positions);
+  ExprRef images = sub(div(add(add(row0, rows), positions - 1), positions), firstImage);
+  ExprRef start = mul(image, positions);
+  std::vector<StmtRef> perImage = {
+      assign(program.image, add(firstImage, var(program.middle, DType::Int64))),
+      assign(program.first, sub(binary(BinaryOp::Max, row0, start), start)),
+      assign(program.count, sub(sub(binary(BinaryOp::Min, add(row0, rows), add(start, positions)), start), first)),
+      forLoop(program.inner, var(program.count, DType::Int64), element)};
+  return {assign(spec.b, param(program, ParamBatch)),
+          forLoop(program.outer, param(program, ParamColumns),
+                  {assign(spec.j, add(param(program, ParamColumn), column)), forLoop(program.middle, images, perImage)})};
+}
+
 /// The epilogue of a padded window's tile (cpu_padded_window.h): the tile's columns [column0,
 /// column0 + columns) are on the padded pitch within one image; for each output row they cover,
 /// those of ox < outputWidth are stored, at j = image * positions + oy * outputWidth + ox, with
@@ -732,6 +786,63 @@ std::optional<DirectRhs> pointwiseRhs(const ContractionSpec &spec, const WindowG
   return DirectRhs{gather.source, plane, window.imageStride, window.groupStride, window.positions};
 }
 
+/// The outputs the micro-kernels compute along one side of a product: `extent` cut into blocks of
+/// `block`, each into panels of `panel`, a block's last panel costing `narrow` where its real
+/// part fits that (the one-vector micro-kernel), else a whole panel.
+int64_t computedExtent(int64_t extent, int64_t block, int64_t panel, int64_t narrow) {
+  int64_t total = 0;
+  for (int64_t start = 0; start < extent; start += block) {
+    const int64_t length = std::min(block, extent - start), rest = length % panel;
+    total += length - rest + (rest == 0 ? 0 : rest <= narrow ? narrow : panel);
+  }
+  return total;
+}
+
+/// The multiply-adds the AVX-512 micro-kernels (16 lanes, a one-vector slice for a narrow last
+/// one) compute for `spec` blocked as `blocking`, padding included, per r.
+int64_t computedOutputs(const ContractionSpec &spec, const ContractionBlocking &blocking) {
+  const int64_t columns = blocking.panels.columns, width = std::min<int64_t>(16, columns);
+  return spec.batch * computedExtent(spec.m, blocking.mc, blocking.panels.rows, blocking.panels.rows) *
+         computedExtent(spec.n, blocking.nc, columns, columns > width ? width : columns);
+}
+
+/// A pointwise convolution is computed transposed (BlockedContraction::transposed) when that
+/// computes at most this fraction of the outputs the usual form does: 7x7 planes (54 rows
+/// against 64 columns: 0.84), not 28x28 ones (786 against 800: 0.98), whose usual form reads X
+/// in place with no copy and stores whole vectors of positions.
+constexpr double kTransposedWorkRatio = 0.95;
+
+/// The plan of a pointwise convolution with constant weights computed transposed, when that
+/// wastes fewer of the micro-kernel's lanes (kTransposedWorkRatio); nullopt otherwise.
+std::optional<BlockedContraction> planTransposedPointwise(const LoweredGroup &group, LaunchShape &launch) {
+  const Contraction &contraction = *group.contraction;
+  const ContractionSpec &spec = contraction.spec;
+  if (!spec.window || !readsOnlyConstants(spec.lhs, group) || readsOnlyConstants(spec.rhs, group))
+    return std::nullopt;
+  Contraction transposed = transposedProduct(contraction);
+  const ContractionBlocking usual = chooseBlocking(spec, choosePanels(spec));
+  const ContractionBlocking blocking = chooseBlocking(transposed.spec, choosePanels(transposed.spec));
+  if (double(computedOutputs(transposed.spec, blocking)) > kTransposedWorkRatio * double(computedOutputs(spec, usual)))
+    return std::nullopt;
+  std::optional<WindowTable> table = rhsWindowTable(contraction);
+  std::optional<DirectRhs> direct = table ? pointwiseRhs(spec, table->gather) : std::nullopt;
+  if (!direct)
+    return std::nullopt;
+  std::optional<PackedOperand> weights = packConstantOperand(group, transposed, false, blocking.panels.columns);
+  if (!weights)
+    return std::nullopt;
+  BlockedContraction plan;
+  plan.transposed = true;
+  plan.blocking = blocking;
+  plan.rhsPacked = true;
+  plan.rhsPerBatch = weights->perBatch;
+  plan.directLhs = direct;
+  launch.parallelExtent = blocking.tiles;
+  launch.replacedInputs = inputsReplacedByPacks(group, transposed, false, true, direct->source);
+  launch.derivedConstants.push_back(std::move(weights->bytes));
+  return plan;
+}
+
 } // namespace
 
 std::optional<BlockedContraction> planBlockedContraction(const LoweredGroup &group, LaunchShape &launch) {
@@ -741,6 +852,8 @@ std::optional<BlockedContraction> planBlockedContraction(const LoweredGroup &gro
   const ContractionSpec &spec = contraction->spec;
   if (!worthTiling(spec) && !worthBlockingOnCpu(spec))
     return std::nullopt;
+  if (std::optional<BlockedContraction> transposed = planTransposedPointwise(group, launch))
+    return transposed;
   BlockedContraction plan;
   PanelShape shared = choosePanels(spec);
   // A constant rhs (a MatMul's weights) is packed in 16-column panels, AVX2's micro-kernel
@@ -800,9 +913,12 @@ std::optional<BlockedContraction> planBlockedContraction(const LoweredGroup &gro
 
 Kernel emitBlockedContraction(const LoweredGroup &group, const BlockedContraction &plan,
                               const std::string &cpuLevel, llvm::Module &module, bool hasF16c) {
-  const Contraction &contraction = *group.contraction;
+  // A transposed plan is of the transposed product, in every part: blocking, packs, epilogue.
+  const Contraction transposed = plan.transposed ? transposedProduct(*group.contraction) : Contraction{};
+  const Contraction &contraction = plan.transposed ? transposed : *group.contraction;
   const ContractionSpec &spec = contraction.spec;
   const Kernel &kernel = contraction.kernel;
+  const DirectRhs *directLhs = plan.directLhs ? &*plan.directLhs : nullptr;
   const bool lhsAtRunTime = !plan.lhsPacked, rhsAtRunTime = !plan.rhsPacked;
   const PanelShape &panels = plan.blocking.panels;
   const MicroKernelShape micro = microKernelFor(cpuLevel, panels);
@@ -851,27 +967,32 @@ Kernel emitBlockedContraction(const LoweredGroup &group, const BlockedContractio
 
   TileProgram packLhs = tileProgram(contraction, blocking, rhsGather ? rhsGather->entries : padded ? spec.k : 0),
               packRhs = packLhs, epilogue = packLhs;
-  packLhs.kernel.body = packOperand(packLhs, spec, true, mr);
+  // With a direct lhs, only the row panels it cannot read in place are packed.
+  packLhs.kernel.body = packOperand(packLhs, spec, true, mr, nullptr, directLhs ? directLhs->positions : 0);
   const DirectRhs *direct = plan.directRhs ? &*plan.directRhs : nullptr;
   // A window over rows of f32 positions is packed by row segments (cpu_window_pack.h); with a
   // direct rhs, only the panels it cannot read in place are, one at a time (in the q loop).
   const bool rowPackable = rhsGather && rhsGather->rowLength > 0 && rhsGather->sourceType == DType::Float32;
   const bool rowPacked = rowPackable && !direct, directRowPacked = rowPackable && direct;
   packRhs.kernel.body = packOperand(packRhs, spec, false, nr, rhsGather, direct ? direct->positions : 0);
-  epilogue.kernel.body = padded ? paddedTileEpilogue(epilogue, epilogue.kernel, spec, blocking.nc, *padded)
-                                : tileEpilogue(epilogue, epilogue.kernel, spec, blocking.nc);
+  epilogue.kernel.body = padded      ? paddedTileEpilogue(epilogue, epilogue.kernel, spec, blocking.nc, *padded)
+                         : directLhs ? transposedTileEpilogue(epilogue, epilogue.kernel, spec, blocking.nc,
+                                                              directLhs->positions)
+                                     : tileEpilogue(epilogue, epilogue.kernel, spec, blocking.nc);
   std::vector<llvm::Value *> programBuffers(buffers.begin(), buffers.begin() + long(bufferCount));
   programBuffers.insert(programBuffers.end(), {paramBuffer, lhsPack, rhsPack, tile, gatherTable ? gatherTable : tile});
   KernelEmitter lhsEmitter(packLhs.kernel, b, module, programBuffers, hostMathLibrary(), hasF16c);
   KernelEmitter rhsEmitter(packRhs.kernel, b, module, programBuffers, hostMathLibrary(), hasF16c);
   KernelEmitter epilogueEmitter(epilogue.kernel, b, module, programBuffers, hostMathLibrary(), hasF16c);
-  llvm::Function *microKernelFunction = microKernel(module, micro, PanelShape{mr, nr}, padded != nullptr);
+  llvm::Function *microKernelFunction =
+      microKernel(module, micro, PanelShape{mr, nr}, padded != nullptr, directLhs != nullptr);
   // A slice whose real columns fit one vector (a tile's last panel: 4 of 32 columns at 14x14,
   // 16 at 28x28) runs the one-vector micro-kernel on it, half the multiply-adds.
   MicroKernelShape narrow = micro;
   narrow.vectors = 1;
   llvm::Function *narrowFunction =
-      micro.vectors > 1 ? microKernel(module, narrow, PanelShape{mr, nr}, padded != nullptr) : nullptr;
+      micro.vectors > 1 ? microKernel(module, narrow, PanelShape{mr, nr}, padded != nullptr, directLhs != nullptr)
+                        : nullptr;
 
   auto setParam = [&](Param which, llvm::Value *value) {
     b.CreateStore(value, b.CreateConstInBoundsGEP1_64(i64, paramBuffer, uint64_t(which)));
@@ -988,9 +1109,27 @@ Kernel emitBlockedContraction(const LoweredGroup &group, const BlockedContractio
               llvm::Value *tileOffset =
                   b.CreateAdd(b.CreateMul(p, constant(mr * blocking.nc)), b.CreateMul(q, constant(nr)));
               llvm::Value *at = b.CreateAdd(tileOffset, constant(column));
-              b.CreateCall(microKernelFunction->getFunctionType(), callee,
-                           {lhsPanel, b.CreateConstInBoundsGEP1_64(f32, rhsPanel, uint64_t(column)), kLen,
-                            b.CreateInBoundsGEP(f32, tile, at), constant(blocking.nc), accumulate, ldb});
+              std::vector<llvm::Value *> arguments = {
+                  lhsPanel, b.CreateConstInBoundsGEP1_64(f32, rhsPanel, uint64_t(column)), kLen,
+                  b.CreateInBoundsGEP(f32, tile, at), constant(blocking.nc), accumulate, ldb};
+              if (directLhs) {
+                // A whole row panel within one image is read in place: MR positions of X's
+                // channel plane from channel kc on, `plane` apart; the others were packed above.
+                llvm::Value *first = b.CreateAdd(row0, b.CreateMul(p, constant(mr)));
+                llvm::Value *image = b.CreateUDiv(first, constant(directLhs->positions));
+                llvm::Value *position = b.CreateSub(first, b.CreateMul(image, constant(directLhs->positions)));
+                llvm::Value *offset =
+                    b.CreateAdd(b.CreateAdd(b.CreateMul(batch, constant(directLhs->groupStride)),
+                                            b.CreateMul(image, constant(directLhs->imageStride))),
+                                b.CreateAdd(position, b.CreateMul(kc, constant(directLhs->plane))));
+                llvm::Value *whole = b.CreateAnd(
+                    b.CreateICmpSGE(b.CreateSub(rows, b.CreateMul(p, constant(mr))), constant(mr)),
+                    b.CreateICmpSLE(b.CreateAdd(position, constant(mr)), constant(directLhs->positions)));
+                arguments[0] = b.CreateSelect(
+                    whole, b.CreateInBoundsGEP(f32, buffers[size_t(directLhs->source)], offset), lhsPanel);
+                arguments.push_back(b.CreateSelect(whole, constant(directLhs->plane), constant(mr)));
+              }
+              b.CreateCall(microKernelFunction->getFunctionType(), callee, arguments);
             }, "p");
           };
           if (column > 0)
