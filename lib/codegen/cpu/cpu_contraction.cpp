@@ -999,6 +999,17 @@ Kernel emitBlockedContraction(const LoweredGroup &group, const BlockedContractio
   };
   auto constant = [&](int64_t value) { return b.getInt64(uint64_t(value)); };
   auto minimum = [&](llvm::Value *x, llvm::Value *y) { return b.CreateSelect(b.CreateICmpSLT(x, y), x, y); };
+  // The transposed product's lhs row `row` (a position of X: image * positions + position) at
+  // channel kc: its offset in X, and whether rows row ... row + MR - 1 lie in one image.
+  auto lhsRowInX = [&](llvm::Value *batch, llvm::Value *row, llvm::Value *kc) {
+    llvm::Value *image = b.CreateUDiv(row, constant(directLhs->positions));
+    llvm::Value *position = b.CreateSub(row, b.CreateMul(image, constant(directLhs->positions)));
+    llvm::Value *offset = b.CreateAdd(b.CreateAdd(b.CreateMul(batch, constant(directLhs->groupStride)),
+                                                  b.CreateMul(image, constant(directLhs->imageStride))),
+                                      b.CreateAdd(position, b.CreateMul(kc, constant(directLhs->plane))));
+    llvm::Value *within = b.CreateICmpSLE(b.CreateAdd(position, constant(mr)), constant(directLhs->positions));
+    return std::make_pair(offset, within);
+  };
 
   emitLoop(b, begin, end, 1, [&](llvm::Value *t) {
     llvm::Value *nBlock = b.CreateURem(t, constant(blocking.nBlocks));
@@ -1039,8 +1050,41 @@ Kernel emitBlockedContraction(const LoweredGroup &group, const BlockedContractio
                        {buffers[size_t(rhsGather->source)], gatherTable, rhsPack, batch, column0, columns, kc, kLen});
       else if (rhsAtRunTime && !padded && !directRowPacked)
         rhsEmitter.emitBody(t); // with a direct rhs, only the panels it cannot read in place
-      if (lhsAtRunTime)
+      if (lhsAtRunTime && directLhs) {
+        // The row panels not read in place (across an image's end, or the tile's partial last
+        // one) are packed here: per lane, its row's offset in X once, then MR loads a channel.
+        emitLoop(b, constant(0), rowPanels, 1, [&](llvm::Value *p) {
+          llvm::Value *first = b.CreateAdd(row0, b.CreateMul(p, constant(mr)));
+          llvm::Value *rowsLeft = b.CreateSub(rows, b.CreateMul(p, constant(mr)));
+          llvm::Value *whole = b.CreateAnd(b.CreateICmpSGE(rowsLeft, constant(mr)), lhsRowInX(batch, first, kc).second);
+          emitIf(b, b.CreateNot(whole), [&] {
+            llvm::Value *panel = b.CreateInBoundsGEP(f32, lhsPack, b.CreateMul(b.CreateMul(p, kLen), constant(mr)));
+            std::vector<llvm::Value *> at(static_cast<size_t>(mr)), real(static_cast<size_t>(mr));
+            for (int64_t lane = 0; lane < mr; ++lane) {
+              real[size_t(lane)] = b.CreateICmpSLT(constant(lane), rowsLeft);
+              // A lane past the tile's rows reads channel kc's first element (in X), stored as 0.
+              at[size_t(lane)] = b.CreateSelect(real[size_t(lane)],
+                                                lhsRowInX(batch, b.CreateAdd(first, constant(lane)), kc).first,
+                                                b.CreateMul(kc, constant(directLhs->plane)));
+            }
+            llvm::Value *source = buffers[size_t(directLhs->source)];
+            llvm::Value *zero = llvm::ConstantFP::get(f32, 0.0);
+            emitLoop(b, constant(0), kLen, 1, [&](llvm::Value *r) {
+              llvm::Value *channel = b.CreateMul(r, constant(directLhs->plane));
+              for (int64_t lane = 0; lane < mr; ++lane) {
+                llvm::Value *value = b.CreateAlignedLoad(
+                    f32, b.CreateInBoundsGEP(f32, source, b.CreateAdd(at[size_t(lane)], channel)), llvm::Align(4));
+                b.CreateAlignedStore(
+                    b.CreateSelect(real[size_t(lane)], value, zero),
+                    b.CreateInBoundsGEP(f32, panel, b.CreateAdd(b.CreateMul(r, constant(mr)), constant(lane))),
+                    llvm::Align(4));
+              }
+            }, "lhs.r");
+          });
+        }, "lhs.panel");
+      } else if (lhsAtRunTime) {
         lhsEmitter.emitBody(t);
+      }
       llvm::Value *accumulate = b.CreateICmpNE(kc, constant(0));
       // A panel's first element: in the run-time pack (panel `index` of this block), or in the
       // compile-time pack (panel `block * blockPanels + index` of the batch's matrix, at kc).
@@ -1115,16 +1159,9 @@ Kernel emitBlockedContraction(const LoweredGroup &group, const BlockedContractio
               if (directLhs) {
                 // A whole row panel within one image is read in place: MR positions of X's
                 // channel plane from channel kc on, `plane` apart; the others were packed above.
-                llvm::Value *first = b.CreateAdd(row0, b.CreateMul(p, constant(mr)));
-                llvm::Value *image = b.CreateUDiv(first, constant(directLhs->positions));
-                llvm::Value *position = b.CreateSub(first, b.CreateMul(image, constant(directLhs->positions)));
-                llvm::Value *offset =
-                    b.CreateAdd(b.CreateAdd(b.CreateMul(batch, constant(directLhs->groupStride)),
-                                            b.CreateMul(image, constant(directLhs->imageStride))),
-                                b.CreateAdd(position, b.CreateMul(kc, constant(directLhs->plane))));
+                auto [offset, within] = lhsRowInX(batch, b.CreateAdd(row0, b.CreateMul(p, constant(mr))), kc);
                 llvm::Value *whole = b.CreateAnd(
-                    b.CreateICmpSGE(b.CreateSub(rows, b.CreateMul(p, constant(mr))), constant(mr)),
-                    b.CreateICmpSLE(b.CreateAdd(position, constant(mr)), constant(directLhs->positions)));
+                    b.CreateICmpSGE(b.CreateSub(rows, b.CreateMul(p, constant(mr))), constant(mr)), within);
                 arguments[0] = b.CreateSelect(
                     whole, b.CreateInBoundsGEP(f32, buffers[size_t(directLhs->source)], offset), lhsPanel);
                 arguments.push_back(b.CreateSelect(whole, constant(directLhs->plane), constant(mr)));
