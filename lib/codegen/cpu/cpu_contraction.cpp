@@ -532,7 +532,8 @@ enum Param : int64_t {
   ParamCount
 };
 
-TileProgram tileProgram(const Contraction &contraction, const ContractionBlocking &blocking, int64_t tableEntries) {
+TileProgram tileProgram(const Contraction &contraction, const ContractionBlocking &blocking, int64_t tableEntries,
+                        int64_t tilePitch) {
   TileProgram program{contraction.kernel};
   Kernel &kernel = program.kernel;
   kernel.body.clear();
@@ -547,7 +548,7 @@ TileProgram tileProgram(const Contraction &contraction, const ContractionBlockin
   program.params = addBuffer("params", DType::Int64, ParamCount, false);
   program.lhsPack = addBuffer("lhs_pack", DType::Float32, blocking.mc * blocking.kc, true);
   program.rhsPack = addBuffer("rhs_pack", DType::Float32, blocking.kc * blocking.nc, true);
-  program.tile = addBuffer("tile", DType::Float32, blocking.mc * blocking.nc, true);
+  program.tile = addBuffer("tile", DType::Float32, blocking.mc * tilePitch, true);
   program.gather = addBuffer("rhs_window", DType::Int32, std::max<int64_t>(tableEntries, 1), false);
   program.outer = addVariable("panel");
   program.middle = addVariable("rr");
@@ -958,14 +959,19 @@ Kernel emitBlockedContraction(const LoweredGroup &group, const BlockedContractio
     return alloca;
   };
   llvm::Value *paramBuffer = scratch(i64, ParamCount, "params");
-  llvm::Value *tile = scratch(f32, blocking.mc * blocking.nc, "tile");
+  // The tile buffer's rows are `tilePitch` floats apart: nc, but for a transposed product a cache
+  // line more, since its epilogue walks the tile down columns, and at a power-of-two pitch (256
+  // columns: 1 KiB) those rows share a few L1 sets and evict one another.
+  const int64_t tilePitch = blocking.nc + (directLhs ? 16 : 0);
+  llvm::Value *tile = scratch(f32, blocking.mc * tilePitch, "tile");
   llvm::Value *lhsPack = lhsAtRunTime ? scratch(f32, blocking.mc * blocking.kc, "lhs.pack") : tile;
   // A padded window's rhs is the slab of its input rows, not a pack.
   llvm::Value *rhsPack = !rhsAtRunTime ? tile
                          : padded      ? scratch(f32, padded->channels * padded->slabFloats(), "rhs.slab")
                                        : scratch(f32, blocking.kc * blocking.nc, "rhs.pack");
 
-  TileProgram packLhs = tileProgram(contraction, blocking, rhsGather ? rhsGather->entries : padded ? spec.k : 0),
+  TileProgram packLhs = tileProgram(contraction, blocking, rhsGather ? rhsGather->entries : padded ? spec.k : 0,
+                                    tilePitch),
               packRhs = packLhs, epilogue = packLhs;
   // With a direct lhs, only the row panels it cannot read in place are packed.
   packLhs.kernel.body = packOperand(packLhs, spec, true, mr, nullptr, directLhs ? directLhs->positions : 0);
@@ -976,9 +982,9 @@ Kernel emitBlockedContraction(const LoweredGroup &group, const BlockedContractio
   const bool rowPacked = rowPackable && !direct, directRowPacked = rowPackable && direct;
   packRhs.kernel.body = packOperand(packRhs, spec, false, nr, rhsGather, direct ? direct->positions : 0);
   epilogue.kernel.body = padded      ? paddedTileEpilogue(epilogue, epilogue.kernel, spec, blocking.nc, *padded)
-                         : directLhs ? transposedTileEpilogue(epilogue, epilogue.kernel, spec, blocking.nc,
+                         : directLhs ? transposedTileEpilogue(epilogue, epilogue.kernel, spec, tilePitch,
                                                               directLhs->positions)
-                                     : tileEpilogue(epilogue, epilogue.kernel, spec, blocking.nc);
+                                     : tileEpilogue(epilogue, epilogue.kernel, spec, tilePitch);
   std::vector<llvm::Value *> programBuffers(buffers.begin(), buffers.begin() + long(bufferCount));
   programBuffers.insert(programBuffers.end(), {paramBuffer, lhsPack, rhsPack, tile, gatherTable ? gatherTable : tile});
   KernelEmitter lhsEmitter(packLhs.kernel, b, module, programBuffers, hostMathLibrary(), hasF16c);
@@ -1151,11 +1157,11 @@ Kernel emitBlockedContraction(const LoweredGroup &group, const BlockedContractio
               llvm::Value *lhsPanel = panelAddress(lhsAtRunTime, lhsPack, lhsConstant, plan.lhsPerBatch,
                                                    mr, ceilDiv(spec.m, mr), mBlock, blocking.mc / mr, p);
               llvm::Value *tileOffset =
-                  b.CreateAdd(b.CreateMul(p, constant(mr * blocking.nc)), b.CreateMul(q, constant(nr)));
+                  b.CreateAdd(b.CreateMul(p, constant(mr * tilePitch)), b.CreateMul(q, constant(nr)));
               llvm::Value *at = b.CreateAdd(tileOffset, constant(column));
               std::vector<llvm::Value *> arguments = {
                   lhsPanel, b.CreateConstInBoundsGEP1_64(f32, rhsPanel, uint64_t(column)), kLen,
-                  b.CreateInBoundsGEP(f32, tile, at), constant(blocking.nc), accumulate, ldb};
+                  b.CreateInBoundsGEP(f32, tile, at), constant(tilePitch), accumulate, ldb};
               if (directLhs) {
                 // A whole row panel within one image is read in place: MR positions of X's
                 // channel plane from channel kc on, `plane` apart; the others were packed above.
