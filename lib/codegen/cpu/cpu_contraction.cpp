@@ -28,6 +28,11 @@
 // segments with vector copies instead (cpu_window_pack.h); a stride-1 2-D window is not packed:
 // its tiles run over the padded row pitch and the micro-kernel reads padded input rows copied
 // once per tile through a per-r offset table (PaddedWindow, cpu_padded_window.h).
+// A pointwise convolution of a small plane may be computed transposed instead
+// (BlockedContraction::transposed, planTransposedPointwise): positions as the MR rows, channels
+// as the NR columns, X read in place as the lhs (a micro-kernel that takes the lhs rows' stride),
+// the weights packed transposed at compile time as the rhs; its tile is transposed back in 8 x 8
+// blocks of shuffles (transposeTile), and the usual epilogue stores it.
 // Panels are zero-padded to MR rows / NR columns, so the micro-kernel never tests bounds; the
 // epilogue stores only the tile's real elements.
 #include "cpu_contraction.h"
@@ -823,8 +828,12 @@ int64_t computedOutputs(const ContractionSpec &spec, const ContractionBlocking &
 
 /// A pointwise convolution is computed transposed (BlockedContraction::transposed) when that
 /// computes at most this fraction of the outputs the usual form does: 7x7 planes (54 rows
-/// against 64 columns: 0.84), not 28x28 ones (786 against 800: 0.98), whose usual form reads X
-/// in place with no copy and stores whole vectors of positions.
+/// against 64 columns: 0.84), 14x14 planes of 160 or 1024 channels (0.94), not 28x28 ones (786
+/// against 800: 0.98), nor small planes of several images, whose columns run across the images.
+/// The transposed form costs a little more per output (its tile is transposed back for the
+/// epilogue; partial lhs panels are packed): 576 -> 96 @14x14 (0.952) measured 4% faster
+/// transposed at batch 1, but layers of 8 images at 0.96-0.97 the same or slower, so the line
+/// is below both (docs/performance.md).
 constexpr double kTransposedWorkRatio = 0.95;
 
 /// The plan of a pointwise convolution with constant weights computed transposed, when that
@@ -973,16 +982,12 @@ Kernel emitBlockedContraction(const LoweredGroup &group, const BlockedContractio
     return alloca;
   };
   llvm::Value *paramBuffer = scratch(i64, ParamCount, "params");
-  // The tile buffer's rows are `tilePitch` floats apart: nc, but for a transposed product a cache
-  // line more, since its epilogue walks the tile down columns, and at a power-of-two pitch (256
-  // columns: 1 KiB) those rows share a few L1 sets and evict one another.
-  const int64_t tilePitch = blocking.nc + (directLhs ? 16 : 0);
   // A transposed product's tile is transposed before its epilogue (transposeTile), in 8 x 8
   // blocks: the tile has whole blocks of rows, and its transpose rows (columns of the tile) of
-  // `transposedPitch` floats, again not a power of two.
+  // `transposedPitch` floats, whole blocks and a cache line more.
   const int64_t tileRows = directLhs ? roundUp(blocking.mc, 8) : blocking.mc;
   const int64_t transposedPitch = tileRows + 16;
-  llvm::Value *tile = scratch(f32, tileRows * tilePitch, "tile");
+  llvm::Value *tile = scratch(f32, tileRows * blocking.nc, "tile");
   llvm::Value *tileTransposed = directLhs ? scratch(f32, blocking.nc * transposedPitch, "tile.t") : nullptr;
   llvm::Value *lhsPack = lhsAtRunTime ? scratch(f32, blocking.mc * blocking.kc, "lhs.pack") : tile;
   // A padded window's rhs is the slab of its input rows, not a pack.
@@ -991,7 +996,7 @@ Kernel emitBlockedContraction(const LoweredGroup &group, const BlockedContractio
                                        : scratch(f32, blocking.kc * blocking.nc, "rhs.pack");
 
   TileProgram packLhs = tileProgram(contraction, blocking, rhsGather ? rhsGather->entries : padded ? spec.k : 0,
-                                    std::max(tileRows * tilePitch, directLhs ? blocking.nc * transposedPitch : 0)),
+                                    std::max(tileRows * blocking.nc, directLhs ? blocking.nc * transposedPitch : 0)),
               packRhs = packLhs, epilogue = packLhs;
   // With a direct lhs, only the row panels it cannot read in place are packed.
   packLhs.kernel.body = packOperand(packLhs, spec, true, mr, nullptr, directLhs ? directLhs->positions : 0);
@@ -1008,7 +1013,7 @@ Kernel emitBlockedContraction(const LoweredGroup &group, const BlockedContractio
     epilogue.kernel.body = tileEpilogue(epilogue, epilogue.kernel, group.contraction->spec, transposedPitch);
   else
     epilogue.kernel.body = padded ? paddedTileEpilogue(epilogue, epilogue.kernel, spec, blocking.nc, *padded)
-                                  : tileEpilogue(epilogue, epilogue.kernel, spec, tilePitch);
+                                  : tileEpilogue(epilogue, epilogue.kernel, spec, blocking.nc);
   std::vector<llvm::Value *> programBuffers(buffers.begin(), buffers.begin() + long(bufferCount));
   programBuffers.insert(programBuffers.end(), {paramBuffer, lhsPack, rhsPack, tile, gatherTable ? gatherTable : tile});
   KernelEmitter lhsEmitter(packLhs.kernel, b, module, programBuffers, hostMathLibrary(), hasF16c);
@@ -1184,11 +1189,11 @@ Kernel emitBlockedContraction(const LoweredGroup &group, const BlockedContractio
               llvm::Value *lhsPanel = panelAddress(lhsAtRunTime, lhsPack, lhsConstant, plan.lhsPerBatch,
                                                    mr, ceilDiv(spec.m, mr), mBlock, blocking.mc / mr, p);
               llvm::Value *tileOffset =
-                  b.CreateAdd(b.CreateMul(p, constant(mr * tilePitch)), b.CreateMul(q, constant(nr)));
+                  b.CreateAdd(b.CreateMul(p, constant(mr * blocking.nc)), b.CreateMul(q, constant(nr)));
               llvm::Value *at = b.CreateAdd(tileOffset, constant(column));
               std::vector<llvm::Value *> arguments = {
                   lhsPanel, b.CreateConstInBoundsGEP1_64(f32, rhsPanel, uint64_t(column)), kLen,
-                  b.CreateInBoundsGEP(f32, tile, at), constant(tilePitch), accumulate, ldb};
+                  b.CreateInBoundsGEP(f32, tile, at), constant(blocking.nc), accumulate, ldb};
               if (directLhs) {
                 // A whole row panel within one image is read in place: MR positions of X's
                 // channel plane from channel kc on, `plane` apart; the others were packed above.
@@ -1210,7 +1215,7 @@ Kernel emitBlockedContraction(const LoweredGroup &group, const BlockedContractio
       }, "q");
     }, "kc");
     if (tileTransposed) {
-      transposeTile(b, tile, tilePitch, tileTransposed, transposedPitch, rows, columns);
+      transposeTile(b, tile, blocking.nc, tileTransposed, transposedPitch, rows, columns);
       setParam(ParamRow, column0);
       setParam(ParamRows, columns);
       setParam(ParamColumn, row0);

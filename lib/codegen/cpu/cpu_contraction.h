@@ -126,9 +126,10 @@ struct BlockedContraction {
   std::optional<PaddedWindow> padded;
   /// A pointwise convolution computed as its transpose (transposedProduct): positions as rows
   /// (MR = 6 of them to a panel), output channels as columns, so a small plane wastes fewer of
-  /// the micro-kernel's lanes (7x7: 49 positions are 54 rows, but 64 columns). The blocking,
-  /// the packed rhs (the weights, transposed) and the epilogue are the transposed product's; its
-  /// lhs is X, read in place (`directLhs`) but for the panels across an image's end or partial.
+  /// the micro-kernel's lanes (7x7: 49 positions are 54 rows, but 64 columns). The blocking and
+  /// the packed rhs (the weights, transposed) are the transposed product's; its lhs is X, read
+  /// in place (`directLhs`) but for the panels across an image's end or partial. Each tile is
+  /// transposed back before the epilogue, which is the contraction's own.
   bool transposed = false;
   std::optional<DirectRhs> directLhs;
   size_t derivedCount() const {
