@@ -362,6 +362,8 @@ TRANSPOSED = {
     "7x7_silu": lambda: pointwise_block((1, 24, 7, 7), 160, 74, "silu"),
     "14x14_residual": lambda: pointwise_block((1, 96, 14, 14), 80, 76, "residual"),
     "14x14_relu6": lambda: pointwise_block((1, 24, 14, 14), 160, 77, "relu6"),
+    # Two groups of 32 channels: the weights packed per group, X's channels a group apart.
+    "7x7_grouped_batch3": lambda: conv((3, 64, 7, 7), 64, (1, 1), 79, group=2),
 }
 # Where the usual form wastes no more lanes, it stays: a 28x28 plane of 96 output channels (784
 # columns of 32-column panels and 16-column slices, all full), 14x14 planes of three images (588

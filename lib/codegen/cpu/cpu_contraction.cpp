@@ -998,8 +998,9 @@ Kernel emitBlockedContraction(const LoweredGroup &group, const BlockedContractio
   TileProgram packLhs = tileProgram(contraction, blocking, rhsGather ? rhsGather->entries : padded ? spec.k : 0,
                                     std::max(tileRows * blocking.nc, directLhs ? blocking.nc * transposedPitch : 0)),
               packRhs = packLhs, epilogue = packLhs;
-  // With a direct lhs, only the row panels it cannot read in place are packed.
-  packLhs.kernel.body = packOperand(packLhs, spec, true, mr, nullptr, directLhs ? directLhs->positions : 0);
+  // A direct lhs packs the row panels it cannot read in place itself (in the kc loop).
+  if (!directLhs)
+    packLhs.kernel.body = packOperand(packLhs, spec, true, mr);
   const DirectRhs *direct = plan.directRhs ? &*plan.directRhs : nullptr;
   // A window over rows of f32 positions is packed by row segments (cpu_window_pack.h); with a
   // direct rhs, only the panels it cannot read in place are, one at a time (in the q loop).
