@@ -590,8 +590,12 @@ void interleaveOnce(llvm::Function *function, llvm::BasicBlock *last) {
       if (position(successor) <= at) {
         llvm::Metadata *once[] = {llvm::MDString::get(context, "llvm.loop.interleave.count"),
                                   llvm::ConstantAsMetadata::get(llvm::ConstantInt::get(llvm::Type::getInt32Ty(context), 1))};
-        llvm::Metadata *self[] = {nullptr, llvm::MDNode::get(context, once)};
-        llvm::MDNode *loop = llvm::MDNode::getDistinct(context, self);
+        // Whatever the emitter said of the loop (llvm.loop.unroll.disable) is kept beside it.
+        std::vector<llvm::Metadata *> properties = {nullptr, llvm::MDNode::get(context, once)};
+        if (llvm::MDNode *existing = branch->getMetadata(llvm::LLVMContext::MD_loop))
+          for (unsigned x = 1; x < existing->getNumOperands(); ++x)
+            properties.push_back(existing->getOperand(x));
+        llvm::MDNode *loop = llvm::MDNode::getDistinct(context, properties);
         loop->replaceOperandWith(0, loop);
         branch->setMetadata(llvm::LLVMContext::MD_loop, loop);
         break;
