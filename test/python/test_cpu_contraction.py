@@ -118,6 +118,12 @@ CASES = {
     # plane's tail past several KC blocks, and panels across images of odd planes with one.
     "conv_1x1_in_place_7x7_tail_long_reduction": lambda: conv((1, 400, 7, 7), 26, (1, 1), 45),
     "conv_1x1_in_place_across_odd_images_long_reduction": lambda: conv((3, 390, 5, 9), 14, (1, 1), 46),
+    # The three above (and conv_1x1_in_place_long_reduction) are computed transposed now
+    # (TRANSPOSED below); these keep the usual form (test_pointwise_keeps_usual_form_where_it_wastes_less):
+    # output channels that fill the 6-row panels but not a 16-column one.
+    "conv_1x1_usual_7x7_tail_long_reduction": lambda: conv((1, 400, 7, 7), 12, (1, 1), 65),
+    "conv_1x1_usual_across_odd_images_long_reduction": lambda: conv((3, 390, 5, 9), 12, (1, 1), 66),
+    "conv_1x1_usual_long_reduction": lambda: conv((1, 520, 6, 7), 24, (1, 1), 67),
     # A last panel whose columns fit one vector runs the one-vector micro-kernel: 196 columns are
     # 4 past whole panels at every level.
     "conv_1x1_in_place_14x14_narrow_last_panel": lambda: conv((1, 40, 14, 14), 30, (1, 1), 47),
@@ -309,3 +315,117 @@ def test_gated_epilogues_over_several_images(case, cpu, tmp_path):
     assert generators == [generator], generators
     actual = st.run_artifact(library, inputs, tmp_path)
     st.assert_outputs_match(actual, st.run_onnxruntime(path, inputs), context=f"{case} ({cpu}) against onnxruntime")
+
+
+def pointwise_block(x_shape, out_channels, seed, tail):
+    """A 1x1 convolution with bias, then `tail`: "none", "relu6" (Clip 0..6), "silu" (x *
+    sigmoid(x)), "residual" (+ a second input of the output's shape) or "residual_relu" (+ it,
+    then Relu). Every tail is fused into the convolution's epilogue (one kernel)."""
+    rng = np.random.default_rng(seed)
+    batch, channels, height, width = x_shape
+    out_shape = [batch, out_channels, height, width]
+    initializers = [numpy_helper.from_array(_values(rng, (out_channels, channels, 1, 1)), "w"),
+                    numpy_helper.from_array(_values(rng, (out_channels,)), "bias")]
+    nodes = [helper.make_node("Conv", ["x", "w", "bias"], ["c"], kernel_shape=[1, 1])]
+    inputs = {"x": _values(rng, x_shape)}
+    if tail == "relu6":
+        initializers += [numpy_helper.from_array(np.float32(0), "low"), numpy_helper.from_array(np.float32(6), "high")]
+        nodes.append(helper.make_node("Clip", ["c", "low", "high"], ["y"]))
+    elif tail == "silu":
+        nodes += [helper.make_node("Sigmoid", ["c"], ["s"]), helper.make_node("Mul", ["c", "s"], ["y"])]
+    elif tail in ("residual", "residual_relu"):
+        inputs["skip"] = _values(rng, out_shape)
+        nodes.append(helper.make_node("Add", ["c", "skip"], ["y" if tail == "residual" else "sum"]))
+        if tail == "residual_relu":
+            nodes.append(helper.make_node("Relu", ["sum"], ["y"]))
+    else:
+        nodes[0].output[0] = "y"
+    graph = helper.make_graph(
+        nodes, "pointwise",
+        [helper.make_tensor_value_info(name, TensorProto.FLOAT, value.shape) for name, value in inputs.items()],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, out_shape)], initializers)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    return model, inputs
+
+
+# Pointwise convolutions of small planes computed transposed (positions as rows, channels as
+# columns; BlockedContraction::transposed): 7x7 and 14x14 planes, one image or three (row panels
+# across images' ends), channel counts that fill whole 32-column panels or leave a one-vector or
+# a partial slice, reductions of one KC block or several, and every kind of fused epilogue.
+TRANSPOSED = {
+    "7x7_bias": lambda: pointwise_block((1, 40, 7, 7), 48, 70, "none"),
+    "7x7_relu6_batch3": lambda: pointwise_block((3, 40, 7, 7), 64, 71, "relu6"),
+    "7x7_residual_relu_partial_panel": lambda: pointwise_block((1, 72, 7, 7), 88, 72, "residual_relu"),
+    "7x7_residual_batch3_long_reduction": lambda: pointwise_block((3, 600, 7, 7), 128, 73, "residual"),
+    "7x7_silu": lambda: pointwise_block((1, 24, 7, 7), 160, 74, "silu"),
+    "14x14_residual": lambda: pointwise_block((1, 96, 14, 14), 80, 76, "residual"),
+    "14x14_relu6": lambda: pointwise_block((1, 24, 14, 14), 160, 77, "relu6"),
+    # Two groups of 32 channels: the weights packed per group, X's channels a group apart.
+    "7x7_grouped_batch3": lambda: conv((3, 64, 7, 7), 64, (1, 1), 79, group=2),
+}
+# Where the usual form wastes no more lanes, it stays: a 28x28 plane of 96 output channels (784
+# columns of 32-column panels and 16-column slices, all full), 14x14 planes of three images (588
+# columns run across the images: 1 of 32-column panels is partial per tile), a plane of 8 images of
+# 7x7, and channel counts no 32- or 16-column panel fits (a 7x7 plane of 12 output channels: 16
+# columns computed for 12).
+NOT_TRANSPOSED = {
+    "28x28_residual": lambda: pointwise_block((1, 32, 28, 28), 96, 80, "residual"),
+    "14x14_bias_batch3": lambda: pointwise_block((3, 48, 14, 14), 32, 75, "none"),
+    "14x14_residual_relu_batch3": lambda: pointwise_block((3, 40, 14, 14), 64, 78, "residual_relu"),
+    "7x7_batch8": lambda: pointwise_block((8, 32, 7, 7), 64, 81, "relu6"),
+    "7x7_few_channels": lambda: pointwise_block((1, 64, 7, 7), 12, 82, "none"),
+}
+
+
+def _compile_with_source(name, model, inputs, tmp_path, cpu):
+    """Compiles `model` at `cpu` with --emit-source; returns the model's path, the artifact's,
+    its kernels' generators and the unoptimised LLVM IR."""
+    path = tmp_path / f"{name}.onnx"
+    onnx.save(model, str(path))
+    source, library = tmp_path / "source", tmp_path / "model.so"
+    st.run_cli(["compile", path, "--target", "cpu", "--cpu", cpu, "--cache-dir", tmp_path / "cache",
+                "--emit-source", source, *st.shape_flags(inputs), "-o", library])
+    info = json.loads(st.run_cli(["inspect", library, "--json"]).stdout)
+    return path, library, [kernel["generator"] for kernel in info["kernels"]], \
+        (source / "module.unoptimized.ll").read_text()
+
+
+def _reads_transposed(ir):
+    """Whether the kernel computes the product transposed: its micro-kernel takes the lhs rows'
+    stride (sinter.microkernel.*.lda), which only the transposed product's in-place lhs needs."""
+    return ".lda" in ir
+
+
+@pytest.mark.parametrize("cpu", CPU_LEVELS)
+@pytest.mark.parametrize("case", sorted(TRANSPOSED) + ["conv_1x1_in_place_7x7_tail_long_reduction",
+                                                     "conv_1x1_in_place_across_odd_images_long_reduction"])
+def test_small_plane_pointwise_transposed(case, cpu, tmp_path):
+    model, inputs = (TRANSPOSED[case] if case in TRANSPOSED else CASES[case])()
+    path, library, generators, ir = _compile_with_source(case, model, inputs, tmp_path, cpu)
+    assert generators == ["llvm-x86-blocked"], generators
+    assert _reads_transposed(ir), f"{case} was not computed transposed"
+    actual = st.run_artifact(library, inputs, tmp_path)
+    st.assert_outputs_match(actual, st.run_onnxruntime(path, inputs), context=f"{case} ({cpu}) against onnxruntime")
+
+
+@pytest.mark.parametrize("case", sorted(NOT_TRANSPOSED) + ["conv_1x1_usual_7x7_tail_long_reduction",
+                                                          "conv_1x1_usual_across_odd_images_long_reduction",
+                                                          "conv_1x1_usual_long_reduction", "conv_1x1_in_place_tail"])
+def test_pointwise_keeps_usual_form_where_it_wastes_less(case, tmp_path):
+    model, inputs = (NOT_TRANSPOSED[case] if case in NOT_TRANSPOSED else CASES[case])()
+    path, library, generators, ir = _compile_with_source(case, model, inputs, tmp_path, "x86-64-v4")
+    assert generators == ["llvm-x86-blocked"], generators
+    assert not _reads_transposed(ir), f"{case} was computed transposed"
+    actual = st.run_artifact(library, inputs, tmp_path)
+    st.assert_outputs_match(actual, st.run_onnxruntime(path, inputs), context=f"{case} against onnxruntime")
+
+
+def test_transposed_pointwise_in_one_artifact_of_every_level(tmp_path):
+    """The default artifact (kernels for v2, v3 and v4 over one packed copy of the weights, the
+    best level run at load) stores the transposed weights once and gives onnxruntime's result."""
+    model, inputs = TRANSPOSED["7x7_residual_batch3_long_reduction"]()
+    path, library = assert_weights_stored_once(model, inputs, tmp_path)
+    st.assert_outputs_match(st.run_artifact(library, inputs, tmp_path), st.run_onnxruntime(path, inputs),
+                            context="the default levels")

@@ -86,7 +86,9 @@ struct WindowGather {
 /// (r, j) of batch b is X[image * imageStride + b * groupStride + r * plane + position], with
 /// image = j / positions, so a whole panel of columns is `plane`-strided rows of X that the
 /// micro-kernel reads directly. Only the panels it cannot read so are packed (through the window
-/// tables): a tile's last, partial one, and those across the end of an image.
+/// tables): a tile's last, partial one, and those across the end of an image. The transposed
+/// product's lhs (BlockedContraction::transposed) is the same X, its rows the positions: a whole
+/// row panel is MR contiguous floats of each channel's plane, also read in place.
 struct DirectRhs {
   int source = -1;
   int64_t plane = 0, imageStride = 0, groupStride = 0, positions = 0;
@@ -122,10 +124,24 @@ struct BlockedContraction {
   /// Instead of `gather`: the rhs read from padded rows through a per-r offset table (the last
   /// derived constant), the blocking over the padded columns.
   std::optional<PaddedWindow> padded;
+  /// A pointwise convolution computed as its transpose (transposedProduct): positions as rows
+  /// (MR = 6 of them to a panel), output channels as columns, so a small plane wastes fewer of
+  /// the micro-kernel's lanes (7x7: 49 positions are 54 rows, but 64 columns). The blocking and
+  /// the packed rhs (the weights, transposed) are the transposed product's; its lhs is X, read
+  /// in place (`directLhs`) but for the panels across an image's end or partial. Each tile is
+  /// transposed back before the epilogue, which is the contraction's own.
+  bool transposed = false;
+  std::optional<DirectRhs> directLhs;
   size_t derivedCount() const {
     return size_t(lhsPacked) + size_t(rhsPacked) + size_t(gather.has_value() || padded.has_value());
   }
 };
+
+/// `contraction` transposed: m and n, i and j, lhs and rhs swapped (lhs'(b, i, r) = rhs(b, r, i),
+/// rhs'(b, r, j) = lhs(b, j, r)), with no window (its rows are the window's positions); the
+/// epilogue is the same statements, which read the swapped variables, so it stores the same
+/// elements.
+Contraction transposedProduct(const Contraction &contraction);
 
 /// Whether every load of `expr` reads a constant input of the group (its data known now).
 bool readsOnlyConstants(const ExprRef &expr, const LoweredGroup &group);
