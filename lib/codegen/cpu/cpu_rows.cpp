@@ -23,9 +23,8 @@
 #include "sinter/codegen/kernel/index_program.h"
 #include "sinter/codegen/kernel/row_forms.h"
 
-#include <cstring>
-
 #include <algorithm>
+#include <cstring>
 #include <functional>
 #include <set>
 #include <unordered_map>
@@ -85,6 +84,15 @@ int64_t nodeCount(const ExprRef &e) {
   return count;
 }
 
+/// A copy of `e` whose operands are `rewrite` of e's: what both rewriters below do with an
+/// expression they leave as it is but for its operands.
+ExprRef withRewrittenOperands(const ExprRef &e, const std::function<ExprRef(const ExprRef &)> &rewrite) {
+  auto copy = std::make_shared<Expr>(*e);
+  for (ExprRef &operand : copy->operands)
+    operand = rewrite(operand);
+  return copy;
+}
+
 class RowRewriter {
 public:
   RowRewriter(int64_t extent, int64_t length, int column, int64_t &budget)
@@ -112,10 +120,7 @@ public:
         ExprRef column = e->type == DType::Int64 ? var(column_, DType::Int64) : cast(var(column_, DType::Int64), e->type);
         result = start && *fixed == 0 ? column : add(start ? start : substituted(e, 0, rowStart_), column);
       } else {
-        auto copy = std::make_shared<Expr>(*e);
-        for (ExprRef &operand : copy->operands)
-          operand = rewrite(operand);
-        result = copy;
+        result = withRewrittenOperands(e, [&](const ExprRef &operand) { return rewrite(operand); });
       }
     }
     done_[e.get()] = result;
@@ -127,10 +132,11 @@ public:
   }
 
 private:
-  /// Evaluates `e` at every gid, a whole number of rows at a time.
-  // The budget is charged chunk by chunk, for what is evaluated: an expression that is neither
-  // usually shows it in its first chunk, so the rewriter's descent into the operands of a large
-  // index (where most expressions are rejected) costs little; only what holds costs all N points.
+  /// What `e` is along a row: proved from its structure (RowForms), else evaluated at every gid
+  /// in chunks. The budget is charged chunk by chunk, for what is evaluated: an expression that
+  /// is neither usually shows it in its first chunk, so the rewriter's descent into the operands
+  /// of a large index (where most expressions are rejected) costs little; only what holds costs
+  /// all N points.
   AlongRow classify(const ExprRef &e) {
     if (AlongRow proved = forms_.classify(e); proved != AlongRow::Neither)
       return proved;
@@ -234,10 +240,7 @@ private:
     if (tabulable(e)) {
       result = tabulate(e);
     } else {
-      auto copy = std::make_shared<Expr>(*e);
-      for (ExprRef &operand : copy->operands)
-        operand = rewrite(operand);
-      result = copy;
+      result = withRewrittenOperands(e, [&](const ExprRef &operand) { return rewrite(operand); });
     }
     done_[e.get()] = result;
     return result;
