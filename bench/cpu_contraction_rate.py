@@ -57,6 +57,27 @@ def conv_model(channels_in, channels_out, size, kernel, stride=1, group=1):
     return graph, inputs, 2 * channels_out * out * out * (channels_in // group) * kernel * kernel
 
 
+def onnxruntime_ms(path, inputs, threads, iterations):
+    """onnxruntime's median ms for a one-output model (output "y"), inputs bound once through an
+    IOBinding, after 10 warm-up runs."""
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    binding = session.io_binding()
+    for name, array in inputs.items():
+        binding.bind_cpu_input(name, array)
+    binding.bind_output("y", "cpu")
+    for _ in range(10):
+        session.run_with_iobinding(binding)
+    times = []
+    for _ in range(iterations):
+        start = time.perf_counter()
+        session.run_with_iobinding(binding)
+        times.append((time.perf_counter() - start) * 1e3)
+    return statistics.median(times)
+
+
 CASES = [
     ("MatMul 64x256 . 256x256", lambda: matmul_model(64, 256, 256)),
     ("MatMul 256x256 . 256x256", lambda: matmul_model(256, 256, 256)),
@@ -106,22 +127,7 @@ def main():
                  "--iterations", str(args.iterations), "--json"],
                 check=True, capture_output=True, text=True).stdout)
             sinter_ms = report["latency_ms"]["p50"]
-            options = onnxruntime.SessionOptions()
-            options.intra_op_num_threads = args.threads
-            options.inter_op_num_threads = 1
-            session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-            binding = session.io_binding()
-            for key, array in inputs.items():
-                binding.bind_cpu_input(key, array)
-            binding.bind_output("y", "cpu")
-            for _ in range(10):
-                session.run_with_iobinding(binding)
-            times = []
-            for _ in range(args.iterations):
-                start = time.perf_counter()
-                session.run_with_iobinding(binding)
-                times.append((time.perf_counter() - start) * 1e3)
-            ort_ms = statistics.median(times)
+            ort_ms = onnxruntime_ms(path, inputs, args.threads, args.iterations)
             row = (f"| {name} | {flops / 1e6:.1f} | {sinter_ms:.4f} | {flops / sinter_ms / 1e6:.1f} | "
                    f"{ort_ms:.4f} | {flops / ort_ms / 1e6:.1f} |")
             if args.peak_gflops:

@@ -19,13 +19,13 @@ import os
 import statistics
 import subprocess
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
 import onnx
-import onnxruntime
 from onnx import TensorProto, helper, numpy_helper
+
+from cpu_contraction_rate import onnxruntime_ms
 
 CASES = [(160, 960, 7), (960, 160, 7), (960, 320, 7), (320, 1280, 7), (1152, 320, 7), (2048, 512, 7),
          (512, 2048, 7), (576, 96, 14), (96, 576, 14), (960, 160, 14), (480, 80, 14), (1024, 256, 14),
@@ -45,25 +45,6 @@ def pointwise_model(channels_in, channels_out, size, batch):
     model.ir_version = 8
     inputs = {"x": rng.uniform(-1, 1, (batch, channels_in, size, size)).astype(np.float32)}
     return model, inputs, 2 * batch * channels_out * channels_in * size * size
-
-
-def onnxruntime_ms(path, inputs, threads, iterations):
-    options = onnxruntime.SessionOptions()
-    options.intra_op_num_threads = threads
-    options.inter_op_num_threads = 1
-    session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-    binding = session.io_binding()
-    for name, array in inputs.items():
-        binding.bind_cpu_input(name, array)
-    binding.bind_output("y", "cpu")
-    for _ in range(10):
-        session.run_with_iobinding(binding)
-    times = []
-    for _ in range(iterations):
-        start = time.perf_counter()
-        session.run_with_iobinding(binding)
-        times.append((time.perf_counter() - start) * 1e3)
-    return statistics.median(times)
 
 
 def main():
