@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 """One compile flag's effect on sinter's own latency: each model compiled with and without it,
-timed in interleaved rounds in the same process run (a benchmark, not a test).
+timed in interleaved rounds in the same process run (a benchmark, not a test). Or a change's
+effect: with --baseline-sinter OLD, the ablation column is compiled (and timed) by another build
+of sinter, such as the commit before the change, with the same flags.
 
     python3 bench/flag_ablation.py --sinter BIN --work DIR --flags '--depthwise-kernel generic'
         [--base '--target cuda --arch sm_90'] [--precisions fp32 fp16] [--rounds 3]
         [--iterations 100] MODEL.onnx ...
+    python3 bench/flag_ablation.py --sinter BIN --baseline-sinter OLD --work DIR MODEL.onnx ...
 
 For each model and precision, compiles `sinter compile MODEL --precision P BASE` (the "default"
 column) and the same with FLAGS added (the "ablation" column), then runs `sinter bench ARTIFACT
@@ -43,14 +46,26 @@ def main():
     parser.add_argument("models", nargs="+", type=Path)
     parser.add_argument("--sinter", required=True)
     parser.add_argument("--work", required=True, type=Path)
-    parser.add_argument("--flags", required=True, help="the flags under test, one string")
+    parser.add_argument("--flags", default="", help="the flags under test, one string")
+    parser.add_argument("--baseline-sinter", default=None,
+                        help="compile and time the ablation column with this sinter instead (the flags apply to both)")
     parser.add_argument("--base", default="--target cuda --arch sm_90", help="flags of both columns")
     parser.add_argument("--precisions", nargs="+", default=["fp32"])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--iterations", type=int, default=100)
     args = parser.parse_args()
+    if not args.flags and not args.baseline_sinter:
+        parser.error("give --flags, --baseline-sinter or both")
     args.work.mkdir(parents=True, exist_ok=True)
-    print(f"flags under test: {args.flags}; base: {args.base}; median of {args.rounds} rounds' p50s (ms)")
+    # The ablation column's sinter and its extra flags.
+    ablation_sinter = args.baseline_sinter or args.sinter
+    ablation_flags = [] if args.baseline_sinter else shlex.split(args.flags)
+    if args.baseline_sinter:
+        args.base += " " + args.flags
+        print(f"ablation: {ablation_sinter} against {args.sinter}; ", end="")
+    else:
+        print(f"flags under test: {args.flags}; ", end="")
+    print(f"base: {args.base}; median of {args.rounds} rounds' p50s (ms)")
     print(f"{'model':<40} {'prec':<5} {'default':>9} {'ablation':>9} {'ablation/default':>17}")
     for model in args.models:
         for precision in args.precisions:
@@ -59,11 +74,11 @@ def main():
             try:
                 artifacts = [args.work / f"{stem}.default.so", args.work / f"{stem}.ablation.so"]
                 compile_artifact(args.sinter, model, artifacts[0], base)
-                compile_artifact(args.sinter, model, artifacts[1], base + shlex.split(args.flags))
+                compile_artifact(ablation_sinter, model, artifacts[1], base + ablation_flags)
                 times = [[], []]
                 for _ in range(args.rounds):
-                    for column, artifact in enumerate(artifacts):
-                        times[column].append(p50(args.sinter, artifact, args.iterations))
+                    for column, (sinter, artifact) in enumerate(zip([args.sinter, ablation_sinter], artifacts)):
+                        times[column].append(p50(sinter, artifact, args.iterations))
                 default, ablation = (statistics.median(column) for column in times)
                 print(f"{model.stem:<40} {precision:<5} {default:>9.4f} {ablation:>9.4f} {ablation / default:>17.2f}",
                       flush=True)

@@ -425,7 +425,8 @@ TEST(CudaCodegen, SliceStridesHoldAtEveryStepOfEverySlice) {
 // runs, and the window is gathered in runs of four channels (tf32: 16 bytes) at one window
 // position, H * W = 400 elements apart, with one bounds test and one address a run. Six
 // channels reduce the window innermost (conv_layout.h), whose runs of four cross the window's
-// rows here: the window is gathered element by element.
+// rows here: the window is gathered element by element, each step's channel and tap from r
+// alone. Either way a thread's column (its image and window origin) is computed once a tile.
 TEST(CudaCodegen, ConvolutionWindowsAreGatheredInRunsOfChannels) {
   for (int64_t channels : {16, 6}) {
     Graph graph;
@@ -442,11 +443,15 @@ TEST(CudaCodegen, ConvolutionWindowsAreGatheredInRunsOfChannels) {
     // The output's columns are 400 pixels of one image after another: nearly every pair of
     // adjacent columns is adjacent in memory, and the epilogue walks the tile by rows.
     EXPECT_NE(source.find("float *sums"), std::string::npos);
+    EXPECT_NE(source.find("rhs window gather"), std::string::npos);
+    EXPECT_NE(source.find("rhsOrigin = image * " + std::to_string(channels * 400) + " + top * 20 + left;"),
+              std::string::npos);
     if (channels == 16) {
-      EXPECT_NE(source.find("lhs vector along k, rhs strided gather of 4 steps 400 apart"), std::string::npos);
-      EXPECT_NE(source.find("fill ? from[s * 400LL] : 0"), std::string::npos);
+      EXPECT_NE(source.find("const int r = (int)k0 + kk, c = r % 16;"), std::string::npos);
+      EXPECT_NE(source.find("lhs vector along k"), std::string::npos);
+      EXPECT_NE(source.find("fill ? b1[at + s * 400] : 0.f"), std::string::npos);
     } else {
-      EXPECT_NE(source.find("rhs scalar"), std::string::npos);
+      EXPECT_NE(source.find("const int c = r / 9, tap = r % 9;"), std::string::npos);
     }
   }
 }

@@ -13,6 +13,7 @@
 #include "cuda_source.h"
 
 #include "sinter/codegen/kernel/index_runs.h"
+#include "sinter/codegen/lowering/depthwise.h"
 
 #include <functional>
 #include <optional>
@@ -91,6 +92,10 @@ struct StagedOperand {
   int64_t sliceStride = 0;
   /// A scalar operand whose runs are strided gathers (set with the run length below).
   std::optional<StridedGather> strided = std::nullopt;
+  /// A scalar rhs that is a convolution's window over its input (no strided gather): each of a
+  /// thread's columns has its image and window origin computed once a tile, and each element
+  /// only its reduction step's channel and tap (32-bit index arithmetic throughout).
+  std::optional<DepthwiseWindow> window = std::nullopt;
 };
 
 /// The operands' way into shared memory, for both instruction families: which form each takes,
@@ -115,7 +120,8 @@ public:
 
   /// The registers of register-staged operands (scalar, narrowed), declared once.
   void declareRegisters();
-  /// The walked operands' sources and places, before the first request.
+  /// The walked operands' sources and places, and the window gather's columns, before the
+  /// first request (once a tile).
   void walkSetups();
   /// The copies and register loads of the slice at `k` into `stage`.
   void issue(const std::string &stage, const char *k, const std::string &indent);
@@ -147,6 +153,8 @@ private:
   bool readsBits(const StagedOperand &o) const;
   void runPosition(const StagedOperand &o, const std::string &indent);
   void loadStrided(const StagedOperand &o, const char *k, const std::string &indent);
+  void windowSetup(const StagedOperand &o);
+  void loadWindow(const StagedOperand &o, const char *k, const std::string &indent);
   void loadScalar(const StagedOperand &o, const char *k, const std::string &indent);
   void storeScalar(const StagedOperand &o, const std::string &stage, const std::string &indent);
   void loadNarrowed(const StagedOperand &o, const char *k, const std::string &indent);

@@ -53,6 +53,21 @@ std::pair<Staging, const Expr *> operandStaging(const ExprRef &value, bool rhs, 
   return {Staging::Scalar, nullptr};
 }
 
+/// The window of a convolution whose rhs reads its input directly, when every index of the window
+/// gather fits in 32 bits; nullopt otherwise.
+std::optional<DepthwiseWindow> gatheredWindow(const Contraction &contraction) {
+  std::optional<DepthwiseWindow> window = groupedWindow(contraction);
+  if (!window)
+    return std::nullopt;
+  const PlaneGeometry plane = planeGeometry(window->geometry);
+  const int64_t span = (window->images - 1) * window->imageStride + (window->channels - 1) * window->planeStride +
+                       (window->channelsPerGroup - 1) * window->channelStride + plane.inRows * plane.inColumns;
+  const int64_t limit = int64_t(1) << 30;
+  if (span >= limit || contraction.spec.n >= limit || contraction.spec.k >= limit || window->imageStride >= limit)
+    return std::nullopt;
+  return window;
+}
+
 const char *stagingName(Staging s) {
   switch (s) {
   case Staging::VectorK: return "vector along k";
@@ -109,7 +124,11 @@ SliceStaging::SliceStaging(std::ostringstream &out, CudaPrinter &printer, const 
         o.walked = true;
         o.sliceStride = *stride;
       }
-    if (o.staging == Staging::Scalar && runLength(o) > 1 && spec_.k % runLength(o) == 0)
+    // A convolution's window read directly is a window gather; another scalar operand may be
+    // strided gathers.
+    if (&o == &operands_[1] && o.staging == Staging::Scalar && !o.unitStrideK && threads_ % o.extent == 0)
+      o.window = gatheredWindow(contraction);
+    if (o.staging == Staging::Scalar && !o.window && runLength(o) > 1 && spec_.k % runLength(o) == 0)
       o.strided = stridedGather(o.value, format_.stored, spec_.r, runLength(o));
     if (o.staging == Staging::VectorMN) {
       o.rows = tile_.bk;
@@ -128,6 +147,8 @@ int SliceStaging::runLength(const StagedOperand &o) const {
 }
 
 std::string SliceStaging::describe(const StagedOperand &o) const {
+  if (o.window)
+    return "window gather";
   return o.strided ? "strided gather of " + std::to_string(runLength(o)) + " steps " +
                          std::to_string(o.strided->stride) + " apart"
                    : std::string(stagingName(o.staging));
@@ -189,6 +210,8 @@ void SliceStaging::walkSetups() {
   for (const StagedOperand &o : operands_)
     if (o.walked)
       walkSetup(o);
+    else if (o.window)
+      windowSetup(o);
 }
 
 // A walked operand's runs, before the first request: the source at the first slice (a run
@@ -255,6 +278,11 @@ void SliceStaging::issueVector(const StagedOperand &o, const std::string &stage,
 // (16-bit patterns, or f32 to narrow when stored), so that no conversion waits on a load
 // before the next load is issued.
 bool SliceStaging::readsBits(const StagedOperand &o) const {
+  if (o.window) {
+    const DepthwiseWindow &w = *o.window;
+    return !format_.tf32() && w.read->kind == ExprKind::Cast && w.read->operands[0] == w.load &&
+           w.stored == format_.stored;
+  }
   if (o.strided)
     return !format_.tf32() && o.strided->load->type == format_.stored;
   return !format_.tf32() && o.value->kind == ExprKind::Cast && o.value->operands[0]->type == format_.stored;
@@ -289,7 +317,96 @@ void SliceStaging::loadStrided(const StagedOperand &o, const char *k, const std:
   out_ << indent << "}\n";
 }
 
+// A window gather's column: the staging deals a slice's runs to the threads so that a thread's
+// runs are all of one column, tid % extent (runs of k-steps of one column, consecutive threads
+// on consecutive columns; the gather is taken only where the threads are a multiple of the
+// extent), so the column's image, window origin and offset in X are computed once a tile. A
+// column past the matrix's last gets an origin row far above the plane, so that each of its
+// elements fails the bounds test with no test of its own.
+void SliceStaging::windowSetup(const StagedOperand &o) {
+  const DepthwiseWindow &w = *o.window;
+  const PlaneGeometry plane = planeGeometry(w.geometry);
+  const std::string name = o.name;
+  out_ << "  int " << name << "Origin, " << name << "Top, " << name << "Left;\n";
+  out_ << "  {\n    const int j = (int)" << o.base << " + tid % " << o.extent << ";\n";
+  out_ << "    const bool inside = j < " << o.limit << ";\n";
+  out_ << "    const int column = inside ? j : 0, image = column / " << w.positions() << ", p = column % "
+       << w.positions() << ";\n";
+  out_ << "    const int top = (p / " << plane.outColumns << ") * " << plane.strideRows << " - " << plane.padTop
+       << ", left = (p % " << plane.outColumns << ") * " << plane.strideColumns << " - " << plane.padLeft << ";\n";
+  out_ << "    " << name << "Origin = image * " << w.imageStride;
+  if (w.channels > 1)
+    out_ << " + (int)" << v(spec_.b) << " * " << w.planeStride;
+  out_ << " + top * " << plane.inColumns << " + left;\n";
+  out_ << "    " << name << "Top = inside ? top : -(1 << 30);\n";
+  out_ << "    " << name << "Left = left;\n";
+  out_ << "  }\n";
+}
+
+// A window gather's elements: reduction step r is input plane c at tap t (the reduction order
+// of conv_layout.h); the element is X[origin + c * plane + dy * W + dx] where the tap's row and
+// column (origin row + dy, origin column + dx) are inside the plane, else 0. With the channels
+// innermost and a run of steps that starts at a multiple of a channel count it divides, the
+// run is one tap of consecutive planes: its test and address once, the elements a plane apart.
+void SliceStaging::loadWindow(const StagedOperand &o, const char *k, const std::string &indent) {
+  const DepthwiseWindow &w = *o.window;
+  const PlaneGeometry plane = planeGeometry(w.geometry);
+  const int length = runLength(o);
+  const int64_t channels = w.channelsPerGroup, taps = w.taps(), planeSize = w.channelStride;
+  const bool oneTap = w.channelsInnermost && length > 1 && channels % length == 0;
+  const std::string name = o.name, source = "b" + std::to_string(w.load->id);
+  // The element as the registers hold it: its bits; an f32 input that the read rounds to the
+  // slice's type as it is (the slice's store rounds it the same way); else the read widened.
+  const bool roundedOnStore = !format_.tf32() && w.stored == DType::Float32 && w.read->kind == ExprKind::Cast &&
+                              w.read->operands[0]->kind == ExprKind::Cast &&
+                              w.read->operands[0]->type == format_.stored && w.read->operands[0]->operands[0] == w.load;
+  auto read = [&](const std::string &at) {
+    if (readsBits(o) || roundedOnStore)
+      return source + "[" + at + "]";
+    return printer_.exprReading(w.read, w.load.get(), source + "[" + at + "]");
+  };
+  const std::string zero = readsBits(o) ? "0" : "0.f";
+  // The tap's displacement (dy, dx) and the test of the step's element.
+  auto tap = [&](const std::string &t, const std::string &r, const std::string &pad) {
+    out_ << pad << "const int dy = " << t << " / " << plane.kernelColumns << " * " << plane.dilationRows
+         << ", dx = " << t << " % " << plane.kernelColumns << " * " << plane.dilationColumns << ";\n";
+    out_ << pad << "const bool fill = " << r << " < " << spec_.k << " && (unsigned)(" << name << "Top + dy) < "
+         << plane.inRows << "u && (unsigned)(" << name << "Left + dx) < " << plane.inColumns << "u;\n";
+  };
+  out_ << indent << "#pragma unroll\n" << indent << "for (int u = 0; u < " << scalarRuns(o) << "; ++u) {\n";
+  runPosition(o, indent + "  ");
+  const std::string pad = indent + "  ";
+  if (oneTap) {
+    out_ << pad << "const int r = (int)" << k << " + kk, c = r % " << channels << ";\n";
+    tap("(r / " + std::to_string(channels) + ")", "r", pad);
+    out_ << pad << "const int at = " << name << "Origin + c * " << planeSize << " + dy * "
+         << plane.inColumns << " + dx;\n";
+    out_ << pad << "#pragma unroll\n" << pad << "for (int s = 0; s < " << length << "; ++s)\n";
+    out_ << pad << "  " << o.registers << "[u * " << length << " + s] = fill ? "
+         << read("at + s * " + std::to_string(planeSize)) << " : " << zero << ";\n";
+  } else {
+    out_ << pad << "#pragma unroll\n" << pad << "for (int s = 0; s < " << length << "; ++s) {\n";
+    const std::string inner = pad + "  ";
+    out_ << inner << "const int r = (int)" << k << " + kk + s;\n";
+    if (channels == 1)
+      out_ << inner << "const int c = 0, tap = r;\n";
+    else if (w.channelsInnermost)
+      out_ << inner << "const int c = r % " << channels << ", tap = r / " << channels << ";\n";
+    else
+      out_ << inner << "const int c = r / " << taps << ", tap = r % " << taps << ";\n";
+    tap("tap", "r", inner);
+    out_ << inner << o.registers << "[u * " << length << " + s] = fill ? "
+         << read(name + "Origin + c * " + std::to_string(planeSize) + " + dy * " +
+                 std::to_string(plane.inColumns) + " + dx")
+         << " : " << zero << ";\n";
+    out_ << pad << "}\n";
+  }
+  out_ << indent << "}\n";
+}
+
 void SliceStaging::loadScalar(const StagedOperand &o, const char *k, const std::string &indent) {
+  if (o.window)
+    return loadWindow(o, k, indent);
   if (o.strided)
     return loadStrided(o, k, indent);
   int length = runLength(o);
