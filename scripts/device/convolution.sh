@@ -30,3 +30,13 @@ if [[ -f "$root/.device/baseline.tar.xz" ]]; then
     --baseline-sinter "$work/baseline/bin/sinter" --work "$work/ablation" --precisions fp16 --rounds 3 \
     --iterations 50 "${models[@]}" | tee "$out/ablation.log"
 fi
+# CONVOLUTION_NCU="MODEL-bBATCH KERNEL-REGEX": Nsight Compute's speed-of-light, occupancy, memory
+# and warp-state sections for the first launch of each kernel matching the regex in that row's
+# fp16 artifact (e.g. "densenet121-b32 fused_cast_conv_relu_0$|_relu_101$").
+if [[ -n "${CONVOLUTION_NCU:-}" ]]; then
+  read -r folder kernels <<<"$CONVOLUTION_NCU"
+  timeout 150 ncu --kernel-name "regex:$kernels" --launch-count 2 --section SpeedOfLight --section Occupancy \
+    --section LaunchStats --section MemoryWorkloadAnalysis --section WarpStateStats \
+    "$bin/sinter" bench "$work/bench/$folder/model-fp16.so" --no-graphs --warmup 0 --iterations 1 2>&1 |
+    tee "$out/ncu.log" | grep -v "^==PROF==" | grep -E "^  [a-z_0-9]+|Duration|Throughput|Registers|Achieved Occupancy|Theoretical Occupancy|Stall|Warp Cycles" | head -60
+fi

@@ -23,13 +23,10 @@ each:
 With --no-gpu the outputs come from CPU-target artifacts (the CUDA sources are still generated
 and checked). Exits 1 when any check fails; prints one line per case.
 """
-import argparse
-import sys
 import subprocess
-from pathlib import Path
+import sys
 
 import numpy as np
-import onnxruntime as ort
 
 import kernel_cases
 from check_depthwise import build
@@ -84,21 +81,14 @@ def compile_variant(sinter, model, case, precision, tile, flags):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--bin", required=True, type=Path)
-    parser.add_argument("--work", required=True, type=Path)
-    parser.add_argument("--no-gpu", action="store_true", help="run CPU-target artifacts instead")
-    args = parser.parse_args()
-    args.work.mkdir(parents=True, exist_ok=True)
-    sinter = str(args.bin / "sinter")
+    args, sinter = kernel_cases.arguments(__doc__)
     rng = np.random.default_rng(1)
     failures = 0
     for name, x_shape, kernel, attributes, around in CASES:
-        case = args.work / name.replace(" ", "_").replace(",", "")
-        case.mkdir(exist_ok=True)
+        case = kernel_cases.case_folder(args.work, name)
         model = case / "model.onnx"
         feeds = build(model, x_shape, kernel, {"group": 1, **attributes}, around, rng)
-        want = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"]).run(None, feeds)[0].astype(np.float64)
+        want = kernel_cases.onnxruntime_output(model, feeds)
         files = kernel_cases.save_inputs(case, feeds)
         for precision, tile, flags in VARIANTS:
             label, cuda, problem = compile_variant(sinter, model, case, precision, tile, flags)
@@ -107,9 +97,7 @@ def main():
                                          args.no_gpu)
             error, what, problem = kernel_cases.compare(got, want, precision)
             problems += [problem] if problem else []
-            failures += bool(problems)
-            print(f"{'FAIL' if problems else 'ok  '} {name} {label}: {what} {error:.3g}"
-                  + ("" if not problems else " -- " + "; ".join(problems)), flush=True)
+            failures += kernel_cases.report(name, label, what, error, problems)
     print(f"check_convolution: {failures} failing")
     return 1 if failures else 0
 

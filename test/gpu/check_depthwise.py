@@ -23,15 +23,12 @@ precision (fp32; fp16 and bf16 storage):
 With --no-gpu the outputs come from CPU-target artifacts (the CUDA artifacts are still compiled
 and their generators checked). Exits 1 when any check fails; prints one line per case.
 """
-import argparse
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
 import kernel_cases
@@ -164,21 +161,14 @@ def generators(sinter, artifact):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--bin", required=True, type=Path)
-    parser.add_argument("--work", required=True, type=Path)
-    parser.add_argument("--no-gpu", action="store_true", help="run CPU-target artifacts instead")
-    args = parser.parse_args()
-    args.work.mkdir(parents=True, exist_ok=True)
-    sinter = str(args.bin / "sinter")
+    args, sinter = kernel_cases.arguments(__doc__)
     rng = np.random.default_rng(0)
     failures = 0
     for name, x_shape, kernel, attributes, after, expected in CASES:
-        case = args.work / name.replace(" ", "_").replace(",", "")
-        case.mkdir(exist_ok=True)
+        case = kernel_cases.case_folder(args.work, name)
         model = case / "model.onnx"
         feeds = build(model, x_shape, kernel, attributes, after, rng)
-        want = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"]).run(None, feeds)[0].astype(np.float64)
+        want = kernel_cases.onnxruntime_output(model, feeds)
         files = kernel_cases.save_inputs(case, feeds)
         for precision in PRECISIONS:
             problems = []
@@ -192,9 +182,7 @@ def main():
                                          args.no_gpu)
             error, what, problem = kernel_cases.compare(got, want, precision)
             problems += [problem] if problem else []
-            failures += bool(problems)
-            print(f"{'FAIL' if problems else 'ok  '} {name} {precision}: {what} {error:.3g}"
-                  + ("" if not problems else " -- " + "; ".join(problems)), flush=True)
+            failures += kernel_cases.report(name, precision, what, error, problems)
     print(f"check_depthwise: {failures} failing")
     return 1 if failures else 0
 

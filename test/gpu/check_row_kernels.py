@@ -18,14 +18,12 @@ For each case and compilation (fp32; fp16 with the rows in f16, and with them pi
 With --no-gpu the artifacts are compiled for the CPU to exercise the comparison (the CUDA C is
 still emitted and checked). Exits 1 when any check fails; prints one line per case.
 """
-import argparse
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
 import kernel_cases
@@ -83,21 +81,14 @@ def holds_rows(source_dir):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--bin", required=True, type=Path)
-    parser.add_argument("--work", required=True, type=Path)
-    parser.add_argument("--no-gpu", action="store_true", help="run CPU-target artifacts instead")
-    args = parser.parse_args()
-    args.work.mkdir(parents=True, exist_ok=True)
-    sinter = str(args.bin / "sinter")
+    args, sinter = kernel_cases.arguments(__doc__)
     rng = np.random.default_rng(0)
     failures = 0
     for name, op, rows, length, held in CASES:
-        case = args.work / name.replace(" ", "_")
-        case.mkdir(exist_ok=True)
+        case = kernel_cases.case_folder(args.work, name)
         model = case / "model.onnx"
         feeds = build(model, op, rows, length, rng)
-        want = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"]).run(None, feeds)[0].astype(np.float64)
+        want = kernel_cases.onnxruntime_output(model, feeds)
         files = kernel_cases.save_inputs(case, feeds)
         for config, flags in CONFIGS:
             precision = flags[1]
@@ -111,9 +102,7 @@ def main():
             got = kernel_cases.output_of(sinter, model, cuda, case, config, flags, files, args.no_gpu)
             error, what, problem = kernel_cases.compare(got, want, precision)
             problems += [problem] if problem else []
-            failures += bool(problems)
-            print(f"{'FAIL' if problems else 'ok  '} {name} {config}: {what} {error:.3g}, rows held {held}"
-                  + ("" if not problems else " -- " + "; ".join(problems)))
+            failures += kernel_cases.report(name, config, what, error, problems, f", rows held {held}")
     print(f"check_row_kernels: {failures} failing")
     return 1 if failures else 0
 
