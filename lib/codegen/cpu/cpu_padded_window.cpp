@@ -170,67 +170,105 @@ void permuteReduction(std::vector<uint8_t> &packed, int64_t k, int64_t width, st
   }
 }
 
+namespace {
+
+/// The vectors `parts` (each of one type) side by side, as one vector of the next power of two
+/// of their count times their lanes (the lanes past the last part are poison).
+llvm::Value *concatenate(llvm::IRBuilder<> &b, std::vector<llvm::Value *> parts) {
+  while (parts.size() > 1) {
+    if (parts.size() % 2 != 0)
+      parts.push_back(llvm::PoisonValue::get(parts.back()->getType()));
+    const unsigned lanes = unsigned(llvm::cast<llvm::FixedVectorType>(parts[0]->getType())->getNumElements());
+    std::vector<int> both(2 * lanes);
+    for (unsigned l = 0; l < 2 * lanes; ++l)
+      both[l] = int(l);
+    std::vector<llvm::Value *> pairs;
+    for (size_t p = 0; p < parts.size(); p += 2)
+      pairs.push_back(b.CreateShuffleVector(parts[p], parts[p + 1], both));
+    parts = std::move(pairs);
+  }
+  return parts[0];
+}
+
+} // namespace
+
 void emitPaddedSlab(llvm::IRBuilder<> &b, const PaddedWindow &padded, int64_t vectorWidth, llvm::Value *source,
                     llvm::Value *slab, llvm::Value *batch, llvm::Value *image, llvm::Value *outputRow) {
-  llvm::Type *f32 = b.getFloatTy();
-  auto *vector = llvm::FixedVectorType::get(f32, unsigned(vectorWidth));
-  auto *maskType = llvm::FixedVectorType::get(b.getInt1Ty(), unsigned(vectorWidth));
+  llvm::Type *f32 = b.getFloatTy(), *i32 = b.getInt32Ty();
+  const unsigned width = unsigned(vectorWidth);
+  auto *vector = llvm::FixedVectorType::get(f32, width);
   auto constant = [&](int64_t value) { return b.getInt64(uint64_t(value)); };
-  auto minimum = [&](llvm::Value *x, llvm::Value *y) { return b.CreateSelect(b.CreateICmpSLT(x, y), x, y); };
-  // The mask of lanes [from, to), clamped to the vector.
-  auto laneRange = [&](llvm::Value *from, llvm::Value *to) {
-    auto clamp = [&](llvm::Value *x) {
-      return minimum(b.CreateSelect(b.CreateICmpSLT(x, constant(0)), constant(0), x), constant(vectorWidth));
-    };
-    auto below = [&](llvm::Value *x) { return b.CreateSub(b.CreateShl(constant(1), clamp(x)), constant(1)); };
-    llvm::Value *bits = b.CreateAnd(below(to), b.CreateNot(below(from)));
-    return b.CreateBitCast(b.CreateTrunc(bits, b.getIntNTy(unsigned(vectorWidth))), maskType);
-  };
-  llvm::Value *lanes = nullptr; // <0, 1, ..., vectorWidth - 1> * strideX, a gather's offsets
+  // The mask of lanes [from, to) (i64 scalars): a compare of the lane numbers, which every level
+  // does in a vector register (an integer bit mask would be moved into one lane by lane).
+  llvm::Value *laneNumbers = nullptr;
   {
     std::vector<llvm::Constant *> values;
-    for (int64_t l = 0; l < vectorWidth; ++l)
-      values.push_back(b.getInt64(uint64_t(l * padded.strideX)));
-    lanes = llvm::ConstantVector::get(values);
+    for (unsigned l = 0; l < width; ++l)
+      values.push_back(llvm::ConstantInt::get(i32, l));
+    laneNumbers = llvm::ConstantVector::get(values);
   }
+  auto laneRange = [&](llvm::Value *from, llvm::Value *to) {
+    auto splat = [&](llvm::Value *x) {
+      // Clamped to [-1, width] before narrowing: the mask is the same, and the value fits i32.
+      x = b.CreateSelect(b.CreateICmpSLT(x, constant(-1)), constant(-1), x);
+      x = b.CreateSelect(b.CreateICmpSGT(x, constant(vectorWidth)), constant(vectorWidth), x);
+      return b.CreateVectorSplat(width, b.CreateTrunc(x, i32));
+    };
+    return b.CreateAnd(b.CreateICmpSGE(laneNumbers, splat(from)), b.CreateICmpSLT(laneNumbers, splat(to)));
+  };
   llvm::Value *zeros = llvm::ConstantAggregateZero::get(vector);
-  llvm::Value *noLanes = llvm::ConstantAggregateZero::get(maskType);
+  // Lane l of a strided row is element l * strideX of strideX consecutive vectors.
+  std::vector<int> everyStride(width);
+  for (unsigned l = 0; l < width; ++l)
+    everyStride[l] = int(l * padded.strideX);
   llvm::Value *imageBase = b.CreateAdd(b.CreateMul(batch, constant(padded.groupStride)),
                                        b.CreateMul(image, constant(padded.imageStride)));
   // Slab row t of row phase py is X's row (outputRow + t) * strideY + py + firstRow.
   llvm::Value *row0 = b.CreateAdd(b.CreateMul(outputRow, constant(padded.strideY)), constant(padded.firstRow));
+  // Whole vectors of a slab row are stored as they are; a last part vector under a mask.
+  const int64_t wholeColumns = padded.pitch / vectorWidth * vectorWidth;
   emitLoop(b, constant(0), constant(padded.channels), 1, [&](llvm::Value *c) {
     llvm::Value *channelBase = b.CreateAdd(imageBase, b.CreateMul(c, constant(padded.channelStride)));
     llvm::Value *channelSlab = b.CreateInBoundsGEP(f32, slab, b.CreateMul(c, constant(padded.slabFloats())));
     for (int64_t py = 0; py < padded.strideY; ++py)
       for (int64_t px = 0; px < padded.strideX; ++px) {
-        // Slab column u of column phase px is X's column u * strideX + at: inside X for u in
-        // [left, right); the others are padding.
+        // Slab column u of column phase px is X's column u * strideX + at; the columns outside X
+        // (and the rows) are padding, zero.
         const int64_t at = px + padded.firstColumn;
-        const int64_t left = at >= 0 ? 0 : (-at + padded.strideX - 1) / padded.strideX;
-        const int64_t right = std::max(left, std::min(padded.pitch, padded.width > at ? (padded.width - at + padded.strideX - 1) / padded.strideX : 0));
         llvm::Value *phaseSlab =
             b.CreateConstInBoundsGEP1_64(f32, channelSlab, uint64_t((py * padded.strideX + px) * padded.phaseFloats()));
         emitLoop(b, constant(0), constant(padded.slabRows), 1, [&](llvm::Value *t) {
           llvm::Value *y = b.CreateAdd(row0, b.CreateAdd(b.CreateMul(t, constant(padded.strideY)), constant(py)));
-          llvm::Value *inside = b.CreateICmpULT(y, constant(padded.height));
-          // Not inbounds: for padding lanes the address is outside X, and is never read.
-          llvm::Value *from = b.CreateGEP(
-              f32, source, b.CreateAdd(channelBase, b.CreateAdd(b.CreateMul(y, constant(padded.rowStride)), constant(at))));
+          llvm::Value *inside = b.CreateVectorSplat(width, b.CreateICmpULT(y, constant(padded.height)));
+          // X's row y (column 0). Not inbounds: for padding rows and columns the address is
+          // outside X, and is never read.
+          llvm::Value *from =
+              b.CreateGEP(f32, source, b.CreateAdd(channelBase, b.CreateMul(y, constant(padded.rowStride))));
           llvm::Value *to = b.CreateInBoundsGEP(f32, phaseSlab, b.CreateMul(t, constant(padded.pitch)));
-          emitLoop(b, constant(0), constant(padded.pitch), vectorWidth, [&](llvm::Value *u) {
-            llvm::Value *read = b.CreateSelect(
-                inside, laneRange(b.CreateSub(constant(left), u), b.CreateSub(constant(right), u)), noLanes);
-            llvm::Value *value;
-            if (padded.strideX == 1) {
-              value = b.CreateMaskedLoad(vector, b.CreateGEP(f32, from, u), llvm::Align(4), read, zeros);
-            } else {
-              llvm::Value *first = b.CreateGEP(f32, from, b.CreateMul(u, constant(padded.strideX)));
-              value = b.CreateMaskedGather(vector, b.CreateGEP(f32, first, lanes), llvm::Align(4), read, zeros);
+          // Slab columns u .. u + width - 1: X's columns at + u * strideX + e for e < width *
+          // strideX, read as strideX contiguous vectors (lanes inside X's row) whose every
+          // strideX-th element is kept.
+          auto columns = [&](llvm::Value *u) {
+            llvm::Value *first = b.CreateAdd(constant(at), b.CreateMul(u, constant(padded.strideX)));
+            std::vector<llvm::Value *> parts;
+            for (int64_t q = 0; q < padded.strideX; ++q) {
+              llvm::Value *start = b.CreateAdd(first, constant(q * vectorWidth));
+              llvm::Value *read = b.CreateAnd(
+                  inside, laneRange(b.CreateNeg(start), b.CreateSub(constant(padded.width), start)));
+              parts.push_back(b.CreateMaskedLoad(vector, b.CreateGEP(f32, from, start), llvm::Align(4), read, zeros));
             }
-            b.CreateMaskedStore(value, b.CreateInBoundsGEP(f32, to, u), llvm::Align(4),
-                                laneRange(constant(0), b.CreateSub(constant(padded.pitch), u)));
-          }, "slab.x");
+            if (padded.strideX == 1)
+              return parts[0];
+            llvm::Value *all = concatenate(b, parts);
+            return b.CreateShuffleVector(all, all, everyStride);
+          };
+          if (wholeColumns > 0)
+            emitLoop(b, constant(0), constant(wholeColumns), vectorWidth, [&](llvm::Value *u) {
+              b.CreateAlignedStore(columns(u), b.CreateInBoundsGEP(f32, to, u), llvm::Align(4));
+            }, "slab.x");
+          if (wholeColumns < padded.pitch)
+            b.CreateMaskedStore(columns(constant(wholeColumns)), b.CreateInBoundsGEP(f32, to, constant(wholeColumns)),
+                                llvm::Align(4), laneRange(constant(0), constant(padded.pitch - wholeColumns)));
         }, "slab.row");
       }
   }, "slab.channel");
