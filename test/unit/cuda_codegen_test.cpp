@@ -449,7 +449,7 @@ TEST(CudaCodegen, ConvolutionWindowsAreGatheredInRunsOfChannels) {
     if (channels == 16) {
       EXPECT_NE(source.find("const int r = (int)k0 + kk, c = r % 16;"), std::string::npos);
       EXPECT_NE(source.find("lhs vector along k"), std::string::npos);
-      EXPECT_NE(source.find("fill ? b1[at + s * 400] : 0.f"), std::string::npos);
+      EXPECT_NE(source.find("fill ? from[s * 400] : 0.f"), std::string::npos);
     } else {
       EXPECT_NE(source.find("const int c = r / 9, tap = r % 9;"), std::string::npos);
     }

@@ -360,10 +360,9 @@ void SliceStaging::loadWindow(const StagedOperand &o, const char *k, const std::
   const bool roundedOnStore = !format_.tf32() && w.stored == DType::Float32 && w.read->kind == ExprKind::Cast &&
                               w.read->operands[0]->kind == ExprKind::Cast &&
                               w.read->operands[0]->type == format_.stored && w.read->operands[0]->operands[0] == w.load;
-  auto read = [&](const std::string &at) {
-    if (readsBits(o) || roundedOnStore)
-      return source + "[" + at + "]";
-    return printer_.exprReading(w.read, w.load.get(), source + "[" + at + "]");
+  auto read = [&](const std::string &at, const std::string &base) {
+    const std::string element = base + "[" + at + "]";
+    return readsBits(o) || roundedOnStore ? element : printer_.exprReading(w.read, w.load.get(), element);
   };
   const std::string zero = readsBits(o) ? "0" : "0.f";
   // The tap's displacement (dy, dx) and the test of the step's element.
@@ -379,11 +378,12 @@ void SliceStaging::loadWindow(const StagedOperand &o, const char *k, const std::
   if (oneTap) {
     out_ << pad << "const int r = (int)" << k << " + kk, c = r % " << channels << ";\n";
     tap("(r / " + std::to_string(channels) + ")", "r", pad);
-    out_ << pad << "const int at = " << name << "Origin + c * " << planeSize << " + dy * "
-         << plane.inColumns << " + dx;\n";
+    // One address, the run's elements at constant offsets from it (immediates of the loads).
+    out_ << pad << "const " << cudaStorageType(w.stored) << " *from = " << source << " + (" << name << "Origin + c * "
+         << planeSize << " + dy * " << plane.inColumns << " + dx);\n";
     out_ << pad << "#pragma unroll\n" << pad << "for (int s = 0; s < " << length << "; ++s)\n";
     out_ << pad << "  " << o.registers << "[u * " << length << " + s] = fill ? "
-         << read("at + s * " + std::to_string(planeSize)) << " : " << zero << ";\n";
+         << read("s * " + std::to_string(planeSize), "from") << " : " << zero << ";\n";
   } else {
     out_ << pad << "#pragma unroll\n" << pad << "for (int s = 0; s < " << length << "; ++s) {\n";
     const std::string inner = pad + "  ";
@@ -397,7 +397,8 @@ void SliceStaging::loadWindow(const StagedOperand &o, const char *k, const std::
     tap("tap", "r", inner);
     out_ << inner << o.registers << "[u * " << length << " + s] = fill ? "
          << read(name + "Origin + c * " + std::to_string(planeSize) + " + dy * " +
-                 std::to_string(plane.inColumns) + " + dx")
+                 std::to_string(plane.inColumns) + " + dx",
+                 source)
          << " : " << zero << ";\n";
     out_ << pad << "}\n";
   }
