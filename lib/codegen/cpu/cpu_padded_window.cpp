@@ -170,57 +170,14 @@ void permuteReduction(std::vector<uint8_t> &packed, int64_t k, int64_t width, st
   }
 }
 
-namespace {
-
-/// The vectors `parts` (each of one type) side by side, as one vector of the next power of two
-/// of their count times their lanes (the lanes past the last part are poison).
-llvm::Value *concatenate(llvm::IRBuilder<> &b, std::vector<llvm::Value *> parts) {
-  while (parts.size() > 1) {
-    if (parts.size() % 2 != 0)
-      parts.push_back(llvm::PoisonValue::get(parts.back()->getType()));
-    const unsigned lanes = unsigned(llvm::cast<llvm::FixedVectorType>(parts[0]->getType())->getNumElements());
-    std::vector<int> both(2 * lanes);
-    for (unsigned l = 0; l < 2 * lanes; ++l)
-      both[l] = int(l);
-    std::vector<llvm::Value *> pairs;
-    for (size_t p = 0; p < parts.size(); p += 2)
-      pairs.push_back(b.CreateShuffleVector(parts[p], parts[p + 1], both));
-    parts = std::move(pairs);
-  }
-  return parts[0];
-}
-
-} // namespace
-
 void emitPaddedSlab(llvm::IRBuilder<> &b, const PaddedWindow &padded, int64_t vectorWidth, llvm::Value *source,
                     llvm::Value *slab, llvm::Value *batch, llvm::Value *image, llvm::Value *outputRow) {
-  llvm::Type *f32 = b.getFloatTy(), *i32 = b.getInt32Ty();
+  llvm::Type *f32 = b.getFloatTy();
   const unsigned width = unsigned(vectorWidth);
   auto *vector = llvm::FixedVectorType::get(f32, width);
   auto constant = [&](int64_t value) { return b.getInt64(uint64_t(value)); };
-  // The mask of lanes [from, to) (i64 scalars): a compare of the lane numbers, which every level
-  // does in a vector register (an integer bit mask would be moved into one lane by lane).
-  llvm::Value *laneNumbers = nullptr;
-  {
-    std::vector<llvm::Constant *> values;
-    for (unsigned l = 0; l < width; ++l)
-      values.push_back(llvm::ConstantInt::get(i32, l));
-    laneNumbers = llvm::ConstantVector::get(values);
-  }
-  auto laneRange = [&](llvm::Value *from, llvm::Value *to) {
-    auto splat = [&](llvm::Value *x) {
-      // Clamped to [-1, width] before narrowing: the mask is the same, and the value fits i32.
-      x = b.CreateSelect(b.CreateICmpSLT(x, constant(-1)), constant(-1), x);
-      x = b.CreateSelect(b.CreateICmpSGT(x, constant(vectorWidth)), constant(vectorWidth), x);
-      return b.CreateVectorSplat(width, b.CreateTrunc(x, i32));
-    };
-    return b.CreateAnd(b.CreateICmpSGE(laneNumbers, splat(from)), b.CreateICmpSLT(laneNumbers, splat(to)));
-  };
+  auto laneRange = [&](llvm::Value *from, llvm::Value *to) { return laneRangeMask(b, from, to, vectorWidth); };
   llvm::Value *zeros = llvm::ConstantAggregateZero::get(vector);
-  // Lane l of a strided row is element l * strideX of strideX consecutive vectors.
-  std::vector<int> everyStride(width);
-  for (unsigned l = 0; l < width; ++l)
-    everyStride[l] = int(l * padded.strideX);
   llvm::Value *imageBase = b.CreateAdd(b.CreateMul(batch, constant(padded.groupStride)),
                                        b.CreateMul(image, constant(padded.imageStride)));
   // Slab row t of row phase py is X's row (outputRow + t) * strideY + py + firstRow.
@@ -257,10 +214,7 @@ void emitPaddedSlab(llvm::IRBuilder<> &b, const PaddedWindow &padded, int64_t ve
                   inside, laneRange(b.CreateNeg(start), b.CreateSub(constant(padded.width), start)));
               parts.push_back(b.CreateMaskedLoad(vector, b.CreateGEP(f32, from, start), llvm::Align(4), read, zeros));
             }
-            if (padded.strideX == 1)
-              return parts[0];
-            llvm::Value *all = concatenate(b, parts);
-            return b.CreateShuffleVector(all, all, everyStride);
+            return padded.strideX == 1 ? parts[0] : everyStepLane(b, parts, padded.strideX);
           };
           if (wholeColumns > 0)
             emitLoop(b, constant(0), constant(wholeColumns), vectorWidth, [&](llvm::Value *u) {

@@ -38,14 +38,7 @@ void emitWindowPack(llvm::IRBuilder<> &b, const WindowGather &gather, const Conv
   const int64_t step = gather.rowStep * window.stride[size_t(innermost)]; // in elements of X
   const int64_t innerExtent = window.extent[size_t(innermost)];
   llvm::Value *zeros = llvm::ConstantAggregateZero::get(vector);
-  // The mask of vector lanes [from, to), clamped to the vector: bits, cast to <lanes x i1>.
-  auto laneRange = [&](llvm::Value *from, llvm::Value *to) {
-    auto clamp = [&](llvm::Value *x) { return minimum(b.CreateSelect(b.CreateICmpSLT(x, constant(0)), constant(0), x), constant(vectorWidth)); };
-    auto below = [&](llvm::Value *x) { return b.CreateSub(b.CreateShl(constant(1), clamp(x)), constant(1)); };
-    llvm::Value *bits = b.CreateAnd(below(to), b.CreateNot(below(from)));
-    return b.CreateBitCast(b.CreateTrunc(bits, b.getIntNTy(unsigned(vectorWidth))),
-                           llvm::FixedVectorType::get(b.getInt1Ty(), unsigned(vectorWidth)));
-  };
+  auto laneRange = [&](llvm::Value *from, llvm::Value *to) { return laneRangeMask(b, from, to, vectorWidth); };
   // Strided rows are read as `step` contiguous vectors; element e of the run is lane e / step's
   // when e % step == 0: per vector, the bits of its elements that are some lane's.
   std::vector<llvm::Value *> laneElements;
@@ -58,23 +51,6 @@ void emitWindowPack(llvm::IRBuilder<> &b, const WindowGather &gather, const Conv
       laneElements.push_back(b.CreateBitCast(b.getIntN(unsigned(vectorWidth), bits),
                                              llvm::FixedVectorType::get(b.getInt1Ty(), unsigned(vectorWidth))));
     }
-  // Element l * step of the concatenated vectors, for each lane l.
-  auto pickEvery = [&](const std::vector<llvm::Value *> &parts) {
-    auto concatenate = [&](llvm::Value *x, llvm::Value *y) {
-      std::vector<int> order;
-      for (int64_t t = 0; t < 2 * vectorWidth; ++t)
-        order.push_back(int(t));
-      return b.CreateShuffleVector(x, y, order);
-    };
-    std::vector<int> every;
-    for (int64_t l = 0; l < vectorWidth; ++l)
-      every.push_back(int(l * step));
-    if (parts.size() == 2)
-      return b.CreateShuffleVector(parts[0], parts[1], every);
-    llvm::Value *low = concatenate(parts[0], parts[1]);
-    llvm::Value *high = concatenate(parts[2], parts.size() > 3 ? parts[3] : zeros);
-    return b.CreateShuffleVector(low, high, every);
-  };
   llvm::Value *lanes = nullptr; // <0, 1, ..., vectorWidth - 1>, for a gather's addresses
   {
     std::vector<llvm::Constant *> values;
@@ -155,7 +131,7 @@ void emitWindowPack(llvm::IRBuilder<> &b, const WindowGather &gather, const Conv
           parts.push_back(b.CreateMaskedLoad(vector, b.CreateConstGEP1_64(f32, from, uint64_t(q * vectorWidth)),
                                              llvm::Align(4), mask, zeros));
         }
-        value = pickEvery(parts);
+        value = everyStepLane(b, parts, step);
       } else {
         llvm::Value *addresses = b.CreateGEP(f32, source, b.CreateMul(b.CreateAdd(splat(c), lanes), splat(constant(step))));
         value = b.CreateMaskedGather(vector, addresses, llvm::Align(4), read, zeros);
