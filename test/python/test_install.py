@@ -89,3 +89,21 @@ def test_examples_build_against_the_installed_prefix(prefix, tmp_path):
     run(["c++", "-std=c++17", "-O1", source / "run_model.cpp", "-o", binary, *flags])
     output = run([binary, library, "--values", "8"], env=environment)
     np.testing.assert_allclose(printed_scores(output), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_run_model_refuses_element_types_it_does_not_fill(tmp_path):
+    """The example fills and prints 8- to 64-bit types; a model with a float8 input gets a clear
+    refusal naming the input (it used to feed and print whatever memory held)."""
+    import onnx
+    from onnx import TensorProto, helper
+    graph = helper.make_graph([helper.make_node("Cast", ["x"], ["y"], to=TensorProto.FLOAT)], "float8",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT8E4M3FN, [4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])])
+    model = tmp_path / "float8.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)]), str(model))
+    artifact = tmp_path / "float8.so"
+    st.sinter("compile", model, "--target", "cpu", "-o", artifact)
+    result = subprocess.run([str(st.BUILD / "bin" / "run_model"), str(artifact)], capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode == 1, result
+    assert "x has element type" in result.stderr and "sinter run" in result.stderr, result.stderr
