@@ -231,8 +231,9 @@ protected:
     ChildResult result = loadAndRunInChild(damaged, expected_);
     EXPECT_EQ(result.outcome, Outcome::Refused)
         << what << ": " << outcomeName(result.outcome) << " " << result.message;
-    if (result.outcome == Outcome::Refused)
+    if (result.outcome == Outcome::Refused) {
       EXPECT_EQ(result.status, SINTER_ERROR_INVALID_ARTIFACT) << what << ": " << result.message;
+    }
     return result.message;
   }
 
@@ -362,8 +363,9 @@ TEST_F(ArtifactIntegrity, AFlippedByteInAnyRegionIsRefused) {
       std::string message =
           expectRefused(damaged, region.name + " byte " + std::to_string(point));
       if (region.name != "digest trailer" && region.name != "ELF header" &&
-          region.name != "program headers" && region.name != "section headers")
+          region.name != "program headers" && region.name != "section headers") {
         EXPECT_TRUE(contains(message, "checksum")) << region.name << ": " << message;
+      }
       ++cases;
     }
   }
