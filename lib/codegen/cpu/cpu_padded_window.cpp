@@ -173,8 +173,8 @@ void permuteReduction(std::vector<uint8_t> &packed, int64_t k, int64_t width, st
 void emitPaddedSlab(llvm::IRBuilder<> &b, const PaddedWindow &padded, int64_t vectorWidth, llvm::Value *source,
                     llvm::Value *slab, llvm::Value *batch, llvm::Value *image, llvm::Value *outputRow) {
   llvm::Type *f32 = b.getFloatTy();
-  const unsigned width = unsigned(vectorWidth);
-  auto *vector = llvm::FixedVectorType::get(f32, width);
+  const unsigned lanes = unsigned(vectorWidth);
+  auto *vector = llvm::FixedVectorType::get(f32, lanes);
   auto constant = [&](int64_t value) { return b.getInt64(uint64_t(value)); };
   auto laneRange = [&](llvm::Value *from, llvm::Value *to) { return laneRangeMask(b, from, to, vectorWidth); };
   llvm::Value *zeros = llvm::ConstantAggregateZero::get(vector);
@@ -196,13 +196,13 @@ void emitPaddedSlab(llvm::IRBuilder<> &b, const PaddedWindow &padded, int64_t ve
             b.CreateConstInBoundsGEP1_64(f32, channelSlab, uint64_t((py * padded.strideX + px) * padded.phaseFloats()));
         emitLoop(b, constant(0), constant(padded.slabRows), 1, [&](llvm::Value *t) {
           llvm::Value *y = b.CreateAdd(row0, b.CreateAdd(b.CreateMul(t, constant(padded.strideY)), constant(py)));
-          llvm::Value *inside = b.CreateVectorSplat(width, b.CreateICmpULT(y, constant(padded.height)));
+          llvm::Value *inside = b.CreateVectorSplat(lanes, b.CreateICmpULT(y, constant(padded.height)));
           // X's row y (column 0). Not inbounds: for padding rows and columns the address is
           // outside X, and is never read.
           llvm::Value *from =
               b.CreateGEP(f32, source, b.CreateAdd(channelBase, b.CreateMul(y, constant(padded.rowStride))));
           llvm::Value *to = b.CreateInBoundsGEP(f32, phaseSlab, b.CreateMul(t, constant(padded.pitch)));
-          // Slab columns u .. u + width - 1: X's columns at + u * strideX + e for e < width *
+          // Slab columns u .. u + lanes - 1: X's columns at + u * strideX + e for e < lanes *
           // strideX, read as strideX contiguous vectors (lanes inside X's row) whose every
           // strideX-th element is kept.
           auto columns = [&](llvm::Value *u) {

@@ -30,9 +30,13 @@
 //                    softmax's f32 output read by a 16-bit MatMul) with the same index form:
 //                    eight steps are two 16-byte loads into registers before the products,
 //                    rounded and stored as one 16-byte run after them;
-//   scalar:          anything else (a convolution's window gather, a 32-bit input narrowed): each
-//                    thread evaluates the expression element by element into registers before
-//                    the products and stores them packed into the slice after.
+//   window gather:   (rhs) a convolution's window read directly: through registers as a scalar
+//                    operand, each thread's column origin computed once a tile, each element
+//                    only its step's channel and tap (SliceStaging::loadWindow);
+//   scalar:          anything else (a 32-bit input narrowed, a window read through a prologue,
+//                    as strided gathers where runs allow): each thread evaluates the expression
+//                    element by element into registers before the products and stores them
+//                    packed into the slice after.
 #include "cuda_mma_body.h"
 #include "cuda_tile_schedule.h"
 
