@@ -141,6 +141,8 @@ CASES = {
     "conv_depthwise_stride5": lambda: conv((1, 48, 60, 55), 48, (3, 3), 31, group=48, strides=[5, 5], pads=[1, 1, 1, 1]),
     "conv_two_outputs_per_group": lambda: conv((2, 8, 11, 11), 16, (3, 3), 32, group=8, pads=[1, 1, 1, 1]),
     "conv_long_reduction": lambda: conv((1, 64, 9, 9), 24, (3, 3), 28, strides=[2, 2]),
+    # Below two windows an input element (2x2 at stride 2: one), the row packer.
+    "conv_2x2_stride2": lambda: conv((2, 24, 18, 22), 20, (2, 2), 35, strides=[2, 2]),
     "conv_3d_padded": lambda: conv((2, 6, 5, 7, 6), 10, (3, 3, 2), 34, pads=[1, 1, 0, 1, 1, 1]),
     # Row-packed windows: output rows across panel ends, strided columns (a gather), windows
     # wholly in the padding.
@@ -173,6 +175,12 @@ PADDED_CASES = {
                                                   dilations=[2, 2], pads=[2, 1, 2, 2]),
     "conv_padded_stem_7x7_stride2": lambda: conv((2, 3, 37, 75), 16, (7, 7), 62, strides=[2, 2],
                                                  pads=[3, 3, 3, 3]),
+    # 3x3 windows at stride 2 (2.25 windows an input element): odd and even planes, groups of
+    # a few channels (RegNet's), images past the first.
+    "conv_padded_3x3_stride2_grouped_images": lambda: conv((2, 24, 30, 41), 24, (3, 3), 68, group=3,
+                                                           strides=[2, 2], pads=[1, 1, 1, 1]),
+    "conv_padded_3x3_stride2_odd_pads": lambda: conv((1, 20, 37, 45), 28, (3, 3), 69, strides=[2, 2],
+                                                     pads=[0, 1, 1, 0]),
     # 15 rows at a pitch of 22: a last slice of at most one vector at AVX-512.
     "conv_padded_narrow_last_slice": lambda: conv((1, 16, 15, 20), 20, (3, 3), 64, pads=[1, 1, 1, 1]),
 }
@@ -218,18 +226,19 @@ def _uses_padded_rows(name, model, inputs, tmp_path):
 
 
 @pytest.mark.parametrize("case", sorted(PADDED_CASES) + ["conv_wide_output", "conv_narrow_7x7_stride2",
-                                                         "conv_rows_across_panels_strided"])
+                                                         "conv_rows_across_panels_strided",
+                                                         "conv_3x3_stride2_pad1"])
 def test_windows_read_padded_rows(case, tmp_path):
     """The padded-row cases above go through that path (a fallback to the packed window would pass
     the comparisons too), and pointwise windows, 1-D and 3-D ones, strides of more than 16
-    phases, 3x3 windows at stride 2 and small planes (of one image or several) where the padded
-    pitch would cost too many columns do not."""
+    phases, windows where an input element is in fewer than two (2x2 at stride 2) and small planes
+    (of one image or several) where the padded pitch would cost too many columns do not."""
     model, inputs = CASES[case]()
     assert _uses_padded_rows(case, model, inputs, tmp_path)
 
 
 @pytest.mark.parametrize("case", ["conv_1x1_in_place_images", "conv_narrow_small_image", "conv_long_reduction",
-                                  "conv_depthwise_stride5", "conv_1d", "conv_3d_padded", "conv_3x3_stride2_pad1",
+                                  "conv_depthwise_stride5", "conv_1d", "conv_3d_padded", "conv_2x2_stride2",
                                   "conv_small_planes_many_images"])
 def test_other_windows_do_not_read_padded_rows(case, tmp_path):
     model, inputs = CASES[case]()
